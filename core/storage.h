@@ -1,0 +1,71 @@
+// Storage: a reference-counted block of device memory shared by tensors and their views.
+// CPU memory Amber allocates is 64-byte aligned. Storage can also wrap memory it does not
+// own (an mmapped archive, a caller's buffer) with a keep-alive handle and a read-only
+// flag; writing through a read-only storage is an error, never a silent write.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "amber/core/device.h"
+#include "amber/core/ref.h"
+
+namespace amber {
+
+inline constexpr size_t kCpuAlignment = 64;
+
+class StorageImpl final : public RefCounted {
+ public:
+  using Deleter = std::function<void(void*)>;
+  // How the memory is released when the last reference goes.
+  enum class Owner : uint8_t { cpu_heap, backend, deleter, borrowed };
+  StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only)
+      : data_(data), nbytes_(nbytes), device_(device), read_only_(read_only), owner_(owner) {}
+  ~StorageImpl();
+  Deleter deleter;                         // used when owner is Owner::deleter
+  std::shared_ptr<const void> keep_alive;  // held while the storage lives
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  bool read_only() const { return read_only_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  bool read_only_;
+  Owner owner_;
+};
+
+class Storage {
+ public:
+  Storage() = default;
+  // Allocates nbytes on device (64-byte aligned on the CPU); throws amber::Error naming
+  // the byte count when memory is exhausted.
+  static Storage allocate(size_t nbytes, Device device);
+  // Wraps memory Amber does not own. keep_alive is held until the last tensor using the
+  // storage goes away (for example the mmap of an archive); nothing is freed by Amber.
+  static Storage wrap(void* data, size_t nbytes, Device device, std::shared_ptr<const void> keep_alive, bool read_only);
+  // Wraps memory whose ownership passes to Amber: deleter(data) runs when the last user
+  // goes away.
+  static Storage adopt(void* data, size_t nbytes, Device device, StorageImpl::Deleter deleter);
+
+  bool defined() const { return bool(impl_); }
+  void* data() const { return impl_->data(); }
+  size_t nbytes() const { return impl_->nbytes(); }
+  Device device() const { return impl_->device(); }
+  bool read_only() const { return impl_->read_only(); }
+  int64_t use_count() const { return impl_ ? impl_->use_count() : 0; }
+  bool is_same(const Storage& o) const { return impl_.get() == o.impl_.get(); }
+
+ private:
+  Ref<StorageImpl> impl_;
+};
+
+// Raw 64-byte aligned host memory (the CPU backend's allocator); nullptr on failure.
+void* cpu_allocate(size_t nbytes);
+void cpu_free(void* p);
+
+}  // namespace amber

@@ -1,0 +1,274 @@
+// CPU kernels for binary arithmetic: add, sub, mul, div on two tensors and their
+// tensor-with-scalar forms (add.Scalar, sub.Scalar, rsub.Scalar, mul.Scalar, div.Scalar).
+// Integer overflow wraps (as PyTorch) without undefined behaviour; integer division by
+// zero is an error; float division follows ATen's trunc/floor rounding exactly.
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "amber/kernels/cpu/arith.h"
+#include "amber/kernels/cpu/loops.h"
+#include "amber/kernels/cpu/registry.h"
+
+namespace amber::cpu {
+namespace {
+
+enum class DivMode { true_div, trunc, floor };
+
+template <typename T>
+struct ArithCtx {
+  T alpha{};   // add/sub: multiplier of the second operand
+  T scalar{};  // scalar forms: the number operand (already multiplied by alpha where used)
+  DivMode mode = DivMode::true_div;
+  std::atomic<bool>* div_by_zero = nullptr;
+};
+
+// ---- Elementwise operations on values ----
+template <typename T>
+inline T div_value(T a, T b, const ArithCtx<T>& c) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (c.mode) {
+      case DivMode::true_div:
+        return a / b;
+      case DivMode::trunc:
+        return std::trunc(a / b);
+      case DivMode::floor:
+        return div_floor_float(a, b);
+    }
+    return a / b;
+  } else {
+    if (b == 0) {
+      c.div_by_zero->store(true, std::memory_order_relaxed);
+      return 0;
+    }
+    return c.mode == DivMode::floor ? div_floor_int(a, b) : div_trunc_int(a, b);
+  }
+}
+
+struct AddOp {
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>& c) {
+    return wrap_add(a, wrap_mul(c.alpha, b));
+  }
+};
+struct AddOneOp {  // alpha == 1: no multiply (keeps float results identical to a + b)
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>&) {
+    return wrap_add(a, b);
+  }
+};
+struct SubOp {
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>& c) {
+    return wrap_sub(a, wrap_mul(c.alpha, b));
+  }
+};
+struct SubOneOp {
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>&) {
+    return wrap_sub(a, b);
+  }
+};
+struct MulOp {
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>&) {
+    return wrap_mul(a, b);
+  }
+};
+struct DivOp {
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>& c) {
+    return div_value(a, b, c);
+  }
+};
+
+// Scalar forms: b is the context's scalar.
+struct AddScalarOp {
+  template <typename T>
+  static T apply(T a, const ArithCtx<T>& c) {
+    return wrap_add(a, c.scalar);
+  }
+};
+struct SubScalarOp {
+  template <typename T>
+  static T apply(T a, const ArithCtx<T>& c) {
+    return wrap_sub(a, c.scalar);
+  }
+};
+struct RsubScalarOp {  // other - alpha * self
+  template <typename T>
+  static T apply(T a, const ArithCtx<T>& c) {
+    return wrap_sub(c.scalar, wrap_mul(c.alpha, a));
+  }
+};
+struct MulScalarOp {
+  template <typename T>
+  static T apply(T a, const ArithCtx<T>& c) {
+    return wrap_mul(a, c.scalar);
+  }
+};
+struct DivScalarOp {
+  template <typename T>
+  static T apply(T a, const ArithCtx<T>& c) {
+    return div_value(a, c.scalar, c);
+  }
+};
+
+// ---- Inner loops ----
+template <typename T, typename Op>
+struct BinaryInner {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void* vc) {
+    const auto& c = *static_cast<const ArithCtx<T>*>(vc);
+    T* o = reinterpret_cast<T*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    constexpr int64_t e = sizeof(T);
+    if (s[0] == e && s[1] == e && s[2] == e) {
+      for (int64_t i = 0; i < n; ++i) o[i] = Op::apply(a[i], b[i], c);
+    } else if (s[0] == e && s[1] == 0 && s[2] == e) {
+      const T av = *a;
+      for (int64_t i = 0; i < n; ++i) o[i] = Op::apply(av, b[i], c);
+    } else if (s[0] == e && s[1] == e && s[2] == 0) {
+      const T bv = *b;
+      for (int64_t i = 0; i < n; ++i) o[i] = Op::apply(a[i], bv, c);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            Op::apply(*reinterpret_cast<const T*>(p[1] + i * s[1]), *reinterpret_cast<const T*>(p[2] + i * s[2]), c);
+    }
+  }
+};
+
+template <typename T, typename Op>
+struct ScalarInner {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void* vc) {
+    const auto& c = *static_cast<const ArithCtx<T>*>(vc);
+    T* o = reinterpret_cast<T*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    constexpr int64_t e = sizeof(T);
+    if (s[0] == e && s[1] == e) {
+      for (int64_t i = 0; i < n; ++i) o[i] = Op::apply(a[i], c);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) = Op::apply(*reinterpret_cast<const T*>(p[1] + i * s[1]), c);
+    }
+  }
+};
+
+DivMode div_mode(const amber_kernel_args* a, int i) {
+  if (attr_none(a, i)) return DivMode::true_div;
+  return std::strcmp(a->attrs[i].str, "floor") == 0 ? DivMode::floor : DivMode::trunc;
+}
+
+template <typename T, typename Op>
+int run_binary(const amber_kernel_args* a, const ArithCtx<T>& c) {
+  ElementwiseIter<3> it({&a->outputs[0], &a->inputs[0], &a->inputs[1]}, {sizeof(T), sizeof(T), sizeof(T)});
+  static const InnerFn inner = IsaVariants<BinaryInner<T, Op>>::pick();
+  it.run(inner, &c, a->num_threads, kGrainCheap);
+  return 0;
+}
+
+template <typename T, typename Op>
+int run_scalar(const amber_kernel_args* a, const ArithCtx<T>& c) {
+  ElementwiseIter<2> it({&a->outputs[0], &a->inputs[0]}, {sizeof(T), sizeof(T)});
+  static const InnerFn inner = IsaVariants<ScalarInner<T, Op>>::pick();
+  it.run(inner, &c, a->num_threads, kGrainCheap);
+  return 0;
+}
+
+// ---- Kernel entry points (attributes in op-table order) ----
+template <typename T>
+struct AddKernel {  // add(self, other, alpha)
+  static int run(const amber_kernel_args* a) {
+    ArithCtx<T> c;
+    c.alpha = attr_scalar<T>(a, 0);
+    return c.alpha == T(1) ? run_binary<T, AddOneOp>(a, c) : run_binary<T, AddOp>(a, c);
+  }
+};
+template <typename T>
+struct SubKernel {  // sub(self, other, alpha)
+  static int run(const amber_kernel_args* a) {
+    ArithCtx<T> c;
+    c.alpha = attr_scalar<T>(a, 0);
+    return c.alpha == T(1) ? run_binary<T, SubOneOp>(a, c) : run_binary<T, SubOp>(a, c);
+  }
+};
+template <typename T>
+struct MulKernel {
+  static int run(const amber_kernel_args* a) { return run_binary<T, MulOp>(a, ArithCtx<T>{}); }
+};
+template <typename T>
+struct DivKernel {  // div(self, other, rounding_mode)
+  static int run(const amber_kernel_args* a) {
+    std::atomic<bool> zero{false};
+    ArithCtx<T> c;
+    c.mode = div_mode(a, 0);
+    c.div_by_zero = &zero;
+    run_binary<T, DivOp>(a, c);
+    return zero ? fail(a, "integer division by zero") : 0;
+  }
+};
+template <typename T>
+struct AddScalarKernel {  // add.Scalar(self, other, alpha)
+  static int run(const amber_kernel_args* a) {
+    ArithCtx<T> c;
+    c.scalar = wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0));
+    return run_scalar<T, AddScalarOp>(a, c);
+  }
+};
+template <typename T>
+struct SubScalarKernel {  // sub.Scalar(self, other, alpha)
+  static int run(const amber_kernel_args* a) {
+    ArithCtx<T> c;
+    c.scalar = wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0));
+    return run_scalar<T, SubScalarOp>(a, c);
+  }
+};
+template <typename T>
+struct RsubScalarKernel {  // rsub.Scalar(self, other, alpha)
+  static int run(const amber_kernel_args* a) {
+    ArithCtx<T> c;
+    c.scalar = attr_scalar<T>(a, 0);
+    c.alpha = attr_scalar<T>(a, 1);
+    return run_scalar<T, RsubScalarOp>(a, c);
+  }
+};
+template <typename T>
+struct MulScalarKernel {  // mul.Scalar(self, other)
+  static int run(const amber_kernel_args* a) {
+    ArithCtx<T> c;
+    c.scalar = attr_scalar<T>(a, 0);
+    return run_scalar<T, MulScalarOp>(a, c);
+  }
+};
+template <typename T>
+struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
+  static int run(const amber_kernel_args* a) {
+    std::atomic<bool> zero{false};
+    ArithCtx<T> c;
+    c.scalar = attr_scalar<T>(a, 0);
+    c.mode = div_mode(a, 1);
+    c.div_by_zero = &zero;
+    run_scalar<T, DivScalarOp>(a, c);
+    return zero ? fail(a, "integer division by zero") : 0;
+  }
+};
+
+#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
+
+AMBER_CPU_KERNELS(binary) {
+  register_typed<AddKernel, AMBER_NUMERIC_TYPES>("add");
+  register_typed<SubKernel, AMBER_NUMERIC_TYPES>("sub");
+  register_typed<MulKernel, AMBER_NUMERIC_TYPES>("mul");
+  register_typed<DivKernel, AMBER_NUMERIC_TYPES>("div");
+  register_typed<AddScalarKernel, AMBER_NUMERIC_TYPES>("add.Scalar");
+  register_typed<SubScalarKernel, AMBER_NUMERIC_TYPES>("sub.Scalar");
+  register_typed<RsubScalarKernel, AMBER_NUMERIC_TYPES>("rsub.Scalar");
+  register_typed<MulScalarKernel, AMBER_NUMERIC_TYPES>("mul.Scalar");
+  register_typed<DivScalarKernel, AMBER_NUMERIC_TYPES>("div.Scalar");
+}
+
+}  // namespace
+}  // namespace amber::cpu

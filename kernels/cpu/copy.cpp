@@ -1,0 +1,132 @@
+// CPU kernels that move or create values: to (dtype conversion), clone (strided copy to
+// contiguous), full (fill) and arange.
+
+#include "amber/core/dtype_cast.h"
+#include "amber/kernels/cpu/loops.h"
+#include "amber/kernels/cpu/registry.h"
+
+namespace amber::cpu {
+namespace {
+
+template <typename S, typename D>
+struct CastInner {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void*) {
+    D* o = reinterpret_cast<D*>(p[0]);
+    const S* a = reinterpret_cast<const S*>(p[1]);
+    if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = cast_value<D>(a[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<D*>(p[0] + i * s[0]) = cast_value<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
+    }
+  }
+};
+
+// to(self, dtype): keyed by the source dtype S; the destination comes from the output.
+template <typename S>
+struct ToKernel {
+  static int run(const amber_kernel_args* a) {
+    const DType dst = DType(a->outputs[0].dtype);
+    return visit_dtype(dst, [&]<typename D>() {
+      ElementwiseIter<2> it({&a->outputs[0], &a->inputs[0]}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
+      static const InnerFn inner = IsaVariants<CastInner<S, D>>::pick();
+      it.run(inner, nullptr, a->num_threads, kGrainCheap);
+      return 0;
+    });
+  }
+};
+
+// A copy moves bytes: one instantiation per element width.
+template <typename W>
+struct CopyInner {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void*) {
+    W* o = reinterpret_cast<W*>(p[0]);
+    const W* a = reinterpret_cast<const W*>(p[1]);
+    if (s[0] == sizeof(W) && s[1] == sizeof(W)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = a[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<W*>(p[0] + i * s[0]) = *reinterpret_cast<const W*>(p[1] + i * s[1]);
+    }
+  }
+};
+template <typename W>
+int copy_words(const amber_kernel_args* a) {
+  ElementwiseIter<2> it({&a->outputs[0], &a->inputs[0]}, {sizeof(W), sizeof(W)});
+  static const InnerFn inner = IsaVariants<CopyInner<W>>::pick();
+  it.run(inner, nullptr, a->num_threads, kGrainCheap);
+  return 0;
+}
+template <typename T>
+struct CloneKernel {
+  static int run(const amber_kernel_args* a) {
+    if constexpr (sizeof(T) == 8)
+      return copy_words<uint64_t>(a);
+    else if constexpr (sizeof(T) == 4)
+      return copy_words<uint32_t>(a);
+    else if constexpr (sizeof(T) == 2)
+      return copy_words<uint16_t>(a);
+    else
+      return copy_words<uint8_t>(a);
+  }
+};
+
+template <typename T>
+struct FillInner {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void* c) {
+    const T v = *static_cast<const T*>(c);
+    T* o = reinterpret_cast<T*>(p[0]);
+    if (s[0] == sizeof(T)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = v;
+    } else {
+      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = v;
+    }
+  }
+};
+// full(size, fill_value, dtype)
+template <typename T>
+struct FullKernel {
+  static int run(const amber_kernel_args* a) {
+    const T v = attr_scalar<T>(a, 1);
+    ElementwiseIter<1> it({&a->outputs[0]}, {sizeof(T)});
+    static const InnerFn inner = IsaVariants<FillInner<T>>::pick();
+    it.run(inner, &v, a->num_threads, kGrainCheap);
+    return 0;
+  }
+};
+
+// arange(start, end, step, dtype): start + i * step, in double for floating outputs as
+// ATen's accumulate type, in int64 for integers.
+template <typename T>
+struct ArangeKernel {
+  static int run(const amber_kernel_args* a) {
+    T* o = static_cast<T*>(a->outputs[0].data);
+    const int64_t n = numel(a->outputs[0]);
+    ThreadLimit limit(a->num_threads);
+    if constexpr (std::is_floating_point_v<T>) {
+      const double start = attr_float(a, 0), step = attr_float(a, 2);
+      parallel_for(n, kGrainCheap, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = T(start + step * double(i));
+      });
+    } else {
+      const int64_t start = attr_int(a, 0), step = attr_int(a, 2);
+      parallel_for(n, kGrainCheap, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = T(uint64_t(start) + uint64_t(step) * uint64_t(i));
+      });
+    }
+    return 0;
+  }
+};
+
+#define AMBER_ALL_TYPES float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
+#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
+
+AMBER_CPU_KERNELS(copy) {
+  register_typed<ToKernel, AMBER_ALL_TYPES>("to");
+  register_typed<CloneKernel, AMBER_ALL_TYPES>("clone");
+  register_typed<FullKernel, AMBER_ALL_TYPES>("full");
+  register_typed<ArangeKernel, AMBER_NUMERIC_TYPES>("arange");
+}
+
+}  // namespace
+}  // namespace amber::cpu

@@ -1,0 +1,80 @@
+// Helpers shared by CPU kernels: typed access to the C kernel arguments, error reporting
+// through the args' error buffer (kernels never throw across the C ABI), and the ISA
+// selection used to run AVX-512 / AVX2 code only where the processor has it.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <span>
+
+#include "amber/core/backend.h"
+#include "amber/core/dtype.h"
+
+namespace amber::cpu {
+
+inline int64_t numel(const amber_tensor_view& v) {
+  int64_t n = 1;
+  for (int i = 0; i < v.ndim; ++i) n *= v.sizes[i];
+  return n;
+}
+inline bool is_contiguous(const amber_tensor_view& v) {
+  int64_t expected = 1;
+  for (int i = v.ndim - 1; i >= 0; --i) {
+    if (v.sizes[i] == 0) return true;
+    if (v.sizes[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.sizes[i];
+  }
+  return true;
+}
+inline bool present(const amber_tensor_view& v) { return v.ndim >= 0; }
+
+// Writes a printf-style message to the args' error buffer; returns 1 for `return fail(...)`.
+[[gnu::format(printf, 2, 3)]] inline int fail(const amber_kernel_args* a, const char* fmt, ...) {
+  if (a->error && a->error_capacity) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(a->error, a->error_capacity, fmt, ap);
+    va_end(ap);
+  }
+  return 1;
+}
+
+// Runs f, turning any C++ exception into a kernel error.
+template <typename F>
+int guarded(const amber_kernel_args* a, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return fail(a, "%s", e.what());
+  } catch (...) {
+    return fail(a, "unknown error");
+  }
+}
+
+// Attribute accessors (attributes are in op-table order).
+inline int64_t attr_int(const amber_kernel_args* a, int i) { return a->attrs[i].i; }
+inline double attr_float(const amber_kernel_args* a, int i) { return a->attrs[i].f; }
+inline bool attr_bool(const amber_kernel_args* a, int i) { return a->attrs[i].i != 0; }
+inline bool attr_none(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_NONE; }
+inline bool attr_is_float(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_FLOAT; }
+inline std::span<const int64_t> attr_ints(const amber_kernel_args* a, int i) {
+  return {a->attrs[i].ints, size_t(a->attrs[i].count)};
+}
+// A Scalar attribute converted to T exactly as PyTorch converts a Python number.
+template <typename T>
+T attr_scalar(const amber_kernel_args* a, int i);
+
+// ---- Instruction-set selection ----
+enum class Isa { base, avx2, avx512 };
+Isa cpu_isa();  // best level this processor supports (AMBER_CPU_ISA=base|avx2|avx512 caps it)
+const char* isa_name(Isa isa);
+
+}  // namespace amber::cpu
+
+// Function attributes compiling one function for a given ISA; `flatten` inlines the
+// generic loop it calls so that the loop itself is vectorised for that ISA.
+#define AMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"), flatten))
+#define AMBER_TARGET_AVX2 __attribute__((target("avx2,fma,f16c"), flatten))
+#define AMBER_TARGET_BASE __attribute__((flatten))

@@ -1,0 +1,142 @@
+// Elementwise iteration for CPU kernels: operand 0 is the output, the others broadcast to
+// its shape. Dims are coalesced (merged where every operand is contiguous across them) and
+// the index space is split over the intra-op threads; an inner function then runs over 1-D
+// runs given base pointers and byte strides. Inner functions come in AVX-512, AVX2 and
+// portable builds of one generic loop (IsaVariants), chosen once per process.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "amber/core/parallel.h"
+#include "amber/kernels/cpu/kernel_util.h"
+
+namespace amber::cpu {
+
+// Runs over n elements: ptrs[k] is operand k's first element, strides[k] its byte stride.
+using InnerFn = void (*)(char* const* ptrs, const int64_t* strides, int64_t n, const void* ctx);
+
+// Compiles Inner::template run<...> for each ISA; pick() returns the best for this CPU.
+// Inner must provide `static void run(char* const*, const int64_t*, int64_t, const void*)`,
+// written as a plain loop (always inlined into the variants by `flatten`).
+template <typename Inner>
+struct IsaVariants {
+  AMBER_TARGET_AVX512 static void avx512(char* const* p, const int64_t* s, int64_t n, const void* c) {
+    Inner::run(p, s, n, c);
+  }
+  AMBER_TARGET_AVX2 static void avx2(char* const* p, const int64_t* s, int64_t n, const void* c) {
+    Inner::run(p, s, n, c);
+  }
+  AMBER_TARGET_BASE static void base(char* const* p, const int64_t* s, int64_t n, const void* c) {
+    Inner::run(p, s, n, c);
+  }
+  static InnerFn pick() {
+    switch (cpu_isa()) {
+      case Isa::avx512:
+        return &avx512;
+      case Isa::avx2:
+        return &avx2;
+      case Isa::base:
+        break;
+    }
+    return &base;
+  }
+};
+
+template <int N>
+struct ElementwiseIter {
+  int ndim = 0;  // after coalescing; dim 0 is the innermost
+  int64_t sizes[AMBER_MAX_DIMS];
+  int64_t strides[N][AMBER_MAX_DIMS];  // bytes
+  char* base[N];
+  int64_t numel = 1;
+
+  // ops[0] is the output; itemsize[k] the element size of operand k. Inputs of lower rank
+  // align to the output's trailing dims; size-1 dims broadcast with stride 0.
+  ElementwiseIter(const std::array<const amber_tensor_view*, N>& ops, const std::array<int64_t, N>& itemsize) {
+    const amber_tensor_view& out = *ops[0];
+    const int nd = out.ndim;
+    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data);
+    // Gather innermost-first, dropping size-1 dims.
+    for (int d = nd - 1; d >= 0; --d) {
+      const int64_t size = out.sizes[d];
+      numel *= size;
+      if (size == 1) continue;
+      sizes[ndim] = size;
+      for (int k = 0; k < N; ++k) {
+        const amber_tensor_view& v = *ops[k];
+        const int vd = d - (nd - v.ndim);
+        const bool broadcast = vd < 0 || v.sizes[vd] == 1;
+        strides[k][ndim] = broadcast ? 0 : v.strides[vd] * itemsize[k];
+      }
+      ++ndim;
+    }
+    // Merge dim i+1 into dim i when every operand steps across them uniformly.
+    int w = 0;
+    for (int r = 1; r < ndim; ++r) {
+      bool can = true;
+      for (int k = 0; k < N && can; ++k) can = strides[k][r] == strides[k][w] * sizes[w];
+      if (can) {
+        sizes[w] *= sizes[r];
+      } else {
+        ++w;
+        sizes[w] = sizes[r];
+        for (int k = 0; k < N; ++k) strides[k][w] = strides[k][r];
+      }
+    }
+    if (ndim > 0) ndim = w + 1;
+  }
+
+  // Calls inner over the elements [begin, end) of the (coalesced) index space.
+  void run_range(int64_t begin, int64_t end, InnerFn inner, const void* ctx) const {
+    if (ndim == 0) {  // a single element
+      if (begin < end) {
+        int64_t zero[N] = {};
+        inner(base, zero, 1, ctx);
+      }
+      return;
+    }
+    int64_t idx[AMBER_MAX_DIMS];
+    int64_t rem = begin;
+    for (int d = 0; d < ndim; ++d) {
+      idx[d] = rem % sizes[d];
+      rem /= sizes[d];
+    }
+    int64_t inner_strides[N];
+    for (int k = 0; k < N; ++k) inner_strides[k] = strides[k][0];
+    char* ptrs[N];
+    int64_t pos = begin;
+    while (pos < end) {
+      for (int k = 0; k < N; ++k) {
+        char* p = base[k];
+        for (int d = 0; d < ndim; ++d) p += idx[d] * strides[k][d];
+        ptrs[k] = p;
+      }
+      const int64_t n = std::min(sizes[0] - idx[0], end - pos);
+      inner(ptrs, inner_strides, n, ctx);
+      pos += n;
+      idx[0] += n;
+      for (int d = 0; d + 1 < ndim && idx[d] == sizes[d]; ++d) {
+        idx[d] = 0;
+        ++idx[d + 1];
+      }
+    }
+  }
+
+  void run(InnerFn inner, const void* ctx, int num_threads, int64_t grain) const {
+    if (numel == 0) return;
+    if (num_threads <= 1 || numel <= grain) {
+      run_range(0, numel, inner, ctx);
+      return;
+    }
+    ThreadLimit limit(num_threads);
+    parallel_for(numel, grain, [&](int64_t b, int64_t e) { run_range(b, e, inner, ctx); });
+  }
+};
+
+// Grain sizes: elements per thread below which splitting costs more than it gains.
+inline constexpr int64_t kGrainCheap = 32768;  // add, mul, copies
+inline constexpr int64_t kGrainMath = 4096;    // exp, tanh and other libm-heavy ops
+
+}  // namespace amber::cpu

@@ -1,0 +1,61 @@
+// The dispatcher: the single entry point of every eager op. It validates arguments against
+// the op table, runs inference, applies type-promotion casts, allocates outputs, resolves
+// the kernel by (op, device, compute dtype) through the device's backend table, runs it,
+// and finally reports the call to the thread's DispatchHook (the tracer) if one is
+// installed. Only the outermost call on a thread is reported: ops run inside an op (casts,
+// composite kernels) are not recorded twice.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "amber/core/backend.h"
+#include "amber/core/tensor.h"
+#include "amber/schema/op_schema.h"
+
+namespace amber {
+
+class DispatchHook : public HostAccessHook {
+ public:
+  // Called after op ran at the outermost level on this thread; inputs are as the caller
+  // passed them (an absent optional tensor is undefined), attrs complete and canonical.
+  virtual void on_op(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
+                     std::span<const Tensor> outputs, SrcLoc loc) = 0;
+};
+
+// Installs hook on the calling thread while alive; restores the previous one after.
+class DispatchHookGuard {
+ public:
+  explicit DispatchHookGuard(DispatchHook* hook);
+  ~DispatchHookGuard();
+  DispatchHookGuard(const DispatchHookGuard&) = delete;
+  DispatchHookGuard& operator=(const DispatchHookGuard&) = delete;
+
+ private:
+  DispatchHook* previous_;
+  HostAccessHook* previous_host_;
+};
+DispatchHook* current_dispatch_hook();
+
+// Runs op eagerly. inputs follow the op's tensor arguments (a Tensor[] argument expanded
+// in place); nullptr or an undefined tensor marks an absent optional one. device is used
+// only by ops without tensor inputs (factories).
+std::vector<Tensor> dispatch(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
+                             SrcLoc loc, Device device = Device::cpu());
+// Single-output shorthand used by the eager API.
+Tensor call(const OpSchema& op, std::initializer_list<const Tensor*> inputs, std::initializer_list<Attr> attrs,
+            SrcLoc loc, Device device = Device::cpu());
+
+// ---- Pieces shared with the loader's executor. ----
+// The kernel for (op, device type, dtype), cached after the first lookup; throws an error
+// naming the op, device and dtype when the backend has none.
+amber_kernel_fn resolve_kernel(const OpSchema& op, Device device, DType dtype);
+// Runs kernel on prepared tensors (inputs already of the compute dtype, outputs allocated);
+// throws amber::Error "op: message" if the kernel reports a failure.
+void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const Tensor* const> inputs,
+                   std::span<const Tensor> outputs, std::span<const Attr> attrs, Device device);
+// Applies a view op's layout function to in; with allow_copy (maybe_view ops) a layout
+// that cannot be a view is produced from a contiguous copy instead.
+Tensor apply_view(const OpSchema& op, const InferCtx& ctx, const Tensor& in, bool allow_copy);
+
+}  // namespace amber

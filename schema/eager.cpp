@@ -1,0 +1,207 @@
+// Definitions of the eager API (eager.h) and of the compute methods declared on Tensor
+// (core/tensor.h). Each looks its op up once and calls the dispatcher.
+
+#include "amber/schema/eager.h"
+
+#include <cstring>
+
+#include "amber/core/backend_registry.h"
+#include "amber/schema/dispatcher.h"
+
+namespace amber {
+namespace {
+
+// The op named name, looked up once per call site.
+#define AMBER_OP(name)                            \
+  ([]() -> const OpSchema& {                      \
+    static const OpSchema& op_ = op_schema(name); \
+    return op_;                                   \
+  }())
+
+Attr mode_attr(const std::string& mode) { return mode.empty() ? Attr::none() : Attr(mode); }
+
+Attr dtype_attr(DType t) { return Attr(t); }
+
+}  // namespace
+
+// ---- Arithmetic ----
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha, SrcLoc loc) {
+  return call(AMBER_OP("add"), {&a, &b}, {Attr(alpha)}, loc);
+}
+Tensor add(const Tensor& a, Scalar b, Scalar alpha, SrcLoc loc) {
+  return call(AMBER_OP("add.Scalar"), {&a}, {Attr(b), Attr(alpha)}, loc);
+}
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha, SrcLoc loc) {
+  return call(AMBER_OP("sub"), {&a, &b}, {Attr(alpha)}, loc);
+}
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha, SrcLoc loc) {
+  return call(AMBER_OP("sub.Scalar"), {&a}, {Attr(b), Attr(alpha)}, loc);
+}
+Tensor rsub(const Tensor& a, Scalar b, Scalar alpha, SrcLoc loc) {
+  return call(AMBER_OP("rsub.Scalar"), {&a}, {Attr(b), Attr(alpha)}, loc);
+}
+Tensor mul(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("mul"), {&a, &b}, {}, loc); }
+Tensor mul(const Tensor& a, Scalar b, SrcLoc loc) { return call(AMBER_OP("mul.Scalar"), {&a}, {Attr(b)}, loc); }
+Tensor div(const Tensor& a, const Tensor& b, const std::string& mode, SrcLoc loc) {
+  return call(AMBER_OP("div"), {&a, &b}, {mode_attr(mode)}, loc);
+}
+Tensor div(const Tensor& a, Scalar b, const std::string& mode, SrcLoc loc) {
+  return call(AMBER_OP("div.Scalar"), {&a}, {Attr(b), mode_attr(mode)}, loc);
+}
+Tensor neg(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("neg"), {&a}, {}, loc); }
+Tensor exp(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("exp"), {&a}, {}, loc); }
+Tensor tanh(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("tanh"), {&a}, {}, loc); }
+Tensor relu(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("relu"), {&a}, {}, loc); }
+Tensor reciprocal(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("reciprocal"), {&a}, {}, loc); }
+
+// ---- Reductions and products ----
+Tensor sum(const Tensor& a, SrcLoc loc) {
+  return call(AMBER_OP("sum"), {&a}, {Attr::none(), Attr(false), Attr::none()}, loc);
+}
+Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("sum"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
+}
+Tensor mm(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("mm"), {&a, &b}, {}, loc); }
+
+// ---- Factories ----
+Tensor full(const DimVec& size, Scalar v, TensorOptions o, SrcLoc loc) {
+  Tensor t = call(AMBER_OP("full"), {}, {Attr(size), Attr(v), dtype_attr(o.dtype)}, loc, o.device);
+  t.impl()->origin = loc;
+  return t;
+}
+Tensor zeros(const DimVec& size, TensorOptions o, SrcLoc loc) { return full(size, 0, o, loc); }
+Tensor ones(const DimVec& size, TensorOptions o, SrcLoc loc) { return full(size, 1, o, loc); }
+Tensor zeros_like(const Tensor& t, SrcLoc loc) { return full(t.sizes(), 0, {t.dtype(), t.device()}, loc); }
+Tensor ones_like(const Tensor& t, SrcLoc loc) { return full(t.sizes(), 1, {t.dtype(), t.device()}, loc); }
+
+Tensor arange(Scalar end, SrcLoc loc) { return arange(0, end, 1, loc); }
+Tensor arange(Scalar start, Scalar end, Scalar step, SrcLoc loc) {
+  Tensor t = call(AMBER_OP("arange"), {}, {Attr(start), Attr(end), Attr(step), Attr::none()}, loc);
+  t.impl()->origin = loc;
+  return t;
+}
+Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions o, SrcLoc loc) {
+  Tensor t = call(AMBER_OP("arange"), {}, {Attr(start), Attr(end), Attr(step), dtype_attr(o.dtype)}, loc, o.device);
+  t.impl()->origin = loc;
+  return t;
+}
+
+namespace {
+Tensor random_tensor(const DimVec& size, TensorOptions o, Generator* gen, SrcLoc loc, bool normal) {
+  const char* what = normal ? "randn()" : "rand()";
+  AMBER_CHECK(o.dtype == DType::f32 || o.dtype == DType::f64, what, ": expected dtype f32 or f64, got ", o.dtype);
+  Tensor host = empty(size, o.dtype);
+  Generator& g = gen ? *gen : default_generator();
+  {
+    std::lock_guard lock(g.mutex());
+    if (o.dtype == DType::f32) {
+      float* p = host.data_ptr<float>();
+      normal ? g.fill_normal(p, host.numel(), 0, 1) : g.fill_uniform(p, host.numel(), 0, 1);
+    } else {
+      double* p = host.data_ptr<double>();
+      normal ? g.fill_normal(p, host.numel(), 0, 1) : g.fill_uniform(p, host.numel(), 0, 1);
+    }
+  }
+  Tensor t = o.device.is_cpu() ? host : host.to(o.device, loc);
+  t.impl()->origin = loc;
+  if (HostAccessHook* hook = tls_host_access_hook()) hook->on_random(t, what, loc);
+  return t;
+}
+}  // namespace
+
+Tensor rand(const DimVec& size, TensorOptions o, Generator* gen, SrcLoc loc) {
+  return random_tensor(size, o, gen, loc, false);
+}
+Tensor randn(const DimVec& size, TensorOptions o, Generator* gen, SrcLoc loc) {
+  return random_tensor(size, o, gen, loc, true);
+}
+
+// ---- Operators ----
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b, 1, SrcLoc::none()); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, b, 1, SrcLoc::none()); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(b, a, 1, SrcLoc::none()); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b, 1, SrcLoc::none()); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b, 1, SrcLoc::none()); }
+Tensor operator-(Scalar a, const Tensor& b) { return rsub(b, a, 1, SrcLoc::none()); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b, SrcLoc::none()); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b, SrcLoc::none()); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a, SrcLoc::none()); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b, "", SrcLoc::none()); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, b, "", SrcLoc::none()); }
+Tensor operator/(Scalar a, const Tensor& b) { return mul(reciprocal(b, SrcLoc::none()), a, SrcLoc::none()); }
+Tensor operator-(const Tensor& a) { return neg(a, SrcLoc::none()); }
+
+// ---- Tensor methods declared in core/tensor.h ----
+Tensor Tensor::view(const DimVec& s, SrcLoc loc) const { return call(AMBER_OP("view"), {this}, {Attr(s)}, loc); }
+Tensor Tensor::reshape(const DimVec& s, SrcLoc loc) const { return call(AMBER_OP("reshape"), {this}, {Attr(s)}, loc); }
+Tensor Tensor::permute(const DimVec& d, SrcLoc loc) const { return call(AMBER_OP("permute"), {this}, {Attr(d)}, loc); }
+Tensor Tensor::transpose(int64_t d0, int64_t d1, SrcLoc loc) const {
+  return call(AMBER_OP("transpose"), {this}, {Attr(d0), Attr(d1)}, loc);
+}
+Tensor Tensor::t(SrcLoc loc) const {
+  AMBER_CHECK(dim() <= 2, "t(): expects a tensor with at most 2 dimensions, got shape ", sizes());
+  return dim() < 2 ? *this : transpose(0, 1, loc);
+}
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step, SrcLoc loc) const {
+  return call(AMBER_OP("slice"), {this}, {Attr(dim), Attr(start), Attr(end), Attr(step)}, loc);
+}
+Tensor Tensor::select(int64_t dim, int64_t index, SrcLoc loc) const {
+  return call(AMBER_OP("select"), {this}, {Attr(dim), Attr(index)}, loc);
+}
+Tensor Tensor::unsqueeze(int64_t dim, SrcLoc loc) const {
+  return call(AMBER_OP("unsqueeze"), {this}, {Attr(dim)}, loc);
+}
+Tensor Tensor::squeeze(SrcLoc loc) const { return call(AMBER_OP("squeeze"), {this}, {}, loc); }
+Tensor Tensor::squeeze(int64_t dim, SrcLoc loc) const {
+  return call(AMBER_OP("squeeze.dim"), {this}, {Attr(dim)}, loc);
+}
+Tensor Tensor::expand(const DimVec& s, SrcLoc loc) const { return call(AMBER_OP("expand"), {this}, {Attr(s)}, loc); }
+Tensor Tensor::flatten(int64_t s, int64_t e, SrcLoc loc) const {
+  return call(AMBER_OP("flatten"), {this}, {Attr(s), Attr(e)}, loc);
+}
+Tensor Tensor::contiguous(SrcLoc loc) const {
+  if (is_contiguous()) return *this;  // as PyTorch: the same tensor (every kernel accepts strides)
+  return call(AMBER_OP("contiguous"), {this}, {}, loc);
+}
+
+Tensor Tensor::to(DType t, SrcLoc loc) const {
+  if (t == dtype()) return *this;
+  return call(AMBER_OP("to"), {this}, {Attr(t)}, loc);
+}
+
+Tensor Tensor::to(Device d, SrcLoc loc) const {
+  (void)loc;
+  AMBER_CHECK(defined(), "to(): the tensor is undefined");
+  if (d == device()) return *this;
+  // A device move is not an op of the graph (archives are device-independent): the data is
+  // copied through the backends' tables.
+  Tensor src = contiguous(SrcLoc::none());
+  Tensor out = empty(sizes(), {dtype(), d});
+  if (out.nbytes() == 0) return out;
+  const amber_backend& b = backend(d.is_cpu() ? src.device() : d);
+  const int rc = b.copy(out.mutable_data(), int32_t(d.type), d.index, src.data(), int32_t(src.device().type),
+                        src.device().index, out.nbytes(), nullptr);
+  AMBER_CHECK(rc == 0, "to(): copying ", out.nbytes(), " bytes from ", src.device(), " to ", d,
+              " failed: ", b.last_error());
+  return out;
+}
+
+Tensor Tensor::clone(SrcLoc loc) const { return call(AMBER_OP("clone"), {this}, {}, loc); }
+
+Tensor Tensor::add(const Tensor& o, Scalar alpha, SrcLoc loc) const { return amber::add(*this, o, alpha, loc); }
+Tensor Tensor::add(Scalar o, Scalar alpha, SrcLoc loc) const { return amber::add(*this, o, alpha, loc); }
+Tensor Tensor::sub(const Tensor& o, Scalar alpha, SrcLoc loc) const { return amber::sub(*this, o, alpha, loc); }
+Tensor Tensor::sub(Scalar o, Scalar alpha, SrcLoc loc) const { return amber::sub(*this, o, alpha, loc); }
+Tensor Tensor::mul(const Tensor& o, SrcLoc loc) const { return amber::mul(*this, o, loc); }
+Tensor Tensor::mul(Scalar o, SrcLoc loc) const { return amber::mul(*this, o, loc); }
+Tensor Tensor::div(const Tensor& o, SrcLoc loc) const { return amber::div(*this, o, "", loc); }
+Tensor Tensor::div(Scalar o, SrcLoc loc) const { return amber::div(*this, o, "", loc); }
+Tensor Tensor::neg(SrcLoc loc) const { return amber::neg(*this, loc); }
+Tensor Tensor::exp(SrcLoc loc) const { return amber::exp(*this, loc); }
+Tensor Tensor::tanh(SrcLoc loc) const { return amber::tanh(*this, loc); }
+Tensor Tensor::relu(SrcLoc loc) const { return amber::relu(*this, loc); }
+Tensor Tensor::sum(SrcLoc loc) const { return amber::sum(*this, loc); }
+Tensor Tensor::sum(const DimVec& dims, bool keepdim, SrcLoc loc) const { return amber::sum(*this, dims, keepdim, loc); }
+Tensor Tensor::mm(const Tensor& o, SrcLoc loc) const { return amber::mm(*this, o, loc); }
+
+}  // namespace amber

@@ -1,0 +1,178 @@
+// Op table entries for elementwise ops (arithmetic with tensors and scalars, unary math,
+// dtype conversion, copies) and the factories full and arange. Inference implements
+// PyTorch's broadcasting and result-type rules, including true division of integers to
+// f32 and the priority of plain C++ numbers below tensors.
+
+#include <cmath>
+
+#include "amber/schema/op_schema.h"
+
+namespace amber {
+namespace {
+
+Priority priority_of(const TensorMeta& m) { return m.sizes.empty() ? Priority::zero_dim : Priority::dimensioned; }
+
+void check_alpha(const InferCtx& c, DType result, int alpha_attr) {
+  const Attr& alpha = c.attr(alpha_attr);
+  c.check(!(is_integral(result, true) && alpha.kind() == AttrKind::f),
+          "for integral input tensors, argument alpha must not be a floating point number (got ", alpha, ")");
+}
+
+void check_not_bool(const InferCtx& c, DType t, const char* what) {
+  c.check(t != DType::b8, what, " with bool tensors is not supported; use logical ops instead");
+}
+
+// Binary op on two tensors: broadcast sizes, promoted dtype, both inputs cast to it.
+DType binary_tensor(InferCtx& c) {
+  ResultType rt;
+  rt.add(c.in(0).dtype, priority_of(c.in(0)));
+  rt.add(c.in(1).dtype, priority_of(c.in(1)));
+  const DType t = rt.result();
+  c.add_output(t, broadcast_shapes(c.op().name.c_str(), c.in(0).sizes, c.in(1).sizes));
+  c.cast_all_inputs_to(t);
+  return t;
+}
+
+// Tensor op Scalar: the scalar is a wrapped number in result-type computation.
+DType binary_scalar(InferCtx& c, int scalar_attr) {
+  ResultType rt;
+  rt.add(c.in(0).dtype, priority_of(c.in(0)));
+  rt.add(c.attr(scalar_attr).scalar().wrapped_dtype(), Priority::wrapped);
+  const DType t = rt.result();
+  c.add_output(t, c.in(0).sizes);
+  c.cast_all_inputs_to(t);
+  return t;
+}
+
+void infer_add(InferCtx& c) { check_alpha(c, binary_tensor(c), 0); }
+void infer_add_scalar(InferCtx& c) { check_alpha(c, binary_scalar(c, 0), 1); }
+void infer_sub(InferCtx& c) {
+  const DType t = binary_tensor(c);
+  check_not_bool(c, t, "subtraction");
+  check_alpha(c, t, 0);
+}
+void infer_sub_scalar(InferCtx& c) {
+  const DType t = binary_scalar(c, 0);
+  check_not_bool(c, t, "subtraction");
+  check_alpha(c, t, 1);
+}
+void infer_mul(InferCtx& c) { binary_tensor(c); }
+void infer_mul_scalar(InferCtx& c) { binary_scalar(c, 0); }
+
+// rounding_mode None: true division, integers give f32. "trunc"/"floor": the promoted dtype.
+void fix_division_dtype(InferCtx& c, int mode_attr) {
+  const Attr& mode = c.attr(mode_attr);
+  if (mode.is_none()) {
+    if (is_integral(c.compute_dtype, true)) {
+      c.output(0).dtype = DType::f32;
+      c.cast_all_inputs_to(DType::f32);
+    }
+    return;
+  }
+  c.check(mode.s() == "trunc" || mode.s() == "floor",
+          "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode.s(), "'");
+  check_not_bool(c, c.compute_dtype, "division with a rounding mode");
+}
+void infer_div(InferCtx& c) {
+  binary_tensor(c);
+  fix_division_dtype(c, 0);
+}
+void infer_div_scalar(InferCtx& c) {
+  binary_scalar(c, 0);
+  fix_division_dtype(c, 1);
+}
+
+// Unary ops that keep the dtype (neg, relu, abs).
+void infer_unary_same(InferCtx& c) {
+  check_not_bool(c, c.in(0).dtype, c.op().name.c_str());
+  c.add_output(c.in(0).dtype, c.in(0).sizes);
+}
+// Unary float math (exp, tanh, ...): integers and bool compute in f32, as PyTorch.
+void infer_unary_float(InferCtx& c) {
+  const DType t = is_integral(c.in(0).dtype, true) ? DType::f32 : c.in(0).dtype;
+  c.add_output(t, c.in(0).sizes);
+  c.cast_all_inputs_to(t);
+}
+
+void infer_to(InferCtx& c) { c.add_output(c.attr(0).dtype(), c.in(0).sizes); }
+void infer_clone(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
+
+void check_factory_size(const InferCtx& c, const DimVec& sizes) {
+  for (int64_t s : sizes) c.check(s >= 0, "negative dimension ", s, " in size ", sizes);
+  checked_numel(sizes);
+}
+
+void infer_full(InferCtx& c) {
+  DimVec sizes(c.attr(0).ints());
+  check_factory_size(c, sizes);
+  const Scalar v = c.attr(1).scalar();
+  const DType t = c.attr(2).is_none() ? (v.is_floating() ? DType::f32
+                                         : v.is_bool()   ? DType::b8
+                                                         : DType::i64)
+                                      : c.attr(2).dtype();
+  c.add_output(t, sizes);
+  c.compute_dtype = t;
+}
+
+// Number of elements of arange(start, end, step), computed as ATen does (in double).
+int64_t arange_length(const InferCtx& c) {
+  const double start = c.attr(0).f(), end = c.attr(1).f(), step = c.attr(2).f();
+  c.check(step != 0, "step must be nonzero");
+  c.check(std::isfinite(start) && std::isfinite(end), "unsupported range: ", start, " -> ", end);
+  c.check((step > 0 && end >= start) || (step < 0 && end <= start),
+          "upper bound and larger bound inconsistent with step sign (start ", c.attr(0), ", end ", c.attr(1), ", step ",
+          c.attr(2), ")");
+  const double n = std::ceil((end - start) / step);
+  c.check(n >= 0 && n < 9.0e18, "arange: invalid number of elements ", n);
+  return int64_t(n);
+}
+void infer_arange(InferCtx& c) {
+  const int64_t n = arange_length(c);
+  bool floating = false;
+  for (int i = 0; i < 3; ++i) floating |= c.attr(i).kind() == AttrKind::f;
+  const DType t = c.attr(3).is_none() ? (floating ? DType::f32 : DType::i64) : c.attr(3).dtype();
+  c.add_output(t, DimVec{n});
+  c.compute_dtype = t;
+}
+
+using namespace op_flags;
+const DTypeSet kNumeric = dtypes::numeric;
+const DTypeSet kFloat = dtypes::floating;
+
+const OpRegistrar registrar{
+    {"add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor", kNumeric, infer_add, pointwise, nullptr, 1,
+     "self + alpha * other, broadcasting."},
+    {"add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kNumeric, infer_add_scalar, pointwise, nullptr,
+     1, "self + alpha * other."},
+    {"sub(Tensor self, Tensor other, Scalar alpha=1) -> Tensor", kNumeric, infer_sub, pointwise, nullptr, 1,
+     "self - alpha * other, broadcasting."},
+    {"sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kNumeric, infer_sub_scalar, pointwise, nullptr,
+     1, "self - alpha * other."},
+    {"rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kNumeric, infer_sub_scalar, pointwise, nullptr,
+     1, "other - alpha * self (the `2 - x` operator)."},
+    {"mul(Tensor self, Tensor other) -> Tensor", kNumeric, infer_mul, pointwise, nullptr, 1,
+     "self * other, broadcasting."},
+    {"mul.Scalar(Tensor self, Scalar other) -> Tensor", kNumeric, infer_mul_scalar, pointwise, nullptr, 1,
+     "self * other."},
+    {"div(Tensor self, Tensor other, str? rounding_mode=None) -> Tensor", kNumeric, infer_div, pointwise, nullptr, 1,
+     "self / other: true division (integers give f32), or rounded with 'trunc' or 'floor'."},
+    {"div.Scalar(Tensor self, Scalar other, str? rounding_mode=None) -> Tensor", kNumeric, infer_div_scalar, pointwise,
+     nullptr, 1, "self / other, as div."},
+    {"neg(Tensor self) -> Tensor", kNumeric, infer_unary_same, pointwise, nullptr, 1, "-self."},
+    {"relu(Tensor self) -> Tensor", kNumeric, infer_unary_same, pointwise, nullptr, 1, "max(self, 0)."},
+    {"exp(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "e^self."},
+    {"tanh(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "Hyperbolic tangent."},
+    {"reciprocal(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1,
+     "1 / self (the `2 / x` operator is reciprocal(x) * 2, as in libtorch)."},
+    {"to(Tensor self, ScalarType dtype) -> Tensor", dtypes::all, infer_to, pointwise, nullptr, 1,
+     "Converts to dtype (float to int truncates; nonzero to bool is true). The kernel is keyed by the "
+     "source dtype."},
+    {"clone(Tensor self) -> Tensor", dtypes::all, infer_clone, 0, nullptr, 1, "A contiguous copy."},
+    {"full(int[] size, Scalar fill_value, ScalarType? dtype=None) -> Tensor", dtypes::all, infer_full, factory, nullptr,
+     1, "A tensor filled with fill_value; dtype defaults from the value (f32, i64 or bool)."},
+    {"arange(Scalar start, Scalar end, Scalar step=1, ScalarType? dtype=None) -> Tensor", kNumeric, infer_arange,
+     factory, nullptr, 1, "start, start+step, ... before end; f32 when any bound is floating, else i64."},
+};
+
+}  // namespace
+}  // namespace amber

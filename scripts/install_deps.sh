@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Amber needs, and nothing that is already there (so a second
+# run is quick and needs no network). Usage: install_deps.sh main|test
+#   main: building the libraries and samples
+#   test: main + PyTorch (reference data) and the test framework
+set -euo pipefail
+what=${1:-test}
+pkgs=(build-essential cmake ninja-build pkg-config libdnnl-dev nlohmann-json3-dev catch2)
+if [[ $what == test ]]; then
+  pkgs+=(python3-torch)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "dependencies: all ${#pkgs[@]} Debian packages already installed"
+  exit 0
+fi
+echo "dependencies: installing ${missing[*]}"
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

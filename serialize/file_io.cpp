@@ -1,0 +1,118 @@
+// POSIX implementation of file_io.h.
+
+#include "amber/serialize/file_io.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "amber/core/error.h"
+
+namespace amber {
+namespace {
+
+std::string sys_error() { return std::strerror(errno); }
+
+std::string dirname_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+MappedFile map_file(const std::string& path) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  AMBER_CHECK(f.fd >= 0, "cannot open '", path, "': ", sys_error());
+  struct stat st {};
+  AMBER_CHECK(::fstat(f.fd, &st) == 0, "cannot stat '", path, "': ", sys_error());
+  AMBER_CHECK(S_ISREG(st.st_mode), "'", path, "' is not a regular file");
+  MappedFile m;
+  if (st.st_size == 0) return m;
+  const size_t size = size_t(st.st_size);
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  AMBER_CHECK(p != MAP_FAILED, "cannot map '", path, "' (", size, " bytes): ", sys_error());
+  m.keep_alive = std::shared_ptr<const void>(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
+  m.bytes = {static_cast<const uint8_t*>(p), size};
+  return m;
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(const WriteChunk&)>& produce) {
+  AMBER_CHECK(!path.empty(), "cannot save: empty path");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    AMBER_CHECK(!S_ISDIR(st.st_mode), "cannot save to '", path, "': it is a directory");
+    AMBER_CHECK(!S_ISLNK(st.st_mode), "cannot save to '", path,
+                "': it is a symbolic link (refusing to replace it; save to the link's target instead)");
+    AMBER_CHECK(S_ISREG(st.st_mode), "cannot save to '", path, "': it exists and is not a regular file");
+  }
+  const std::string dir = dirname_of(path);
+  std::string tmp = dir + "/." + basename_of(path) + ".tmp-XXXXXX";
+  Fd f;
+  f.fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  AMBER_CHECK(f.fd >= 0, "cannot save to '", path, "': cannot create a temporary file in '", dir, "': ", sys_error());
+  std::string failure;
+  auto cleanup_and_throw = [&](const std::string& why) {
+    ::close(f.fd);
+    f.fd = -1;
+    ::unlink(tmp.c_str());
+    throw Error(str("cannot save to '", path, "': ", why, " (the previous file, if any, is unchanged)"));
+  };
+  WriteChunk write = [&](const void* data, size_t n) {
+    if (!failure.empty()) return false;
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t w = ::write(f.fd, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        failure = "write failed: " + sys_error();
+        return false;
+      }
+      p += w;
+      n -= size_t(w);
+    }
+    return true;
+  };
+  try {
+    produce(write);
+  } catch (const std::exception& e) {
+    cleanup_and_throw(e.what());
+  }
+  if (!failure.empty()) cleanup_and_throw(failure);
+  if (::fchmod(f.fd, 0644) != 0) cleanup_and_throw("fchmod failed: " + sys_error());
+  if (::fsync(f.fd) != 0) cleanup_and_throw("fsync failed: " + sys_error());
+  if (::close(f.fd) != 0) {
+    f.fd = -1;
+    ::unlink(tmp.c_str());
+    throw Error(str("cannot save to '", path, "': close failed: ", sys_error()));
+  }
+  f.fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = sys_error();
+    ::unlink(tmp.c_str());
+    throw Error(str("cannot save to '", path, "': rename failed: ", why));
+  }
+  Fd d;
+  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  AMBER_CHECK(d.fd >= 0 && ::fsync(d.fd) == 0, "saved '", path, "' but could not fsync its folder: ", sys_error());
+}
+
+}  // namespace amber

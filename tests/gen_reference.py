@@ -1,0 +1,400 @@
+#!/usr/bin/python3
+"""Reference data for Amber's tests, computed by PyTorch (Debian's python3-torch).
+
+Usage: /usr/bin/python3 tests/gen_reference.py OUT_DIR
+
+Writes OUT_DIR/ops.safetensors: for every case of the table below, the inputs (as stored:
+a non-contiguous input is stored in a layout from which the C++ test rebuilds the same
+strided view), the expected outputs, and in __metadata__["cases"] a JSON list describing
+each case (op name as in Amber's op table, attributes by name, layouts, tolerances, or the
+error Amber must raise where PyTorch raises too). Also writes OUT_DIR/core.safetensors
+with torch's type-promotion table, printed tensors and seeded random numbers.
+
+Numbers always come from PyTorch, never from Amber. Tolerance rule: |amber - ref| <=
+atol + rtol * |ref|; integer and bool results must match exactly.
+"""
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from torch2safetensors import save_file  # noqa: E402
+
+DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+          "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8,
+          "u8": torch.uint8, "bool": torch.bool}
+NAMES = {v: k for k, v in DTYPES.items()}
+
+gen = torch.Generator().manual_seed(1234)
+
+
+class In:
+    """One input: shape, dtype, value kind, and the layout the C++ side rebuilds.
+
+    kind: "randn" (normal), "pos" (0.5..2.5), "nonzero" (|x| in 0.5..2.5 with random sign),
+    "int" (-9..9), "nzint" (+-1..9), "uint" (0..9), "bool".
+    layout: None (contiguous), ("t", a, b) transposed dims a and b, ("s2", d) every second
+    element along d, ("exp", d, n) a size-1 dim d expanded to n (stride 0).
+    """
+
+    def __init__(self, shape, dtype="f32", kind="randn", layout=None):
+        self.shape, self.dtype, self.kind, self.layout = tuple(shape), dtype, kind, layout
+
+    def make(self):
+        dt = DTYPES[self.dtype]
+        shape = self.shape
+        if self.layout and self.layout[0] == "exp":
+            shape = list(shape)
+            shape[self.layout[1]] = 1
+        if self.kind == "randn":
+            x = torch.randn(shape, generator=gen, dtype=torch.float64)
+        elif self.kind == "pos":
+            x = torch.rand(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
+        elif self.kind == "nonzero":
+            x = torch.rand(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
+            x = x * (torch.randint(0, 2, shape, generator=gen) * 2 - 1)
+        elif self.kind == "int":
+            x = torch.randint(-9, 10, shape, generator=gen)
+        elif self.kind == "nzint":
+            x = torch.randint(1, 10, shape, generator=gen) * (torch.randint(0, 2, shape, generator=gen) * 2 - 1)
+        elif self.kind == "uint":
+            x = torch.randint(0, 10, shape, generator=gen)
+        elif self.kind == "bool":
+            x = torch.randint(0, 2, shape, generator=gen).bool()
+        else:
+            raise ValueError(self.kind)
+        x = x.to(dt)
+        # stored: the tensor written to the file; logical: what the op sees.
+        if self.layout is None:
+            return x, x
+        if self.layout[0] == "t":
+            _, a, b = self.layout
+            stored = x.transpose(a, b).contiguous()
+            return stored, stored.transpose(a, b)
+        if self.layout[0] == "s2":
+            d = self.layout[1]
+            big = list(x.shape)
+            big[d] *= 2
+            stored = torch.zeros(big, dtype=dt)
+            idx = [slice(None)] * x.dim()
+            idx[d] = slice(0, None, 2)
+            stored[tuple(idx)] = x
+            return stored, stored[tuple(idx)]
+        if self.layout[0] == "exp":
+            return x, x.expand(self.shape)
+        raise ValueError(self.layout)
+
+    def spec(self):
+        return {"layout": list(self.layout) if self.layout else None}
+
+
+CASES = []
+
+
+def case(name, op, fn, inputs, attrs=None, atol=1e-6, rtol=1e-5, error=None):
+    CASES.append(dict(name=name, op=op, fn=fn, inputs=inputs, attrs=attrs or {}, atol=atol, rtol=rtol, error=error))
+
+
+# ---- binary arithmetic: shapes, broadcasting, non-contiguous inputs, promotion ----
+BINARY = {
+    "add": lambda a, b, alpha=1: torch.add(a, b, alpha=alpha),
+    "sub": lambda a, b, alpha=1: torch.sub(a, b, alpha=alpha),
+    "mul": lambda a, b: torch.mul(a, b),
+    "div": lambda a, b, rounding_mode=None: torch.div(a, b, rounding_mode=rounding_mode),
+}
+SHAPES = [
+    ("1", [1], [1]),
+    ("5", [5], [5]),
+    ("7x13", [7, 13], [7, 13]),
+    ("bcast_7x1x13_5x1", [7, 1, 13], [5, 1]),
+    ("bcast_1_13", [1], [13]),
+    ("scalar0d_7", [], [7]),
+]
+for op, fn in BINARY.items():
+    kb = "nonzero" if op == "div" else "randn"
+    for sname, sa, sb in SHAPES:
+        case(f"{op}_{sname}", op, fn, [In(sa), In(sb, kind=kb)])
+    case(f"{op}_noncontig_t", op, fn, [In([7, 13], layout=("t", 0, 1)), In([7, 13], kind=kb, layout=("s2", 1))])
+    case(f"{op}_noncontig_expand", op, fn, [In([5, 7, 13], layout=("exp", 1, 7)), In([13], kind=kb)])
+    case(f"{op}_f64", op, fn, [In([5, 7], "f64"), In([7], "f64", kind=kb)], atol=1e-12, rtol=1e-12)
+for dt in ["i64", "i32", "i16", "i8", "u8"]:
+    kind = "uint" if dt == "u8" else "int"
+    case(f"add_{dt}", "add", BINARY["add"], [In([5, 7], dt, kind), In([7], dt, kind)], attrs={"alpha": 3})
+    case(f"mul_{dt}", "mul", BINARY["mul"], [In([13], dt, kind), In([13], dt, kind)])
+    case(f"sub_{dt}", "sub", BINARY["sub"], [In([7, 5], dt, kind, ("t", 0, 1)), In([5], dt, kind)])
+case("add_alpha_f32", "add", BINARY["add"], [In([5, 7]), In([7])], attrs={"alpha": 2.5})
+case("sub_alpha_f32", "sub", BINARY["sub"], [In([13]), In([13])], attrs={"alpha": -0.5})
+# Type promotion between tensors (dimensioned and zero-dim).
+for da, db in [("i32", "f32"), ("i64", "i32"), ("u8", "i8"), ("f32", "f64"), ("bool", "i32"), ("u8", "i16"),
+               ("i16", "f64")]:
+    ka = "uint" if da == "u8" else ("bool" if da == "bool" else ("int" if da[0] in "iu" else "randn"))
+    kb = "uint" if db == "u8" else ("bool" if db == "bool" else ("int" if db[0] in "iu" else "randn"))
+    case(f"promote_add_{da}_{db}", "add", BINARY["add"], [In([5, 7], da, ka), In([7], db, kb)])
+case("promote_zero_dim_f64_with_i32", "mul", BINARY["mul"], [In([7], "i32", "int"), In([], "f64")], atol=1e-12)
+case("promote_zero_dim_f64_with_f32", "mul", BINARY["mul"], [In([7], "f32"), In([], "f64")])
+case("promote_zero_dim_i64_with_i8", "add", BINARY["add"], [In([7], "i8", "int"), In([], "i64", "int")])
+# Division: true division of integers gives f32; rounding modes.
+case("div_int_true", "div", BINARY["div"], [In([5, 7], "i64", "int"), In([7], "i32", "nzint")])
+for mode in ["trunc", "floor"]:
+    case(f"div_{mode}_f32", "div", BINARY["div"], [In([7, 13]), In([13], kind="nonzero")], attrs={"rounding_mode": mode})
+    case(f"div_{mode}_i32", "div", lambda a, b, rounding_mode: torch.div(a, b, rounding_mode=rounding_mode),
+         [In([7, 13], "i32", "int"), In([13], "i32", "nzint")], attrs={"rounding_mode": mode})
+case("div_bad_mode", "div", BINARY["div"], [In([5]), In([5], kind="nonzero")], attrs={"rounding_mode": "round"},
+     error="rounding_mode")
+# Broadcasting errors name the op and both shapes.
+case("add_not_broadcastable", "add", BINARY["add"], [In([2, 3]), In([4])], error="add: shapes [2, 3] and [4]")
+case("mul_not_broadcastable", "mul", BINARY["mul"], [In([7, 5]), In([7])], error="mul: shapes [7, 5] and [7]")
+case("sub_bool", "sub", BINARY["sub"], [In([5], "bool", "bool"), In([5], "bool", "bool")], error="sub")
+case("add_int_float_alpha", "add", BINARY["add"], [In([5], "i32", "int"), In([5], "i32", "int")],
+     attrs={"alpha": 0.5}, error="alpha must not be a floating point")
+
+# ---- tensor with a C++ number ----
+SCALAR = {
+    "add.Scalar": lambda a, other, alpha=1: torch.add(a, other, alpha=alpha),
+    "sub.Scalar": lambda a, other, alpha=1: torch.sub(a, other, alpha=alpha),
+    "rsub.Scalar": lambda a, other, alpha=1: torch.rsub(a, other, alpha=alpha),
+    "mul.Scalar": lambda a, other: torch.mul(a, other),
+    "div.Scalar": lambda a, other, rounding_mode=None: torch.div(a, other, rounding_mode=rounding_mode),
+}
+for op, fn in SCALAR.items():
+    base = op.split(".")[0]
+    case(f"{base}_scalar_f32_13", op, fn, [In([13])], attrs={"other": 2.5})
+    case(f"{base}_scalar_f32_noncontig", op, fn, [In([7, 13], layout=("t", 0, 1))], attrs={"other": -3})
+    case(f"{base}_scalar_i32_int", op, fn, [In([5, 7], "i32", "int")], attrs={"other": 3})
+    case(f"{base}_scalar_i64_float", op, fn, [In([7], "i64", "int")], attrs={"other": 0.5})
+    case(f"{base}_scalar_u8_int", op, fn, [In([5], "u8", "uint")], attrs={"other": 2})
+    case(f"{base}_scalar_0d", op, fn, [In([])], attrs={"other": 1.5})
+case("add_scalar_alpha", "add.Scalar", SCALAR["add.Scalar"], [In([7])], attrs={"other": 2, "alpha": 3})
+case("rsub_scalar_alpha", "rsub.Scalar", SCALAR["rsub.Scalar"], [In([7])], attrs={"other": 2, "alpha": 0.25})
+case("mul_scalar_bool_tensor_int", "mul.Scalar", SCALAR["mul.Scalar"], [In([5], "bool", "bool")], attrs={"other": 3})
+case("add_scalar_u8_wraps", "add.Scalar", SCALAR["add.Scalar"], [In([5], "u8", "uint")], attrs={"other": 300})
+case("div_scalar_floor_i32", "div.Scalar", SCALAR["div.Scalar"], [In([13], "i32", "int")],
+     attrs={"other": -4, "rounding_mode": "floor"})
+
+# ---- unary ----
+UNARY = {"neg": torch.neg, "relu": torch.relu, "exp": torch.exp, "tanh": torch.tanh, "reciprocal": torch.reciprocal}
+for op, fn in UNARY.items():
+    kind = "nonzero" if op == "reciprocal" else "randn"
+    case(f"{op}_1", op, fn, [In([1], kind=kind)])
+    case(f"{op}_7x13", op, fn, [In([7, 13], kind=kind)])
+    case(f"{op}_noncontig", op, fn, [In([5, 7, 13], kind=kind, layout=("t", 0, 2))])
+    case(f"{op}_f64", op, fn, [In([13], "f64", kind=kind)], atol=1e-12, rtol=1e-12)
+    case(f"{op}_0d", op, fn, [In([], kind=kind)])
+case("neg_i32", "neg", torch.neg, [In([13], "i32", "int")])
+case("relu_i64", "relu", torch.relu, [In([7, 5], "i64", "int", ("t", 0, 1))])
+case("exp_i64_to_f32", "exp", torch.exp, [In([7], "i64", "int")], rtol=1e-6)
+case("tanh_large", "tanh", torch.tanh, [In([1000])])
+case("neg_bool", "neg", torch.neg, [In([5], "bool", "bool")], error="bool")
+
+# ---- reductions ----
+def torch_sum(a, dim=None, keepdim=False, dtype=None):
+    if dim is None:
+        return torch.sum(a, dtype=DTYPES[dtype] if dtype else None)
+    return torch.sum(a, dim=dim, keepdim=keepdim, dtype=DTYPES[dtype] if dtype else None)
+
+
+case("sum_all_13", "sum", torch_sum, [In([13])], atol=1e-5, rtol=1e-5)
+case("sum_all_7x5x13", "sum", torch_sum, [In([7, 5, 13])], atol=1e-5, rtol=1e-5)
+case("sum_dim0", "sum", torch_sum, [In([7, 5, 13])], attrs={"dim": [0]}, atol=1e-5, rtol=1e-5)
+case("sum_dim_last_keep", "sum", torch_sum, [In([7, 5, 13])], attrs={"dim": [-1], "keepdim": True}, atol=1e-5,
+     rtol=1e-5)
+case("sum_dims_0_2", "sum", torch_sum, [In([7, 5, 13], layout=("t", 0, 2))], attrs={"dim": [0, 2]}, atol=1e-5,
+     rtol=1e-5)
+case("sum_dims_keep_noncontig", "sum", torch_sum, [In([7, 5, 13], layout=("s2", 1))],
+     attrs={"dim": [1, 2], "keepdim": True}, atol=1e-5, rtol=1e-5)
+case("sum_empty_dims_all", "sum", torch_sum, [In([5, 7])], attrs={"dim": []}, atol=1e-5, rtol=1e-5)
+case("sum_i32_to_i64", "sum", torch_sum, [In([7, 13], "i32", "int")], attrs={"dim": [1]})
+case("sum_bool", "sum", torch_sum, [In([13], "bool", "bool")])
+case("sum_dtype_f64", "sum", torch_sum, [In([5, 7])], attrs={"dim": [0], "dtype": "f64"}, atol=1e-6)
+case("sum_large", "sum", torch_sum, [In([100003])], atol=1e-3, rtol=1e-5)
+case("sum_large_cols", "sum", torch_sum, [In([3, 70001])], attrs={"dim": [1]}, atol=1e-3, rtol=1e-5)
+case("sum_0d", "sum", torch_sum, [In([])])
+case("sum_dim_out_of_range", "sum", torch_sum, [In([5, 7])], attrs={"dim": [2]}, error="dimension 2 is out of range")
+case("sum_dim_repeated", "sum", torch_sum, [In([5, 7])], attrs={"dim": [1, -1]}, error="appears multiple times")
+
+# ---- matrix products ----
+for sname, (n, k, m) in {"5x7x13": (5, 7, 13), "1x1x13": (1, 1, 13), "13x1x5": (13, 1, 5),
+                         "64x127x33": (64, 127, 33)}.items():
+    case(f"mm_{sname}", "mm", torch.mm, [In([n, k]), In([k, m])], atol=1e-5, rtol=1e-4)
+case("mm_transposed_inputs", "mm", torch.mm, [In([5, 7], layout=("t", 0, 1)), In([7, 13], layout=("t", 0, 1))],
+     atol=1e-5, rtol=1e-4)
+case("mm_strided_inputs", "mm", torch.mm, [In([5, 7], layout=("s2", 1)), In([7, 13], layout=("s2", 0))], atol=1e-5,
+     rtol=1e-4)
+case("mm_k0", "mm", torch.mm, [In([5, 0]), In([0, 7])])
+case("mm_shape_mismatch", "mm", torch.mm, [In([2, 3]), In([4, 5])], error="mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
+case("mm_not_matrix", "mm", torch.mm, [In([2, 3, 4]), In([4, 5])], error="mm: self must be a matrix, got shape [2, 3, 4]")
+
+# ---- conversions and copies ----
+def torch_to(a, dtype):
+    return a.to(DTYPES[dtype])
+
+
+for src, dst, kind in [("f32", "i32", "randn"), ("f32", "f16", "randn"), ("f32", "bf16", "randn"),
+                       ("i64", "f32", "int"), ("f32", "bool", "int"), ("bool", "f32", "bool"),
+                       ("f64", "u8", "pos"), ("i32", "i8", "int"), ("f16", "f64", "randn"), ("bf16", "f32", "randn"),
+                       ("u8", "i64", "uint"), ("f32", "f64", "randn")]:
+    case(f"to_{src}_{dst}", "to", torch_to, [In([7, 13], src, kind, ("t", 0, 1))], attrs={"dtype": dst}, atol=0, rtol=0)
+case("clone_noncontig", "clone", torch.clone, [In([5, 7, 13], layout=("t", 1, 2))], atol=0, rtol=0)
+case("clone_i16", "clone", torch.clone, [In([13], "i16", "int")], atol=0, rtol=0)
+
+# ---- views ----
+VIEWS = [
+    ("reshape_contig", "reshape", lambda a, shape: a.reshape(shape), In([5, 7, 13]), {"shape": [35, -1]}),
+    ("reshape_noncontig_copy", "reshape", lambda a, shape: a.reshape(shape), In([5, 7], layout=("t", 0, 1)),
+     {"shape": [35]}),
+    ("view_split_dim", "view", lambda a, size: a.view(size), In([7, 13]), {"size": [7, 1, 13, 1]}),
+    ("permute_3d", "permute", lambda a, dims: a.permute(dims), In([5, 7, 13]), {"dims": [2, 0, 1]}),
+    ("transpose_neg", "transpose", lambda a, dim0, dim1: a.transpose(dim0, dim1), In([5, 7, 13]),
+     {"dim0": -1, "dim1": 0}),
+    ("slice_step2", "slice", lambda a, dim=0, start=None, end=None, step=1: a[:, start:end:step], In([5, 13]),
+     {"dim": 1, "start": 1, "end": 12, "step": 2}),
+    ("slice_neg_clamped", "slice", lambda a, dim=0, start=None, end=None, step=1: a[start:end:step], In([13, 5]),
+     {"dim": 0, "start": -5, "end": 100}),
+    ("select_neg", "select", lambda a, dim, index: a.select(dim, index), In([5, 7, 13]), {"dim": 1, "index": -2}),
+    ("unsqueeze_neg", "unsqueeze", lambda a, dim: a.unsqueeze(dim), In([5, 7]), {"dim": -1}),
+    ("squeeze_all", "squeeze", lambda a: a.squeeze(), In([1, 5, 1, 7]), {}),
+    ("squeeze_dim", "squeeze.dim", lambda a, dim: a.squeeze(dim), In([5, 1, 7]), {"dim": 1}),
+    ("squeeze_dim_not_one", "squeeze.dim", lambda a, dim: a.squeeze(dim), In([5, 1, 7]), {"dim": 0}),
+    ("expand_new_dims", "expand", lambda a, size: a.expand(size), In([5, 1]), {"size": [3, 5, 7]}),
+    ("expand_keep", "expand", lambda a, size: a.expand(size), In([1, 13]), {"size": [7, -1]}),
+    ("flatten_middle", "flatten", lambda a, start_dim=0, end_dim=-1: a.flatten(start_dim, end_dim),
+     In([5, 7, 13, 1]), {"start_dim": 1, "end_dim": 2}),
+    ("flatten_noncontig", "flatten", lambda a, start_dim=0, end_dim=-1: a.flatten(start_dim, end_dim),
+     In([5, 7, 13], layout=("t", 0, 2)), {}),
+    ("contiguous_noncontig", "contiguous", lambda a: a.contiguous(), In([7, 13], layout=("t", 0, 1)), {}),
+]
+for name, op, fn, inp, attrs in VIEWS:
+    case(name, op, fn, [inp], attrs=attrs, atol=0, rtol=0)
+case("view_incompatible", "view", lambda a, size: a.view(size), [In([5, 7], layout=("t", 0, 1))], attrs={"size": [35]},
+     error="view")
+case("view_bad_numel", "view", lambda a, size: a.view(size), [In([5, 7])], attrs={"size": [6, -1]},
+     error="shape [6, -1] is invalid for input of size 35")
+case("select_out_of_range", "select", lambda a, dim, index: a.select(dim, index), [In([5, 7])],
+     attrs={"dim": 1, "index": 7}, error="index 7 is out of range")
+case("permute_repeated", "permute", lambda a, dims: a.permute(dims), [In([5, 7])], attrs={"dims": [0, 0]},
+     error="repeats")
+case("expand_bad", "expand", lambda a, size: a.expand(size), [In([5, 2])], attrs={"size": [5, 3]},
+     error="must match the existing size")
+
+# ---- factories ----
+def torch_full(size, fill_value, dtype=None):
+    return torch.full(size, fill_value, dtype=DTYPES[dtype] if dtype else None)
+
+
+def torch_arange(start, end, step=1, dtype=None):
+    return torch.arange(start, end, step, dtype=DTYPES[dtype] if dtype else None)
+
+
+case("full_f32", "full", torch_full, [], attrs={"size": [5, 7], "fill_value": 2.5})
+case("full_int_default_i64", "full", torch_full, [], attrs={"size": [13], "fill_value": 7})
+case("full_bool", "full", torch_full, [], attrs={"size": [1, 5], "fill_value": True})
+case("full_i8", "full", torch_full, [], attrs={"size": [7], "fill_value": -3, "dtype": "i8"})
+case("arange_int", "arange", torch_arange, [], attrs={"start": 0, "end": 13})
+case("arange_step", "arange", torch_arange, [], attrs={"start": 1, "end": 14, "step": 3})
+case("arange_float", "arange", torch_arange, [], attrs={"start": 0, "end": 1, "step": 0.1})
+case("arange_neg_step_f64", "arange", torch_arange, [], attrs={"start": 5, "end": -2.5, "step": -0.5, "dtype": "f64"})
+case("arange_bad_sign", "arange", torch_arange, [], attrs={"start": 0, "end": 5, "step": -1},
+     error="inconsistent with step sign")
+
+
+def run_cases():
+    tensors, specs = {}, []
+    for c in CASES:
+        stored_inputs, logical = [], []
+        for inp in c["inputs"]:
+            stored, log = inp.make()
+            stored_inputs.append(stored)
+            logical.append(log)
+        spec = {"name": c["name"], "op": c["op"], "attrs": c["attrs"], "atol": c["atol"], "rtol": c["rtol"],
+                "inputs": [i.spec() for i in c["inputs"]], "error": c["error"]}
+        try:
+            out = c["fn"](*logical, **c["attrs"])
+            if c["error"]:
+                raise SystemExit(f"case {c['name']}: torch did not raise but Amber is expected to")
+        except (RuntimeError, ValueError, IndexError, TypeError) as e:
+            if not c["error"]:
+                raise SystemExit(f"case {c['name']}: torch raised {e}")
+            out = None
+        for k, t in enumerate(stored_inputs):
+            tensors[f"{c['name']}.input{k}"] = t
+        if out is not None:
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            spec["outputs"] = len(outs)
+            for k, t in enumerate(outs):
+                tensors[f"{c['name']}.expected{k}"] = t.contiguous()
+        specs.append(spec)
+    return tensors, specs
+
+
+def core_reference():
+    """torch's promotion table, printed tensors and seeded random numbers."""
+    promo = {}
+    for a, ta in DTYPES.items():
+        for b, tb in DTYPES.items():
+            promo[f"{a},{b}"] = NAMES[torch.promote_types(ta, tb)]
+    # result_type with wrapped numbers and zero-dim tensors
+    result = []
+    for dt in DTYPES:
+        t = torch.zeros(2, dtype=DTYPES[dt])
+        for num in [2, 2.5, True]:
+            result.append({"tensor": dt, "number": num, "result": NAMES[torch.result_type(t, num)]})
+        for zdt in ["f64", "i64", "bool", "f16"]:
+            z = torch.zeros((), dtype=DTYPES[zdt])
+            result.append({"tensor": dt, "zero_dim": zdt, "result": NAMES[torch.result_type(t, z)]})
+    tensors = {}
+    printed = []
+    samples = {
+        "ints_f32": torch.tensor([1.0, 2.0, 3.0]),
+        "frac_f32": torch.tensor([[0.1, -1.25], [3.0, 4.5]]),
+        "sci_f32": torch.tensor([1e-5, 1.0, 123456.0]),
+        "big_ints": torch.tensor([1e9, 2.0]),
+        "i64": torch.tensor([[1, -22], [333, 4]]),
+        "i32": torch.tensor([5, 6], dtype=torch.int32),
+        "bool": torch.tensor([True, False]),
+        "f64": torch.tensor([0.5, 1.5], dtype=torch.float64),
+        "zero_dim": torch.tensor(3.5),
+        "nan_inf": torch.tensor([float("nan"), float("inf"), -float("inf"), 1.5]),
+        "zeros": torch.zeros(2, 3),
+        "empty_2d": torch.zeros(0, 3),
+        "empty_i64": torch.zeros(0, dtype=torch.int64),
+        "long_row": torch.arange(30, dtype=torch.float32) * 1.5,
+        "summarized": torch.arange(2000, dtype=torch.float32).reshape(40, 50),
+        "cube": torch.arange(24).reshape(2, 3, 4),
+    }
+    for name, t in samples.items():
+        tensors[f"print.{name}"] = t
+        printed.append({"name": name, "text": str(t)})
+    randoms = []
+    for seed, n in [(0, 5), (42, 37), (7, 16)]:
+        torch.manual_seed(seed)
+        tensors[f"rand.{seed}"] = torch.rand(n)
+        torch.manual_seed(seed)
+        tensors[f"randn.{seed}"] = torch.randn(n)
+        torch.manual_seed(seed)
+        tensors[f"rand_f64.{seed}"] = torch.rand(n, dtype=torch.float64)
+        randoms.append({"seed": seed, "n": n})
+    meta = {"promote_types": json.dumps(promo), "result_type": json.dumps(result), "printed": json.dumps(printed),
+            "randoms": json.dumps(randoms)}
+    return tensors, meta
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    tensors, specs = run_cases()
+    save_file(tensors, os.path.join(out, "ops.safetensors"),
+              {"cases": json.dumps(specs), "torch": torch.__version__})
+    ct, cm = core_reference()
+    save_file(ct, os.path.join(out, "core.safetensors"), cm)
+    print(f"wrote {len(specs)} op cases ({len(tensors)} tensors) and the core reference to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+# CTest fixture: (re)generates the PyTorch reference data when the generator scripts change.
+# Inputs: PYTHON (Debian's /usr/bin/python3), SRC (repository root), OUT (output folder).
+file(SHA256 ${SRC}/tests/gen_reference.py h1)
+file(SHA256 ${SRC}/tools/torch2safetensors.py h2)
+string(SHA256 hash "${h1}${h2}")
+if(EXISTS ${OUT}/.hash)
+  file(READ ${OUT}/.hash old)
+  if(old STREQUAL hash)
+    message(STATUS "reference data up to date (${OUT}, ${hash})")
+    return()
+  endif()
+endif()
+file(REMOVE_RECURSE ${OUT})
+execute_process(COMMAND ${PYTHON} ${SRC}/tests/gen_reference.py ${OUT} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "reference generator failed (${rc}); is python3-torch installed for ${PYTHON}?")
+endif()
+file(WRITE ${OUT}/.hash "${hash}")

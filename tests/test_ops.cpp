@@ -1,0 +1,131 @@
+// Table-driven op tests against PyTorch: every case of tests/gen_reference.py runs through
+// the generic dispatcher with attributes converted by the op table's own argument kinds,
+// and is compared with torch's output (or must raise the error torch raises). Prints one
+// line per op with its case count and worst errors.
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "amber/schema/dispatcher.h"
+#include "amber/serialize/safetensors.h"
+#include "test_util.h"
+
+using namespace amber;
+using Json = nlohmann::json;
+
+namespace {
+
+Attr attr_from_json(const OpSchema& op, const ArgSpec& spec, const Json& v) {
+  if (v.is_null()) return Attr::none();
+  switch (spec.kind) {
+    case ArgKind::int_:
+      return Attr(v.get<int64_t>());
+    case ArgKind::float_:
+      return Attr(v.get<double>());
+    case ArgKind::bool_:
+      return Attr(v.get<bool>());
+    case ArgKind::scalar:
+      if (v.is_boolean()) return Attr(v.get<bool>());
+      if (v.is_number_integer()) return Attr(v.get<int64_t>());
+      return Attr(v.get<double>());
+    case ArgKind::ints:
+      return Attr(v.get<std::vector<int64_t>>());
+    case ArgKind::floats:
+      return Attr(v.get<std::vector<double>>());
+    case ArgKind::string:
+      return Attr(v.get<std::string>());
+    case ArgKind::dtype: {
+      auto t = dtype_from_name(v.get<std::string>());
+      REQUIRE(t.has_value());
+      return Attr(*t);
+    }
+    default:
+      FAIL("op " << op.name << ": attribute " << spec.name << " has a tensor kind");
+  }
+  return Attr::none();
+}
+
+Tensor rebuild_layout(const Tensor& stored, const Json& layout) {
+  if (layout.is_null()) return stored;
+  const std::string kind = layout[0].get<std::string>();
+  if (kind == "t") return stored.transpose(layout[1].get<int64_t>(), layout[2].get<int64_t>());
+  if (kind == "s2") {
+    const int64_t d = layout[1].get<int64_t>();
+    return stored.slice(d, 0, stored.size(d), 2);
+  }
+  if (kind == "exp") {
+    DimVec sizes = stored.sizes();
+    sizes[int(layout[1].get<int64_t>())] = layout[2].get<int64_t>();
+    return stored.expand(sizes);
+  }
+  FAIL("unknown layout " << layout.dump());
+  return stored;
+}
+
+struct OpStats {
+  int cases = 0, errors = 0;
+  double max_abs = 0, max_rel = 0;
+};
+
+}  // namespace
+
+TEST_CASE("ops match PyTorch", "[ops]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
+  SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
+  const Json cases = Json::parse(file.metadata().at("cases"));
+  std::map<std::string, OpStats> stats;
+  int total = 0;
+  for (const Json& c : cases) {
+    const std::string name = c["name"], opname = c["op"];
+    INFO("case " << name << " (op " << opname << ")");
+    const OpSchema* op = find_op(opname);
+    REQUIRE(op != nullptr);
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < c["inputs"].size(); ++k)
+      inputs.push_back(rebuild_layout(file.tensor(name + ".input" + std::to_string(k)), c["inputs"][k]["layout"]));
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (!c["inputs"][k]["layout"].is_null()) CHECK_FALSE(inputs[k].is_contiguous());
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : inputs) ptrs.push_back(&t);
+    std::vector<Attr> attrs;
+    for (int i = 0; i < op->num_attrs(); ++i) {
+      const ArgSpec& spec = op->attr_spec(i);
+      if (c["attrs"].contains(spec.name))
+        attrs.push_back(attr_from_json(*op, spec, c["attrs"][spec.name]));
+      else if (spec.default_value)
+        attrs.push_back(*spec.default_value);
+      else
+        FAIL("case " << name << " lacks required attribute " << spec.name);
+    }
+    OpStats& st = stats[opname];
+    ++st.cases;
+    ++total;
+    if (!c["error"].is_null()) {
+      ++st.errors;
+      const std::string fragment = c["error"];
+      AMBER_REQUIRE_ERROR(dispatch(*op, ptrs, attrs, SrcLoc::none()), fragment);
+      try {
+        dispatch(*op, ptrs, attrs, SrcLoc::none());
+      } catch (const Error& e) {
+        // Every error names the op it comes from.
+        CHECK_THAT(std::string(e.what()), Catch::Matchers::StartsWith(opname.substr(0, opname.find('.'))));
+      }
+      continue;
+    }
+    std::vector<Tensor> outs = dispatch(*op, ptrs, attrs, SrcLoc::none());
+    REQUIRE(int(outs.size()) == c["outputs"].get<int>());
+    for (size_t k = 0; k < outs.size(); ++k) {
+      Tensor expected = file.tensor(name + ".expected" + std::to_string(k));
+      test::Diff d = test::compare(outs[k], expected, c["atol"].get<double>(), c["rtol"].get<double>());
+      INFO("output " << k << ": " << d.message);
+      CHECK(d.ok);
+      st.max_abs = std::max(st.max_abs, d.max_abs);
+      st.max_rel = std::max(st.max_rel, d.max_rel);
+    }
+  }
+  std::printf("%-14s %6s %7s %12s %12s\n", "op", "cases", "errors", "max |diff|", "max rel");
+  for (auto& [name, s] : stats)
+    std::printf("%-14s %6d %7d %12.3g %12.3g\n", name.c_str(), s.cases, s.errors, s.max_abs, s.max_rel);
+  std::printf("%d cases against torch %s\n", total, file.metadata().at("torch").c_str());
+}

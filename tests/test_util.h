@@ -1,0 +1,87 @@
+// Helpers for Amber's tests: reference-data location, tolerance comparison of tensors
+// (|amber - ref| <= atol + rtol * |ref|; exact for integers and bools), and checking that
+// a call throws amber::Error with a given message fragment.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "amber/core/tensor.h"
+
+namespace amber::test {
+
+// Directory the reference-data fixture wrote (AMBER_REFDATA), or "" when unset.
+inline std::string refdata_dir() {
+  const char* d = std::getenv("AMBER_REFDATA");
+  return d ? d : "";
+}
+
+struct Diff {
+  bool ok = true;
+  double max_abs = 0, max_rel = 0;
+  std::string message;
+};
+
+// Compares dtype, shape and values.
+inline Diff compare(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+  Diff d;
+  if (actual.dtype() != expected.dtype()) {
+    d.ok = false;
+    d.message = str("dtype ", actual.dtype(), " != expected ", expected.dtype());
+    return d;
+  }
+  if (!(actual.sizes() == expected.sizes())) {
+    d.ok = false;
+    d.message = str("shape ", actual.sizes(), " != expected ", expected.sizes());
+    return d;
+  }
+  const bool exact = !is_floating(expected.dtype());
+  const auto a = actual.to_vector<double>(SrcLoc::none());
+  const auto e = expected.to_vector<double>(SrcLoc::none());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i], y = e[i];
+    if (std::isnan(y) || std::isnan(x)) {
+      if (std::isnan(x) != std::isnan(y)) {
+        d.ok = false;
+        d.message = str("element ", i, ": ", x, " vs expected ", y);
+        return d;
+      }
+      continue;
+    }
+    if (std::isinf(y) || std::isinf(x)) {
+      if (x != y) {
+        d.ok = false;
+        d.message = str("element ", i, ": ", x, " vs expected ", y);
+        return d;
+      }
+      continue;
+    }
+    const double diff = std::fabs(x - y);
+    d.max_abs = std::max(d.max_abs, diff);
+    if (y != 0) d.max_rel = std::max(d.max_rel, diff / std::fabs(y));
+    const double bound = exact ? 0 : atol + rtol * std::fabs(y);
+    if (diff > bound && d.ok) {
+      d.ok = false;
+      d.message = str("element ", i, ": ", x, " vs expected ", y, " (|diff| ", diff, " > ", bound, ")");
+    }
+  }
+  return d;
+}
+
+}  // namespace amber::test
+
+// Requires that expr throws amber::Error whose message contains fragment.
+#define AMBER_REQUIRE_ERROR(expr, fragment)                                             \
+  do {                                                                                  \
+    bool amber_threw_ = false;                                                          \
+    try {                                                                               \
+      (void)(expr);                                                                     \
+    } catch (const ::amber::Error& e) {                                                 \
+      amber_threw_ = true;                                                              \
+      INFO("message: " << e.what());                                                    \
+      CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(fragment));           \
+    }                                                                                   \
+    if (!amber_threw_) FAIL("expected amber::Error containing \"" << fragment << "\""); \
+  } while (0)
