@@ -25,6 +25,10 @@ typedef struct amber_tensor_view {
   int32_t ndim;
   int64_t sizes[AMBER_MAX_DIMS];
   int64_t strides[AMBER_MAX_DIMS];
+  /* Nonzero only when the memory is immutable for the life of the process (read-only
+   * storage): a backend may then cache data derived from it (reordered weights) keyed by
+   * (cache_id, data, sizes, strides). Zero: the contents may change between calls. */
+  uint64_t cache_id;
 } amber_tensor_view;
 
 typedef enum amber_attr_kind {

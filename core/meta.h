@@ -8,9 +8,15 @@
 
 namespace amber {
 
+// How a 4-D tensor's elements are laid out when Amber allocates it. channels_last is
+// NHWC memory for an NCHW-shaped tensor (PyTorch's torch.channels_last): convolutions run
+// fastest on it, so conv2d produces it and pointwise, pooling and norm ops keep it.
+enum class MemoryFormat : uint8_t { contiguous, channels_last };
+
 struct TensorMeta {
   DType dtype = DType::f32;
   DimVec sizes;
+  MemoryFormat format = MemoryFormat::contiguous;
 };
 
 struct Layout {

@@ -95,6 +95,21 @@ bool is_contiguous(const DimVec& sizes, const DimVec& strides) {
   return true;
 }
 
+DimVec channels_last_strides(const DimVec& sizes) {
+  AMBER_ASSERT(sizes.size() == 4, "channels_last needs 4 dims, got ", sizes);
+  const int64_t c = std::max<int64_t>(sizes[1], 1), h = std::max<int64_t>(sizes[2], 1),
+                w = std::max<int64_t>(sizes[3], 1);
+  return DimVec{h * w * c, 1, w * c, c};
+}
+
+bool is_channels_last(const DimVec& sizes, const DimVec& strides) {
+  if (sizes.size() != 4 || is_contiguous(sizes, strides)) return false;
+  const DimVec cl = channels_last_strides(sizes);
+  for (int i = 0; i < 4; ++i)
+    if (sizes[i] != 1 && strides[i] != cl[i]) return false;
+  return true;
+}
+
 DimVec broadcast_shapes(const char* op, const DimVec& a, const DimVec& b) {
   const int n = std::max(a.size(), b.size());
   DimVec out = DimVec::filled(n, 1);

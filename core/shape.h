@@ -74,6 +74,11 @@ int64_t checked_add(int64_t a, int64_t b, const char* what);
 
 DimVec contiguous_strides(const DimVec& sizes);
 bool is_contiguous(const DimVec& sizes, const DimVec& strides);
+// NHWC strides for a 4-D NCHW shape.
+DimVec channels_last_strides(const DimVec& sizes);
+// True when a 4-D tensor is laid out exactly as channels_last_strides (size-1 dims ignored)
+// and not also contiguous (so the two never both hold).
+bool is_channels_last(const DimVec& sizes, const DimVec& strides);
 
 // PyTorch's broadcast_shapes for two shapes; op names the caller in the error.
 DimVec broadcast_shapes(const char* op, const DimVec& a, const DimVec& b);

@@ -3,6 +3,7 @@
 
 #include "amber/core/storage.h"
 
+#include <atomic>
 #include <cstdlib>
 
 #include "amber/core/backend_registry.h"
@@ -21,6 +22,12 @@ void* cpu_allocate(size_t nbytes) {
 }
 
 void cpu_free(void* p) { std::free(p); }
+
+StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only)
+    : data_(data), nbytes_(nbytes), device_(device), read_only_(read_only), owner_(owner) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+}
 
 StorageImpl::~StorageImpl() {
   switch (owner_) {

@@ -20,8 +20,7 @@ class StorageImpl final : public RefCounted {
   using Deleter = std::function<void(void*)>;
   // How the memory is released when the last reference goes.
   enum class Owner : uint8_t { cpu_heap, backend, deleter, borrowed };
-  StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only)
-      : data_(data), nbytes_(nbytes), device_(device), read_only_(read_only), owner_(owner) {}
+  StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only);
   ~StorageImpl();
   Deleter deleter;                         // used when owner is Owner::deleter
   std::shared_ptr<const void> keep_alive;  // held while the storage lives
@@ -30,8 +29,12 @@ class StorageImpl final : public RefCounted {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   bool read_only() const { return read_only_; }
+  // Unique for the life of the process (never reused), so kernels may cache data derived
+  // from read-only storage (for example reordered convolution weights) under it.
+  uint64_t id() const { return id_; }
 
  private:
+  uint64_t id_;
   void* data_;
   size_t nbytes_;
   Device device_;
@@ -59,6 +62,7 @@ class Storage {
   bool read_only() const { return impl_->read_only(); }
   int64_t use_count() const { return impl_ ? impl_->use_count() : 0; }
   bool is_same(const Storage& o) const { return impl_.get() == o.impl_.get(); }
+  uint64_t id() const { return impl_->id(); }
 
  private:
   Ref<StorageImpl> impl_;

@@ -38,6 +38,7 @@ Tensor Tensor::make(Storage storage, const DimVec& sizes, const DimVec& strides,
   impl->strides = strides;
   impl->offset = offset;
   impl->contiguous = amber::is_contiguous(sizes, strides);
+  if (amber::is_channels_last(sizes, strides)) impl->meta.format = MemoryFormat::channels_last;
   return Tensor(std::move(impl));
 }
 
@@ -127,10 +128,12 @@ void Tensor::read_elements(void* out, DType out_dtype, const char* what, SrcLoc 
   }
 }
 
-Tensor empty(const DimVec& sizes, TensorOptions options) {
+Tensor empty(const DimVec& sizes, TensorOptions options, MemoryFormat format) {
   const int64_t n = checked_numel(sizes);
   const size_t nbytes = size_t(checked_mul(n, int64_t(itemsize(options.dtype)), "empty(): byte size"));
-  return Tensor::make(Storage::allocate(nbytes, options.device), sizes, contiguous_strides(sizes), 0, options.dtype);
+  const bool cl = format == MemoryFormat::channels_last && sizes.size() == 4;
+  return Tensor::make(Storage::allocate(nbytes, options.device), sizes,
+                      cl ? channels_last_strides(sizes) : contiguous_strides(sizes), 0, options.dtype);
 }
 
 Tensor from_blob(void* data, const DimVec& sizes, const DimVec& strides, TensorOptions options) {

@@ -61,6 +61,8 @@ class Tensor {
   Device device() const { return impl_->storage.device(); }
   int64_t storage_offset() const { return impl_->offset; }
   bool is_contiguous() const { return impl_->contiguous; }
+  // NHWC memory for an NCHW shape (see MemoryFormat); contiguous() makes it NCHW.
+  bool is_channels_last() const { return impl_->meta.format == MemoryFormat::channels_last; }
   size_t itemsize() const { return amber::itemsize(impl_->meta.dtype); }
   size_t nbytes() const { return size_t(numel()) * itemsize(); }
   const Storage& storage() const { return impl_->storage; }
@@ -152,6 +154,23 @@ class Tensor {
   Tensor sum(SrcLoc loc = {}) const;
   Tensor sum(const DimVec& dims, bool keepdim = false, SrcLoc loc = {}) const;
   Tensor mm(const Tensor& other, SrcLoc loc = {}) const;
+  Tensor matmul(const Tensor& other, SrcLoc loc = {}) const;
+  Tensor bmm(const Tensor& other, SrcLoc loc = {}) const;
+  Tensor pow(Scalar exponent, SrcLoc loc = {}) const;
+  Tensor abs(SrcLoc loc = {}) const;
+  Tensor sqrt(SrcLoc loc = {}) const;
+  Tensor log(SrcLoc loc = {}) const;
+  Tensor sigmoid(SrcLoc loc = {}) const;
+  Tensor softmax(int64_t dim, SrcLoc loc = {}) const;
+  Tensor log_softmax(int64_t dim, SrcLoc loc = {}) const;
+  Tensor mean(SrcLoc loc = {}) const;
+  Tensor mean(const DimVec& dims, bool keepdim = false, SrcLoc loc = {}) const;
+  Tensor amax(const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {}) const;
+  Tensor argmax(SrcLoc loc = {}) const;
+  Tensor argmax(int64_t dim, bool keepdim = false, SrcLoc loc = {}) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, SrcLoc loc = {}) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0, SrcLoc loc = {}) const;
+  Tensor index_select(int64_t dim, const Tensor& index, SrcLoc loc = {}) const;
 
  private:
   void check_dtype_access(DType want) const;
@@ -166,8 +185,8 @@ class Tensor {
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // ---- Factories that need no kernel. ----
-// Uninitialised memory.
-Tensor empty(const DimVec& sizes, TensorOptions options = {});
+// Uninitialised memory, contiguous or (4-D only) channels-last.
+Tensor empty(const DimVec& sizes, TensorOptions options = {}, MemoryFormat format = MemoryFormat::contiguous);
 // A tensor over memory the caller owns: the caller keeps data alive and unchanged for as
 // long as any tensor uses it. Contiguous unless strides are given.
 Tensor from_blob(void* data, const DimVec& sizes, TensorOptions options = {});

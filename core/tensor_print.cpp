@@ -22,8 +22,10 @@ constexpr int kLineWidth = 80;
 // printf with torch's precision for "%.*f" / "%.*e" specs, or an explicit "%.0f".
 std::string fmt(const char* spec, double v) {
   char buf[64];
-  if (std::strchr(spec, '*')) std::snprintf(buf, sizeof buf, spec, kPrecision, v);
-  else std::snprintf(buf, sizeof buf, spec, v);
+  if (std::strchr(spec, '*'))
+    std::snprintf(buf, sizeof buf, spec, kPrecision, v);
+  else
+    std::snprintf(buf, sizeof buf, spec, v);
   return buf;
 }
 

@@ -32,11 +32,13 @@ void fill_view(amber_tensor_view& v, const Tensor* t, bool writable) {
     v.data = nullptr;
     v.ndim = -1;
     v.dtype = 0;
+    v.cache_id = 0;
     return;
   }
   v.data = writable ? t->mutable_data() : const_cast<void*>(t->data());
   v.dtype = int32_t(t->dtype());
   v.ndim = t->dim();
+  v.cache_id = t->is_read_only() ? t->storage().id() : 0;
   std::memcpy(v.sizes, t->sizes().data(), sizeof(int64_t) * size_t(v.ndim));
   std::memcpy(v.strides, t->strides().data(), sizeof(int64_t) * size_t(v.ndim));
 }
@@ -152,18 +154,28 @@ void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const T
   }
 }
 
-Tensor apply_view(const OpSchema& op, const InferCtx& ctx, const Tensor& in, bool allow_copy) {
-  Layout src{in.sizes(), in.strides(), in.storage_offset()};
-  Layout dst;
-  if (op.view(ctx, src, dst)) return Tensor::make(in.storage(), dst.sizes, dst.strides, dst.offset, in.dtype());
-  AMBER_CHECK(allow_copy, op.name, ": view size ", ctx.outputs().begin()->sizes,
-              " is not compatible with the input's size ", in.sizes(), " and strides ", in.strides(),
-              " (at least one dimension spans two non-contiguous subspaces); use reshape() instead");
-  static const OpSchema& clone_op = op_schema("clone");
-  Tensor copy = call(clone_op, {&in}, {}, SrcLoc::none());
-  Layout csrc{copy.sizes(), copy.strides(), 0};
-  AMBER_ASSERT(op.view(ctx, csrc, dst), op.name, ": view of a contiguous tensor failed");
-  return Tensor::make(copy.storage(), dst.sizes, dst.strides, dst.offset, copy.dtype());
+std::vector<Tensor> apply_view(const OpSchema& op, const InferCtx& ctx, const Tensor& in, bool allow_copy) {
+  std::vector<Tensor> out;
+  const Layout src{in.sizes(), in.strides(), in.storage_offset()};
+  Tensor copy;  // the contiguous copy, made at most once
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    Layout dst;
+    if (op.view(ctx, src, i, dst)) {
+      out.push_back(Tensor::make(in.storage(), dst.sizes, dst.strides, dst.offset, in.dtype()));
+      continue;
+    }
+    AMBER_CHECK(allow_copy, op.name, ": view size ", ctx.outputs()[size_t(i)].sizes,
+                " is not compatible with the input's size ", in.sizes(), " and strides ", in.strides(),
+                " (at least one dimension spans two non-contiguous subspaces); use reshape() instead");
+    if (!copy.defined()) {
+      static const OpSchema& clone_op = op_schema("clone");
+      copy = call(clone_op, {&in}, {}, SrcLoc::none());
+    }
+    const Layout csrc{copy.sizes(), copy.strides(), 0};
+    AMBER_ASSERT(op.view(ctx, csrc, i, dst), op.name, ": view of a contiguous tensor failed");
+    out.push_back(Tensor::make(copy.storage(), dst.sizes, dst.strides, dst.offset, copy.dtype()));
+  }
+  return out;
 }
 
 std::vector<Tensor> dispatch(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
@@ -209,7 +221,7 @@ std::vector<Tensor> dispatch(const OpSchema& op, std::span<const Tensor* const> 
 
   std::vector<Tensor> outputs;
   if (op.is_view() || op.is_maybe_view()) {
-    outputs.push_back(apply_view(op, ctx, *inputs[0], op.is_maybe_view()));
+    outputs = apply_view(op, ctx, *inputs[0], op.is_maybe_view());
   } else {
     const DType cdt = ctx.compute_dtype;
     AMBER_CHECK(op.dtypes.contains(cdt), op.name, ": dtype ", cdt, " is not supported (supported: ", op.dtypes, ")");
@@ -227,7 +239,7 @@ std::vector<Tensor> dispatch(const OpSchema& op, std::span<const Tensor* const> 
         if (ctx.cast_mask & (1u << i)) ready[i] = &casted[k++];
     }
     outputs.reserve(size_t(ctx.num_outputs()));
-    for (const TensorMeta& m : ctx.outputs()) outputs.push_back(empty(m.sizes, {m.dtype, device}));
+    for (const TensorMeta& m : ctx.outputs()) outputs.push_back(empty(m.sizes, {m.dtype, device}, m.format));
     amber_kernel_fn kernel = resolve_kernel(op, device, cdt);
     launch_kernel(op, kernel, std::span(ready.data(), ready.size()), outputs, attrs, device);
   }

@@ -54,8 +54,9 @@ amber_kernel_fn resolve_kernel(const OpSchema& op, Device device, DType dtype);
 // throws amber::Error "op: message" if the kernel reports a failure.
 void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const Tensor* const> inputs,
                    std::span<const Tensor> outputs, std::span<const Attr> attrs, Device device);
-// Applies a view op's layout function to in; with allow_copy (maybe_view ops) a layout
-// that cannot be a view is produced from a contiguous copy instead.
-Tensor apply_view(const OpSchema& op, const InferCtx& ctx, const Tensor& in, bool allow_copy);
+// Applies a view op's layout function to in, giving one tensor per inferred output; with
+// allow_copy (maybe_view ops) a layout that cannot be a view is produced from a
+// contiguous copy instead.
+std::vector<Tensor> apply_view(const OpSchema& op, const InferCtx& ctx, const Tensor& in, bool allow_copy);
 
 }  // namespace amber

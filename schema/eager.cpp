@@ -48,7 +48,47 @@ Tensor div(const Tensor& a, const Tensor& b, const std::string& mode, SrcLoc loc
 Tensor div(const Tensor& a, Scalar b, const std::string& mode, SrcLoc loc) {
   return call(AMBER_OP("div.Scalar"), {&a}, {Attr(b), mode_attr(mode)}, loc);
 }
+Tensor pow(const Tensor& a, const Tensor& e, SrcLoc loc) { return call(AMBER_OP("pow"), {&a, &e}, {}, loc); }
+Tensor pow(const Tensor& a, Scalar e, SrcLoc loc) { return call(AMBER_OP("pow.Scalar"), {&a}, {Attr(e)}, loc); }
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, SrcLoc loc) {
+  return call(AMBER_OP("clamp"), {&a}, {lo ? Attr(*lo) : Attr::none(), hi ? Attr(*hi) : Attr::none()}, loc);
+}
 Tensor neg(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("neg"), {&a}, {}, loc); }
+Tensor abs(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("abs"), {&a}, {}, loc); }
+Tensor log(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("log"), {&a}, {}, loc); }
+Tensor sqrt(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("sqrt"), {&a}, {}, loc); }
+Tensor rsqrt(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("rsqrt"), {&a}, {}, loc); }
+Tensor sigmoid(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("sigmoid"), {&a}, {}, loc); }
+Tensor gelu(const Tensor& a, const std::string& approximate, SrcLoc loc) {
+  return call(AMBER_OP("gelu"), {&a}, {Attr(approximate)}, loc);
+}
+Tensor silu(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("silu"), {&a}, {}, loc); }
+Tensor hardtanh(const Tensor& a, Scalar lo, Scalar hi, SrcLoc loc) {
+  return call(AMBER_OP("hardtanh"), {&a}, {Attr(lo), Attr(hi)}, loc);
+}
+Tensor softmax(const Tensor& a, int64_t dim, SrcLoc loc) {
+  return call(AMBER_OP("softmax"), {&a}, {Attr(dim), Attr::none()}, loc);
+}
+Tensor log_softmax(const Tensor& a, int64_t dim, SrcLoc loc) {
+  return call(AMBER_OP("log_softmax"), {&a}, {Attr(dim), Attr::none()}, loc);
+}
+Tensor dropout(const Tensor& a, double p, bool train, SrcLoc loc) {
+  return call(AMBER_OP("dropout"), {&a}, {Attr(p), Attr(train)}, loc);
+}
+
+#define AMBER_COMPARE(name)                                                                                      \
+  Tensor name(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP(#name), {&a, &b}, {}, loc); } \
+  Tensor name(const Tensor& a, Scalar b, SrcLoc loc) { return call(AMBER_OP(#name ".Scalar"), {&a}, {Attr(b)}, loc); }
+AMBER_COMPARE(eq)
+AMBER_COMPARE(ne)
+AMBER_COMPARE(lt)
+AMBER_COMPARE(le)
+AMBER_COMPARE(gt)
+AMBER_COMPARE(ge)
+#undef AMBER_COMPARE
+Tensor where(const Tensor& c, const Tensor& a, const Tensor& b, SrcLoc loc) {
+  return call(AMBER_OP("where"), {&c, &a, &b}, {}, loc);
+}
 Tensor exp(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("exp"), {&a}, {}, loc); }
 Tensor tanh(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("tanh"), {&a}, {}, loc); }
 Tensor relu(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("relu"), {&a}, {}, loc); }
@@ -61,7 +101,98 @@ Tensor sum(const Tensor& a, SrcLoc loc) {
 Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("sum"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
 }
+Tensor mean(const Tensor& a, SrcLoc loc) {
+  return call(AMBER_OP("mean"), {&a}, {Attr::none(), Attr(false), Attr::none()}, loc);
+}
+Tensor mean(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("mean"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
+}
+Tensor amax(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("amax"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
+}
+Tensor amin(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("amin"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
+}
+Tensor argmax(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("argmax"), {&a}, {Attr::none(), Attr(false)}, loc); }
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("argmax"), {&a}, {Attr(dim), Attr(keepdim)}, loc);
+}
 Tensor mm(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("mm"), {&a, &b}, {}, loc); }
+Tensor bmm(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("bmm"), {&a, &b}, {}, loc); }
+Tensor matmul(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("matmul"), {&a, &b}, {}, loc); }
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, SrcLoc loc) {
+  return call(AMBER_OP("linear"), {&x, &w, &b}, {}, loc);
+}
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    double dropout_p, bool is_causal, SrcLoc loc) {
+  return call(AMBER_OP("scaled_dot_product_attention"), {&q, &k, &v, &mask}, {Attr(dropout_p), Attr(is_causal)}, loc);
+}
+
+// ---- Convolution, pooling, normalisation, embedding ----
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,
+              const DimVec& dilation, int64_t groups, SrcLoc loc) {
+  return call(AMBER_OP("conv2d"), {&x, &w, &b}, {Attr(stride), Attr(padding), Attr(dilation), Attr(groups)}, loc);
+}
+Tensor max_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVec& p, const DimVec& d, bool ceil_mode,
+                  SrcLoc loc) {
+  return call(AMBER_OP("max_pool2d"), {&x}, {Attr(k), Attr(s), Attr(p), Attr(d), Attr(ceil_mode)}, loc);
+}
+Tensor avg_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVec& p, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override, SrcLoc loc) {
+  return call(AMBER_OP("avg_pool2d"), {&x},
+              {Attr(k), Attr(s), Attr(p), Attr(ceil_mode), Attr(count_include_pad),
+               divisor_override ? Attr(*divisor_override) : Attr::none()},
+              loc);
+}
+Tensor adaptive_avg_pool2d(const Tensor& x, const DimVec& output_size, SrcLoc loc) {
+  return call(AMBER_OP("adaptive_avg_pool2d"), {&x}, {Attr(output_size)}, loc);
+}
+Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w, const Tensor& b,
+                  bool training, double momentum, double eps, SrcLoc loc) {
+  return call(AMBER_OP("batch_norm"), {&x, &w, &b, &mean, &var}, {Attr(training), Attr(momentum), Attr(eps)}, loc);
+}
+Tensor layer_norm(const Tensor& x, const DimVec& shape, const Tensor& w, const Tensor& b, double eps, SrcLoc loc) {
+  return call(AMBER_OP("layer_norm"), {&x, &w, &b}, {Attr(shape), Attr(eps)}, loc);
+}
+Tensor embedding(const Tensor& w, const Tensor& idx, SrcLoc loc) {
+  return call(AMBER_OP("embedding"), {&w, &idx}, {Attr(int64_t(-1))}, loc);
+}
+
+// ---- Joining, splitting, gathering ----
+namespace {
+std::vector<const Tensor*> pointers(const std::vector<Tensor>& ts) {
+  std::vector<const Tensor*> p;
+  p.reserve(ts.size());
+  for (const Tensor& t : ts) p.push_back(&t);
+  return p;
+}
+}  // namespace
+Tensor cat(const std::vector<Tensor>& ts, int64_t dim, SrcLoc loc) {
+  const Attr attrs[] = {Attr(dim)};
+  return std::move(dispatch(AMBER_OP("cat"), pointers(ts), attrs, loc)[0]);
+}
+Tensor stack(const std::vector<Tensor>& ts, int64_t dim, SrcLoc loc) {
+  const Attr attrs[] = {Attr(dim)};
+  return std::move(dispatch(AMBER_OP("stack"), pointers(ts), attrs, loc)[0]);
+}
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim, SrcLoc loc) {
+  const Tensor* in[] = {&x};
+  const Attr attrs[] = {Attr(size), Attr(dim)};
+  return dispatch(AMBER_OP("split"), in, attrs, loc);
+}
+std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim, SrcLoc loc) {
+  const Tensor* in[] = {&x};
+  const Attr attrs[] = {Attr(sizes), Attr(dim)};
+  return dispatch(AMBER_OP("split_with_sizes"), in, attrs, loc);
+}
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, SrcLoc loc) {
+  const Tensor* in[] = {&x};
+  const Attr attrs[] = {Attr(chunks), Attr(dim)};
+  return dispatch(AMBER_OP("chunk"), in, attrs, loc);
+}
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
+  return call(AMBER_OP("index_select"), {&x, &index}, {Attr(dim)}, loc);
+}
 
 // ---- Factories ----
 Tensor full(const DimVec& size, Scalar v, TensorOptions o, SrcLoc loc) {
@@ -203,5 +334,24 @@ Tensor Tensor::relu(SrcLoc loc) const { return amber::relu(*this, loc); }
 Tensor Tensor::sum(SrcLoc loc) const { return amber::sum(*this, loc); }
 Tensor Tensor::sum(const DimVec& dims, bool keepdim, SrcLoc loc) const { return amber::sum(*this, dims, keepdim, loc); }
 Tensor Tensor::mm(const Tensor& o, SrcLoc loc) const { return amber::mm(*this, o, loc); }
+Tensor Tensor::matmul(const Tensor& o, SrcLoc loc) const { return amber::matmul(*this, o, loc); }
+Tensor Tensor::bmm(const Tensor& o, SrcLoc loc) const { return amber::bmm(*this, o, loc); }
+Tensor Tensor::pow(Scalar e, SrcLoc loc) const { return amber::pow(*this, e, loc); }
+Tensor Tensor::abs(SrcLoc loc) const { return amber::abs(*this, loc); }
+Tensor Tensor::sqrt(SrcLoc loc) const { return amber::sqrt(*this, loc); }
+Tensor Tensor::log(SrcLoc loc) const { return amber::log(*this, loc); }
+Tensor Tensor::sigmoid(SrcLoc loc) const { return amber::sigmoid(*this, loc); }
+Tensor Tensor::softmax(int64_t dim, SrcLoc loc) const { return amber::softmax(*this, dim, loc); }
+Tensor Tensor::log_softmax(int64_t dim, SrcLoc loc) const { return amber::log_softmax(*this, dim, loc); }
+Tensor Tensor::mean(SrcLoc loc) const { return amber::mean(*this, loc); }
+Tensor Tensor::mean(const DimVec& d, bool k, SrcLoc loc) const { return amber::mean(*this, d, k, loc); }
+Tensor Tensor::amax(const DimVec& d, bool k, SrcLoc loc) const { return amber::amax(*this, d, k, loc); }
+Tensor Tensor::argmax(SrcLoc loc) const { return amber::argmax(*this, loc); }
+Tensor Tensor::argmax(int64_t d, bool k, SrcLoc loc) const { return amber::argmax(*this, d, k, loc); }
+std::vector<Tensor> Tensor::chunk(int64_t c, int64_t d, SrcLoc loc) const { return amber::chunk(*this, c, d, loc); }
+std::vector<Tensor> Tensor::split(int64_t s, int64_t d, SrcLoc loc) const { return amber::split(*this, s, d, loc); }
+Tensor Tensor::index_select(int64_t d, const Tensor& i, SrcLoc loc) const {
+  return amber::index_select(*this, d, i, loc);
+}
 
 }  // namespace amber

@@ -3,6 +3,8 @@
 // the trailing SrcLoc argument captures the caller's line and is never passed by hand.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "amber/core/random.h"
@@ -21,16 +23,90 @@ Tensor mul(const Tensor& self, Scalar other, SrcLoc loc = {});
 // rounding_mode: "" (true division), "trunc" or "floor".
 Tensor div(const Tensor& self, const Tensor& other, const std::string& rounding_mode = "", SrcLoc loc = {});
 Tensor div(const Tensor& self, Scalar other, const std::string& rounding_mode = "", SrcLoc loc = {});
+Tensor pow(const Tensor& self, const Tensor& exponent, SrcLoc loc = {});
+Tensor pow(const Tensor& self, Scalar exponent, SrcLoc loc = {});
+Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, SrcLoc loc = {});
 Tensor neg(const Tensor& self, SrcLoc loc = {});
+Tensor abs(const Tensor& self, SrcLoc loc = {});
 Tensor exp(const Tensor& self, SrcLoc loc = {});
+Tensor log(const Tensor& self, SrcLoc loc = {});
+Tensor sqrt(const Tensor& self, SrcLoc loc = {});
+Tensor rsqrt(const Tensor& self, SrcLoc loc = {});
 Tensor tanh(const Tensor& self, SrcLoc loc = {});
-Tensor relu(const Tensor& self, SrcLoc loc = {});
+Tensor sigmoid(const Tensor& self, SrcLoc loc = {});
 Tensor reciprocal(const Tensor& self, SrcLoc loc = {});
+
+// ---- Activations (torch.nn.functional). ----
+Tensor relu(const Tensor& self, SrcLoc loc = {});
+// approximate: "none" (erf) or "tanh".
+Tensor gelu(const Tensor& self, const std::string& approximate = "none", SrcLoc loc = {});
+Tensor silu(const Tensor& self, SrcLoc loc = {});
+Tensor hardtanh(const Tensor& self, Scalar min_val = -1, Scalar max_val = 1, SrcLoc loc = {});
+Tensor softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
+Tensor log_softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
+// Identity when train is false; train = true is an error (inference only).
+Tensor dropout(const Tensor& self, double p = 0.5, bool train = false, SrcLoc loc = {});
+
+// ---- Comparisons (bool results) and selection. ----
+Tensor eq(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor eq(const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor ne(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor ne(const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor lt(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor lt(const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor le(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor le(const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor gt(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor gt(const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor ge(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor ge(const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other, SrcLoc loc = {});
 
 // ---- Reductions and products. ----
 Tensor sum(const Tensor& self, SrcLoc loc = {});
 Tensor sum(const Tensor& self, const DimVec& dims, bool keepdim = false, SrcLoc loc = {});
+Tensor mean(const Tensor& self, SrcLoc loc = {});
+Tensor mean(const Tensor& self, const DimVec& dims, bool keepdim = false, SrcLoc loc = {});
+Tensor amax(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
+Tensor amin(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
+Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
+Tensor argmax(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
 Tensor mm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
+Tensor bmm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
+Tensor matmul(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+// input @ weight^T + bias; bias may be undefined.
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, SrcLoc loc = {});
+// softmax(q k^T / sqrt(E) + mask) v; a bool mask keeps its true positions.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    SrcLoc loc = {});
+
+// ---- Convolution, pooling, normalisation, embedding (torch.nn.functional order). ----
+// The output of conv2d is channels-last (NHWC memory); values and shape are PyTorch's.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const DimVec& stride = {1},
+              const DimVec& padding = {0}, const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
+Tensor max_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
+                  const DimVec& padding = {0}, const DimVec& dilation = {1}, bool ceil_mode = false, SrcLoc loc = {});
+Tensor avg_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
+                  const DimVec& padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt, SrcLoc loc = {});
+Tensor adaptive_avg_pool2d(const Tensor& input, const DimVec& output_size, SrcLoc loc = {});
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
+                  const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5,
+                  SrcLoc loc = {});
+Tensor layer_norm(const Tensor& input, const DimVec& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5, SrcLoc loc = {});
+// Rows of weight selected by indices (i64 or i32), as torch.embedding(weight, indices).
+Tensor embedding(const Tensor& weight, const Tensor& indices, SrcLoc loc = {});
+
+// ---- Joining, splitting, gathering. ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0, SrcLoc loc = {});
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0, SrcLoc loc = {});
+std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim = 0, SrcLoc loc = {});
+std::vector<Tensor> split_with_sizes(const Tensor& self, const std::vector<int64_t>& split_sizes, int64_t dim = 0,
+                                     SrcLoc loc = {});
+std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0, SrcLoc loc = {});
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
 
 // ---- Factories. ----
 Tensor full(const DimVec& size, Scalar fill_value, TensorOptions options = {}, SrcLoc loc = {});

@@ -102,9 +102,9 @@ class InferCtx {
 };
 
 using InferFn = void (*)(InferCtx& ctx);
-// Computes the output layout of a view from the input's; returns false when the view is
-// impossible with these strides (maybe_view ops then copy to contiguous first).
-using ViewFn = bool (*)(const InferCtx& ctx, const Layout& in, Layout& out);
+// Computes the layout of view output `output` from the input's; returns false when the
+// view is impossible with these strides (maybe_view ops then copy to contiguous first).
+using ViewFn = bool (*)(const InferCtx& ctx, const Layout& in, int output, Layout& out);
 
 struct OpSchema {
   std::string name;  // "add", "add.Scalar"

@@ -1,16 +1,18 @@
-// Op table entries for elementwise ops (arithmetic with tensors and scalars, unary math,
-// dtype conversion, copies) and the factories full and arange. Inference implements
-// PyTorch's broadcasting and result-type rules, including true division of integers to
-// f32 and the priority of plain C++ numbers below tensors.
+// Op table entries for elementwise ops (arithmetic with tensors and scalars, powers,
+// clamping, unary math and activations, dtype conversion, copies) and the factories full
+// and arange. Inference implements PyTorch's broadcasting and result-type rules,
+// including true division of integers to f32 and the priority of plain C++ numbers below
+// tensors; outputs keep a channels-last input layout.
 
 #include <cmath>
 
-#include "amber/schema/op_schema.h"
+#include "amber/schema/infer_util.h"
 
 namespace amber {
 namespace {
 
-Priority priority_of(const TensorMeta& m) { return m.sizes.empty() ? Priority::zero_dim : Priority::dimensioned; }
+using infer::pointwise_format;
+using infer::priority_of;
 
 void check_alpha(const InferCtx& c, DType result, int alpha_attr) {
   const Attr& alpha = c.attr(alpha_attr);
@@ -28,36 +30,38 @@ DType binary_tensor(InferCtx& c) {
   rt.add(c.in(0).dtype, priority_of(c.in(0)));
   rt.add(c.in(1).dtype, priority_of(c.in(1)));
   const DType t = rt.result();
-  c.add_output(t, broadcast_shapes(c.op().name.c_str(), c.in(0).sizes, c.in(1).sizes));
+  DimVec sizes = broadcast_shapes(c.op().name.c_str(), c.in(0).sizes, c.in(1).sizes);
+  c.add_output(t, sizes).format = pointwise_format(c, sizes);
   c.cast_all_inputs_to(t);
   return t;
 }
 
-// Tensor op Scalar: the scalar is a wrapped number in result-type computation.
-DType binary_scalar(InferCtx& c, int scalar_attr) {
+// Tensor op Scalar(s): numbers are wrapped numbers in result-type computation.
+DType binary_scalar(InferCtx& c, std::initializer_list<int> scalar_attrs) {
   ResultType rt;
   rt.add(c.in(0).dtype, priority_of(c.in(0)));
-  rt.add(c.attr(scalar_attr).scalar().wrapped_dtype(), Priority::wrapped);
+  for (int a : scalar_attrs)
+    if (!c.attr(a).is_none()) rt.add(c.attr(a).scalar().wrapped_dtype(), Priority::wrapped);
   const DType t = rt.result();
-  c.add_output(t, c.in(0).sizes);
+  c.add_output(t, c.in(0).sizes).format = c.in(0).format;
   c.cast_all_inputs_to(t);
   return t;
 }
 
 void infer_add(InferCtx& c) { check_alpha(c, binary_tensor(c), 0); }
-void infer_add_scalar(InferCtx& c) { check_alpha(c, binary_scalar(c, 0), 1); }
+void infer_add_scalar(InferCtx& c) { check_alpha(c, binary_scalar(c, {0}), 1); }
 void infer_sub(InferCtx& c) {
   const DType t = binary_tensor(c);
   check_not_bool(c, t, "subtraction");
   check_alpha(c, t, 0);
 }
 void infer_sub_scalar(InferCtx& c) {
-  const DType t = binary_scalar(c, 0);
+  const DType t = binary_scalar(c, {0});
   check_not_bool(c, t, "subtraction");
   check_alpha(c, t, 1);
 }
 void infer_mul(InferCtx& c) { binary_tensor(c); }
-void infer_mul_scalar(InferCtx& c) { binary_scalar(c, 0); }
+void infer_mul_scalar(InferCtx& c) { binary_scalar(c, {0}); }
 
 // rounding_mode None: true division, integers give f32. "trunc"/"floor": the promoted dtype.
 void fix_division_dtype(InferCtx& c, int mode_attr) {
@@ -78,23 +82,45 @@ void infer_div(InferCtx& c) {
   fix_division_dtype(c, 0);
 }
 void infer_div_scalar(InferCtx& c) {
-  binary_scalar(c, 0);
+  binary_scalar(c, {0});
   fix_division_dtype(c, 1);
 }
+
+// pow: integers to negative integer powers are an error, as in PyTorch.
+void infer_pow(InferCtx& c) { binary_tensor(c); }
+void infer_pow_scalar(InferCtx& c) {
+  const DType t = binary_scalar(c, {0});
+  const Attr& e = c.attr(0);
+  c.check(!(is_integral(t, false) && e.kind() == AttrKind::i && e.i() < 0),
+          "integers to negative integer powers are not allowed (exponent ", e, ")");
+}
+
+void infer_clamp(InferCtx& c) {
+  c.check(!c.attr(0).is_none() || !c.attr(1).is_none(), "at least one of 'min' or 'max' must not be None");
+  check_not_bool(c, binary_scalar(c, {0, 1}), "clamp");
+}
+void infer_hardtanh(InferCtx& c) { check_not_bool(c, binary_scalar(c, {}), "hardtanh"); }
 
 // Unary ops that keep the dtype (neg, relu, abs).
 void infer_unary_same(InferCtx& c) {
   check_not_bool(c, c.in(0).dtype, c.op().name.c_str());
-  c.add_output(c.in(0).dtype, c.in(0).sizes);
+  c.add_output(c.in(0).dtype, c.in(0).sizes).format = c.in(0).format;
 }
 // Unary float math (exp, tanh, ...): integers and bool compute in f32, as PyTorch.
 void infer_unary_float(InferCtx& c) {
   const DType t = is_integral(c.in(0).dtype, true) ? DType::f32 : c.in(0).dtype;
-  c.add_output(t, c.in(0).sizes);
+  c.add_output(t, c.in(0).sizes).format = c.in(0).format;
   c.cast_all_inputs_to(t);
 }
+// Activations defined only for floating inputs (gelu, silu): no integer promotion.
+void infer_activation(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes).format = c.in(0).format; }
+void infer_gelu(InferCtx& c) {
+  const std::string& a = c.attr(0).s();
+  c.check(a == "none" || a == "tanh", "approximate argument must be either none or tanh, got '", a, "'");
+  infer_activation(c);
+}
 
-void infer_to(InferCtx& c) { c.add_output(c.attr(0).dtype(), c.in(0).sizes); }
+void infer_to(InferCtx& c) { c.add_output(c.attr(0).dtype(), c.in(0).sizes).format = c.in(0).format; }
 void infer_clone(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
 
 void check_factory_size(const InferCtx& c, const DimVec& sizes) {
@@ -123,7 +149,7 @@ int64_t arange_length(const InferCtx& c) {
           "upper bound and larger bound inconsistent with step sign (start ", c.attr(0), ", end ", c.attr(1), ", step ",
           c.attr(2), ")");
   const double n = std::ceil((end - start) / step);
-  c.check(n >= 0 && n < 9.0e18, "arange: invalid number of elements ", n);
+  c.check(n >= 0 && n < 9.0e18, "invalid number of elements ", n);
   return int64_t(n);
 }
 void infer_arange(InferCtx& c) {
@@ -158,12 +184,28 @@ const OpRegistrar registrar{
      "self / other: true division (integers give f32), or rounded with 'trunc' or 'floor'."},
     {"div.Scalar(Tensor self, Scalar other, str? rounding_mode=None) -> Tensor", kNumeric, infer_div_scalar, pointwise,
      nullptr, 1, "self / other, as div."},
+    {"pow(Tensor self, Tensor exponent) -> Tensor", kNumeric, infer_pow, pointwise, nullptr, 1,
+     "self ** exponent, broadcasting."},
+    {"pow.Scalar(Tensor self, Scalar exponent) -> Tensor", kNumeric, infer_pow_scalar, pointwise, nullptr, 1,
+     "self ** exponent; exponents 2, 3, 0.5, -0.5, -1, -2 take ATen's exact shortcuts."},
+    {"clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", kNumeric, infer_clamp, pointwise, nullptr, 1,
+     "min(max(self, min), max); NaN stays NaN."},
+    {"hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kNumeric, infer_hardtanh, pointwise,
+     nullptr, 1, "clamp(self, min_val, max_val)."},
     {"neg(Tensor self) -> Tensor", kNumeric, infer_unary_same, pointwise, nullptr, 1, "-self."},
+    {"abs(Tensor self) -> Tensor", kNumeric, infer_unary_same, pointwise, nullptr, 1, "|self|."},
     {"relu(Tensor self) -> Tensor", kNumeric, infer_unary_same, pointwise, nullptr, 1, "max(self, 0)."},
     {"exp(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "e^self."},
+    {"log(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "Natural logarithm."},
+    {"sqrt(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "Square root."},
+    {"rsqrt(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "1 / sqrt(self)."},
     {"tanh(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "Hyperbolic tangent."},
+    {"sigmoid(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "1 / (1 + e^-self)."},
     {"reciprocal(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1,
      "1 / self (the `2 / x` operator is reciprocal(x) * 2, as in libtorch)."},
+    {"gelu(Tensor self, str approximate=\"none\") -> Tensor", kFloat, infer_gelu, pointwise, nullptr, 1,
+     "x * Phi(x) ('none', with erf) or its tanh approximation ('tanh')."},
+    {"silu(Tensor self) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1, "x * sigmoid(x)."},
     {"to(Tensor self, ScalarType dtype) -> Tensor", dtypes::all, infer_to, pointwise, nullptr, 1,
      "Converts to dtype (float to int truncates; nonzero to bool is true). The kernel is keyed by the "
      "source dtype."},

@@ -1,41 +1,62 @@
-// Op table entries for reductions: sum over dims (or all dims), with keepdim and an
-// optional result dtype. Integer and bool sums accumulate in i64, as PyTorch.
+// Op table entries for reductions (sum, mean, amax, amin, argmax) and the normalisations
+// along one dim (softmax, log_softmax). Integer and bool sums accumulate in i64; mean and
+// softmax need floating inputs, as in PyTorch.
 
-#include "amber/schema/op_schema.h"
+#include "amber/schema/infer_util.h"
 
 namespace amber {
 namespace {
 
-// Which dims of sizes a reduction covers: attr dim (None or [] means all), wrapped, unique.
-uint32_t reduced_dims_mask(const InferCtx& c, const DimVec& sizes, const Attr& dims) {
-  const int nd = sizes.size();
-  if (dims.is_none() || dims.ints().empty()) return nd == 0 ? 0u : (1u << nd) - 1;
-  uint32_t mask = 0;
-  for (int64_t d : dims.ints()) {
-    const int w = c.wrap(d, nd);
-    c.check(!(mask & (1u << w)), "dim ", w, " appears multiple times in the list of dims");
-    mask |= 1u << w;
-  }
-  return mask;
-}
-
-DimVec reduced_sizes(const DimVec& sizes, uint32_t mask, bool keepdim) {
-  DimVec out;
-  for (int i = 0; i < sizes.size(); ++i) {
-    if (mask & (1u << i)) {
-      if (keepdim) out.push_back(1);
-    } else {
-      out.push_back(sizes[i]);
-    }
-  }
-  return out;
-}
+using infer::reduced_dims_mask;
+using infer::reduced_sizes;
 
 void infer_sum(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const uint32_t mask = reduced_dims_mask(c, x.sizes, c.attr(0));
-  DType t = c.attr(2).is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr(2).dtype();
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
+  const DType t = c.attr(2).is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr(2).dtype();
   c.add_output(t, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  c.cast_all_inputs_to(t);
+}
+
+void infer_mean(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const DType t = c.attr(2).is_none() ? x.dtype : c.attr(2).dtype();
+  c.check(is_floating(t), "could not infer output dtype; the input dtype must be floating, got ", t);
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
+  c.add_output(t, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  c.cast_all_inputs_to(t);
+}
+
+// amax/amin: every reduced dim must be non-empty.
+void infer_extremum(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
+  for (int i = 0; i < x.sizes.size(); ++i)
+    c.check(!(mask & (1u << i)) || x.sizes[i] != 0, "expected reduction dim ", i,
+            " to have non-zero size (input shape ", x.sizes, ")");
+  c.add_output(x.dtype, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+}
+
+void infer_argmax(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const bool keepdim = c.attr(1).b();
+  if (c.attr(0).is_none()) {
+    c.check(checked_numel(x.sizes) > 0, "expected reduction dim to be specified for an input with no elements");
+    c.add_output(DType::i64, keepdim ? DimVec::filled(x.sizes.size(), 1) : DimVec{});
+    return;
+  }
+  const int d = c.wrap(c.attr(0).i(), x.sizes.size());
+  c.check(x.sizes.empty() || x.sizes[d] != 0, "expected reduction dim ", d, " to have non-zero size (input shape ",
+          x.sizes, ")");
+  c.add_output(DType::i64, x.sizes.empty() ? DimVec{} : reduced_sizes(x.sizes, 1u << d, keepdim));
+}
+
+void infer_softmax(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  c.wrap(c.attr(0).i(), x.sizes.size());
+  const DType t = c.attr(1).is_none() ? x.dtype : c.attr(1).dtype();
+  c.check(is_floating(t), "softmax needs a floating dtype, got ", t);
+  c.add_output(t, x.sizes);
   c.cast_all_inputs_to(t);
 }
 
@@ -43,6 +64,18 @@ const OpRegistrar registrar{
     {"sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64}, infer_sum, 0, nullptr, 1,
      "Sum over dim (all dims when None or empty); integer inputs sum in i64."},
+    {"mean(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor", dtypes::floating,
+     infer_mean, 0, nullptr, 1, "Mean over dim (all dims when None or empty)."},
+    {"amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", dtypes::numeric, infer_extremum, 0, nullptr, 1,
+     "Maximum over dim (all dims when empty); NaN propagates."},
+    {"amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", dtypes::numeric, infer_extremum, 0, nullptr, 1,
+     "Minimum over dim (all dims when empty); NaN propagates."},
+    {"argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", dtypes::numeric, infer_argmax, 0, nullptr, 1,
+     "Index (i64) of the first maximum along dim, or in the flattened tensor when dim is None; NaN is the maximum."},
+    {"softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", dtypes::floating, infer_softmax, 0, nullptr, 1,
+     "exp(x - max) / sum(exp(x - max)) along dim."},
+    {"log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", dtypes::floating, infer_softmax, 0, nullptr,
+     1, "x - max - log(sum(exp(x - max))) along dim."},
 };
 
 }  // namespace

@@ -78,7 +78,7 @@ std::optional<DimVec> compute_view_strides(const DimVec& oldshape, const DimVec&
 // ---- view / reshape / flatten ----
 void infer_view(InferCtx& c) { c.add_output(self(c).dtype, infer_view_size(c, c.attr(0).ints())); }
 
-bool layout_to_output_shape(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_to_output_shape(const InferCtx& c, const Layout& in, int, Layout& out) {
   out.sizes = c.outputs().begin()->sizes;
   auto st = compute_view_strides(in.sizes, in.strides, out.sizes);
   if (!st) return false;
@@ -106,7 +106,7 @@ void infer_flatten(InferCtx& c) {
 
 // ---- contiguous ----
 void infer_same(InferCtx& c) { c.add_output(self(c).dtype, self(c).sizes); }
-bool layout_contiguous(const InferCtx&, const Layout& in, Layout& out) {
+bool layout_contiguous(const InferCtx&, const Layout& in, int, Layout& out) {
   if (!is_contiguous(in.sizes, in.strides)) return false;
   out = in;
   return true;
@@ -133,7 +133,7 @@ void infer_permute(InferCtx& c) {
   for (int d : permutation(c)) out.push_back(self(c).sizes[d]);
   c.add_output(self(c).dtype, out);
 }
-bool layout_permute(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_permute(const InferCtx& c, const Layout& in, int, Layout& out) {
   for (int d : permutation(c)) {
     out.sizes.push_back(in.sizes[d]);
     out.strides.push_back(in.strides[d]);
@@ -152,7 +152,7 @@ void infer_transpose(InferCtx& c) {
   if (!out.empty()) std::swap(out[a], out[b]);
   c.add_output(self(c).dtype, out);
 }
-bool layout_transpose(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_transpose(const InferCtx& c, const Layout& in, int, Layout& out) {
   auto [a, b] = transpose_dims(c);
   out = in;
   if (!out.sizes.empty()) {
@@ -189,7 +189,7 @@ void infer_slice(InferCtx& c) {
   out[r.dim] = r.length;
   c.add_output(self(c).dtype, out);
 }
-bool layout_slice(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_slice(const InferCtx& c, const Layout& in, int, Layout& out) {
   SliceRange r = slice_range(c);
   out = in;
   out.offset = in.offset + r.start * in.strides[r.dim];
@@ -215,7 +215,7 @@ void infer_select(InferCtx& c) {
   out.erase(dim);
   c.add_output(self(c).dtype, out);
 }
-bool layout_select(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_select(const InferCtx& c, const Layout& in, int, Layout& out) {
   auto [dim, index] = select_index(c);
   out = in;
   out.offset = in.offset + index * in.strides[dim];
@@ -231,7 +231,7 @@ void infer_unsqueeze(InferCtx& c) {
   out.insert(unsqueeze_dim(c), 1);
   c.add_output(self(c).dtype, out);
 }
-bool layout_unsqueeze(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_unsqueeze(const InferCtx& c, const Layout& in, int, Layout& out) {
   const int d = unsqueeze_dim(c);
   out = in;
   const int64_t st = d < in.sizes.size() ? in.sizes[d] * in.strides[d] : 1;
@@ -246,7 +246,7 @@ void infer_squeeze(InferCtx& c) {
     if (s != 1) out.push_back(s);
   c.add_output(self(c).dtype, out);
 }
-bool layout_squeeze(const InferCtx&, const Layout& in, Layout& out) {
+bool layout_squeeze(const InferCtx&, const Layout& in, int, Layout& out) {
   for (int i = 0; i < in.sizes.size(); ++i)
     if (in.sizes[i] != 1) {
       out.sizes.push_back(in.sizes[i]);
@@ -265,7 +265,7 @@ void infer_squeeze_dim(InferCtx& c) {
   }
   c.add_output(self(c).dtype, out);
 }
-bool layout_squeeze_dim(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_squeeze_dim(const InferCtx& c, const Layout& in, int, Layout& out) {
   out = in;
   if (!in.sizes.empty()) {
     const int d = c.wrap(c.attr(0).i(), in.sizes.size());
@@ -300,7 +300,7 @@ void infer_expand(InferCtx& c) {
   }
   c.add_output(self(c).dtype, out);
 }
-bool layout_expand(const InferCtx& c, const Layout& in, Layout& out) {
+bool layout_expand(const InferCtx& c, const Layout& in, int, Layout& out) {
   out.sizes = c.outputs().begin()->sizes;
   const int lead = out.sizes.size() - in.sizes.size();
   for (int i = 0; i < out.sizes.size(); ++i) {

@@ -34,9 +34,10 @@ class In:
     """One input: shape, dtype, value kind, and the layout the C++ side rebuilds.
 
     kind: "randn" (normal), "pos" (0.5..2.5), "nonzero" (|x| in 0.5..2.5 with random sign),
-    "int" (-9..9), "nzint" (+-1..9), "uint" (0..9), "bool".
+    "int" (-9..9), "nzint" (+-1..9), "uint" (0..9), "bool", "idxN" (0..N-1).
     layout: None (contiguous), ("t", a, b) transposed dims a and b, ("s2", d) every second
-    element along d, ("exp", d, n) a size-1 dim d expanded to n (stride 0).
+    element along d, ("exp", d, n) a size-1 dim d expanded to n (stride 0), ("cl",) a 4-D
+    tensor in channels-last memory (stored as NHWC, rebuilt with permute(0, 3, 1, 2)).
     """
 
     def __init__(self, shape, dtype="f32", kind="randn", layout=None):
@@ -63,6 +64,8 @@ class In:
             x = torch.randint(0, 10, shape, generator=gen)
         elif self.kind == "bool":
             x = torch.randint(0, 2, shape, generator=gen).bool()
+        elif self.kind.startswith("idx"):  # valid indices 0..N-1
+            x = torch.randint(0, int(self.kind[3:]), shape, generator=gen)
         else:
             raise ValueError(self.kind)
         x = x.to(dt)
@@ -84,6 +87,9 @@ class In:
             return stored, stored[tuple(idx)]
         if self.layout[0] == "exp":
             return x, x.expand(self.shape)
+        if self.layout[0] == "cl":
+            stored = x.permute(0, 2, 3, 1).contiguous()
+            return stored, stored.permute(0, 3, 1, 2)
         raise ValueError(self.layout)
 
     def spec(self):
@@ -299,16 +305,334 @@ case("arange_bad_sign", "arange", torch_arange, [], attrs={"start": 0, "end": 5,
      error="inconsistent with step sign")
 
 
+
+# ================= [cpu-ops]: the full op set =================
+import math  # noqa: E402
+
+import torch.nn.functional as F  # noqa: E402
+
+# ---- more unary math and activations ----
+MORE_UNARY = {"abs": (torch.abs, "randn"), "log": (torch.log, "pos"), "sqrt": (torch.sqrt, "pos"),
+              "rsqrt": (torch.rsqrt, "pos"), "sigmoid": (torch.sigmoid, "randn"), "silu": (F.silu, "randn")}
+for op, (fn, kind) in MORE_UNARY.items():
+    case(f"{op}_13", op, fn, [In([13], kind=kind)])
+    case(f"{op}_noncontig", op, fn, [In([5, 7, 13], kind=kind, layout=("t", 0, 2))])
+    case(f"{op}_f64", op, fn, [In([7, 5], "f64", kind=kind)], atol=1e-12, rtol=1e-12)
+case("abs_i32", "abs", torch.abs, [In([13], "i32", "int")])
+case("log_i64_to_f32", "log", torch.log, [In([7], "i64", "uint")], rtol=1e-6)
+case("sigmoid_large", "sigmoid", torch.sigmoid, [In([3000])])
+for approx in ["none", "tanh"]:
+    case(f"gelu_{approx}", "gelu", lambda a, approximate: F.gelu(a, approximate=approximate),
+         [In([7, 13])], attrs={"approximate": approx})
+    case(f"gelu_{approx}_big", "gelu", lambda a, approximate: F.gelu(a, approximate=approximate),
+         [In([5, 1000], layout=("t", 0, 1))], attrs={"approximate": approx})
+case("gelu_bad", "gelu", lambda a, approximate: F.gelu(a, approximate=approximate), [In([5])],
+     attrs={"approximate": "erf"}, error="approximate")
+case("hardtanh_default", "hardtanh", lambda a, min_val=-1, max_val=1: F.hardtanh(a, min_val, max_val), [In([7, 13])])
+case("hardtanh_bounds", "hardtanh", lambda a, min_val=-1, max_val=1: F.hardtanh(a, min_val, max_val), [In([13])],
+     attrs={"min_val": -0.5, "max_val": 0.25})
+CLAMP = lambda a, min=None, max=None: torch.clamp(a, min, max)  # noqa: E731
+case("clamp_both", "clamp", CLAMP, [In([7, 13], layout=("t", 0, 1))], attrs={"min": -0.5, "max": 0.5})
+case("clamp_min_only", "clamp", CLAMP, [In([13])], attrs={"min": 0.1})
+case("clamp_max_only", "clamp", CLAMP, [In([13])], attrs={"max": -0.1})
+case("clamp_min_gt_max", "clamp", CLAMP, [In([13])], attrs={"min": 1, "max": -1})
+case("clamp_int", "clamp", CLAMP, [In([13], "i32", "int")], attrs={"min": -3, "max": 4})
+case("clamp_int_float_bound", "clamp", CLAMP, [In([13], "i64", "int")], attrs={"min": -2.5})
+case("clamp_none", "clamp", CLAMP, [In([5])], error="at least one of 'min' or 'max'")
+POWS = lambda a, exponent: torch.pow(a, exponent)  # noqa: E731
+for e, kind in [(2, "randn"), (3, "randn"), (0.5, "pos"), (-0.5, "pos"), (-1, "nonzero"), (-2, "nonzero"),
+                (2.5, "pos"), (0, "randn")]:
+    case(f"pow_scalar_{str(e).replace('-', 'm').replace('.', '_')}", "pow.Scalar", POWS, [In([7, 13], kind=kind)],
+         attrs={"exponent": e})
+case("pow_scalar_int", "pow.Scalar", POWS, [In([13], "i64", "int")], attrs={"exponent": 3})
+case("pow_scalar_int_float_exp", "pow.Scalar", POWS, [In([13], "i32", "uint")], attrs={"exponent": 0.5})
+case("pow_scalar_int_negative", "pow.Scalar", POWS, [In([5], "i64", "int")], attrs={"exponent": -2},
+     error="negative integer powers")
+case("pow_tensor", "pow", torch.pow, [In([7, 13], kind="pos"), In([13])])
+case("pow_tensor_int", "pow", torch.pow, [In([7, 5], "i64", "int"), In([5], "i64", "uint")])
+
+# ---- comparisons and where ----
+CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+for op, fn in CMP.items():
+    case(f"{op}_bcast", op, fn, [In([7, 1, 13], "i32", "int"), In([5, 1], "i32", "int")])
+    case(f"{op}_f32_noncontig", op, fn, [In([7, 13], layout=("t", 0, 1)), In([7, 13])])
+    case(f"{op}_promote", op, fn, [In([13], "i64", "int"), In([13], "f32")])
+    case(f"{op}_scalar", f"{op}.Scalar", fn, [In([7, 13], "i32", "int")], attrs={"other": 2})
+    case(f"{op}_scalar_float", f"{op}.Scalar", fn, [In([13], "i64", "int")], attrs={"other": 1.5})
+case("eq_bool", "eq", torch.eq, [In([13], "bool", "bool"), In([13], "bool", "bool")])
+WHERE = lambda c, a, b: torch.where(c, a, b)  # noqa: E731
+case("where_bcast", "where", WHERE, [In([7, 1, 13], "bool", "bool"), In([5, 1]), In([13])])
+case("where_promote", "where", WHERE, [In([13], "bool", "bool"), In([13], "i64", "int"), In([13], "f32")])
+case("where_noncontig", "where", WHERE, [In([7, 13], "bool", "bool", ("t", 0, 1)), In([7, 13], layout=("s2", 1)),
+                                         In([7, 13])])
+
+# ---- reductions, softmax ----
+def torch_mean(a, dim=None, keepdim=False, dtype=None):
+    d = DTYPES[dtype] if dtype else None
+    return torch.mean(a, dtype=d) if dim is None else torch.mean(a, dim=dim, keepdim=keepdim, dtype=d)
+
+
+case("mean_all", "mean", torch_mean, [In([7, 5, 13])], atol=1e-6, rtol=1e-5)
+case("mean_dims_keep", "mean", torch_mean, [In([7, 5, 13], layout=("t", 0, 2))], attrs={"dim": [0, 2], "keepdim": True},
+     atol=1e-6, rtol=1e-5)
+case("mean_hw_cl", "mean", torch_mean, [In([2, 7, 5, 3], layout=("cl",))], attrs={"dim": [-1, -2]}, atol=1e-6,
+     rtol=1e-5)
+case("mean_dtype_f64", "mean", torch_mean, [In([13])], attrs={"dtype": "f64"}, atol=1e-7)
+case("mean_int_error", "mean", torch_mean, [In([13], "i64", "int")], error="floating")
+
+
+def torch_amax(a, dim=(), keepdim=False):
+    return torch.amax(a, dim=dim, keepdim=keepdim)
+
+
+def torch_amin(a, dim=(), keepdim=False):
+    return torch.amin(a, dim=dim, keepdim=keepdim)
+
+
+for op, fn in [("amax", torch_amax), ("amin", torch_amin)]:
+    case(f"{op}_all", op, fn, [In([7, 5, 13])], atol=0, rtol=0)
+    case(f"{op}_dim1_keep", op, fn, [In([7, 5, 13], layout=("t", 1, 2))], attrs={"dim": [1], "keepdim": True},
+         atol=0, rtol=0)
+    case(f"{op}_i32", op, fn, [In([7, 13], "i32", "int")], attrs={"dim": [-1]})
+    case(f"{op}_large", op, fn, [In([2, 50001])], attrs={"dim": [1]}, atol=0, rtol=0)
+    case(f"{op}_empty_dim", op, fn, [In([0, 5])], attrs={"dim": [0]}, error="non-zero size")
+
+
+def with_nan(shape, where):
+    t = torch.randn(shape, generator=gen)
+    t.view(-1)[where] = float("nan")
+    return t
+
+
+def torch_argmax(a, dim=None, keepdim=False):
+    return torch.argmax(a, dim=dim, keepdim=keepdim)
+
+
+case("argmax_dim", "argmax", torch_argmax, [In([7, 5, 13])], attrs={"dim": 1})
+case("argmax_dim_keep_noncontig", "argmax", torch_argmax, [In([7, 13], layout=("t", 0, 1))],
+     attrs={"dim": -1, "keepdim": True})
+case("argmax_flat", "argmax", torch_argmax, [In([7, 13])])
+case("argmax_ties_int", "argmax", torch_argmax, [In([13, 7], "i32", "uint")], attrs={"dim": 0})
+case("argmax_large", "argmax", torch_argmax, [In([100003])])
+for op, fn in [("softmax", lambda a, dim, dtype=None: torch.softmax(a, dim)),
+               ("log_softmax", lambda a, dim, dtype=None: torch.log_softmax(a, dim))]:
+    case(f"{op}_last", op, fn, [In([7, 13])], attrs={"dim": -1})
+    case(f"{op}_dim0", op, fn, [In([7, 5, 13])], attrs={"dim": 0})
+    case(f"{op}_noncontig_mid", op, fn, [In([7, 5, 13], layout=("t", 1, 2))], attrs={"dim": 1})
+    case(f"{op}_long_rows", op, fn, [In([3, 1001])], attrs={"dim": 1})
+    case(f"{op}_0d", op, fn, [In([])], attrs={"dim": 0})
+    case(f"{op}_f64", op, fn, [In([5, 7], "f64")], attrs={"dim": 1}, atol=1e-12, rtol=1e-12)
+
+# ---- matrix products ----
+case("bmm_odd", "bmm", torch.bmm, [In([5, 7, 13]), In([5, 13, 1])], atol=1e-5, rtol=1e-4)
+case("bmm_noncontig", "bmm", torch.bmm, [In([3, 7, 13], layout=("t", 1, 2)), In([3, 13, 5], layout=("s2", 1))],
+     atol=1e-5, rtol=1e-4)
+case("bmm_many_small", "bmm", torch.bmm, [In([64, 5, 7]), In([64, 7, 5])], atol=1e-5, rtol=1e-4)
+MATMUL_SHAPES = {"1d_1d": ([13], [13]), "2d_1d": ([7, 13], [13]), "1d_2d": ([13], [13, 5]),
+                 "3d_2d_fold": ([5, 7, 13], [13, 3]), "3d_3d": ([5, 7, 13], [5, 13, 3]),
+                 "4d_3d_bcast": ([2, 1, 7, 13], [5, 13, 3]), "1d_3d": ([13], [5, 13, 3]), "3d_1d": ([5, 7, 13], [13]),
+                 "2d_3d": ([7, 13], [5, 13, 3])}
+for name, (sa, sb) in MATMUL_SHAPES.items():
+    case(f"matmul_{name}", "matmul", torch.matmul, [In(sa), In(sb)], atol=1e-5, rtol=1e-4)
+case("matmul_noncontig", "matmul", torch.matmul, [In([5, 7, 13], layout=("t", 1, 2)), In([13, 3], layout=("t", 0, 1))],
+     atol=1e-5, rtol=1e-4)
+case("matmul_mismatch", "matmul", torch.matmul, [In([5, 7]), In([5, 7])], error="cannot be multiplied")
+LINEAR = lambda x, w, b=None: F.linear(x, w, b)  # noqa: E731
+case("linear_bias", "linear", LINEAR, [In([7, 13]), In([5, 13]), In([5])], atol=1e-5, rtol=1e-4)
+case("linear_no_bias", "linear", LINEAR, [In([7, 13]), In([5, 13]), None], atol=1e-5, rtol=1e-4)
+case("linear_3d", "linear", LINEAR, [In([2, 7, 13]), In([5, 13]), In([5])], atol=1e-5, rtol=1e-4)
+case("linear_1d", "linear", LINEAR, [In([13]), In([5, 13]), In([5])], atol=1e-5, rtol=1e-4)
+case("linear_noncontig", "linear", LINEAR, [In([3, 7, 13], layout=("t", 0, 1)), In([5, 13], layout=("t", 0, 1)),
+                                            In([5])], atol=1e-5, rtol=1e-4)
+case("linear_mismatch", "linear", LINEAR, [In([7, 13]), In([5, 12]), None], error="in_features")
+
+
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+    """torch 2.0's scaled_dot_product_attention (math path), written out for torch 1.13."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if is_causal:
+        keep = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    return torch.softmax(scores, -1) @ v
+
+
+case("sdpa_3d", "scaled_dot_product_attention", sdpa, [In([3, 7, 5]), In([3, 9, 5]), In([3, 9, 4])], atol=1e-5,
+     rtol=1e-4)
+case("sdpa_4d_causal", "scaled_dot_product_attention", sdpa, [In([2, 3, 13, 8]), In([2, 3, 13, 8]), In([2, 3, 13, 8])],
+     attrs={"is_causal": True}, atol=1e-5, rtol=1e-4)
+case("sdpa_float_mask", "scaled_dot_product_attention", sdpa,
+     [In([2, 7, 5]), In([2, 9, 5]), In([2, 9, 5]), In([7, 9])], atol=1e-5, rtol=1e-4)
+case("sdpa_noncontig", "scaled_dot_product_attention", sdpa,
+     [In([2, 7, 5], layout=("t", 0, 1)), In([2, 9, 5], layout=("s2", 2)), In([2, 9, 3], layout=("t", 1, 2))],
+     atol=1e-5, rtol=1e-4)
+case("sdpa_long", "scaled_dot_product_attention", sdpa, [In([1, 130, 16]), In([1, 150, 16]), In([1, 150, 16])],
+     atol=1e-5, rtol=1e-4)
+
+
+def bool_mask_case():
+    keep = torch.rand(2, 7, 9, generator=gen) > 0.4
+    keep[:, :, 0] = True  # no fully masked row
+    return keep
+
+
+class Fixed(In):
+    """An input with given values."""
+
+    def __init__(self, value, layout=None):
+        super().__init__(value.shape, NAMES[value.dtype], "fixed", layout)
+        self.value = value
+
+    def make(self):
+        return self.value, self.value
+
+
+case("sdpa_bool_mask", "scaled_dot_product_attention", sdpa,
+     [In([2, 7, 5]), In([2, 9, 5]), In([2, 9, 5]), Fixed(bool_mask_case())], atol=1e-5, rtol=1e-4)
+
+# ---- convolution ----
+def conv(x, w, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
+    return F.conv2d(x, w, b, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation), groups=groups)
+
+
+CONV_TOL = dict(atol=1e-4, rtol=1e-4)
+case("conv_3x3_pad", "conv2d", conv, [In([1, 5, 13, 7]), In([7, 5, 3, 3]), In([7])], attrs={"padding": [1]}, **CONV_TOL)
+case("conv_stride_dilation", "conv2d", conv, [In([2, 3, 13, 13]), In([5, 3, 3, 3]), None],
+     attrs={"stride": [2, 1], "padding": [2, 1], "dilation": [2, 1]}, **CONV_TOL)
+case("conv_groups", "conv2d", conv, [In([1, 6, 9, 9]), In([9, 2, 3, 3]), In([9])], attrs={"groups": 3}, **CONV_TOL)
+case("conv_depthwise", "conv2d", conv, [In([2, 8, 7, 7]), In([8, 1, 3, 3]), In([8])],
+     attrs={"groups": 8, "padding": [1]}, **CONV_TOL)
+case("conv_7x7_s2_resnet_stem", "conv2d", conv, [In([1, 3, 32, 32]), In([16, 3, 7, 7]), None],
+     attrs={"stride": [2], "padding": [3]}, **CONV_TOL)
+case("conv_1x1", "conv2d", conv, [In([1, 13, 5, 7]), In([7, 13, 1, 1]), In([7])], **CONV_TOL)
+case("conv_unbatched", "conv2d", conv, [In([3, 9, 9]), In([4, 3, 3, 3]), In([4])], **CONV_TOL)
+case("conv_noncontig_input", "conv2d", conv, [In([2, 5, 9, 11], layout=("t", 2, 3)), In([3, 5, 3, 3]), In([3])],
+     **CONV_TOL)
+case("conv_channels_last_input", "conv2d", conv, [In([2, 16, 9, 9], layout=("cl",)), In([8, 16, 3, 3]), In([8])],
+     attrs={"padding": [1]}, **CONV_TOL)
+case("conv_wide", "conv2d", conv, [In([1, 64, 14, 14]), In([64, 64, 3, 3]), In([64])], attrs={"padding": [1]},
+     atol=2e-4, rtol=1e-4)
+case("conv_channel_mismatch", "conv2d", conv, [In([1, 3, 8, 8]), In([4, 4, 3, 3]), None], error="channels")
+case("conv_too_small", "conv2d", conv, [In([1, 1, 2, 2]), In([1, 1, 3, 3]), None], error="smaller than the kernel")
+
+# ---- pooling ----
+def maxpool(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    return F.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def avgpool(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return F.avg_pool2d(x, kernel_size, stride or None, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+case("maxpool_2x2", "max_pool2d", maxpool, [In([2, 3, 13, 7])], attrs={"kernel_size": [2]}, atol=0, rtol=0)
+case("maxpool_3x3_s2_p1_resnet", "max_pool2d", maxpool, [In([1, 5, 13, 13], layout=("cl",))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_ceil", "max_pool2d", maxpool, [In([1, 2, 7, 9])],
+     attrs={"kernel_size": [3, 2], "stride": [2], "ceil_mode": True}, atol=0, rtol=0)
+case("maxpool_dilation", "max_pool2d", maxpool, [In([1, 2, 11, 11])],
+     attrs={"kernel_size": [3], "stride": [1], "padding": [1], "dilation": [2]}, atol=0, rtol=0)
+case("maxpool_unbatched_noncontig", "max_pool2d", maxpool, [In([3, 9, 8], layout=("t", 1, 2))],
+     attrs={"kernel_size": [2], "stride": [1]}, atol=0, rtol=0)
+case("maxpool_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 1, 4, 4], [0, 5]))], attrs={"kernel_size": [2]},
+     atol=0, rtol=0)
+case("maxpool_bad_pad", "max_pool2d", maxpool, [In([1, 1, 8, 8])], attrs={"kernel_size": [2], "padding": [2]},
+     error="pad should be at most half")
+case("avgpool_2x2", "avg_pool2d", avgpool, [In([2, 3, 13, 7])], attrs={"kernel_size": [2]})
+case("avgpool_pad_include", "avg_pool2d", avgpool, [In([1, 3, 7, 7], layout=("cl",))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]})
+case("avgpool_pad_exclude_ceil", "avg_pool2d", avgpool, [In([1, 3, 8, 7])],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1], "ceil_mode": True, "count_include_pad": False})
+case("avgpool_divisor", "avg_pool2d", avgpool, [In([1, 2, 6, 6])],
+     attrs={"kernel_size": [2], "divisor_override": 3})
+case("avgpool_ceil_include", "avg_pool2d", avgpool, [In([1, 2, 8, 8])],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1], "ceil_mode": True})
+ADAPT = lambda x, output_size: F.adaptive_avg_pool2d(x, output_size * (3 - len(output_size)))  # noqa: E731
+case("adaptive_to_1", "adaptive_avg_pool2d", ADAPT, [In([2, 7, 7, 7], layout=("cl",))], attrs={"output_size": [1]})
+case("adaptive_uneven", "adaptive_avg_pool2d", ADAPT, [In([1, 3, 13, 7])], attrs={"output_size": [5, 3]})
+case("adaptive_upsample", "adaptive_avg_pool2d", ADAPT, [In([1, 2, 3, 2])], attrs={"output_size": [5, 7]})
+
+# ---- normalisation ----
+def bn(x, w=None, b=None, m=None, v=None, training=False, momentum=0.1, eps=1e-5):
+    return F.batch_norm(x, m, v, w, b, training, momentum, eps)
+
+
+case("batchnorm_4d", "batch_norm", bn, [In([2, 5, 7, 3]), In([5]), In([5]), In([5]), In([5], kind="pos")])
+case("batchnorm_cl", "batch_norm", bn, [In([2, 5, 7, 3], layout=("cl",)), In([5]), In([5]), In([5]), In([5], kind="pos")],
+     attrs={"eps": 1e-3})
+case("batchnorm_2d_no_affine", "batch_norm", bn, [In([7, 13]), None, None, In([13]), In([13], kind="pos")])
+case("batchnorm_noncontig", "batch_norm", bn,
+     [In([3, 5, 7, 7], layout=("t", 0, 1)), In([5]), In([5]), In([5]), In([5], kind="pos")])
+
+
+def ln(x, w=None, b=None, normalized_shape=(), eps=1e-5):
+    return F.layer_norm(x, normalized_shape, w, b, eps)
+
+
+case("layernorm_last", "layer_norm", ln, [In([7, 13]), In([13]), In([13])], attrs={"normalized_shape": [13]})
+case("layernorm_two_dims", "layer_norm", ln, [In([3, 5, 7]), In([5, 7]), In([5, 7])],
+     attrs={"normalized_shape": [5, 7], "eps": 1e-3})
+case("layernorm_no_affine_noncontig", "layer_norm", ln, [In([5, 3, 13], layout=("t", 1, 2)), None, None],
+     attrs={"normalized_shape": [13]})
+case("layernorm_transformer", "layer_norm", ln, [In([2, 128, 256]), In([256]), In([256])],
+     attrs={"normalized_shape": [256]}, atol=1e-5)
+case("layernorm_mismatch", "layer_norm", ln, [In([7, 4]), None, None], attrs={"normalized_shape": [5]},
+     error="normalized_shape")
+
+# ---- embedding, index_select, cat, stack, split, chunk, dropout ----
+EMB = lambda w, idx, padding_idx=-1: torch.embedding(w, idx)  # noqa: E731
+case("embedding_2d", "embedding", EMB, [In([11, 5]), In([3, 7], "i64", "idx11")], atol=0, rtol=0)
+case("embedding_i32_noncontig", "embedding", EMB, [In([11, 5], layout=("t", 0, 1)), In([13], "i32", "idx11")],
+     atol=0, rtol=0)
+case("embedding_out_of_range", "embedding", EMB, [In([11, 5]), Fixed(torch.tensor([0, 11]))], error="out of range")
+ISEL = lambda x, index, dim: torch.index_select(x, dim, index)  # noqa: E731
+case("index_select_dim1", "index_select", ISEL, [In([5, 7, 13], layout=("t", 0, 2)), In([9], "i64", "idx7")],
+     attrs={"dim": 1}, atol=0, rtol=0)
+case("index_select_i32", "index_select", ISEL, [In([7, 13], "i32", "int"), In([4], "i32", "idx7")], attrs={"dim": 0})
+case("index_select_bad", "index_select", ISEL, [In([7, 13]), Fixed(torch.tensor([7]))], attrs={"dim": 0},
+     error="out of range")
+CAT = lambda *ts, dim=0: torch.cat(ts, dim)  # noqa: E731
+STACK = lambda *ts, dim=0: torch.stack(ts, dim)  # noqa: E731
+case("cat_dim1", "cat", CAT, [In([5, 3, 7]), In([5, 1, 7], layout=("t", 0, 2)), In([5, 4, 7])], attrs={"dim": 1},
+     atol=0, rtol=0)
+case("cat_promote", "cat", CAT, [In([2, 3], "i32", "int"), In([1, 3]), In([4, 3], "f64")], atol=0, rtol=0)
+case("cat_skip_empty", "cat", CAT, [In([2, 3]), In([0]), In([1, 3])], atol=0, rtol=0)
+case("cat_many", "cat", CAT, [In([1, 2]) for _ in range(40)], atol=0, rtol=0)
+case("cat_mismatch", "cat", CAT, [In([2, 3]), In([2, 4])], error="sizes of tensors must match")
+case("stack_last", "stack", STACK, [In([3, 5]), In([3, 5], layout=("t", 0, 1)), In([3, 5])], attrs={"dim": -1},
+     atol=0, rtol=0)
+case("stack_unequal", "stack", STACK, [In([3, 5]), In([3, 4])], error="equal size")
+SPLIT = lambda x, split_size, dim=0: torch.split(x, split_size, dim)  # noqa: E731
+case("split_uneven", "split", SPLIT, [In([13, 5])], attrs={"split_size": 4}, atol=0, rtol=0)
+case("split_dim1_noncontig", "split", SPLIT, [In([5, 13], layout=("t", 0, 1))], attrs={"split_size": 6, "dim": 1},
+     atol=0, rtol=0)
+case("split_with_sizes", "split_with_sizes", lambda x, split_sizes, dim=0: torch.split(x, split_sizes, dim),
+     [In([7, 13])], attrs={"split_sizes": [2, 0, 11], "dim": 1}, atol=0, rtol=0)
+case("split_with_sizes_bad", "split_with_sizes", lambda x, split_sizes, dim=0: torch.split(x, split_sizes, dim),
+     [In([7, 13])], attrs={"split_sizes": [2, 3]}, error="sum exactly")
+case("chunk_uneven", "chunk", lambda x, chunks, dim=0: torch.chunk(x, chunks, dim), [In([13, 3])],
+     attrs={"chunks": 5}, atol=0, rtol=0)
+case("chunk_qkv", "chunk", lambda x, chunks, dim=0: torch.chunk(x, chunks, dim), [In([2, 7, 24])],
+     attrs={"chunks": 3, "dim": -1}, atol=0, rtol=0)
+case("dropout_eval", "dropout", lambda x, p=0.5, train=False: F.dropout(x, p, train), [In([7, 13])],
+     attrs={"p": 0.3}, atol=0, rtol=0)
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:
         stored_inputs, logical = [], []
         for inp in c["inputs"]:
+            if inp is None:  # an absent optional tensor
+                stored_inputs.append(None)
+                logical.append(None)
+                continue
             stored, log = inp.make()
             stored_inputs.append(stored)
             logical.append(log)
         spec = {"name": c["name"], "op": c["op"], "attrs": c["attrs"], "atol": c["atol"], "rtol": c["rtol"],
-                "inputs": [i.spec() for i in c["inputs"]], "error": c["error"]}
+                "inputs": [i.spec() if i is not None else {"absent": True} for i in c["inputs"]],
+                "error": c["error"]}
         try:
             out = c["fn"](*logical, **c["attrs"])
             if c["error"]:
@@ -318,7 +642,8 @@ def run_cases():
                 raise SystemExit(f"case {c['name']}: torch raised {e}")
             out = None
         for k, t in enumerate(stored_inputs):
-            tensors[f"{c['name']}.input{k}"] = t
+            if t is not None:
+                tensors[f"{c['name']}.input{k}"] = t
         if out is not None:
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
             spec["outputs"] = len(outs)

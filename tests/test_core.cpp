@@ -267,6 +267,48 @@ TEST_CASE("parallel_for covers the range once and propagates exceptions", "[core
   CHECK(test::compare(y1, y4, 0, 0).ok);
 }
 
+TEST_CASE("channels-last flows from conv2d through pointwise, norm and pooling ops", "[core][layout]") {
+  manual_seed(3);
+  Tensor x = randn({2, 3, 9, 9});
+  Tensor w = randn({4, 3, 3, 3});
+  Tensor y = conv2d(x, w, {}, {1}, {1});
+  CHECK(y.is_channels_last());
+  CHECK(y.sizes() == DimVec{2, 4, 9, 9});
+  Tensor z = relu(y + 1.0) * y;
+  CHECK(z.is_channels_last());
+  Tensor bn = batch_norm(z, ones({4}), ones({4}), ones({4}), zeros({4}));
+  CHECK(bn.is_channels_last());
+  Tensor p = max_pool2d(bn, {2});
+  CHECK(p.is_channels_last());
+  // Mixing layouts gives contiguous results with the same values.
+  Tensor mixed = p + p.contiguous();
+  CHECK(mixed.is_contiguous());
+  CHECK(test::compare(mixed, p.contiguous() * 2, 0, 0).ok);
+  // flatten of a channels-last tensor copies into NCHW order, as the values demand.
+  Tensor f = p.flatten(1);
+  CHECK(test::compare(f, p.contiguous().flatten(1), 0, 0).ok);
+  // The same values as computing in NCHW all along.
+  Tensor ref = max_pool2d(
+      batch_norm(relu(y.contiguous() + 1.0) * y.contiguous(), ones({4}), ones({4}), ones({4}), zeros({4})), {2});
+  CHECK(test::compare(p, ref, 0, 0).ok);
+}
+
+TEST_CASE("inference-only and Amber-specific errors", "[core][errors]") {
+  Tensor x = randn({2, 3, 4, 4});
+  AMBER_REQUIRE_ERROR(batch_norm(x, zeros({3}), ones({3}), {}, {}, /*training=*/true),
+                      "batch_norm: training mode is not supported");
+  AMBER_REQUIRE_ERROR(dropout(x, 0.5, /*train=*/true), "dropout: training mode is not supported");
+  AMBER_REQUIRE_ERROR(dropout(x, 1.5), "dropout probability has to be between 0 and 1");
+  Tensor q = randn({1, 3, 4});
+  AMBER_REQUIRE_ERROR(scaled_dot_product_attention(q, q, q, {}, 0.1), "dropout_p must be 0");
+  AMBER_REQUIRE_ERROR(scaled_dot_product_attention(q, q, q, ones({3, 3}, DType::b8), 0.0, true),
+                      "is_causal and attn_mask cannot both be set");
+  AMBER_REQUIRE_ERROR(where(ones({3}, DType::u8), ones({3}), zeros({3})), "where: expected condition to be a bool");
+  AMBER_REQUIRE_ERROR(conv2d(x, randn({5, 3, 3, 3}), randn({4})), "conv2d: bias must have shape [5]");
+  AMBER_REQUIRE_ERROR(embedding(randn({4, 2}), ones({3})), "embedding: indices must be i64 or i32");
+  AMBER_REQUIRE_ERROR(gelu(ones({3}, DType::i64)), "gelu: dtype i64 is not supported");
+}
+
 TEST_CASE("errors name the op, the shapes and the expectation", "[core][errors]") {
   Tensor h = ones({3}).to(DType::f16);
   AMBER_REQUIRE_ERROR(exp(h), "exp: dtype f16 is not supported (supported: f32, f64)");

@@ -65,3 +65,29 @@ TEST_CASE("docs/OPS.md lists every op with its exact signature", "[coverage][doc
     CHECK(doc.find("`" + op->signature + "`") != std::string::npos);
   }
 }
+
+// Hidden (run with `test_coverage "[.oplist]"`): prints the op list of docs/OPS.md from the
+// table, so the doc is regenerated rather than edited by hand.
+TEST_CASE("print the docs/OPS.md op list", "[.oplist]") {
+  auto set_name = [](DTypeSet s) -> std::string {
+    if (str(s) == str(dtypes::all)) return "all";
+    if (str(s) == str(dtypes::numeric)) return "numeric";
+    std::string out = str(s);
+    for (auto& ch : out)
+      if (ch == ',') ch = ' ';
+    std::string squeezed;
+    for (char ch : out)
+      if (!(ch == ' ' && !squeezed.empty() && squeezed.back() == ' ')) squeezed += ch;
+    return squeezed;
+  };
+  std::printf("| op | signature | dtypes | flags |\n|---|---|---|---|\n");
+  for (const OpSchema* op : all_ops()) {
+    std::string flags;
+    if (op->is_view()) flags = "view";
+    if (op->is_maybe_view()) flags = "maybe_view";
+    if (op->flags & op_flags::pointwise) flags = "pointwise";
+    if (op->flags & op_flags::factory) flags = "factory";
+    std::printf("| %s | `%s` | %s | %s |\n", op->name.c_str(), op->signature.c_str(), set_name(op->dtypes).c_str(),
+                flags.c_str());
+  }
+}

@@ -53,6 +53,7 @@ Tensor rebuild_layout(const Tensor& stored, const Json& layout) {
     const int64_t d = layout[1].get<int64_t>();
     return stored.slice(d, 0, stored.size(d), 2);
   }
+  if (kind == "cl") return stored.permute({0, 3, 1, 2});
   if (kind == "exp") {
     DimVec sizes = stored.sizes();
     sizes[int(layout[1].get<int64_t>())] = layout[2].get<int64_t>();
@@ -81,13 +82,20 @@ TEST_CASE("ops match PyTorch", "[ops]") {
     INFO("case " << name << " (op " << opname << ")");
     const OpSchema* op = find_op(opname);
     REQUIRE(op != nullptr);
-    std::vector<Tensor> inputs;
-    for (size_t k = 0; k < c["inputs"].size(); ++k)
-      inputs.push_back(rebuild_layout(file.tensor(name + ".input" + std::to_string(k)), c["inputs"][k]["layout"]));
-    for (size_t k = 0; k < inputs.size(); ++k)
-      if (!c["inputs"][k]["layout"].is_null()) CHECK_FALSE(inputs[k].is_contiguous());
+    std::vector<Tensor> inputs;  // an undefined tensor stands for an absent optional input
+    for (size_t k = 0; k < c["inputs"].size(); ++k) {
+      const Json& spec = c["inputs"][k];
+      if (spec.contains("absent")) {
+        inputs.emplace_back();
+        continue;
+      }
+      inputs.push_back(rebuild_layout(file.tensor(name + ".input" + std::to_string(k)), spec["layout"]));
+      if (!spec["layout"].is_null()) CHECK_FALSE(inputs.back().is_contiguous());
+    }
     std::vector<const Tensor*> ptrs;
-    for (const Tensor& t : inputs) ptrs.push_back(&t);
+    for (const Tensor& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
+    while (!op->has_tensor_list && int(ptrs.size()) < op->num_tensor_args)
+      ptrs.push_back(nullptr);  // trailing optionals
     std::vector<Attr> attrs;
     for (int i = 0; i < op->num_attrs(); ++i) {
       const ArgSpec& spec = op->attr_spec(i);

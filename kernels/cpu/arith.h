@@ -59,6 +59,25 @@ inline T div_floor_int(T a, T b) {
   }
 }
 
+// Integer powers by squaring, with ATen's rules for negative exponents.
+template <typename T>
+inline T int_pow(T base, T exp) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+      return 0;
+    }
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = wrap_mul(result, base);
+    exp = T(exp >> 1);
+    base = wrap_mul(base, base);
+  }
+  return result;
+}
+
 template <typename T>
 inline T div_floor_float(T a, T b) {
   if (b == 0) return a / b;  // IEEE result for division by zero

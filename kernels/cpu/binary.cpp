@@ -11,6 +11,7 @@
 #include "amber/kernels/cpu/arith.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/cpu/vec_math.h"
 
 namespace amber::cpu {
 namespace {
@@ -81,6 +82,16 @@ struct DivOp {
   template <typename T>
   static T apply(T a, T b, const ArithCtx<T>& c) {
     return div_value(a, b, c);
+  }
+};
+
+struct PowOp {
+  template <typename T>
+  static T apply(T a, T b, const ArithCtx<T>&) {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::pow(a, b);
+    else
+      return int_pow(a, b);
   }
 };
 
@@ -211,6 +222,10 @@ struct DivKernel {  // div(self, other, rounding_mode)
   }
 };
 template <typename T>
+struct PowKernel {
+  static int run(const amber_kernel_args* a) { return run_binary<T, PowOp>(a, ArithCtx<T>{}); }
+};
+template <typename T>
 struct AddScalarKernel {  // add.Scalar(self, other, alpha)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
@@ -263,6 +278,7 @@ AMBER_CPU_KERNELS(binary) {
   register_typed<SubKernel, AMBER_NUMERIC_TYPES>("sub");
   register_typed<MulKernel, AMBER_NUMERIC_TYPES>("mul");
   register_typed<DivKernel, AMBER_NUMERIC_TYPES>("div");
+  register_typed<PowKernel, AMBER_NUMERIC_TYPES>("pow");
   register_typed<AddScalarKernel, AMBER_NUMERIC_TYPES>("add.Scalar");
   register_typed<SubScalarKernel, AMBER_NUMERIC_TYPES>("sub.Scalar");
   register_typed<RsubScalarKernel, AMBER_NUMERIC_TYPES>("rsub.Scalar");

@@ -1,6 +1,8 @@
 // CPU kernels that move or create values: to (dtype conversion), clone (strided copy to
 // contiguous), full (fill) and arange.
 
+#include "amber/kernels/cpu/copy.h"
+
 #include "amber/core/dtype_cast.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
@@ -22,17 +24,19 @@ struct CastInner {
   }
 };
 
+template <typename S, typename D>
+void run_cast(const amber_tensor_view& dst, const amber_tensor_view& src, int threads) {
+  ElementwiseIter<2> it({&dst, &src}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
+  static const InnerFn inner = IsaVariants<CastInner<S, D>>::pick();
+  it.run(inner, nullptr, threads, kGrainCheap);
+}
+
 // to(self, dtype): keyed by the source dtype S; the destination comes from the output.
 template <typename S>
 struct ToKernel {
   static int run(const amber_kernel_args* a) {
-    const DType dst = DType(a->outputs[0].dtype);
-    return visit_dtype(dst, [&]<typename D>() {
-      ElementwiseIter<2> it({&a->outputs[0], &a->inputs[0]}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
-      static const InnerFn inner = IsaVariants<CastInner<S, D>>::pick();
-      it.run(inner, nullptr, a->num_threads, kGrainCheap);
-      return 0;
-    });
+    copy_convert(a->outputs[0], a->inputs[0], a->num_threads);
+    return 0;
   }
 };
 
@@ -129,4 +133,29 @@ AMBER_CPU_KERNELS(copy) {
 }
 
 }  // namespace
+
+void copy_convert(const amber_tensor_view& dst, const amber_tensor_view& src, int num_threads) {
+  visit_dtype(DType(src.dtype), [&]<typename S>() {
+    visit_dtype(DType(dst.dtype), [&]<typename D>() { run_cast<S, D>(dst, src, num_threads); });
+  });
+}
+
+amber_tensor_view select_view(const amber_tensor_view& v, int dim, int64_t index) {
+  amber_tensor_view out = v;
+  out.data = static_cast<char*>(v.data) + index * v.strides[dim] * int64_t(itemsize(DType(v.dtype)));
+  for (int d = dim; d + 1 < v.ndim; ++d) {
+    out.sizes[d] = v.sizes[d + 1];
+    out.strides[d] = v.strides[d + 1];
+  }
+  out.ndim = v.ndim - 1;
+  return out;
+}
+
+amber_tensor_view narrow_view(const amber_tensor_view& v, int dim, int64_t start, int64_t length) {
+  amber_tensor_view out = v;
+  out.data = static_cast<char*>(v.data) + start * v.strides[dim] * int64_t(itemsize(DType(v.dtype)));
+  out.sizes[dim] = length;
+  return out;
+}
+
 }  // namespace amber::cpu

@@ -1,8 +1,12 @@
-// CPU kernels for reductions: sum over any set of dims. Floats accumulate in double,
-// integers in int64. Work splits over output elements, or over the reduced elements when
-// there are too few outputs to keep the threads busy (partials combined in a fixed order).
+// CPU kernels for reductions over any set of dims: sum, mean, amax, amin, argmax. Floats
+// accumulate in double (eight partial sums in a fixed order, so results are deterministic
+// and vectorisable), integers in int64. amax/amin/argmax propagate NaN as PyTorch. Work
+// splits over output elements, or over the reduced elements (partials merged in a fixed
+// order) when there are too few outputs to keep the threads busy.
 
 #include <algorithm>
+#include <cmath>
+#include <span>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -12,6 +16,7 @@
 namespace amber::cpu {
 namespace {
 
+// One side of a reduction: dims (outermost first) with input and output strides.
 struct DimSet {
   int n = 0;
   int64_t size[AMBER_MAX_DIMS];
@@ -22,7 +27,6 @@ struct DimSet {
     for (int i = 0; i < n; ++i) c *= size[i];
     return c;
   }
-  // Appends the next dim (outermost first); size-1 dims do not matter.
   void push(int64_t s, int64_t is, int64_t os) {
     if (s == 1) return;
     size[n] = s;
@@ -30,7 +34,7 @@ struct DimSet {
     out_stride[n] = os;
     ++n;
   }
-  // Offsets of the flat index k (row-major over size[]).
+  // Input and output offsets of flat (row-major) index k.
   void offsets(int64_t k, int64_t& in_off, int64_t& out_off) const {
     in_off = out_off = 0;
     for (int d = n - 1; d >= 0; --d) {
@@ -42,100 +46,235 @@ struct DimSet {
   }
 };
 
-template <typename T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+struct Plan {
+  DimSet kept, red;
+};
 
-// Sums x over the reduced dims r (flat reduced indices [b, e)).
-template <typename T>
-Acc<T> sum_range(const T* x, const DimSet& r, int64_t b, int64_t e) {
-  Acc<T> acc = 0;
-  if (r.n == 0) return b < e ? Acc<T>(x[0]) : Acc<T>(0);
-  const int inner = r.n - 1;
-  const int64_t isz = r.size[inner], ist = r.in_stride[inner];
-  int64_t k = b;
-  while (k < e) {
-    int64_t off, unused;
-    r.offsets(k, off, unused);
-    const int64_t start = k % isz;
-    const int64_t len = std::min(isz - start, e - k);
-    const T* p = x + off;
-    if (ist == 1) {
-      for (int64_t i = 0; i < len; ++i) acc += Acc<T>(p[i]);
+// mask: reduced dims of the input. Output dims are the kept ones (with size-1 dims in
+// place of reduced ones when keepdim).
+Plan plan(const amber_tensor_view& in, const amber_tensor_view& out, uint32_t mask, bool keepdim) {
+  Plan p;
+  int od = 0;
+  for (int d = 0; d < in.ndim; ++d) {
+    if (mask & (1u << d)) {
+      p.red.push(in.sizes[d], in.strides[d], 0);
+      if (keepdim) ++od;
     } else {
-      for (int64_t i = 0; i < len; ++i) acc += Acc<T>(p[i * ist]);
+      p.kept.push(in.sizes[d], in.strides[d], out.strides[od]);
+      ++od;
     }
+  }
+  return p;
+}
+
+uint32_t dims_mask(const amber_kernel_args* a, int attr, int ndim) {
+  if (attr_none(a, attr) || a->attrs[attr].count == 0) return ndim == 0 ? 0u : (1u << ndim) - 1;
+  uint32_t mask = 0;
+  for (int64_t d : attr_ints(a, attr)) mask |= 1u << (d < 0 ? d + ndim : d);
+  return mask;
+}
+
+// ---- Reducers: Acc state, fold over values (k is the flat reduced index), merge ----
+template <typename T>
+struct SumReducer {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  static Acc init() { return 0; }
+  // Contiguous runs: eight partial sums in a fixed order.
+  static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
+    if (stride == 1) {
+      Acc part[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) part[j] += Acc(p[i + j]);
+      for (; i < n; ++i) part[0] += Acc(p[i]);
+      for (int j = 0; j < 8; ++j) acc += part[j];
+    } else {
+      for (int64_t i = 0; i < n; ++i) acc += Acc(p[i * stride]);
+    }
+  }
+  static void merge(Acc& a, const Acc& b) { a += b; }
+};
+
+template <typename T, bool Max>
+struct ExtremumReducer {
+  struct Acc {
+    T v;
+    bool set;
+  };
+  static Acc init() { return {T(0), false}; }
+  static bool nan(T x) {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::isnan(x);
+    else
+      return false;
+  }
+  // The better of a and b; NaN wins (propagates).
+  static T pick(T a, T b) {
+    if (nan(a)) return a;
+    if (nan(b)) return b;
+    return Max ? (b > a ? b : a) : (b < a ? b : a);
+  }
+  static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
+    if (n == 0) return;
+    T v = acc.set ? acc.v : p[0];
+    for (int64_t i = 0; i < n; ++i) v = pick(v, p[i * stride]);
+    acc = {v, true};
+  }
+  static void merge(Acc& a, const Acc& b) {
+    if (!b.set) return;
+    a = a.set ? Acc{pick(a.v, b.v), true} : b;
+  }
+};
+
+template <typename T>
+struct ArgmaxReducer {
+  struct Acc {
+    T v;
+    int64_t index;  // -1: empty
+  };
+  static Acc init() { return {T(0), -1}; }
+  static bool nan(T x) {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::isnan(x);
+    else
+      return false;
+  }
+  // b (later) replaces a only when strictly better; the first NaN is the maximum.
+  static bool better(T b, T a) { return !nan(a) && (nan(b) || b > a); }
+  static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t k0) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T x = p[i * stride];
+      if (acc.index < 0 || better(x, acc.v)) acc = {x, k0 + i};
+    }
+  }
+  static void merge(Acc& a, const Acc& b) {  // b covers later indices than a
+    if (b.index >= 0 && (a.index < 0 || better(b.v, a.v))) a = b;
+  }
+};
+
+// Folds the reduced elements [b, e) (flat, row-major over red) starting at x.
+template <typename R, typename T>
+void fold_range(typename R::Acc& acc, const T* x, const DimSet& red, int64_t b, int64_t e) {
+  if (red.n == 0) {
+    if (b < e) R::fold_run(acc, x, 1, 1, 0);
+    return;
+  }
+  const int inner = red.n - 1;
+  const int64_t isz = red.size[inner], ist = red.in_stride[inner];
+  for (int64_t k = b; k < e;) {
+    int64_t off, unused;
+    red.offsets(k, off, unused);
+    const int64_t len = std::min(isz - k % isz, e - k);
+    R::fold_run(acc, x + off, len, ist, k);
     k += len;
   }
-  return acc;
+}
+
+// Runs reducer R over every output; finish(acc, out_ptr) writes one result.
+template <typename R, typename T, typename Out, typename Finish>
+void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish finish) {
+  const amber_tensor_view& in = a->inputs[0];
+  const Plan p = plan(in, a->outputs[0], mask, keepdim);
+  const T* x = static_cast<const T*>(in.data);
+  Out* y = static_cast<Out*>(a->outputs[0].data);
+  const int64_t m = p.kept.count(), l = p.red.count();
+  const int threads = std::max(1, a->num_threads);
+  ThreadLimit limit(threads);
+  if (m >= threads || l < 32768) {
+    parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        int64_t io, oo;
+        p.kept.offsets(i, io, oo);
+        typename R::Acc acc = R::init();
+        fold_range<R>(acc, x + io, p.red, 0, l);
+        finish(acc, y + oo);
+      }
+    });
+    return;
+  }
+  // Few outputs, long reductions: per-thread partials over the reduced range.
+  const int64_t chunks = std::min<int64_t>(threads, l / 16384 + 1);
+  std::vector<typename R::Acc> partial(static_cast<size_t>(chunks));
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t io, oo;
+    p.kept.offsets(i, io, oo);
+    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        partial[size_t(c)] = R::init();
+        fold_range<R>(partial[size_t(c)], x + io, p.red, l * c / chunks, l * (c + 1) / chunks);
+      }
+    });
+    typename R::Acc acc = partial[0];
+    for (int64_t c = 1; c < chunks; ++c) R::merge(acc, partial[size_t(c)]);
+    finish(acc, y + oo);
+  }
 }
 
 // sum(self, dim, keepdim, dtype)
 template <typename T>
 struct SumKernel {
   static int run(const amber_kernel_args* a) {
-    const amber_tensor_view& in = a->inputs[0];
-    const amber_tensor_view& out = a->outputs[0];
-    const bool keepdim = attr_bool(a, 1);
-    uint32_t mask = 0;
-    if (attr_none(a, 0) || a->attrs[0].count == 0) {
-      mask = in.ndim == 0 ? 0u : (1u << in.ndim) - 1;
-    } else {
-      for (int64_t d : attr_ints(a, 0)) mask |= 1u << (d < 0 ? d + in.ndim : d);
-    }
-    DimSet kept, red;
-    int od = 0;
-    for (int d = 0; d < in.ndim; ++d) {
-      if (mask & (1u << d)) {
-        red.push(in.sizes[d], in.strides[d], 0);
-        if (keepdim) ++od;
-      } else {
-        kept.push(in.sizes[d], in.strides[d], out.strides[od]);
-        ++od;
-      }
-    }
-    const T* x = static_cast<const T*>(in.data);
-    T* y = static_cast<T*>(out.data);
-    const int64_t m = kept.count(), l = red.count();
-    if (m == 0) return 0;
-    const int threads = std::max(1, a->num_threads);
-    ThreadLimit limit(threads);
-    if (l == 0 || numel(in) == 0) {
-      for (int64_t i = 0; i < m; ++i) {
-        int64_t io, oo;
-        kept.offsets(i, io, oo);
-        y[oo] = T(0);
-      }
-      return 0;
-    }
-    if (m >= threads || l < 32768) {
-      parallel_for(m, std::max<int64_t>(1, 32768 / l), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          int64_t io, oo;
-          kept.offsets(i, io, oo);
-          y[oo] = T(sum_range(x + io, red, 0, l));
-        }
-      });
-      return 0;
-    }
-    // Few outputs, long reductions: split each reduction into per-thread partials.
-    const int64_t chunks = std::min<int64_t>(threads, l / 16384 + 1);
-    std::vector<Acc<T>> partial(static_cast<size_t>(chunks));
-    for (int64_t i = 0; i < m; ++i) {
-      int64_t io, oo;
-      kept.offsets(i, io, oo);
-      parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
-        for (int64_t c = cb; c < ce; ++c)
-          partial[size_t(c)] = sum_range(x + io, red, l * c / chunks, l * (c + 1) / chunks);
-      });
-      Acc<T> acc = 0;
-      for (Acc<T> p : partial) acc += p;
-      y[oo] = T(acc);
-    }
+    const uint32_t mask = dims_mask(a, 0, a->inputs[0].ndim);
+    reduce<SumReducer<T>, T, T>(a, mask, attr_bool(a, 1), [](auto acc, T* out) { *out = T(acc); });
     return 0;
   }
 };
 
-AMBER_CPU_KERNELS(reduce) { register_typed<SumKernel, float, double, int64_t>("sum"); }
+// mean(self, dim, keepdim, dtype): the sum divided by the number of reduced elements.
+template <typename T>
+struct MeanKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view& in = a->inputs[0];
+    const uint32_t mask = dims_mask(a, 0, in.ndim);
+    int64_t count = 1;
+    for (int d = 0; d < in.ndim; ++d)
+      if (mask & (1u << d)) count *= in.sizes[d];
+    const double n = double(count);
+    reduce<SumReducer<T>, T, T>(a, mask, attr_bool(a, 1), [n](double acc, T* out) { *out = T(acc / n); });
+    return 0;
+  }
+};
+
+template <bool Max>
+struct Extremum {
+  template <typename T>
+  struct Kernel {  // amax/amin(self, dim, keepdim)
+    static int run(const amber_kernel_args* a) {
+      const uint32_t mask = dims_mask(a, 0, a->inputs[0].ndim);
+      reduce<ExtremumReducer<T, Max>, T, T>(a, mask, attr_bool(a, 1), [](auto acc, T* out) { *out = acc.v; });
+      return 0;
+    }
+  };
+};
+
+// argmax(self, dim, keepdim): None reduces over the flattened tensor.
+template <typename T>
+struct ArgmaxKernel {
+  static int run(const amber_kernel_args* a) {
+    const int nd = a->inputs[0].ndim;
+    uint32_t mask;
+    bool keepdim = attr_bool(a, 1);
+    if (attr_none(a, 0)) {
+      mask = nd == 0 ? 0u : (1u << nd) - 1;
+    } else {
+      const int64_t d = attr_int(a, 0);
+      mask = nd == 0 ? 0u : 1u << (d < 0 ? d + nd : d);
+    }
+    reduce<ArgmaxReducer<T>, T, int64_t>(a, mask, keepdim,
+                                         [](auto acc, int64_t* out) { *out = std::max<int64_t>(acc.index, 0); });
+    return 0;
+  }
+};
+
+#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
+
+AMBER_CPU_KERNELS(reduce) {
+  register_typed<SumKernel, float, double, int64_t>("sum");
+  register_typed<MeanKernel, float, double>("mean");
+  register_typed<Extremum<true>::Kernel, AMBER_NUMERIC_TYPES>("amax");
+  register_typed<Extremum<false>::Kernel, AMBER_NUMERIC_TYPES>("amin");
+  register_typed<ArgmaxKernel, AMBER_NUMERIC_TYPES>("argmax");
+}
 
 }  // namespace
 }  // namespace amber::cpu

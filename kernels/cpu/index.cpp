@@ -1,0 +1,120 @@
+// CPU kernels that gather or assemble: embedding, index_select, cat, stack. Each copies
+// strided pieces with copy_convert (cat and stack also convert dtypes, as their inference
+// promotes without casting first). Out-of-range indices are errors naming the index.
+
+#include <cinttypes>
+#include <vector>
+
+#include "amber/core/parallel.h"
+#include "amber/kernels/cpu/copy.h"
+#include "amber/kernels/cpu/kernel_util.h"
+#include "amber/kernels/cpu/registry.h"
+
+namespace amber::cpu {
+namespace {
+
+// Index k of an i64 or i32 index view.
+int64_t index_at(const amber_tensor_view& idx, int64_t k) {
+  int64_t off = 0, rem = k;
+  for (int d = idx.ndim - 1; d >= 0; --d) {
+    off += (rem % idx.sizes[d]) * idx.strides[d];
+    rem /= idx.sizes[d];
+  }
+  return idx.dtype == int32_t(DType::i32) ? static_cast<const int32_t*>(idx.data)[off]
+                                          : static_cast<const int64_t*>(idx.data)[off];
+}
+
+// embedding(weight, indices, padding_idx)
+template <typename T>
+struct EmbeddingKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &w = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    const int64_t n = numel(idx), rows = w.sizes[0];
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = index_at(idx, k);
+      if (i < 0 || i >= rows)
+        return fail(a, "index %" PRId64 " is out of range for a weight of %" PRId64 " rows", i, rows);
+    }
+    // Output rows: [n, dim] over the output's leading dims (the output is contiguous).
+    const int64_t dim = w.sizes[1];
+    T* yp = static_cast<T*>(y.data);
+    const T* wp = static_cast<const T*>(w.data);
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(dim, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const T* src = wp + index_at(idx, k) * w.strides[0];
+        T* dst = yp + k * dim;
+        for (int64_t j = 0; j < dim; ++j) dst[j] = src[j * w.strides[1]];
+      }
+    });
+    return 0;
+  }
+};
+
+// index_select(self, index, dim)
+template <typename T>
+struct IndexSelectKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    if (x.ndim == 0) {  // a 0-D self: the index must be 0
+      const int64_t i = index_at(idx, 0);
+      if (i != 0) return fail(a, "index %" PRId64 " is out of range for a 0-dimensional tensor", i);
+      *static_cast<T*>(y.data) = *static_cast<const T*>(x.data);
+      return 0;
+    }
+    int64_t dim = attr_int(a, 0);
+    if (dim < 0) dim += x.ndim;
+    const int64_t n = numel(idx), size = x.sizes[dim];
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = index_at(idx, k);
+      if (i < 0 || i >= size)
+        return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+    }
+    for (int64_t k = 0; k < n; ++k)
+      copy_convert(narrow_view(y, int(dim), k, 1), narrow_view(x, int(dim), index_at(idx, k), 1), a->num_threads);
+    return 0;
+  }
+};
+
+// cat(tensors, dim): inputs of any dtype, converted to the output's.
+template <typename T>
+struct CatKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view& y = a->outputs[0];
+    if (numel(y) == 0) return 0;
+    int64_t dim = attr_int(a, 0);
+    if (dim < 0) dim += y.ndim;
+    int64_t offset = 0;
+    for (int i = 0; i < a->n_inputs; ++i) {
+      const amber_tensor_view& x = a->inputs[i];
+      if (x.ndim == 1 && x.sizes[0] == 0) continue;  // empty 1-D inputs are skipped, as PyTorch
+      copy_convert(narrow_view(y, int(dim), offset, x.sizes[dim]), x, a->num_threads);
+      offset += x.sizes[dim];
+    }
+    return 0;
+  }
+};
+
+// stack(tensors, dim)
+template <typename T>
+struct StackKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view& y = a->outputs[0];
+    int64_t dim = attr_int(a, 0);
+    if (dim < 0) dim += y.ndim;
+    for (int i = 0; i < a->n_inputs; ++i) copy_convert(select_view(y, int(dim), i), a->inputs[i], a->num_threads);
+    return 0;
+  }
+};
+
+#define AMBER_ALL_TYPES float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
+
+AMBER_CPU_KERNELS(index) {
+  register_typed<EmbeddingKernel, AMBER_ALL_TYPES>("embedding");
+  register_typed<IndexSelectKernel, AMBER_ALL_TYPES>("index_select");
+  register_typed<CatKernel, AMBER_ALL_TYPES>("cat");
+  register_typed<StackKernel, AMBER_ALL_TYPES>("stack");
+}
+
+}  // namespace
+}  // namespace amber::cpu

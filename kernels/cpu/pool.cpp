@@ -1,0 +1,193 @@
+// CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode),
+// avg_pool2d (ATen's divisor rules: count_include_pad, divisor_override) and
+// adaptive_avg_pool2d. Window bounds follow ATen exactly. Channels-last inputs run with
+// the channel loop innermost (contiguous, vectorised); other layouts pool one channel
+// plane at a time. Any strides are accepted.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "amber/core/parallel.h"
+#include "amber/kernels/cpu/kernel_util.h"
+#include "amber/kernels/cpu/registry.h"
+
+namespace amber::cpu {
+namespace {
+
+// N, C, H, W sizes and strides of a 3-D or 4-D view (3-D: N = 1).
+struct Nchw {
+  int64_t n, c, h, w, sn, sc, sh, sw;
+  explicit Nchw(const amber_tensor_view& v) {
+    if (v.ndim == 4) {
+      n = v.sizes[0], c = v.sizes[1], h = v.sizes[2], w = v.sizes[3];
+      sn = v.strides[0], sc = v.strides[1], sh = v.strides[2], sw = v.strides[3];
+    } else {
+      n = 1, c = v.sizes[0], h = v.sizes[1], w = v.sizes[2];
+      sn = 0, sc = v.strides[0], sh = v.strides[1], sw = v.strides[2];
+    }
+  }
+};
+
+// One output position's window: rows [h0, h1) step dh, cols [w0, w1) step dw, divisor.
+struct Window {
+  int64_t h0, h1, dh, w0, w1, dw;
+  double divisor;
+};
+
+// Pools every output position with window(oh, ow); Reduce folds channel vectors.
+template <typename T, typename Acc, typename Reduce>
+void pool(const amber_kernel_args* a, Reduce r, auto window) {
+  const Nchw in(a->inputs[0]), out(a->outputs[0]);
+  const T* x = static_cast<const T*>(a->inputs[0].data);
+  T* y = static_cast<T*>(a->outputs[0].data);
+  ThreadLimit limit(std::max(1, a->num_threads));
+  if (in.sc == 1 && out.sc == 1) {  // channels-last: vectorise over C
+    parallel_for(in.n * out.h * out.w, std::max<int64_t>(1, 2048 / std::max<int64_t>(in.c, 1)),
+                 [&](int64_t b, int64_t e) {
+                   std::vector<Acc> acc(static_cast<size_t>(in.c));
+                   for (int64_t p = b; p < e; ++p) {
+                     const int64_t n = p / (out.h * out.w), oh = p / out.w % out.h, ow = p % out.w;
+                     const Window win = window(oh, ow);
+                     r.init(acc.data(), in.c);
+                     for (int64_t ih = win.h0; ih < win.h1; ih += win.dh)
+                       for (int64_t iw = win.w0; iw < win.w1; iw += win.dw)
+                         r.fold(acc.data(), x + n * in.sn + ih * in.sh + iw * in.sw, in.c);
+                     r.finish(y + n * out.sn + oh * out.sh + ow * out.sw, acc.data(), in.c, win.divisor);
+                   }
+                 });
+    return;
+  }
+  parallel_for(in.n * in.c, 1, [&](int64_t b, int64_t e) {
+    Acc acc;
+    for (int64_t nc = b; nc < e; ++nc) {
+      const int64_t n = nc / in.c, c = nc % in.c;
+      const T* xp = x + n * in.sn + c * in.sc;
+      T* yp = y + n * out.sn + c * out.sc;
+      for (int64_t oh = 0; oh < out.h; ++oh)
+        for (int64_t ow = 0; ow < out.w; ++ow) {
+          const Window win = window(oh, ow);
+          r.init(&acc, 1);
+          for (int64_t ih = win.h0; ih < win.h1; ih += win.dh)
+            for (int64_t iw = win.w0; iw < win.w1; iw += win.dw) r.fold(&acc, xp + ih * in.sh + iw * in.sw, 1);
+          r.finish(yp + oh * out.sh + ow * out.sw, &acc, 1, win.divisor);
+        }
+    }
+  });
+}
+
+template <typename T>
+struct MaxReduce {
+  static bool nan(T v) {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::isnan(v);
+    else
+      return false;
+  }
+  void init(T* acc, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) acc[i] = std::numeric_limits<T>::lowest();
+    if constexpr (std::is_floating_point_v<T>)
+      for (int64_t i = 0; i < n; ++i) acc[i] = -std::numeric_limits<T>::infinity();
+  }
+  void fold(T* acc, const T* x, int64_t n) const {  // ATen: (val > max) || isnan(val)
+    for (int64_t i = 0; i < n; ++i) acc[i] = (x[i] > acc[i] || nan(x[i])) ? x[i] : acc[i];
+  }
+  void finish(T* y, const T* acc, int64_t n, double) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = acc[i];
+  }
+};
+
+template <typename T>
+struct SumReduce {
+  void init(T* acc, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) acc[i] = 0;
+  }
+  void fold(T* acc, const T* x, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+  }
+  void finish(T* y, const T* acc, int64_t n, double divisor) const {
+    if (divisor == 0) {  // an empty window
+      for (int64_t i = 0; i < n; ++i) y[i] = 0;
+      return;
+    }
+    const T d = T(divisor);
+    for (int64_t i = 0; i < n; ++i) y[i] = acc[i] / d;
+  }
+};
+
+std::array<int64_t, 2> ints2(const amber_kernel_args* a, int i, std::array<int64_t, 2> fallback) {
+  auto v = attr_ints(a, i);
+  if (v.empty()) return fallback;
+  return {v[0], v.size() > 1 ? v[1] : v[0]};
+}
+
+// max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)
+template <typename T>
+struct MaxPoolKernel {
+  static int run(const amber_kernel_args* a) {
+    const auto k = ints2(a, 0, {1, 1});
+    const auto s = ints2(a, 1, k), p = ints2(a, 2, {0, 0}), d = ints2(a, 3, {1, 1});
+    const Nchw in(a->inputs[0]);
+    pool<T, T>(a, MaxReduce<T>{}, [&](int64_t oh, int64_t ow) {
+      int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
+      const int64_t h1 = std::min(h0 + (k[0] - 1) * d[0] + 1, in.h), w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, in.w);
+      while (h0 < 0) h0 += d[0];
+      while (w0 < 0) w0 += d[1];
+      return Window{h0, h1, d[0], w0, w1, d[1], 1.0};
+    });
+    return 0;
+  }
+};
+
+// avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+template <typename T>
+struct AvgPoolKernel {
+  static int run(const amber_kernel_args* a) {
+    const auto k = ints2(a, 0, {1, 1});
+    const auto s = ints2(a, 1, k), p = ints2(a, 2, {0, 0});
+    const bool include_pad = attr_bool(a, 4);
+    const bool has_override = !attr_none(a, 5);
+    const int64_t override_div = has_override ? attr_int(a, 5) : 0;
+    const Nchw in(a->inputs[0]);
+    pool<T, T>(a, SumReduce<T>{}, [&](int64_t oh, int64_t ow) {
+      int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
+      int64_t h1 = std::min(h0 + k[0], in.h + p[0]), w1 = std::min(w0 + k[1], in.w + p[1]);
+      const int64_t pool_size = (h1 - h0) * (w1 - w0);
+      h0 = std::max<int64_t>(h0, 0);
+      w0 = std::max<int64_t>(w0, 0);
+      h1 = std::min(h1, in.h);
+      w1 = std::min(w1, in.w);
+      if (h0 >= h1 || w0 >= w1) return Window{0, 0, 1, 0, 0, 1, 0.0};
+      const double div = has_override  ? double(override_div)
+                         : include_pad ? double(pool_size)
+                                       : double((h1 - h0) * (w1 - w0));
+      return Window{h0, h1, 1, w0, w1, 1, div};
+    });
+    return 0;
+  }
+};
+
+// adaptive_avg_pool2d(self, output_size): windows [floor(i*in/out), ceil((i+1)*in/out)).
+template <typename T>
+struct AdaptiveAvgPoolKernel {
+  static int run(const amber_kernel_args* a) {
+    const Nchw in(a->inputs[0]), out(a->outputs[0]);
+    if (out.h == 0 || out.w == 0) return 0;
+    pool<T, T>(a, SumReduce<T>{}, [&](int64_t oh, int64_t ow) {
+      const int64_t h0 = oh * in.h / out.h, h1 = ((oh + 1) * in.h + out.h - 1) / out.h;
+      const int64_t w0 = ow * in.w / out.w, w1 = ((ow + 1) * in.w + out.w - 1) / out.w;
+      return Window{h0, h1, 1, w0, w1, 1, double((h1 - h0) * (w1 - w0))};
+    });
+    return 0;
+  }
+};
+
+AMBER_CPU_KERNELS(pool) {
+  register_typed<MaxPoolKernel, float, double>("max_pool2d");
+  register_typed<AvgPoolKernel, float, double>("avg_pool2d");
+  register_typed<AdaptiveAvgPoolKernel, float, double>("adaptive_avg_pool2d");
+}
+
+}  // namespace
+}  // namespace amber::cpu

@@ -1,0 +1,36 @@
+// Reductions over contiguous rows written with 16 independent accumulators, so they
+// vectorise without -ffast-math (which would allow reassociation everywhere) and give the
+// same result on every ISA: the summation order is fixed by the code, not the compiler.
+#pragma once
+
+#include <cstdint>
+
+namespace amber::cpu {
+
+template <typename T, typename Acc = T>
+inline Acc row_sum(const T* p, int64_t n) {
+  Acc part[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) part[j] += Acc(p[i + j]);
+  for (int j = 0; i < n; ++i, ++j) part[j] += Acc(p[i]);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) part[j] += part[j + w];
+  return part[0];
+}
+
+// Maximum of n >= 1 values (NaN handling is the caller's concern: NaN compares false).
+template <typename T>
+inline T row_max(const T* p, int64_t n) {
+  T part[16];
+  for (int j = 0; j < 16; ++j) part[j] = p[0];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) part[j] = p[i + j] > part[j] ? p[i + j] : part[j];
+  for (int j = 0; i < n; ++i, ++j) part[j] = p[i] > part[j] ? p[i] : part[j];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) part[j] = part[j + w] > part[j] ? part[j + w] : part[j];
+  return part[0];
+}
+
+}  // namespace amber::cpu

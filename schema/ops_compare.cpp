@@ -1,0 +1,68 @@
+// Op table entries for comparisons (eq, ne, lt, le, gt, ge with a tensor or a number) and
+// where. Comparisons promote their operands as arithmetic does and give bool; where picks
+// between two promoted operands under a bool condition, broadcasting all three.
+
+#include "amber/schema/infer_util.h"
+
+namespace amber {
+namespace {
+
+using infer::pointwise_format;
+using infer::priority_of;
+
+void infer_compare(InferCtx& c) {
+  ResultType rt;
+  rt.add(c.in(0).dtype, priority_of(c.in(0)));
+  rt.add(c.in(1).dtype, priority_of(c.in(1)));
+  DimVec sizes = broadcast_shapes(c.op().name.c_str(), c.in(0).sizes, c.in(1).sizes);
+  c.add_output(DType::b8, sizes).format = pointwise_format(c, sizes);
+  c.cast_all_inputs_to(rt.result());
+}
+
+void infer_compare_scalar(InferCtx& c) {
+  ResultType rt;
+  rt.add(c.in(0).dtype, priority_of(c.in(0)));
+  rt.add(c.attr(0).scalar().wrapped_dtype(), Priority::wrapped);
+  c.add_output(DType::b8, c.in(0).sizes).format = c.in(0).format;
+  c.cast_all_inputs_to(rt.result());
+}
+
+void infer_where(InferCtx& c) {
+  c.check(c.in(0).dtype == DType::b8, "expected condition to be a bool tensor, got ", c.in(0).dtype);
+  ResultType rt;
+  rt.add(c.in(1).dtype, priority_of(c.in(1)));
+  rt.add(c.in(2).dtype, priority_of(c.in(2)));
+  const DType t = rt.result();
+  const char* name = c.op().name.c_str();
+  DimVec sizes = broadcast_shapes(name, broadcast_shapes(name, c.in(0).sizes, c.in(1).sizes), c.in(2).sizes);
+  c.add_output(t, sizes).format = pointwise_format(c, sizes);
+  c.compute_dtype = t;
+  c.cast_mask = 0;
+  for (int i = 1; i <= 2; ++i)
+    if (c.in(i).dtype != t) c.cast_mask |= 1u << i;
+}
+
+using namespace op_flags;
+const DTypeSet kCompare = dtypes::numeric | DTypeSet{DType::b8};
+
+#define AMBER_COMPARE_OPS(name, text)                                                                            \
+  {#name "(Tensor self, Tensor other) -> Tensor",    kCompare, infer_compare, pointwise, nullptr, 1,             \
+   "self " text " other, broadcasting; bool result."},                                                           \
+  {                                                                                                              \
+#name ".Scalar(Tensor self, Scalar other) -> Tensor", kCompare, infer_compare_scalar, pointwise, nullptr, 1, \
+        "self " text " other; bool result."                                                                      \
+  }
+
+const OpRegistrar registrar{
+    AMBER_COMPARE_OPS(eq, "=="),
+    AMBER_COMPARE_OPS(ne, "!="),
+    AMBER_COMPARE_OPS(lt, "<"),
+    AMBER_COMPARE_OPS(le, "<="),
+    AMBER_COMPARE_OPS(gt, ">"),
+    AMBER_COMPARE_OPS(ge, ">="),
+    {"where(Tensor condition, Tensor self, Tensor other) -> Tensor", dtypes::all, infer_where, pointwise, nullptr, 1,
+     "self where condition is true, else other; broadcasting. The kernel is keyed by the result dtype."},
+};
+
+}  // namespace
+}  // namespace amber

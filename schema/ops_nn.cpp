@@ -1,0 +1,215 @@
+// Op table entries for neural-network layers: conv2d, max_pool2d, avg_pool2d,
+// adaptive_avg_pool2d, batch_norm and layer_norm (inference), embedding and dropout
+// (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
+// ceil_mode, padding limits). conv2d produces channels-last output; pooling and
+// batch_norm keep their input's layout.
+
+#include "amber/schema/infer_util.h"
+
+namespace amber {
+namespace {
+
+using infer::pair;
+
+// ATen's pooling_output_shape.
+int64_t pooled_size(const InferCtx& c, int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
+  c.check(stride > 0, "stride should be greater than zero, got ", stride);
+  c.check(dil > 0, "dilation should be greater than zero, got ", dil);
+  c.check(k > 0, "kernel size should be greater than zero, got ", k);
+  c.check(pad >= 0, "padding must be non-negative, got ", pad);
+  c.check(pad <= k / 2, "pad should be at most half of kernel size, but got pad=", pad, " and kernel_size=", k);
+  const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// 3-D (C, H, W) or 4-D (N, C, H, W) inputs with non-empty C, H and W.
+void check_image(const InferCtx& c, const TensorMeta& x) {
+  const int r = x.sizes.size();
+  c.check(r == 3 || r == 4, "expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape ", x.sizes);
+  for (int i = r - 3; i < r; ++i)
+    c.check(x.sizes[i] > 0, "expected non-empty channel and spatial dims, got shape ", x.sizes);
+}
+
+void infer_conv2d(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &w = c.in(1);
+  check_image(c, x);
+  const bool batched = x.sizes.size() == 4;
+  const int64_t n = batched ? x.sizes[0] : 1, ch = x.sizes[batched ? 1 : 0];
+  const int64_t h = x.sizes[batched ? 2 : 1], wd = x.sizes[batched ? 3 : 2];
+  c.check(w.sizes.size() == 4, "weight must be 4-D [out_channels, in_channels/groups, kH, kW], got shape ", w.sizes);
+  c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
+  const auto stride = pair(c, c.attr(0), "stride"), pad = pair(c, c.attr(1), "padding"),
+             dil = pair(c, c.attr(2), "dilation");
+  const int64_t groups = c.attr(3).i();
+  c.check(groups > 0, "groups must be positive, got ", groups);
+  c.check(ch % groups == 0 && w.sizes[0] % groups == 0, "in_channels ", ch, " and out_channels ", w.sizes[0],
+          " must be divisible by groups ", groups);
+  c.check(w.sizes[1] * groups == ch, "expected input ", x.sizes, " to have ", w.sizes[1] * groups, " channels (weight ",
+          w.sizes, ", groups ", groups, "), but got ", ch, " channels");
+  for (int i = 0; i < 2; ++i) {
+    c.check(stride[size_t(i)] > 0, "stride must be positive, got ", c.attr(0));
+    c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr(1));
+    c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr(2));
+  }
+  if (c.has_input(2)) {
+    c.check(c.in(2).sizes == DimVec{w.sizes[0]}, "bias must have shape [", w.sizes[0], "], got ", c.in(2).sizes);
+    c.check(c.in(2).dtype == x.dtype, "bias dtype ", c.in(2).dtype, " differs from input dtype ", x.dtype);
+  }
+  int64_t out_hw[2];
+  const int64_t in_hw[2] = {h, wd};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t eff = dil[size_t(i)] * (w.sizes[2 + i] - 1) + 1;
+    out_hw[i] = (in_hw[i] + 2 * pad[size_t(i)] - eff) / stride[size_t(i)] + 1;
+    c.check(in_hw[i] + 2 * pad[size_t(i)] >= eff, "input size per channel (", h, "x", wd, " after padding ",
+            DimVec{pad[0], pad[1]}, ") is smaller than the kernel size (", w.sizes[2], "x", w.sizes[3],
+            " with dilation ", DimVec{dil[0], dil[1]}, ")");
+  }
+  if (batched)
+    c.add_output(x.dtype, DimVec{n, w.sizes[0], out_hw[0], out_hw[1]}).format = MemoryFormat::channels_last;
+  else
+    c.add_output(x.dtype, DimVec{w.sizes[0], out_hw[0], out_hw[1]});
+}
+
+void pooled_output(InferCtx& c, const TensorMeta& x, int64_t oh, int64_t ow) {
+  DimVec out = x.sizes;
+  out[out.size() - 2] = oh;
+  out[out.size() - 1] = ow;
+  c.check(oh > 0 && ow > 0, "output size ", oh, "x", ow, " is too small (input ", x.sizes, ")");
+  c.add_output(x.dtype, out).format = x.format;
+}
+
+// kernel_size, stride (empty: kernel_size), padding; shared by max and avg pooling.
+struct PoolArgs {
+  std::array<int64_t, 2> k, s, p;
+};
+PoolArgs pool_args(const InferCtx& c) {
+  PoolArgs a;
+  a.k = pair(c, c.attr(0), "kernel_size");
+  a.s = c.attr(1).ints().empty() ? a.k : pair(c, c.attr(1), "stride");
+  a.p = pair(c, c.attr(2), "padding");
+  return a;
+}
+
+void infer_max_pool2d(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  check_image(c, x);
+  const PoolArgs a = pool_args(c);
+  const auto dil = pair(c, c.attr(3), "dilation");
+  const bool ceil = c.attr(4).b();
+  const int r = x.sizes.size();
+  pooled_output(c, x, pooled_size(c, x.sizes[r - 2], a.k[0], a.p[0], a.s[0], dil[0], ceil),
+                pooled_size(c, x.sizes[r - 1], a.k[1], a.p[1], a.s[1], dil[1], ceil));
+}
+
+void infer_avg_pool2d(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  check_image(c, x);
+  const PoolArgs a = pool_args(c);
+  const bool ceil = c.attr(3).b();
+  c.check(c.attr(5).is_none() || c.attr(5).i() != 0, "divisor must be not zero");
+  const int r = x.sizes.size();
+  pooled_output(c, x, pooled_size(c, x.sizes[r - 2], a.k[0], a.p[0], a.s[0], 1, ceil),
+                pooled_size(c, x.sizes[r - 1], a.k[1], a.p[1], a.s[1], 1, ceil));
+}
+
+void infer_adaptive_avg_pool2d(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  check_image(c, x);
+  const auto o = pair(c, c.attr(0), "output_size");
+  c.check(o[0] >= 0 && o[1] >= 0, "output_size must be non-negative, got ", c.attr(0));
+  DimVec out = x.sizes;
+  out[out.size() - 2] = o[0];
+  out[out.size() - 1] = o[1];
+  c.add_output(x.dtype, out).format = x.format;
+}
+
+void infer_batch_norm(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  c.check(x.sizes.size() >= 2, "expected an input with at least 2 dims (N, C, ...), got shape ", x.sizes);
+  c.check(!c.attr(0).b(), "training mode is not supported (Amber runs inference only); call eval()");
+  c.check(c.has_input(3) && c.has_input(4), "running_mean and running_var must be given in evaluation mode");
+  const int64_t ch = x.sizes[1];
+  const char* names[] = {"input", "weight", "bias", "running_mean", "running_var"};
+  for (int i = 1; i <= 4; ++i) {
+    if (!c.has_input(i)) continue;
+    c.check(c.in(i).sizes == DimVec{ch}, names[i], " must have shape [", ch, "] for input ", x.sizes, ", got ",
+            c.in(i).sizes);
+    c.check(c.in(i).dtype == x.dtype, names[i], " dtype ", c.in(i).dtype, " differs from input dtype ", x.dtype);
+  }
+  c.add_output(x.dtype, x.sizes).format = x.format;
+}
+
+void infer_layer_norm(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const DimVec shape(c.attr(0).ints());
+  c.check(!shape.empty(), "normalized_shape must not be empty");
+  bool ok = shape.size() <= x.sizes.size();
+  for (int i = 0; ok && i < shape.size(); ++i) ok = x.sizes[x.sizes.size() - shape.size() + i] == shape[i];
+  c.check(ok, "given normalized_shape=", shape, ", expected input with shape [*, ", DimsText{shape},
+          "], but got input ", x.sizes);
+  for (int i = 1; i <= 2; ++i) {
+    if (!c.has_input(i)) continue;
+    c.check(c.in(i).sizes == shape, i == 1 ? "weight" : "bias", " must have shape ", shape, ", got ", c.in(i).sizes);
+    c.check(c.in(i).dtype == x.dtype, "weight and bias must have the input's dtype ", x.dtype);
+  }
+  c.add_output(x.dtype, x.sizes);
+}
+
+void infer_embedding(InferCtx& c) {
+  const TensorMeta &w = c.in(0), &idx = c.in(1);
+  c.check(w.sizes.size() == 2, "weight must be 2-D [num_embeddings, embedding_dim], got shape ", w.sizes);
+  c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "indices must be i64 or i32, got ", idx.dtype);
+  DimVec out = idx.sizes;
+  out.push_back(w.sizes[1]);
+  c.add_output(w.dtype, out);
+  c.compute_dtype = w.dtype;
+  c.cast_mask = 0;
+}
+
+void infer_dropout(InferCtx& c) {
+  const double p = c.attr(0).f();
+  c.check(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  c.check(!c.attr(1).b(),
+          "training mode is not supported (Amber runs inference only); call eval() or pass train=false");
+  c.add_output(c.in(0).dtype, c.in(0).sizes).format = c.in(0).format;
+}
+bool layout_identity(const InferCtx&, const Layout& in, int, Layout& out) {
+  out = in;
+  return true;
+}
+
+using namespace op_flags;
+const DTypeSet kFloat = dtypes::floating;
+
+const OpRegistrar registrar{
+    {"conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
+     "int[] dilation=[1], int groups=1) -> Tensor",
+     DTypeSet{DType::f32}, infer_conv2d, 0, nullptr, 1,
+     "2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input; groups include depthwise. The "
+     "output is channels-last."},
+    {"max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], int[] dilation=[1], "
+     "bool ceil_mode=False) -> Tensor",
+     kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size."},
+    {"avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
+     "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+     kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules."},
+    {"adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", kFloat, infer_adaptive_avg_pool2d, 0, nullptr, 1,
+     "Average over the windows [floor(i*in/out), ceil((i+1)*in/out))."},
+    {"batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
+     "bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor",
+     kFloat, infer_batch_norm, 0, nullptr, 1,
+     "Inference batch norm over dim 1: (x - mean) / sqrt(var + eps) * weight + bias."},
+    {"layer_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, int[] normalized_shape=[], "
+     "float eps=1e-05) -> Tensor",
+     kFloat, infer_layer_norm, 0, nullptr, 1,
+     "Normalises over the trailing normalized_shape dims (tensor arguments come first, unlike ATen)."},
+    {"embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor", dtypes::all, infer_embedding, 0, nullptr,
+     1, "Rows of weight selected by indices (i64 or i32); padding_idx matters only for training."},
+    {"dropout(Tensor input, float p=0.5, bool train=False) -> Tensor", dtypes::all, infer_dropout, view,
+     layout_identity, 1, "Identity in eval mode (train=true is an error: inference only)."},
+};
+
+}  // namespace
+}  // namespace amber

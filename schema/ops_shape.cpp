@@ -1,0 +1,163 @@
+// Op table entries that join, split and gather tensors: cat, stack, split,
+// split_with_sizes, chunk (views) and index_select. cat and stack promote mixed dtypes as
+// PyTorch; their kernels convert each input while copying, so no cast runs first.
+
+#include "amber/schema/infer_util.h"
+
+namespace amber {
+namespace {
+
+DType list_result_type(const InferCtx& c) {
+  ResultType rt;
+  for (int i = 0; i < c.num_inputs(); ++i) rt.add(c.in(i).dtype, Priority::dimensioned);
+  return rt.result();
+}
+
+// A 1-D tensor with no elements is skipped by cat, as in PyTorch (legacy behaviour).
+bool skipped_by_cat(const TensorMeta& m) { return m.sizes.size() == 1 && m.sizes[0] == 0; }
+
+void infer_cat(InferCtx& c) {
+  int ref = -1;
+  for (int i = 0; i < c.num_inputs() && ref < 0; ++i)
+    if (!skipped_by_cat(c.in(i))) ref = i;
+  const DType t = list_result_type(c);
+  if (ref < 0) {  // every input is an empty 1-D tensor
+    c.add_output(t, DimVec{0});
+  } else {
+    const DimVec& r = c.in(ref).sizes;
+    c.check(!r.empty(), "zero-dimensional tensor (at position ", ref, ") cannot be concatenated");
+    const int dim = c.wrap(c.attr(0).i(), r.size());
+    DimVec out = r;
+    out[dim] = 0;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      const DimVec& s = c.in(i).sizes;
+      if (skipped_by_cat(c.in(i))) continue;
+      c.check(s.size() == r.size(), "tensors must have the same number of dimensions: got ", r.size(), " and ",
+              s.size(), " (tensor ", i, ")");
+      for (int d = 0; d < r.size(); ++d)
+        c.check(d == dim || s[d] == r[d], "sizes of tensors must match except in dimension ", dim, ". Expected size ",
+                r[d], " but got size ", s[d], " for tensor number ", i, " in the list");
+      out[dim] = checked_add(out[dim], s[dim], "cat");
+    }
+    c.add_output(t, out);
+  }
+  c.compute_dtype = t;
+  c.cast_mask = 0;
+}
+
+void infer_stack(InferCtx& c) {
+  const DimVec& r = c.in(0).sizes;
+  for (int i = 1; i < c.num_inputs(); ++i)
+    c.check(c.in(i).sizes == r, "expects each tensor to be equal size, but got ", r, " at entry 0 and ", c.in(i).sizes,
+            " at entry ", i);
+  const int dim = c.wrap(c.attr(0).i(), r.size() + 1);
+  DimVec out = r;
+  out.insert(dim, c.num_inputs());
+  c.compute_dtype = list_result_type(c);
+  c.add_output(c.compute_dtype, out);
+  c.cast_mask = 0;
+}
+
+// ---- split / split_with_sizes / chunk: views along one dim ----
+struct Pieces {
+  int dim;
+  std::vector<int64_t> sizes;
+};
+
+Pieces split_pieces(const InferCtx& c, int64_t split_size) {
+  const DimVec& in = c.in(0).sizes;
+  c.check(!in.empty(), "cannot split a 0-dimensional tensor");
+  const int dim = c.wrap(c.attr(1).i(), in.size());
+  const int64_t n = in[dim];
+  c.check(split_size > 0 || (split_size == 0 && n == 0), "split_size can only be 0 if dimension size is 0, but got ",
+          split_size);
+  Pieces p{dim, {}};
+  const int64_t count = split_size == 0 ? 1 : std::max<int64_t>((n + split_size - 1) / split_size, 1);
+  c.check(count <= 1'000'000, "split would produce ", count, " pieces");
+  for (int64_t i = 0; i < count; ++i) p.sizes.push_back(split_size == 0 ? 0 : std::min(split_size, n - i * split_size));
+  return p;
+}
+
+Pieces pieces_of(const InferCtx& c) {
+  const std::string& name = c.op().name;
+  if (name == "split") return split_pieces(c, c.attr(0).i());
+  if (name == "chunk") {
+    const int64_t chunks = c.attr(0).i();
+    c.check(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+    const DimVec& in = c.in(0).sizes;
+    c.check(!in.empty(), "chunk expects at least a 1-dimensional tensor");
+    const int dim = c.wrap(c.attr(1).i(), in.size());
+    if (in[dim] == 0) return Pieces{dim, std::vector<int64_t>(size_t(chunks), 0)};
+    return split_pieces(c, (in[dim] + chunks - 1) / chunks);
+  }
+  // split_with_sizes
+  const DimVec& in = c.in(0).sizes;
+  c.check(!in.empty(), "cannot split a 0-dimensional tensor");
+  const int dim = c.wrap(c.attr(1).i(), in.size());
+  int64_t total = 0;
+  for (int64_t s : c.attr(0).ints()) {
+    c.check(s >= 0, "split_with_sizes expects split_sizes to have non-negative entries, got ",
+            DimVec(c.attr(0).ints()));
+    total = checked_add(total, s, "split_with_sizes");
+  }
+  c.check(total == in[dim], "split_with_sizes expects split_sizes to sum exactly to ", in[dim],
+          " (input tensor's size at dimension ", dim, "), but got split_sizes=", DimsText{c.attr(0).ints()});
+  return Pieces{dim, c.attr(0).ints()};
+}
+
+void infer_split(InferCtx& c) {
+  const Pieces p = pieces_of(c);
+  for (int64_t s : p.sizes) {
+    DimVec out = c.in(0).sizes;
+    out[p.dim] = s;
+    c.add_output(c.in(0).dtype, out);
+  }
+}
+
+bool layout_split(const InferCtx& c, const Layout& in, int output, Layout& out) {
+  const Pieces p = pieces_of(c);
+  int64_t start = 0;
+  for (int i = 0; i < output; ++i) start += p.sizes[size_t(i)];
+  out = in;
+  out.offset = in.offset + start * in.strides[p.dim];
+  out.sizes[p.dim] = p.sizes[size_t(output)];
+  return true;
+}
+
+void infer_index_select(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &idx = c.in(1);
+  c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "index must be i64 or i32, got ", idx.dtype);
+  c.check(idx.sizes.size() <= 1, "index must be 0-D or 1-D, got shape ", idx.sizes);
+  DimVec out = x.sizes;
+  if (!out.empty()) {
+    const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
+    out[dim] = idx.sizes.empty() ? 1 : idx.sizes[0];
+  } else {
+    c.wrap(c.attr(0).i(), 0);
+  }
+  c.add_output(x.dtype, out);
+  c.compute_dtype = x.dtype;
+  c.cast_mask = 0;
+}
+
+using namespace op_flags;
+const DTypeSet kAll = dtypes::all;
+
+const OpRegistrar registrar{
+    {"cat(Tensor[] tensors, int dim=0) -> Tensor", kAll, infer_cat, 0, nullptr, 1,
+     "Concatenates along dim, promoting dtypes; empty 1-D tensors are skipped (as PyTorch). The kernel is keyed by "
+     "the result dtype."},
+    {"stack(Tensor[] tensors, int dim=0) -> Tensor", kAll, infer_stack, 0, nullptr, 1,
+     "Stacks equal-shaped tensors along a new dim, promoting dtypes."},
+    {"split(Tensor self, int split_size, int dim=0) -> Tensor[]", kAll, infer_split, view, layout_split, 1,
+     "Views of split_size elements along dim (the last may be smaller)."},
+    {"split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]", kAll, infer_split, view, layout_split,
+     1, "Views of the given sizes along dim."},
+    {"chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", kAll, infer_split, view, layout_split, 1,
+     "At most `chunks` views of ceil(size/chunks) elements along dim."},
+    {"index_select(Tensor self, Tensor index, int dim) -> Tensor", kAll, infer_index_select, 0, nullptr, 1,
+     "Entries of self at index (i64 or i32) along dim (tensor arguments first, unlike ATen)."},
+};
+
+}  // namespace
+}  // namespace amber
