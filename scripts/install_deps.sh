@@ -7,7 +7,7 @@ set -euo pipefail
 what=${1:-test}
 pkgs=(build-essential cmake ninja-build pkg-config libdnnl-dev nlohmann-json3-dev catch2)
 if [[ $what == test ]]; then
-  pkgs+=(python3-torch)
+  pkgs+=(python3-torch python3-torchvision)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -8,7 +8,10 @@ a non-contiguous input is stored in a layout from which the C++ test rebuilds th
 strided view), the expected outputs, and in __metadata__["cases"] a JSON list describing
 each case (op name as in Amber's op table, attributes by name, layouts, tolerances, or the
 error Amber must raise where PyTorch raises too). Also writes OUT_DIR/core.safetensors
-with torch's type-promotion table, printed tensors and seeded random numbers.
+with torch's type-promotion table, printed tensors and seeded random numbers, and for
+each model (torchvision's ResNet-18, the transformer encoder of DESIGN.md section 9, LeNet,
+the Elman RNN) MODEL.safetensors (its state_dict) and MODEL_io.safetensors (inputs and
+outputs at several batch sizes).
 
 Numbers always come from PyTorch, never from Amber. Tolerance rule: |amber - ref| <=
 atol + rtol * |ref|; integer and bool results must match exactly.
@@ -705,6 +708,104 @@ def core_reference():
     return tensors, meta
 
 
+# ================= models: torchvision ResNet-18, the transformer encoder, LeNet, Elman RNN ===========
+class LeNet(torch.nn.Module):
+    """The Net of shared/DESIGN.md section 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = torch.nn.Conv2d(1, 6, 3), torch.nn.Conv2d(6, 16, 3)
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(576, 120), torch.nn.Linear(120, 84), torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class ElmanRNN(torch.nn.Module):
+    """h = tanh(x[t] @ W_h + h @ U_h + b_h), y_t = tanh(h @ W_y + b_y), stacked over t."""
+
+    def __init__(self, n_in, n_hidden, n_out):
+        super().__init__()
+        self.W_h = torch.nn.Parameter(torch.randn(n_in, n_hidden) * 0.3)
+        self.U_h = torch.nn.Parameter(torch.randn(n_hidden, n_hidden) * 0.3)
+        self.b_h = torch.nn.Parameter(torch.randn(n_hidden) * 0.1)
+        self.W_y = torch.nn.Parameter(torch.randn(n_hidden, n_out) * 0.3)
+        self.b_y = torch.nn.Parameter(torch.randn(n_out) * 0.1)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), self.U_h.size(0))
+        ys = []
+        for t in range(x.size(0)):
+            h = torch.tanh(x[t] @ self.W_h + h @ self.U_h + self.b_h)
+            ys.append(torch.tanh(h @ self.W_y + self.b_y))
+        return torch.stack(ys)
+
+
+def build_models():
+    """Seeded models whose every parameter matters (batch-norm statistics and per-layer
+    transformer weights are randomised, not left at their defaults)."""
+    import torchvision
+    torch.manual_seed(0)
+    resnet = torchvision.models.resnet18(weights=None)
+    for m in resnet.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.2, 0.2)
+    layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+    for lay in encoder.layers:  # distinct weights per layer (TransformerEncoder deep-copies one)
+        lay.self_attn._reset_parameters()
+        lay.self_attn.in_proj_bias.data.normal_(0, 0.02)
+        lay.self_attn.out_proj.reset_parameters()
+        lay.linear1.reset_parameters()
+        lay.linear2.reset_parameters()
+        for norm in (lay.norm1, lay.norm2):
+            norm.weight.data.normal_(1, 0.1)
+            norm.bias.data.normal_(0, 0.1)
+    prenorm_layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, activation="gelu", norm_first=True)
+    prenorm = torch.nn.TransformerEncoder(prenorm_layer, 2, enable_nested_tensor=False)
+    for lay in prenorm.layers:
+        lay.self_attn._reset_parameters()
+        lay.self_attn.in_proj_bias.data.normal_(0, 0.02)
+        lay.linear1.reset_parameters()
+    lenet = LeNet()
+    rnn = ElmanRNN(10, 20, 5)
+    inputs = {
+        "resnet18": {1: torch.randn(1, 3, 224, 224), 8: torch.randn(8, 3, 224, 224)},
+        "transformer": {1: torch.randn(1, 128, 256), 8: torch.randn(8, 128, 256)},
+        "lenet": {1: torch.randn(1, 1, 32, 32), 8: torch.randn(8, 1, 32, 32), 64: torch.randn(64, 1, 32, 32)},
+        "elman_rnn": {1: torch.randn(6, 1, 10), 8: torch.randn(6, 8, 10)},
+        # sequence-first [S, N, E], with a key padding mask (true = padding)
+        "transformer_prenorm": {1: torch.randn(9, 1, 64), 3: torch.randn(9, 3, 64)},
+    }
+    masks = {"transformer_prenorm": {1: torch.zeros(1, 9, dtype=torch.bool),
+                                     3: torch.arange(9).expand(3, 9) >= torch.tensor([[9], [5], [2]])}}
+    return {"resnet18": resnet, "transformer": encoder, "lenet": lenet, "elman_rnn": rnn,
+            "transformer_prenorm": prenorm}, inputs, masks
+
+
+def models_reference(out):
+    models, inputs, masks = build_models()
+    for name, model in models.items():
+        model.eval()
+        save_file(model.state_dict(), os.path.join(out, f"{name}.safetensors"), {"model": name})
+        io = {}
+        with torch.no_grad():
+            for batch, x in inputs[name].items():
+                io[f"input.b{batch}"] = x
+                if name in masks:
+                    io[f"mask.b{batch}"] = masks[name][batch]
+                    io[f"output.b{batch}"] = model(x, src_key_padding_mask=masks[name][batch])
+                else:
+                    io[f"output.b{batch}"] = model(x)
+        save_file(io, os.path.join(out, f"{name}_io.safetensors"), {"batches": ",".join(map(str, inputs[name]))})
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -717,6 +818,7 @@ def main():
               {"cases": json.dumps(specs), "torch": torch.__version__})
     ct, cm = core_reference()
     save_file(ct, os.path.join(out, "core.safetensors"), cm)
+    models_reference(out)
     print(f"wrote {len(specs)} op cases ({len(tensors)} tensors) and the core reference to {out}")
     return 0
 

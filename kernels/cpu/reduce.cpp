@@ -1,17 +1,20 @@
 // CPU kernels for reductions over any set of dims: sum, mean, amax, amin, argmax. Floats
-// accumulate in double (eight partial sums in a fixed order, so results are deterministic
-// and vectorisable), integers in int64. amax/amin/argmax propagate NaN as PyTorch. Work
-// splits over output elements, or over the reduced elements (partials merged in a fixed
-// order) when there are too few outputs to keep the threads busy.
+// accumulate in double (sixteen partial sums in a fixed order, so results are deterministic
+// and vectorise; contiguous runs use the AVX-512/AVX2/portable builds), integers in int64. amax/amin/argmax propagate
+// NaN as PyTorch. Work splits over output elements, or over the reduced elements (partials merged in a fixed order)
+// when there are too few outputs to keep the threads busy.
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <vector>
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/kernel_util.h"
+#include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/cpu/row_ops.h"
 
 namespace amber::cpu {
 namespace {
@@ -74,20 +77,47 @@ uint32_t dims_mask(const amber_kernel_args* a, int attr, int ndim) {
   return mask;
 }
 
+// ---- Contiguous runs, compiled per ISA (IsaVariants): p[0] is the run, ctx the accumulator ----
+template <typename T, typename Acc>
+struct SumRun {
+  static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
+    *static_cast<Acc*>(const_cast<void*>(ctx)) += row_sum<T, Acc>(reinterpret_cast<const T*>(p[0]), n);
+  }
+};
+// Max (or min) of a contiguous run into *ctx; NaN propagates.
+template <typename T, bool Max>
+struct ExtremumRun {
+  static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
+    const T* x = reinterpret_cast<const T*>(p[0]);
+    T& out = *static_cast<T*>(const_cast<void*>(ctx));
+    T best = out;
+    bool nan = false;
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_floating_point_v<T>) nan |= x[i] != x[i];
+      best = Max ? (x[i] > best ? x[i] : best) : (x[i] < best ? x[i] : best);
+    }
+    if constexpr (std::is_floating_point_v<T>)
+      out = nan ? std::numeric_limits<T>::quiet_NaN() : best;
+    else
+      out = best;
+  }
+};
+template <typename Run>
+void run_isa(const void* data, int64_t n, void* acc) {
+  static const InnerFn fn = IsaVariants<Run>::pick();
+  char* p[1] = {static_cast<char*>(const_cast<void*>(data))};
+  fn(p, nullptr, n, acc);
+}
+
 // ---- Reducers: Acc state, fold over values (k is the flat reduced index), merge ----
 template <typename T>
 struct SumReducer {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
   static Acc init() { return 0; }
-  // Contiguous runs: eight partial sums in a fixed order.
+  // Contiguous runs: sixteen partial sums in a fixed order, vectorised per ISA.
   static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
     if (stride == 1) {
-      Acc part[8] = {};
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) part[j] += Acc(p[i + j]);
-      for (; i < n; ++i) part[0] += Acc(p[i]);
-      for (int j = 0; j < 8; ++j) acc += part[j];
+      run_isa<SumRun<T, Acc>>(p, n, &acc);
     } else {
       for (int64_t i = 0; i < n; ++i) acc += Acc(p[i * stride]);
     }
@@ -117,7 +147,11 @@ struct ExtremumReducer {
   static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
     if (n == 0) return;
     T v = acc.set ? acc.v : p[0];
-    for (int64_t i = 0; i < n; ++i) v = pick(v, p[i * stride]);
+    if (stride == 1 && !nan(v)) {
+      run_isa<ExtremumRun<T, Max>>(p, n, &v);
+    } else {
+      for (int64_t i = 0; i < n; ++i) v = pick(v, p[i * stride]);
+    }
     acc = {v, true};
   }
   static void merge(Acc& a, const Acc& b) {

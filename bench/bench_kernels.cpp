@@ -1,0 +1,149 @@
+// Kernel benchmarks for [cpu-ops]: eager per-op overhead, sgemm and ResNet-18's
+// convolutions in GFLOP/s next to this machine's fp32 peak, measured in the same run by an
+// FMA loop. Prints numbers; asserts nothing. Usage: bench_kernels [threads] (default 2).
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <amber/amber.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+using namespace amber;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Median seconds per call of f over `reps` calls after a warm-up call.
+double time_median(const std::function<void()>& f, int reps, int rounds = 5) {
+  f();
+  std::vector<double> t;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / reps);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Peak fp32 FLOP/s of `threads` threads running independent FMA chains.
+__attribute__((target("avx512f"))) double fma_loop_512(int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
+  for (int64_t k = 0; k < iters; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  float sink = 0;
+  for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(acc[i]);
+  return double(sink);
+}
+__attribute__((target("avx2,fma"))) double fma_loop_256(int64_t iters) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
+  for (int64_t k = 0; k < iters; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  float sink = 0;
+  float tmp[8];
+  for (int i = 0; i < 12; ++i) {
+    _mm256_storeu_ps(tmp, acc[i]);
+    for (float v : tmp) sink += v;
+  }
+  return double(sink);
+}
+
+double peak_gflops(int threads, bool avx512) {
+  const int64_t iters = 20'000'000;
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    volatile double sink = 0;
+    const auto t0 = Clock::now();
+#pragma omp parallel num_threads(threads)
+    { sink = sink + (avx512 ? fma_loop_512(iters) : fma_loop_256(iters)); }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, double(threads) * iters * 12 * (avx512 ? 16 : 8) * 2 / s / 1e9);
+  }
+  return best;
+}
+
+// A read-only copy of t, as load_state() gives (lets conv2d cache reordered weights).
+Tensor read_only(const Tensor& t) {
+  auto owner = std::make_shared<Tensor>(t.contiguous());
+  return Tensor::make(Storage::wrap(const_cast<void*>(owner->data()), owner->nbytes(), Device::cpu(), owner, true),
+                      t.sizes(), contiguous_strides(t.sizes()), 0, t.dtype());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  set_num_threads(threads);
+  __builtin_cpu_init();
+  const bool has512 = __builtin_cpu_supports("avx512f");
+  const double peak256 = peak_gflops(threads, false);
+  const double peak512 = has512 ? peak_gflops(threads, true) : 0;
+  const double peak = std::max(peak256, peak512);
+  std::printf("machine peak fp32 with %d threads (FMA loop): AVX2 %.0f GFLOP/s", threads, peak256);
+  if (has512) std::printf(", AVX-512 %.0f GFLOP/s", peak512);
+  std::printf(" -> peak %.0f GFLOP/s\n\n", peak);
+
+  // Eager per-op overhead: add on 5-element tensors, the whole dispatch path.
+  {
+    Tensor a = ones({5}), b = ones({5});
+    const double s = time_median([&] { (void)add(a, b); }, 200000);
+    Tensor x = ones({5});
+    const double s10 = time_median(
+        [&] {
+          Tensor y = x;
+          for (int i = 0; i < 10; ++i) y = y * y;
+        },
+        20000);
+    std::printf("eager per-op overhead: add on 5 elements %.3f us/op (target <= 0.4; libtorch ATen ~0.8)\n", s * 1e6);
+    std::printf("eager ten-mul sample (x = x * x, 10 times, 5 elements): %.3f us/call\n\n", s10 * 1e6);
+  }
+
+  // sgemm 1024^3 through the mm op.
+  {
+    manual_seed(0);
+    Tensor a = randn({1024, 1024}), b = randn({1024, 1024});
+    const double s = time_median([&] { (void)mm(a, b); }, 5);
+    const double gf = 2.0 * 1024 * 1024 * 1024 / s / 1e9;
+    std::printf("sgemm 1024x1024x1024 (mm): %.2f ms, %.0f GFLOP/s = %.0f%% of peak (target >= 60%%)\n\n", s * 1e3, gf,
+                100 * gf / peak);
+  }
+
+  // ResNet-18's convolutions at batch 1 (channels-last activations, read-only weights).
+  struct Conv {
+    int64_t c, h, oc, k, stride;
+  } convs[] = {{64, 56, 64, 3, 1},   {64, 56, 128, 3, 2},  {128, 28, 128, 3, 1}, {128, 28, 256, 3, 2},
+               {256, 14, 256, 3, 1}, {256, 14, 512, 3, 2}, {512, 7, 512, 3, 1},  {3, 224, 64, 7, 2}};
+  std::printf("%-28s %10s %10s %8s\n", "conv2d (batch 1, NHWC)", "ms", "GFLOP/s", "% peak");
+  double total_flops = 0, total_s = 0, flops3x3 = 0, s3x3 = 0;
+  for (const Conv& c : convs) {
+    manual_seed(1);
+    Tensor x = conv2d(randn({1, c.c, c.h, c.h}), read_only(ones({c.c, c.c, 1, 1})));  // channels-last input
+    Tensor w = read_only(randn({c.oc, c.c, c.k, c.k}));
+    Tensor bias = read_only(randn({c.oc}));
+    const int64_t pad = c.k / 2;
+    const int64_t oh = (c.h + 2 * pad - c.k) / c.stride + 1;
+    const double flops = 2.0 * c.oc * oh * oh * c.c * c.k * c.k;
+    const double s = time_median([&] { (void)conv2d(x, w, bias, {c.stride}, {pad}); }, std::max(3, int(2e8 / flops)));
+    std::printf("%3lldx%3lld c%-3lld -> %-3lld k%lld s%lld     %10.3f %10.0f %7.0f%%\n", (long long)c.h, (long long)c.h,
+                (long long)c.c, (long long)c.oc, (long long)c.k, (long long)c.stride, s * 1e3, flops / s / 1e9,
+                100 * flops / s / 1e9 / peak);
+    total_flops += flops;
+    total_s += s;
+    if (c.k == 3) {
+      flops3x3 += flops;
+      s3x3 += s;
+    }
+  }
+  std::printf("all 3x3 convolutions above: %.0f GFLOP/s = %.0f%% of peak (target >= 60%%)\n", flops3x3 / s3x3 / 1e9,
+              100 * flops3x3 / s3x3 / 1e9 / peak);
+  return 0;
+}
