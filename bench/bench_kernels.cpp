@@ -39,7 +39,11 @@ __attribute__((target("avx512f"))) double fma_loop_512(int64_t iters) {
   for (int64_t k = 0; k < iters; ++k)
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   float sink = 0;
-  for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(acc[i]);
+  float tmp[16];
+  for (int i = 0; i < 12; ++i) {  // (_mm512_reduce_add_ps trips GCC 12's -Wuninitialized)
+    _mm512_storeu_ps(tmp, acc[i]);
+    for (float v : tmp) sink += v;
+  }
   return double(sink);
 }
 __attribute__((target("avx2,fma"))) double fma_loop_256(int64_t iters) {
