@@ -225,6 +225,8 @@ class HostAccessHook {
   virtual ~HostAccessHook() = default;
   virtual void on_host_read(const Tensor& t, const char* what, SrcLoc loc) = 0;
   virtual void on_random(const Tensor& t, const char* what, SrcLoc loc) = 0;
+  // `to` copied src to another device, giving dst (not an op: archives are device-independent).
+  virtual void on_device_copy(const Tensor& src, const Tensor& dst) {}
 };
 HostAccessHook*& tls_host_access_hook();
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "amber/core/tensor.h"
@@ -199,10 +200,18 @@ std::string Tensor::str() const {
 
   std::vector<double> fvals;
   std::vector<int64_t> ivals;
-  if (is_floating(dtype()))
-    fvals = to_vector<double>(SrcLoc::none());
-  else
-    ivals = to_vector<int64_t>(SrcLoc::none());
+  {
+    // Printing feeds no value back into the computation: not a host read a trace warns of.
+    HostAccessHook* hook = std::exchange(tls_host_access_hook(), nullptr);
+    struct Restore {
+      HostAccessHook* h;
+      ~Restore() { tls_host_access_hook() = h; }
+    } restore{hook};
+    if (is_floating(dtype()))
+      fvals = to_vector<double>(SrcLoc::none());
+    else
+      ivals = to_vector<int64_t>(SrcLoc::none());
+  }
 
   Printer p{sizes(), contiguous_strides(sizes()), fvals, ivals, numel() > kThreshold};
   // The formatter sees only the elements that will be printed, as torch's does.

@@ -13,7 +13,7 @@
 
 namespace amber::nn {
 
-class Linear : public ModuleImpl<Linear> {
+class Linear : public BuiltinModule<Linear> {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x);
@@ -25,7 +25,7 @@ struct Conv2dOptions {
   int64_t groups = 1;
   bool bias = true;
 };
-class Conv2d : public ModuleImpl<Conv2d> {
+class Conv2d : public BuiltinModule<Conv2d> {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, DimVec kernel_size, Conv2dOptions options = {});
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv2dOptions options = {})
@@ -35,7 +35,7 @@ class Conv2d : public ModuleImpl<Conv2d> {
   Conv2dOptions options;
 };
 
-class BatchNorm2d : public ModuleImpl<BatchNorm2d> {
+class BatchNorm2d : public BuiltinModule<BatchNorm2d> {
  public:
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true);
   Tensor forward(const Tensor& x);
@@ -43,7 +43,7 @@ class BatchNorm2d : public ModuleImpl<BatchNorm2d> {
   double eps, momentum;
 };
 
-class LayerNorm : public ModuleImpl<LayerNorm> {
+class LayerNorm : public BuiltinModule<LayerNorm> {
  public:
   explicit LayerNorm(DimVec normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   explicit LayerNorm(int64_t normalized_shape, double eps = 1e-5, bool elementwise_affine = true)
@@ -54,26 +54,26 @@ class LayerNorm : public ModuleImpl<LayerNorm> {
   double eps;
 };
 
-class Embedding : public ModuleImpl<Embedding> {
+class Embedding : public BuiltinModule<Embedding> {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim);
   Tensor forward(const Tensor& indices);
   Tensor weight;  // [num_embeddings, embedding_dim]
 };
 
-class ReLU : public ModuleImpl<ReLU> {
+class ReLU : public BuiltinModule<ReLU> {
  public:
   Tensor forward(const Tensor& x) { return relu(x); }
 };
 
-class GELU : public ModuleImpl<GELU> {
+class GELU : public BuiltinModule<GELU> {
  public:
   explicit GELU(std::string approximate = "none") : approximate(std::move(approximate)) {}
   Tensor forward(const Tensor& x) { return gelu(x, approximate); }
   std::string approximate;
 };
 
-class MaxPool2d : public ModuleImpl<MaxPool2d> {
+class MaxPool2d : public BuiltinModule<MaxPool2d> {
  public:
   explicit MaxPool2d(DimVec kernel_size, DimVec stride = {}, DimVec padding = {0}, DimVec dilation = {1},
                      bool ceil_mode = false)
@@ -83,7 +83,7 @@ class MaxPool2d : public ModuleImpl<MaxPool2d> {
   bool ceil_mode;
 };
 
-class AvgPool2d : public ModuleImpl<AvgPool2d> {
+class AvgPool2d : public BuiltinModule<AvgPool2d> {
  public:
   explicit AvgPool2d(DimVec kernel_size, DimVec stride = {}, DimVec padding = {0}, bool ceil_mode = false,
                      bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt)
@@ -101,14 +101,14 @@ class AvgPool2d : public ModuleImpl<AvgPool2d> {
   std::optional<int64_t> divisor_override;
 };
 
-class AdaptiveAvgPool2d : public ModuleImpl<AdaptiveAvgPool2d> {
+class AdaptiveAvgPool2d : public BuiltinModule<AdaptiveAvgPool2d> {
  public:
   explicit AdaptiveAvgPool2d(DimVec output_size) : output_size(output_size) {}
   Tensor forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size); }
   DimVec output_size;
 };
 
-class Flatten : public ModuleImpl<Flatten> {
+class Flatten : public BuiltinModule<Flatten> {
  public:
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& x) { return x.flatten(start_dim, end_dim); }
@@ -116,7 +116,7 @@ class Flatten : public ModuleImpl<Flatten> {
 };
 
 // Identity in eval mode; in training mode it refuses to run (inference only).
-class Dropout : public ModuleImpl<Dropout> {
+class Dropout : public BuiltinModule<Dropout> {
  public:
   explicit Dropout(double p = 0.5) : p(p) {}
   Tensor forward(const Tensor& x) { return dropout(x, p, is_training()); }

@@ -11,15 +11,27 @@
 namespace amber::nn {
 
 namespace {
-thread_local std::vector<const Module*> t_scope;
-}
+struct Frame {
+  const Module* module;
+  SrcLoc call_site;
+};
+thread_local std::vector<Frame> t_scope;
+}  // namespace
 
-ModuleScope::ModuleScope(const Module& m) { t_scope.push_back(&m); }
+ModuleScope::ModuleScope(const Module& m, SrcLoc call_site) { t_scope.push_back({&m, call_site}); }
 ModuleScope::~ModuleScope() { t_scope.pop_back(); }
+
+SrcLoc ModuleScope::user_call_site() {
+  SrcLoc site = SrcLoc::none();
+  for (auto it = t_scope.rbegin(); it != t_scope.rend() && it->module->is_library_module(); ++it)
+    if (it->call_site.known()) site = it->call_site;
+  return site;
+}
 
 std::string ModuleScope::current_path() {
   std::string path;
-  for (const Module* m : t_scope) {
+  for (const Frame& f : t_scope) {
+    const Module* m = f.module;
     if (m->scope_name().empty()) continue;  // a root module
     if (!path.empty()) path += '.';
     path += m->scope_name();

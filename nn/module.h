@@ -52,8 +52,12 @@ class Module {
 
   // The name this module was registered under in its parent ("" for a root).
   const std::string& scope_name() const { return name_; }
+  // True for Amber's built-in modules: traced ops inside them are attributed to the line of
+  // user code that called the module.
+  bool is_library_module() const { return library_; }
 
  protected:
+  bool library_ = false;  // set by Amber's own modules
   // Registers a member tensor. slot must live as long as the module (a member).
   void register_parameter(std::string name, Tensor& slot);
   void register_buffer(std::string name, Tensor& slot);
@@ -74,12 +78,16 @@ class Module {
 // tracer records as a node's module path "layer1.0.conv1".
 class ModuleScope {
  public:
-  explicit ModuleScope(const Module& m);
+  explicit ModuleScope(const Module& m, SrcLoc call_site = SrcLoc::none());
   ~ModuleScope();
   ModuleScope(const ModuleScope&) = delete;
   ModuleScope& operator=(const ModuleScope&) = delete;
   // The dotted path of the innermost running module ("" outside any module).
   static std::string current_path();
+  // When the innermost running module is one of Amber's own, the line of user code that
+  // called into Amber's modules (the outermost of the innermost run of library modules);
+  // otherwise unknown.
+  static SrcLoc user_call_site();
 };
 
 // Base for modules called like functions, `y = conv1(x)`: operator() runs forward() inside
@@ -87,16 +95,29 @@ class ModuleScope {
 template <typename Derived>
 class ModuleImpl : public Module {
  public:
+  // One tensor: the caller's line is recorded too (see ModuleScope::user_call_site).
+  decltype(auto) operator()(const Tensor& x, SrcLoc loc = {}) {
+    ModuleScope scope(*this, loc);
+    return static_cast<Derived*>(this)->forward(x);
+  }
   template <typename... Args>
-  decltype(auto) operator()(Args&&... args) {
+  requires(sizeof...(Args) != 1) decltype(auto) operator()(Args&&... args) {
     ModuleScope scope(*this);
     return static_cast<Derived*>(this)->forward(std::forward<Args>(args)...);
   }
 };
 
+// Base of Amber's own modules (marks them as library modules; see is_library_module).
+template <typename Derived>
+class BuiltinModule : public ModuleImpl<Derived> {
+ protected:
+  BuiltinModule() { this->library_ = true; }
+};
+
 // Owns modules named "0", "1", ... as torch.nn.ModuleList (no forward of its own).
 class ModuleList : public Module {
  public:
+  ModuleList() { library_ = true; }
   template <typename M, typename... Args>
   M& emplace_back(Args&&... args) {
     auto owned = std::make_unique<M>(std::forward<Args>(args)...);
@@ -113,7 +134,7 @@ class ModuleList : public Module {
 };
 
 // Children run in order, named "0", "1", ... as torch.nn.Sequential.
-class Sequential : public ModuleImpl<Sequential> {
+class Sequential : public BuiltinModule<Sequential> {
  public:
   Sequential() = default;
   // Constructs a child in place: seq.emplace_back<nn::Linear>(4, 5).

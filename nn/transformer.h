@@ -10,7 +10,7 @@
 
 namespace amber::nn {
 
-class MultiheadAttention : public ModuleImpl<MultiheadAttention> {
+class MultiheadAttention : public BuiltinModule<MultiheadAttention> {
  public:
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
                      bool batch_first = false);
@@ -34,7 +34,7 @@ struct TransformerEncoderLayerOptions {
   bool batch_first = false, norm_first = false;
 };
 
-class TransformerEncoderLayer : public ModuleImpl<TransformerEncoderLayer> {
+class TransformerEncoderLayer : public BuiltinModule<TransformerEncoderLayer> {
  public:
   explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& options);
   Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {});
@@ -52,7 +52,7 @@ class TransformerEncoderLayer : public ModuleImpl<TransformerEncoderLayer> {
 };
 
 // num_layers layers with distinct weights ("layers.0", ...), and an optional final norm.
-class TransformerEncoder : public ModuleImpl<TransformerEncoder> {
+class TransformerEncoder : public BuiltinModule<TransformerEncoder> {
  public:
   TransformerEncoder(const TransformerEncoderLayerOptions& layer, int64_t num_layers, bool final_norm = false);
   Tensor forward(const Tensor& src, const Tensor& mask = {}, const Tensor& src_key_padding_mask = {});

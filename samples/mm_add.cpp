@@ -1,20 +1,20 @@
-// Sample 2 of DESIGN.md section 9: `y = x.mm(x); print(y); return y + t`, run eagerly on the
-// CPU. Printing inside the function works because every op runs immediately.
+// Sample 2 of DESIGN.md section 9: `y = x.mm(x); print(y); return y + t`. Every op runs
+// while it is recorded, so printing inside the traced function still works; the graph
+// holds only the mm and the add (t is a captured tensor: a constant).
 #include <amber/amber.h>
 
-#include <iostream>
-
-amber::Tensor mm_add(const amber::Tensor& x, const amber::Tensor& t) {
-  amber::Tensor y = x.mm(x);
-  std::cout << "inside: y = x.mm(x) = " << y << "\n";
-  return y + t;
-}
-
 int main() {
-  amber::manual_seed(0);
-  amber::Tensor x = amber::randn({3, 3});
-  amber::Tensor t = amber::ones({3, 3});
-  std::cout << "x = " << x << "\n";
-  amber::Tensor out = mm_add(x, t);
-  std::cout << "x.mm(x) + 1 = " << out << "\n";
+  using namespace amber;
+  manual_seed(0);
+  Tensor t = ones({3, 3});
+  auto f = [&t](const Tensor& x) {
+    Tensor y = x.mm(x);
+    std::cout << "inside forward: y = " << y << "\n";
+    return y + t;
+  };
+  Tensor x = randn({3, 3});
+  TracedModule traced = trace(f, {x});
+  std::cout << traced.graph();
+  Tensor x2 = randn({3, 3});
+  std::cout << "traced on another input: " << traced.forward({x2})[0] << "\n";
 }

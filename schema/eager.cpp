@@ -308,12 +308,14 @@ Tensor Tensor::to(Device d, SrcLoc loc) const {
   // copied through the backends' tables.
   Tensor src = contiguous(SrcLoc::none());
   Tensor out = empty(sizes(), {dtype(), d});
-  if (out.nbytes() == 0) return out;
-  const amber_backend& b = backend(d.is_cpu() ? src.device() : d);
-  const int rc = b.copy(out.mutable_data(), int32_t(d.type), d.index, src.data(), int32_t(src.device().type),
-                        src.device().index, out.nbytes(), nullptr);
-  AMBER_CHECK(rc == 0, "to(): copying ", out.nbytes(), " bytes from ", src.device(), " to ", d,
-              " failed: ", b.last_error());
+  if (out.nbytes() > 0) {
+    const amber_backend& b = backend(d.is_cpu() ? src.device() : d);
+    const int rc = b.copy(out.mutable_data(), int32_t(d.type), d.index, src.data(), int32_t(src.device().type),
+                          src.device().index, out.nbytes(), nullptr);
+    AMBER_CHECK(rc == 0, "to(): copying ", out.nbytes(), " bytes from ", src.device(), " to ", d,
+                " failed: ", b.last_error());
+  }
+  if (HostAccessHook* hook = tls_host_access_hook()) hook->on_device_copy(*this, out);
   return out;
 }
 

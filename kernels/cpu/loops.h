@@ -86,6 +86,12 @@ struct ElementwiseIter {
       }
     }
     if (ndim > 0) ndim = w + 1;
+    // A short innermost dim (broadcasting kept it from merging) makes short runs, each
+    // paying the inner function's setup: run along the longer next dim instead.
+    if (ndim >= 2 && sizes[0] < 8 && sizes[1] >= 4 * sizes[0]) {
+      std::swap(sizes[0], sizes[1]);
+      for (int k = 0; k < N; ++k) std::swap(strides[k][0], strides[k][1]);
+    }
   }
 
   // Calls inner over the elements [begin, end) of the (coalesced) index space.

@@ -216,12 +216,28 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
   ThreadLimit limit(threads);
   if (m >= threads || l < 32768) {
     parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+      // Walk the kept dims with an index counter (no divisions per output).
+      int64_t idx[AMBER_MAX_DIMS] = {}, io = 0, oo = 0;
+      p.kept.offsets(b, io, oo);
+      {
+        int64_t k = b;
+        for (int d = p.kept.n - 1; d >= 0; --d) {
+          idx[d] = k % p.kept.size[d];
+          k /= p.kept.size[d];
+        }
+      }
       for (int64_t i = b; i < e; ++i) {
-        int64_t io, oo;
-        p.kept.offsets(i, io, oo);
         typename R::Acc acc = R::init();
         fold_range<R>(acc, x + io, p.red, 0, l);
         finish(acc, y + oo);
+        for (int d = p.kept.n - 1; d >= 0; --d) {
+          io += p.kept.in_stride[d];
+          oo += p.kept.out_stride[d];
+          if (++idx[d] < p.kept.size[d]) break;
+          io -= p.kept.in_stride[d] * p.kept.size[d];
+          oo -= p.kept.out_stride[d] * p.kept.size[d];
+          idx[d] = 0;
+        }
       }
     });
     return;

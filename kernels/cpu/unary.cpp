@@ -9,6 +9,7 @@
 
 #include "amber/kernels/cpu/arith.h"
 #include "amber/kernels/cpu/loops.h"
+#include "amber/kernels/cpu/pointwise_math.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
 
@@ -42,7 +43,7 @@ struct AbsOp {
 struct ReluOp {  // NaN stays NaN and -0.0 stays -0.0, as ATen's clamp_min(0)
   template <typename T>
   static T apply(T a, const UnaryCtx<T>&) {
-    return a < T(0) ? T(0) : a;
+    return pw::relu(a);
   }
 };
 struct ClampOp {  // std::min(std::max(a, lo), hi) as ATen: NaN propagates; lo > hi gives hi
@@ -75,7 +76,7 @@ struct SqrtOp {
 struct RsqrtOp {
   template <typename T>
   static T apply(T a, const UnaryCtx<T>&) {
-    return T(1) / std::sqrt(a);
+    return pw::rsqrt(a);
   }
 };
 struct TanhOp {
@@ -87,13 +88,13 @@ struct TanhOp {
 struct SigmoidOp {
   template <typename T>
   static T apply(T a, const UnaryCtx<T>&) {
-    return T(1) / (T(1) + vexp(-a));
+    return pw::sigmoid(a);
   }
 };
 struct SiluOp {
   template <typename T>
   static T apply(T a, const UnaryCtx<T>&) {
-    return a / (T(1) + vexp(-a));
+    return pw::silu(a);
   }
 };
 struct ReciprocalOp {
@@ -105,15 +106,13 @@ struct ReciprocalOp {
 struct GeluOp {
   template <typename T>
   static T apply(T a, const UnaryCtx<T>&) {
-    return a * T(0.5) * (T(1) + verf(a * T(M_SQRT1_2)));
+    return pw::gelu(a);
   }
 };
 struct GeluTanhOp {
   template <typename T>
   static T apply(T a, const UnaryCtx<T>&) {
-    const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
-    const T inner = beta * (a + kappa * a * a * a);
-    return T(0.5) * a * (T(1) + vtanh(inner));
+    return pw::gelu_tanh(a);
   }
 };
 

@@ -1,0 +1,49 @@
+// Graph passes, one per file in graph/passes/, each tested text-in/text-out with the
+// verifier run after it. optimize() is the pipeline the tracer runs before saving.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "amber/graph/graph.h"
+
+namespace amber::graph {
+
+// Removes nodes whose outputs nothing uses, and unused constants.
+void eliminate_dead_code(Graph& g);
+// Merges nodes with the same op, inputs and attributes.
+void eliminate_common_subexpressions(Graph& g);
+// Evaluates nodes whose inputs are all constants (and factories with static sizes) into
+// constants, unless the result would be larger than max(its inputs, max_new_elements).
+void fold_constants(Graph& g, int64_t max_new_elements = 4096);
+// conv2d followed by inference batch_norm with constant parameters becomes one conv2d
+// with scaled weights and a new bias (PyTorch's fuse_conv_bn_weights).
+void fold_batch_norm(Graph& g);
+// Chains of f32 pointwise ops whose intermediates have a single consumer become one
+// `fused` node (program encoding in docs/OPS.md).
+void fuse_pointwise(Graph& g);
+
+// The pipeline: constant folding, batch-norm folding, CSE, fusion, DCE.
+void optimize(Graph& g);
+
+// Liveness-based buffer planning for a static graph: every intermediate that owns memory
+// (kernel outputs, and maybe-view copies) gets an offset in one arena; values whose
+// lifetimes do not overlap share memory. Views alias their base, extending its lifetime.
+// Graph outputs (and the buffers they view) are left out: callers own them.
+struct BufferAssignment {
+  const Value* value;
+  size_t offset, bytes;
+  int first, last;  // node indices: produced by `first`, last read by `last`
+};
+struct MemoryPlan {
+  size_t arena_bytes = 0;                      // the arena's size
+  size_t naive_bytes = 0;                      // the sum of all planned buffers
+  std::vector<BufferAssignment> buffers;       // in node order
+  std::map<const Value*, const Value*> views;  // view value -> the value owning its memory
+};
+inline constexpr size_t kBufferAlignment = 64;
+MemoryPlan plan_memory(const Graph& g);
+std::string to_text(const MemoryPlan& p);
+
+}  // namespace amber::graph

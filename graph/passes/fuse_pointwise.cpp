@@ -1,0 +1,209 @@
+// Pointwise fusion: f32 elementwise nodes whose intermediate results have a single
+// consumer are merged into one `fused` node whose program (schema/fused_program.h) lists
+// their arithmetic, exactly as each op's kernel computes it (alpha and scalar operands
+// included), so fused arithmetic equals unfused arithmetic bit for bit (transcendental
+// functions within libmvec's few-ulp accuracy). A group grows from a node to
+// the groups of the producers it is the only consumer of, within kMaxFusedInputs inputs
+// and kMaxFusedInstructions instructions.
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "amber/core/dtype_cast.h"
+#include "amber/graph/passes.h"
+#include "amber/schema/fused_program.h"
+
+namespace amber::graph {
+namespace {
+
+float scalar_of(const Attr& a) {  // as the kernels' attr_scalar<float>
+  if (a.kind() == AttrKind::f) return cast_value<float>(a.f());
+  if (a.kind() == AttrKind::b) return a.b() ? 1.0f : 0.0f;
+  return cast_value<float>(a.i());
+}
+
+FusedOperand imm(float v) {
+  FusedOperand o;
+  o.kind = FusedOperand::Kind::imm;
+  o.imm = v;
+  return o;
+}
+
+bool is_f32(const Value* v) { return v && v->type.dtype == DType::f32; }
+
+// Appends the instructions computing node n, whose tensor operands are `x`; false when the
+// node cannot be fused.
+bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<FusedInstr>& out) {
+  const std::string& op = n.op->name;
+  // Appends one instruction; returns the temp holding its result.
+  auto emit = [&](FusedOp f, FusedOperand a, FusedOperand b = {}, FusedOperand c = {}) {
+    out.push_back(FusedInstr{f, fused_op_arity(f), a, b, c});
+    FusedOperand t;
+    t.kind = FusedOperand::Kind::temp;
+    t.index = int(out.size()) - 1;
+    return t;
+  };
+  static const std::map<std::string, FusedOp> unary = {{"neg", FusedOp::neg},
+                                                       {"abs", FusedOp::abs},
+                                                       {"exp", FusedOp::exp},
+                                                       {"log", FusedOp::log},
+                                                       {"sqrt", FusedOp::sqrt},
+                                                       {"rsqrt", FusedOp::rsqrt},
+                                                       {"tanh", FusedOp::tanh},
+                                                       {"sigmoid", FusedOp::sigmoid},
+                                                       {"relu", FusedOp::relu},
+                                                       {"silu", FusedOp::silu},
+                                                       {"reciprocal", FusedOp::reciprocal}};
+  if (auto it = unary.find(op); it != unary.end()) {
+    emit(it->second, x[0]);
+    return true;
+  }
+  if (op == "gelu") {
+    emit(n.attrs[0].s() == "tanh" ? FusedOp::gelu_tanh : FusedOp::gelu, x[0]);
+    return true;
+  }
+  if (op == "add" || op == "sub") {
+    const float alpha = scalar_of(n.attrs[0]);
+    const FusedOp f = op == "add" ? FusedOp::add : FusedOp::sub;
+    if (alpha == 1.0f)
+      emit(f, x[0], x[1]);
+    else
+      emit(f, x[0], emit(FusedOp::mul, x[1], imm(alpha)));
+    return true;
+  }
+  if (op == "add.Scalar" || op == "sub.Scalar") {  // kernel: self op (alpha * other)
+    const float s = scalar_of(n.attrs[1]) * scalar_of(n.attrs[0]);
+    emit(op == "add.Scalar" ? FusedOp::add : FusedOp::sub, x[0], imm(s));
+    return true;
+  }
+  if (op == "rsub.Scalar") {  // kernel: other - alpha * self
+    const float other = scalar_of(n.attrs[0]), alpha = scalar_of(n.attrs[1]);
+    if (alpha == 1.0f)
+      emit(FusedOp::sub, imm(other), x[0]);
+    else
+      emit(FusedOp::sub, imm(other), emit(FusedOp::mul, x[0], imm(alpha)));
+    return true;
+  }
+  if (op == "mul") return emit(FusedOp::mul, x[0], x[1]), true;
+  if (op == "mul.Scalar") return emit(FusedOp::mul, x[0], imm(scalar_of(n.attrs[0]))), true;
+  if (op == "div") {
+    if (!n.attrs[0].is_none()) return false;
+    emit(FusedOp::div, x[0], x[1]);
+    return true;
+  }
+  if (op == "div.Scalar") {
+    if (!n.attrs[1].is_none()) return false;
+    emit(FusedOp::div, x[0], imm(scalar_of(n.attrs[0])));
+    return true;
+  }
+  if (op == "pow") return emit(FusedOp::pow, x[0], x[1]), true;
+  if (op == "pow.Scalar") return emit(FusedOp::pow, x[0], imm(scalar_of(n.attrs[0]))), true;
+  if (op == "clamp" || op == "hardtanh") {
+    const bool lo = !n.attrs[0].is_none(), hi = !n.attrs[1].is_none();
+    if (lo && hi)
+      emit(FusedOp::clamp, x[0], imm(scalar_of(n.attrs[0])), imm(scalar_of(n.attrs[1])));
+    else if (lo)
+      emit(FusedOp::clamp_min, x[0], imm(scalar_of(n.attrs[0])));
+    else
+      emit(FusedOp::clamp_max, x[0], imm(scalar_of(n.attrs[1])));
+    return true;
+  }
+  return false;
+}
+
+bool fusible(const Node& n) {
+  if (!(n.op->flags & op_flags::pointwise) || n.op->name == "fused" || n.op->name == "to" || n.outputs.size() != 1)
+    return false;
+  if (n.has_symbolic_attrs() || !is_f32(n.outputs[0])) return false;
+  for (const Value* in : n.inputs)
+    if (!is_f32(in)) return false;
+  std::vector<FusedOperand> dummy(n.inputs.size());
+  std::vector<FusedInstr> probe;
+  return translate(n, dummy, probe);
+}
+
+}  // namespace
+
+void fuse_pointwise(Graph& g) {
+  std::set<const Value*> graph_outputs;
+  for (const auto& [name, v] : g.outputs()) graph_outputs.insert(v);
+  std::vector<Node*> nodes = g.nodes();
+  std::map<const Node*, int> order;
+  for (size_t i = 0; i < nodes.size(); ++i) order[nodes[i]] = int(i);
+
+  std::map<const Node*, int> group_of;
+  std::vector<std::vector<Node*>> groups;
+  auto external_inputs = [&](const std::vector<Node*>& members) {
+    std::set<const Node*> in_group(members.begin(), members.end());
+    std::vector<Value*> ext;
+    for (const Node* m : members)
+      for (Value* in : m->inputs)
+        if (!(in->producer && in_group.count(in->producer)) && std::find(ext.begin(), ext.end(), in) == ext.end())
+          ext.push_back(in);
+    return ext;
+  };
+  auto instruction_count = [&](const std::vector<Node*>& members) {
+    size_t count = 0;
+    for (const Node* m : members) {
+      std::vector<FusedOperand> dummy(m->inputs.size());
+      std::vector<FusedInstr> probe;
+      translate(*m, dummy, probe);
+      count += probe.size();
+    }
+    return count;
+  };
+  for (Node* n : nodes) {
+    if (!fusible(*n)) continue;
+    std::set<int> merge;
+    for (const Value* in : n->inputs) {
+      if (!in->producer || !group_of.count(in->producer) || graph_outputs.count(in)) continue;
+      std::set<const Node*> users(in->uses.begin(), in->uses.end());
+      if (users.size() == 1) merge.insert(group_of[in->producer]);
+    }
+    std::vector<Node*> members{n};
+    for (int gi : merge) members.insert(members.end(), groups[size_t(gi)].begin(), groups[size_t(gi)].end());
+    if (members.size() > 1 && (external_inputs(members).size() > size_t(kMaxFusedInputs) ||
+                               instruction_count(members) > size_t(kMaxFusedInstructions))) {
+      members = {n};
+      merge.clear();
+    }
+    for (int gi : merge) groups[size_t(gi)].clear();
+    const int id = int(groups.size());
+    for (Node* m : members) group_of[m] = id;
+    groups.push_back(std::move(members));
+  }
+
+  const OpSchema& fused_op = op_schema("fused");
+  for (std::vector<Node*>& members : groups) {
+    if (members.size() < 2) continue;
+    std::sort(members.begin(), members.end(), [&](const Node* a, const Node* b) { return order[a] < order[b]; });
+    const std::vector<Value*> ext = external_inputs(members);
+    std::map<const Value*, FusedOperand> operand;
+    for (size_t i = 0; i < ext.size(); ++i) {
+      FusedOperand o;
+      o.kind = FusedOperand::Kind::input;
+      o.index = int(i);
+      operand[ext[i]] = o;
+    }
+    FusedProgram program;
+    for (const Node* m : members) {
+      std::vector<FusedOperand> x;
+      for (const Value* in : m->inputs) x.push_back(operand.at(in));
+      translate(*m, x, program.instrs);
+      FusedOperand t;
+      t.kind = FusedOperand::Kind::temp;
+      t.index = int(program.instrs.size()) - 1;
+      operand[m->outputs[0]] = t;
+    }
+    Node* last = members.back();
+    Node* f = g.insert_node(last, &fused_op, ext, {Attr(format_fused_program(program))},
+                            {{g.fresh_name(), last->outputs[0]->type}});
+    f->source = last->source;
+    f->scope = last->scope;
+    g.replace_uses(last->outputs[0], f->outputs[0]);
+    for (auto it = members.rbegin(); it != members.rend(); ++it) g.remove_node(*it);
+  }
+}
+
+}  // namespace amber::graph

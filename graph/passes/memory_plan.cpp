@@ -1,0 +1,123 @@
+// Liveness-based buffer planning (passes.h). Layouts are simulated with the op table: the
+// inference gives each kernel output's memory format, view functions give views' strides,
+// so maybe-view ops are known to alias or copy. Buffers are placed greedily, largest
+// first, at the lowest 64-byte aligned offset that no buffer live at the same time uses.
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "amber/graph/passes.h"
+
+namespace amber::graph {
+namespace {
+
+size_t round_up(size_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g) {
+  AMBER_CHECK(!g.is_dynamic(), "plan_memory: instantiate the graph at a batch size first");
+  MemoryPlan plan;
+  std::map<const Value*, Layout> layout;
+  std::map<const Value*, const Value*> owner;  // value -> value owning its memory (itself for buffers)
+  std::map<const Value*, int> first, last;
+  auto contiguous = [](const ValueType& t) {
+    Layout l;
+    l.sizes = concrete_shape(t.shape, 0);
+    l.strides = contiguous_strides(l.sizes);
+    return l;
+  };
+  for (const Value* v : g.inputs()) layout[v] = contiguous(v->type), owner[v] = v;
+  for (const Value* c : g.constants()) {
+    layout[c] = c->data.defined() ? Layout{c->data.sizes(), c->data.strides(), 0} : contiguous(c->type);
+    owner[c] = c;
+  }
+  const std::vector<Node*> nodes = g.nodes();
+  for (int idx = 0; idx < int(nodes.size()); ++idx) {
+    const Node* n = nodes[size_t(idx)];
+    std::vector<TensorMeta> metas(n->inputs.size());
+    std::vector<const TensorMeta*> ptrs;
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      const Value* in = n->inputs[i];
+      if (!in) {
+        ptrs.push_back(nullptr);
+        continue;
+      }
+      const Layout& l = layout.at(in);
+      metas[i] = {in->type.dtype, l.sizes,
+                  is_channels_last(l.sizes, l.strides) ? MemoryFormat::channels_last : MemoryFormat::contiguous};
+      ptrs.push_back(&metas[i]);
+      last[owner.at(in)] = idx;
+    }
+    InferCtx ctx(*n->op, ptrs.data(), int(ptrs.size()), n->attrs.data(), int(n->attrs.size()));
+    n->op->infer(ctx);
+    for (size_t i = 0; i < n->outputs.size(); ++i) {
+      const Value* out = n->outputs[i];
+      const TensorMeta& m = ctx.outputs()[i];
+      Layout l;
+      bool is_view = false;
+      if (n->op->is_view() || n->op->is_maybe_view()) is_view = n->op->view(ctx, layout.at(n->inputs[0]), int(i), l);
+      if (is_view) {
+        layout[out] = l;
+        owner[out] = owner.at(n->inputs[0]);
+        plan.views[out] = owner[out];
+        continue;
+      }
+      l.sizes = m.sizes;
+      l.strides = m.format == MemoryFormat::channels_last && m.sizes.size() == 4 ? channels_last_strides(m.sizes)
+                                                                                 : contiguous_strides(m.sizes);
+      layout[out] = l;
+      owner[out] = out;
+      first[out] = last[out] = idx;
+    }
+  }
+  // Buffers behind graph outputs belong to the caller.
+  std::set<const Value*> escaped;
+  for (const auto& [name, v] : g.outputs()) escaped.insert(owner.at(v));
+  std::vector<BufferAssignment> bufs;
+  for (const Node* n : nodes)
+    for (const Value* out : n->outputs) {
+      if (owner.at(out) != out || escaped.count(out)) continue;
+      const size_t bytes = round_up(size_t(checked_numel(layout.at(out).sizes)) * itemsize(out->type.dtype));
+      bufs.push_back({out, 0, bytes, first.at(out), last.at(out)});
+    }
+  // Greedy placement, largest first.
+  std::vector<size_t> order(bufs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    BufferAssignment& b = bufs[i];
+    std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of overlapping live buffers
+    for (size_t j : placed) {
+      const BufferAssignment& o = bufs[j];
+      if (o.first <= b.last && b.first <= o.last) busy.emplace_back(o.offset, o.offset + o.bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (auto [s, e] : busy) {
+      if (offset + b.bytes <= s) break;
+      offset = std::max(offset, e);
+    }
+    b.offset = offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + b.bytes);
+    plan.naive_bytes += b.bytes;
+    placed.push_back(i);
+  }
+  plan.buffers = std::move(bufs);
+  return plan;
+}
+
+std::string to_text(const MemoryPlan& p) {
+  std::ostringstream os;
+  for (const BufferAssignment& b : p.buffers)
+    os << "%" << b.value->name << ": offset " << b.offset << ", " << b.bytes << " bytes, nodes [" << b.first << ", "
+       << b.last << "]\n";
+  for (const auto& [v, base] : p.views) os << "%" << v->name << ": view of %" << base->name << "\n";
+  os << "arena " << p.arena_bytes << " bytes for " << p.buffers.size() << " buffers (" << p.naive_bytes
+     << " bytes without sharing)\n";
+  return os.str();
+}
+
+}  // namespace amber::graph

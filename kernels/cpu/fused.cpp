@@ -1,0 +1,256 @@
+// CPU kernel for `fused` nodes: one generic kernel that runs a fused program (see
+// schema/fused_program.h) over broadcast f32 inputs. Each 1-D run is processed in blocks of
+// 256 elements; every instruction is a loop over the block (vectorised per ISA through
+// IsaVariants), reading inputs in place when contiguous, so intermediates never touch
+// memory beyond a few kilobytes of registers. Formulas are the op kernels' own
+// (pointwise_math.h): a fused chain gives the same bits as the ops run one by one, except
+// that libmvec's vector and scalar transcendental functions may differ by a few ulp.
+
+#include <array>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "amber/kernels/cpu/loops.h"
+#include "amber/kernels/cpu/pointwise_math.h"
+#include "amber/kernels/cpu/registry.h"
+#include "amber/schema/fused_program.h"
+
+namespace amber::cpu {
+namespace {
+
+constexpr int64_t kBlock = 256;
+
+struct Ctx {
+  const FusedProgram* program;
+  int num_inputs;
+};
+
+// An operand resolved for one block: an array or a broadcast scalar.
+struct Arg {
+  const float* p;
+  bool scalar;
+};
+
+template <typename F>
+inline void map1(float* o, Arg a, int64_t m, F f) {
+  if (a.scalar) {
+    const float v = f(*a.p);
+    for (int64_t i = 0; i < m; ++i) o[i] = v;
+  } else {
+    for (int64_t i = 0; i < m; ++i) o[i] = f(a.p[i]);
+  }
+}
+
+template <typename F>
+inline void map2(float* o, Arg a, Arg b, int64_t m, F f) {
+  if (!a.scalar && !b.scalar) {
+    for (int64_t i = 0; i < m; ++i) o[i] = f(a.p[i], b.p[i]);
+  } else if (!a.scalar) {
+    const float bv = *b.p;
+    for (int64_t i = 0; i < m; ++i) o[i] = f(a.p[i], bv);
+  } else if (!b.scalar) {
+    const float av = *a.p;
+    for (int64_t i = 0; i < m; ++i) o[i] = f(av, b.p[i]);
+  } else {
+    const float v = f(*a.p, *b.p);
+    for (int64_t i = 0; i < m; ++i) o[i] = v;
+  }
+}
+
+struct FusedRun {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void* vc) {
+    const Ctx& ctx = *static_cast<const Ctx*>(vc);
+    const auto& instrs = ctx.program->instrs;
+    const int k = ctx.num_inputs;
+    thread_local std::vector<float> scratch;
+    scratch.resize(size_t((k + int64_t(instrs.size())) * kBlock));
+    float* in_buf = scratch.data();
+    float* tmp = scratch.data() + k * kBlock;
+    for (int64_t base = 0; base < n; base += kBlock) {
+      const int64_t m = std::min(kBlock, n - base);
+      Arg inputs[kMaxFusedInputs];
+      for (int j = 0; j < k; ++j) {
+        const char* src = p[j + 1] + base * s[j + 1];
+        if (s[j + 1] == 0) {
+          inputs[j] = {reinterpret_cast<const float*>(src), true};
+        } else if (s[j + 1] == sizeof(float)) {
+          inputs[j] = {reinterpret_cast<const float*>(src), false};
+        } else {  // gather a strided input into its block
+          float* dst = in_buf + j * kBlock;
+          for (int64_t i = 0; i < m; ++i) dst[i] = *reinterpret_cast<const float*>(src + i * s[j + 1]);
+          inputs[j] = {dst, false};
+        }
+      }
+      auto arg = [&](const FusedOperand& o) -> Arg {
+        switch (o.kind) {
+          case FusedOperand::Kind::input:
+            return inputs[o.index];
+          case FusedOperand::Kind::temp:
+            return {tmp + o.index * kBlock, false};
+          case FusedOperand::Kind::imm:
+            break;
+        }
+        return {&o.imm, true};
+      };
+      for (size_t t = 0; t < instrs.size(); ++t) {
+        const FusedInstr& in = instrs[t];
+        float* o = tmp + int64_t(t) * kBlock;
+        const Arg a = arg(in.a);
+        switch (in.op) {
+          case FusedOp::add:
+            map2(o, a, arg(in.b), m, [](float x, float y) { return x + y; });
+            break;
+          case FusedOp::sub:
+            map2(o, a, arg(in.b), m, [](float x, float y) { return x - y; });
+            break;
+          case FusedOp::mul:
+            map2(o, a, arg(in.b), m, [](float x, float y) { return x * y; });
+            break;
+          case FusedOp::div:
+            map2(o, a, arg(in.b), m, [](float x, float y) { return x / y; });
+            break;
+          case FusedOp::pow: {
+            const Arg b = arg(in.b);
+            if (b.scalar) {
+              const float e = *b.p;
+              map1(o, a, m, [e](float x) { return pw::pow_scalar(x, e); });
+            } else {
+              map2(o, a, b, m, [](float x, float y) { return std::pow(x, y); });
+            }
+            break;
+          }
+          case FusedOp::neg:
+            map1(o, a, m, [](float x) { return -x; });
+            break;
+          case FusedOp::abs:
+            map1(o, a, m, [](float x) { return std::fabs(x); });
+            break;
+          case FusedOp::exp:
+            map1(o, a, m, [](float x) { return vexp(x); });
+            break;
+          case FusedOp::log:
+            map1(o, a, m, [](float x) { return vlog(x); });
+            break;
+          case FusedOp::sqrt:
+            map1(o, a, m, [](float x) { return std::sqrt(x); });
+            break;
+          case FusedOp::rsqrt:
+            map1(o, a, m, [](float x) { return pw::rsqrt(x); });
+            break;
+          case FusedOp::tanh:
+            map1(o, a, m, [](float x) { return vtanh(x); });
+            break;
+          case FusedOp::sigmoid:
+            map1(o, a, m, [](float x) { return pw::sigmoid(x); });
+            break;
+          case FusedOp::relu:
+            map1(o, a, m, [](float x) { return pw::relu(x); });
+            break;
+          case FusedOp::gelu:
+            map1(o, a, m, [](float x) { return pw::gelu(x); });
+            break;
+          case FusedOp::gelu_tanh:
+            map1(o, a, m, [](float x) { return pw::gelu_tanh(x); });
+            break;
+          case FusedOp::silu:
+            map1(o, a, m, [](float x) { return pw::silu(x); });
+            break;
+          case FusedOp::reciprocal:
+            map1(o, a, m, [](float x) { return pw::reciprocal(x); });
+            break;
+          case FusedOp::clamp_min:
+            map2(o, a, arg(in.b), m, [](float x, float lo) { return pw::clamp_min(x, lo); });
+            break;
+          case FusedOp::clamp_max:
+            map2(o, a, arg(in.b), m, [](float x, float hi) { return pw::clamp_max(x, hi); });
+            break;
+          case FusedOp::clamp: {
+            const Arg lo = arg(in.b), hi = arg(in.c);
+            map2(o, a, lo, m, [](float x, float l) { return pw::clamp_min(x, l); });
+            map2(o, {o, false}, hi, m, [](float x, float h) { return pw::clamp_max(x, h); });
+            break;
+          }
+        }
+      }
+      // The last result is the output.
+      const float* r = tmp + int64_t(instrs.size() - 1) * kBlock;
+      char* out = p[0] + base * s[0];
+      if (s[0] == sizeof(float)) {
+        float* o = reinterpret_cast<float*>(out);
+        for (int64_t i = 0; i < m; ++i) o[i] = r[i];
+      } else {
+        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(out + i * s[0]) = r[i];
+      }
+    }
+  }
+};
+
+template <int N>
+void run_fused(const amber_kernel_args* a, const Ctx& ctx) {
+  std::array<const amber_tensor_view*, N> ops;
+  std::array<int64_t, N> sizes;
+  ops[0] = &a->outputs[0];
+  for (int i = 1; i < N; ++i) ops[size_t(i)] = &a->inputs[i - 1];
+  sizes.fill(sizeof(float));
+  ElementwiseIter<N> it(ops, sizes);
+  static const InnerFn inner = IsaVariants<FusedRun>::pick();
+  it.run(inner, &ctx, a->num_threads, kGrainMath);
+}
+
+// Parsed programs, per thread (no lock on the hot path), keyed by text and input count.
+const FusedProgram& program_for(const char* text, int num_inputs) {
+  thread_local std::unordered_map<std::string, FusedProgram> cache;
+  std::string key(text);
+  key += '#';
+  key += std::to_string(num_inputs);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 256) cache.clear();
+  return cache.emplace(std::move(key), parse_fused_program(text, num_inputs)).first->second;
+}
+
+template <typename T>
+struct FusedKernel {  // fused(inputs, program)
+  static int run(const amber_kernel_args* a) {
+    return guarded(a, [&] {
+      const FusedProgram& program = program_for(a->attrs[0].str, a->n_inputs);
+      const Ctx ctx{&program, a->n_inputs};
+      switch (a->n_inputs) {
+        case 1:
+          run_fused<2>(a, ctx);
+          break;
+        case 2:
+          run_fused<3>(a, ctx);
+          break;
+        case 3:
+          run_fused<4>(a, ctx);
+          break;
+        case 4:
+          run_fused<5>(a, ctx);
+          break;
+        case 5:
+          run_fused<6>(a, ctx);
+          break;
+        case 6:
+          run_fused<7>(a, ctx);
+          break;
+        case 7:
+          run_fused<8>(a, ctx);
+          break;
+        case 8:
+          run_fused<9>(a, ctx);
+          break;
+        default:
+          return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxFusedInputs);
+      }
+      return 0;
+    });
+  }
+};
+
+AMBER_CPU_KERNELS(fused) { register_typed<FusedKernel, float>("fused"); }
+
+}  // namespace
+}  // namespace amber::cpu

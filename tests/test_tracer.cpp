@@ -1,0 +1,258 @@
+// Tracer tests: the graphs of DESIGN.md's samples, warnings and strict mode, check_trace on
+// a planted data-dependent branch, dynamic batch (and what it refuses), and whole models
+// (LeNet, ResNet-18, the transformer encoder) traced at batch 1 and run at batch 1 and 8
+// against eager execution. Every traced graph must print, parse and print to the same text.
+
+#include <sstream>
+
+#include "amber/graph/text.h"
+#include "amber/graph/verify.h"
+#include "models/resnet.h"
+#include "models/small.h"
+#include "test_util.h"
+
+using namespace amber;
+
+namespace {
+
+void check_round_trip(const graph::Graph& g) {
+  const std::string text = graph::to_text(g);
+  graph::Graph back = graph::parse_graph(text);
+  CHECK(graph::to_text(back) == text);
+}
+
+void check_close(const Tensor& a, const Tensor& b, double atol, double rtol, const std::string& what) {
+  test::Diff d = test::compare(a, b, atol, rtol);
+  INFO(what << ": " << d.message << " (max |diff| " << d.max_abs << ")");
+  CHECK(d.ok);
+}
+
+TraceOptions quiet() {
+  TraceOptions o;
+  o.print_warnings = false;
+  return o;
+}
+
+Tensor two_x_plus_y(const Tensor& x, const Tensor& y) { return 2 * x + y; }
+
+}  // namespace
+
+TEST_CASE("sample 1: the graph of 2*x + y", "[tracer][samples]") {
+  TraceOptions o = quiet();
+  o.optimize = false;
+  TracedModule t = trace(two_x_plus_y, {tensor({1.f, 2.f, 3.f}), tensor({0.5f, -1.f, 4.f})}, o);
+  CHECK(graph::to_text(t.graph()) ==
+        "graph(%input0 : f32[3], %input1 : f32[3]) {\n"
+        "  %0 : f32[3] = mul.Scalar(%input0, other=2)\n"
+        "  %1 : f32[3] = add(%0, %input1, alpha=1)\n"
+        "  return (output0 = %1)\n"
+        "}\n");
+  Tensor a = tensor({-1.f, 0.f, 7.f}), b = tensor({2.f, 2.f, 2.f});
+  CHECK(test::compare(t.forward({a, b})[0], two_x_plus_y(a, b), 0, 0).ok);
+  TracedModule opt = trace(two_x_plus_y, {a, b}, quiet());
+  CHECK(opt.graph().num_nodes() == 1);
+  CHECK(test::compare(opt.forward({a, b})[0], two_x_plus_y(a, b), 0, 0).ok);
+}
+
+TEST_CASE("sample 2: printing inside forward works and the graph is mm + add", "[tracer][samples]") {
+  Tensor t = ones({3, 3});
+  int prints = 0;
+  auto f = [&](const Tensor& x) {
+    Tensor y = x.mm(x);
+    std::ostringstream os;
+    os << y;  // printing is not a host read the trace warns of
+    prints += !os.str().empty();
+    return y + t;
+  };
+  TracedModule tr = trace(f, {randn({3, 3})}, quiet());
+  CHECK(prints == 1);
+  CHECK(tr.warnings().empty());
+  std::vector<std::string> ops;
+  for (const graph::Node* n : tr.graph().nodes()) ops.push_back(n->op->name);
+  CHECK(ops == std::vector<std::string>{"mm", "add"});
+  CHECK(tr.graph().constants().size() == 1);
+  CHECK(tr.graph().constants()[0]->source.find("test_tracer.cpp:") == 0);  // const_0 names where t was made
+  Tensor x = randn({3, 3});
+  CHECK(test::compare(tr.forward({x})[0], f(x), 0, 0).ok);
+}
+
+TEST_CASE("sample 3: a loop is unrolled", "[tracer][samples]") {
+  auto per_row = [](const Tensor& x) {
+    std::vector<Tensor> rows;
+    for (int64_t i = 0; i < x.size(0); ++i) {
+      Tensor r = x.select(0, i).reshape({1, -1});
+      rows.push_back(r.mm(r.t()) + 1.0);
+    }
+    return cat(rows, 0);
+  };
+  Tensor x = randn({4, 3});
+  TracedModule t = trace(per_row, {x}, quiet());
+  int mms = 0;
+  for (const graph::Node* n : t.graph().nodes()) mms += n->op->name == "mm";
+  CHECK(mms == 4);
+  Tensor x2 = randn({4, 3});
+  CHECK(test::compare(t.forward({x2})[0], per_row(x2), 0, 0).ok);
+  AMBER_REQUIRE_ERROR(t.forward({randn({5, 3})}), "input input0: expected f32[4, 3], got f32[5, 3]");
+}
+
+TEST_CASE("sample 4: ten muls fuse into one node, bit-identical", "[tracer][samples]") {
+  auto ten_mul = [](const Tensor& x) {
+    Tensor y = x;
+    for (int i = 0; i < 10; ++i) y = y * y;
+    return y;
+  };
+  Tensor x = tensor({1.01f, 0.99f, 1.0f, 0.5f, 1.1f});
+  TracedModule t = trace(ten_mul, {x}, quiet());
+  REQUIRE(t.graph().num_nodes() == 1);
+  CHECK(t.graph().nodes()[0]->op->name == "fused");
+  CHECK(test::compare(t.forward({x})[0], ten_mul(x), 0, 0).ok);
+  CHECK(t.recorded_graph().num_nodes() == 10);
+}
+
+TEST_CASE("sample 5: pairwise distances by broadcasting", "[tracer][samples]") {
+  auto pairwise = [](const Tensor& a, const Tensor& b) {
+    Tensor d = a.unsqueeze(1) - b.unsqueeze(0);
+    return (d * d).sum({-1});
+  };
+  Tensor a = randn({100, 2}), b = randn({200, 2});
+  TracedModule t = trace(pairwise, {a, b}, quiet());
+  check_close(t.forward({a, b})[0], pairwise(a, b), 0, 0, "pairwise");
+  check_round_trip(t.graph());
+}
+
+TEST_CASE("a data-dependent branch: warning with its line, strict error, check_trace divergence", "[tracer]") {
+  int branch_line = 0;
+  auto branchy = [&branch_line](const Tensor& x) {
+    branch_line = __LINE__ + 1;
+    if (x.sum().item<float>() > 0) return x * 2;
+    return x * 3;
+  };
+  Tensor pos = tensor({1.f, 2.f, 3.f}), neg = tensor({-1.f, -2.f, -3.f});
+  TracedModule t = trace(branchy, {pos}, quiet());
+  REQUIRE(t.warnings().size() == 1);
+  CHECK(t.warnings()[0].kind == "host read");
+  CHECK(t.warnings()[0].source == str("test_tracer.cpp:", branch_line));
+  CHECK_THAT(t.warnings()[0].message, Catch::Matchers::Contains("item()"));
+  TraceOptions strict = quiet();
+  strict.strict = true;
+  AMBER_REQUIRE_ERROR(trace(branchy, {pos}, strict),
+                      str("trace (strict): test_tracer.cpp:", branch_line, ": reading tensor data"));
+  // Same sign: the trace holds.
+  CHECK(check_trace(t, branchy, {tensor({4.f, 5.f, 6.f})}).ok);
+  // Other sign: the branch differs at the mul, whose attribute and line are named.
+  CheckTraceResult r = check_trace(t, branchy, {neg});
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.message, Catch::Matchers::Contains("= mul.Scalar (test_tracer.cpp:"));
+  CHECK_THAT(r.message, Catch::Matchers::Contains("attribute other was traced as 2 but the code now gives 3"));
+}
+
+TEST_CASE("random ops warn and are frozen; input and output names", "[tracer]") {
+  auto noisy = [](const Tensor& x) { return std::vector<Tensor>{x + rand({3}), x * 2}; };
+  TraceOptions o = quiet();
+  o.input_names = {"features"};
+  o.output_names = {"noisy", "doubled"};
+  TracedModule t = trace(noisy, {ones({3})}, o);
+  REQUIRE(t.warnings().size() == 1);
+  CHECK(t.warnings()[0].kind == "random");
+  const std::string text = graph::to_text(t.graph());
+  CHECK(text.rfind("graph(%features : f32[3])", 0) == 0);
+  CHECK_THAT(text, Catch::Matchers::Contains("return (noisy = %"));
+  CHECK_THAT(text, Catch::Matchers::Contains(", doubled = %"));
+  // The random values are a constant: two runs agree.
+  CHECK(test::compare(t.forward({ones({3})})[0], t.forward({ones({3})})[0], 0, 0).ok);
+  o.strict = true;
+  AMBER_REQUIRE_ERROR(trace(noisy, {ones({3})}, o), "rand() creates random values");
+}
+
+TEST_CASE("dynamic batch: sizes become expressions in N; what cannot generalise is refused", "[tracer][dynamic]") {
+  auto f = [](const Tensor& x) {
+    Tensor flat = x.reshape({x.size(0) * 3, -1});
+    Tensor z = zeros({x.size(0), 4});
+    return std::vector<Tensor>{flat, z + x.sum({1}, true)};
+  };
+  TraceOptions o = quiet();
+  o.dynamic_batch = true;
+  TracedModule t = trace(f, {randn({2, 3, 4})}, o);
+  const std::string text = graph::to_text(t.graph());
+  CHECK(text.rfind("graph(%input0 : f32[N, 3, 4])", 0) == 0);
+  CHECK_THAT(text, Catch::Matchers::Contains("shape=[3*N, -1]"));
+  CHECK_THAT(text, Catch::Matchers::Contains("size=[N, 4]"));
+  check_round_trip(t.graph());
+  for (int64_t n : {1, 5}) {
+    Tensor x = randn({n, 3, 4});
+    auto got = t.forward({x});
+    auto want = f(x);
+    check_close(got[0], want[0], 0, 0, "reshape");
+    check_close(got[1], want[1], 1e-6, 1e-6, "zeros + sum");
+  }
+  // A size baked in: the model fails at batch 3.
+  auto baked = [](const Tensor& x) { return x.reshape({2, 12}); };
+  AMBER_REQUIRE_ERROR(trace(baked, {randn({2, 3, 4})}, o), "fails at batch 3, so it bakes the batch size in");
+  // A constant sized by the batch, made outside the op table.
+  auto captured = [](const Tensor& x) {
+    return x + tensor(std::vector<float>(size_t(x.size(0)) * 3, 1.f), {x.size(0), 3});
+  };
+  AMBER_REQUIRE_ERROR(trace(captured, {randn({2, 3})}, o), "it bakes the batch size in");
+  // The structure depends on dim 0 (a time loop, not a batch).
+  models::ElmanRNN rnn(3, 4, 2);
+  AMBER_REQUIRE_ERROR(trace(rnn, {randn({3, 1, 3})}, o), "the model's structure depends on the batch size");
+}
+
+// ---- whole models, with PyTorch's weights ----
+
+namespace {
+template <typename Model>
+void check_model_trace(const char* name, Model& model, int64_t b_small, int64_t b_large, double atol, double rtol) {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
+  model.load_state(dir + "/" + name + ".safetensors");
+  model.eval();
+  SafetensorsFile io = SafetensorsFile::open(dir + "/" + name + "_io.safetensors");
+  const Tensor x1 = io.tensor(str("input.b", b_small)), x8 = io.tensor(str("input.b", b_large));
+  TraceOptions o = quiet();
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {x1}, o);
+  INFO(name);
+  CHECK(t.warnings().empty());
+  check_round_trip(t.graph());
+  check_round_trip(t.recorded_graph());
+  check_close(t.forward({x1})[0], model(x1), atol, rtol, str(name, " traced at batch ", b_small));
+  const Tensor eager8 = model(x8);
+  check_close(t.forward({x8})[0], eager8, atol, rtol, str(name, " traced at batch ", b_small, ", run at ", b_large));
+  check_close(t.forward({x8})[0], io.tensor(str("output.b", b_large)), 1e-5, 1e-4, str(name, " vs PyTorch"));
+  std::printf("%-12s %3zu nodes recorded, %3zu after passes; dynamic batch; traced == eager at batch %lld and %lld\n",
+              name, t.recorded_graph().num_nodes(), t.graph().num_nodes(), (long long)b_small, (long long)b_large);
+}
+}  // namespace
+
+TEST_CASE("LeNet traced at batch 1 runs at batch 8", "[tracer][models]") {
+  models::LeNet net;
+  check_model_trace("lenet", net, 1, 8, 1e-5, 1e-5);
+}
+
+TEST_CASE("ResNet-18 traced at batch 1 runs at batch 8; batch norms fold; module paths recorded", "[tracer][models]") {
+  models::ResNet18 net;
+  check_model_trace("resnet18", net, 1, 8, 1e-5, 1e-5);
+  TraceOptions o = quiet();
+  o.optimize = false;
+  TracedModule raw = trace(net, {randn({1, 3, 64, 64})}, o);
+  const std::string text = graph::to_text(raw.graph());
+  CHECK_THAT(text, Catch::Matchers::Contains("%layer1.0.conv1.weight"));
+  CHECK_THAT(text, Catch::Matchers::Contains("@layer1.0.conv1"));
+  CHECK_THAT(text, Catch::Matchers::Contains("@layer2.0.downsample.0"));
+  TracedModule opt = trace(net, {randn({1, 3, 64, 64})}, quiet());
+  int bns = 0;
+  for (const graph::Node* n : opt.graph().nodes()) bns += n->op->name == "batch_norm";
+  CHECK(bns == 0);
+}
+
+TEST_CASE("the transformer encoder traced at batch 1 runs at batch 8", "[tracer][models]") {
+  nn::TransformerEncoderLayerOptions o;
+  o.d_model = 256;
+  o.nhead = 4;
+  o.dim_feedforward = 1024;
+  o.dropout = 0.0;
+  o.batch_first = true;
+  nn::TransformerEncoder enc(o, 4);
+  check_model_trace("transformer", enc, 1, 8, 1e-5, 1e-5);
+}
