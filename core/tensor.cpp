@@ -57,6 +57,10 @@ void* Tensor::mutable_data() const {
   return const_cast<void*>(data());
 }
 
+void Tensor::notify_host_access(const char* what, SrcLoc loc) const {
+  if (HostAccessHook* hook = tls_host_access_hook()) hook->on_host_read(*this, what, loc);
+}
+
 void Tensor::check_dtype_access(DType want) const {
   AMBER_CHECK(defined(), "data_ptr(): the tensor is undefined");
   AMBER_CHECK(dtype() == want, "data_ptr<", dtype_name(want), ">(): the tensor has dtype ", dtype());

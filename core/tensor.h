@@ -77,13 +77,17 @@ class Tensor {
   const void* data() const;
   void* mutable_data() const;
   template <typename T>
-  const T* const_data_ptr() const {
+  const T* const_data_ptr(SrcLoc loc = {}) const {
     check_dtype_access(dtype_v<T>);
+    notify_host_access("const_data_ptr()", loc);
     return static_cast<const T*>(data());
   }
+  // During a trace, raw pointers are host accesses: what is read is baked into the trace,
+  // and what is written in place is not recorded.
   template <typename T>
-  T* data_ptr() const {
+  T* data_ptr(SrcLoc loc = {}) const {
     check_dtype_access(dtype_v<T>);
+    notify_host_access("data_ptr() (an in-place write through it is not recorded)", loc);
     return static_cast<T*>(mutable_data());
   }
 
@@ -174,6 +178,7 @@ class Tensor {
 
  private:
   void check_dtype_access(DType want) const;
+  void notify_host_access(const char* what, SrcLoc loc) const;
   // Copies one element (single) or all elements in logical order to out, converted to
   // out_dtype; notifies the trace hook.
   void read_elements(void* out, DType out_dtype, const char* what, SrcLoc loc, bool single, const int64_t* index,

@@ -226,10 +226,10 @@ Tensor random_tensor(const DimVec& size, TensorOptions o, Generator* gen, SrcLoc
   {
     std::lock_guard lock(g.mutex());
     if (o.dtype == DType::f32) {
-      float* p = host.data_ptr<float>();
+      float* p = static_cast<float*>(host.mutable_data());  // not a user host access
       normal ? g.fill_normal(p, host.numel(), 0, 1) : g.fill_uniform(p, host.numel(), 0, 1);
     } else {
-      double* p = host.data_ptr<double>();
+      double* p = static_cast<double*>(host.mutable_data());
       normal ? g.fill_normal(p, host.numel(), 0, 1) : g.fill_uniform(p, host.numel(), 0, 1);
     }
   }

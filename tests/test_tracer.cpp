@@ -146,6 +146,18 @@ TEST_CASE("a data-dependent branch: warning with its line, strict error, check_t
   CHECK_THAT(r.message, Catch::Matchers::Contains("attribute other was traced as 2 but the code now gives 3"));
 }
 
+TEST_CASE("raw pointers to traced values warn: reads are baked in, writes are not recorded", "[tracer]") {
+  auto poke = [](const Tensor& x) {
+    Tensor y = x * 2;
+    y.data_ptr<float>()[0] = 42;  // an in-place write the graph cannot see
+    return y + 1;
+  };
+  TracedModule t = trace(poke, {ones({3})}, quiet());
+  REQUIRE(t.warnings().size() == 1);
+  CHECK_THAT(t.warnings()[0].message, Catch::Matchers::Contains("in-place write through it is not recorded"));
+  CHECK_FALSE(check_trace(t, poke).ok);  // the graph gives 3, eager code 43
+}
+
 TEST_CASE("random ops warn and are frozen; input and output names", "[tracer]") {
   auto noisy = [](const Tensor& x) { return std::vector<Tensor>{x + rand({3}), x * 2}; };
   TraceOptions o = quiet();
