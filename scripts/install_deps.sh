@@ -5,9 +5,10 @@
 #   test: main + PyTorch (reference data) and the test framework
 set -euo pipefail
 what=${1:-test}
-pkgs=(build-essential cmake ninja-build pkg-config libdnnl-dev nlohmann-json3-dev catch2)
+pkgs=(build-essential cmake ninja-build pkg-config libdnnl-dev nlohmann-json3-dev catch2 libprotobuf-dev
+  protobuf-compiler zlib1g-dev libxxhash-dev)
 if [[ $what == test ]]; then
-  pkgs+=(python3-torch python3-torchvision)
+  pkgs+=(python3-torch python3-torchvision python3-protobuf python3-xxhash unzip libzip-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

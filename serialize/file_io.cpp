@@ -2,12 +2,15 @@
 
 #include "amber/serialize/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "amber/core/error.h"
@@ -35,6 +38,27 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The name a save by process `pid` gives its temporary file next to `base`.
+std::string temp_prefix(const std::string& base, long pid) { return "." + base + ".tmp-" + std::to_string(pid) + "-"; }
+
+// A process killed in the microseconds between naming its finished temporary file and
+// renaming it over the target leaves `.<base>.tmp-<pid>-*` behind. Each save removes such
+// files of `base` whose process no longer exists, so leftovers never accumulate.
+void remove_stale_temporaries(const std::string& dir, const std::string& base) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const std::string prefix = "." + base + ".tmp-";
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '-' || pid == long(::getpid())) continue;
+    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) ::unlinkat(::dirfd(d), name.c_str(), 0);
+  }
+  ::closedir(d);
+}
 
 }  // namespace
 
@@ -65,15 +89,22 @@ void write_file_atomically(const std::string& path, const std::function<void(con
     AMBER_CHECK(S_ISREG(st.st_mode), "cannot save to '", path, "': it exists and is not a regular file");
   }
   const std::string dir = dirname_of(path);
-  std::string tmp = dir + "/." + basename_of(path) + ".tmp-XXXXXX";
+  const std::string base = basename_of(path);
+  remove_stale_temporaries(dir, base);
+  std::string tmp = dir + "/" + temp_prefix(base, ::getpid()) + "XXXXXX";
   Fd f;
-  f.fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  // An unnamed file (O_TMPFILE) gets a name only once complete, so even a killed process
+  // leaves nothing behind; filesystems without it get a named temporary file.
+  f.fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  const bool unnamed = f.fd >= 0;
+  if (!unnamed) f.fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  bool has_name = !unnamed;  // whether tmp names the file (and must be removed on failure)
   AMBER_CHECK(f.fd >= 0, "cannot save to '", path, "': cannot create a temporary file in '", dir, "': ", sys_error());
   std::string failure;
   auto cleanup_and_throw = [&](const std::string& why) {
     ::close(f.fd);
     f.fd = -1;
-    ::unlink(tmp.c_str());
+    if (has_name) ::unlink(tmp.c_str());
     throw Error(str("cannot save to '", path, "': ", why, " (the previous file, if any, is unchanged)"));
   };
   WriteChunk write = [&](const void* data, size_t n) {
@@ -94,22 +125,30 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   try {
     produce(write);
   } catch (const std::exception& e) {
-    cleanup_and_throw(e.what());
+    cleanup_and_throw(failure.empty() ? std::string(e.what()) : failure);  // the system's reason first
   }
   if (!failure.empty()) cleanup_and_throw(failure);
   if (::fchmod(f.fd, 0644) != 0) cleanup_and_throw("fchmod failed: " + sys_error());
   if (::fsync(f.fd) != 0) cleanup_and_throw("fsync failed: " + sys_error());
-  if (::close(f.fd) != 0) {
-    f.fd = -1;
-    ::unlink(tmp.c_str());
-    throw Error(str("cannot save to '", path, "': close failed: ", sys_error()));
+  if (unnamed) {  // give the complete file a temporary name next to the target
+    const std::string proc = "/proc/self/fd/" + std::to_string(f.fd);
+    int tries = 0;
+    while (true) {
+      tmp = dir + "/" + temp_prefix(base, ::getpid()) + std::to_string(tries);
+      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        has_name = true;
+        break;
+      }
+      if (errno != EEXIST || ++tries > 100) cleanup_and_throw("linking the temporary file failed: " + sys_error());
+    }
   }
+  // Rename straight after naming (the data is already synced), so the window in which a
+  // kill leaves the temporary name behind is as short as it can be.
+  if (::rename(tmp.c_str(), path.c_str()) != 0) cleanup_and_throw("rename failed: " + sys_error());
+  has_name = false;
+  const int fd = f.fd;
   f.fd = -1;
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = sys_error();
-    ::unlink(tmp.c_str());
-    throw Error(str("cannot save to '", path, "': rename failed: ", why));
-  }
+  AMBER_CHECK(::close(fd) == 0, "saved '", path, "' but closing it failed: ", sys_error());
   Fd d;
   d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   AMBER_CHECK(d.fd >= 0 && ::fsync(d.fd) == 0, "saved '", path, "' but could not fsync its folder: ", sys_error());

@@ -22,7 +22,10 @@ MappedFile map_file(const std::string& path);
 // Receives chunks of the new file's contents; returns false if writing failed.
 using WriteChunk = std::function<bool(const void* data, size_t n)>;
 // Replaces path atomically with what produce writes through its argument; throws
-// amber::Error naming the path and cause when anything fails.
+// amber::Error naming the path and cause when anything fails. The data is written to an
+// unnamed file (O_TMPFILE; a named `.<name>.tmp-<pid>-*` file where unsupported) that is
+// named only once complete and synced. A process killed in the microseconds between naming
+// and renaming leaves `.<name>.tmp-<pid>-N`; the next save of the same name removes it.
 void write_file_atomically(const std::string& path, const std::function<void(const WriteChunk&)>& produce);
 
 }  // namespace amber

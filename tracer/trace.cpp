@@ -31,6 +31,21 @@ const graph::Graph& TracedModule::recorded_graph() const { return *state_->recor
 const std::vector<TraceWarning>& TracedModule::warnings() const { return state_->warnings; }
 const std::vector<Tensor>& TracedModule::example_inputs() const { return state_->examples; }
 
+ArchiveInfo TracedModule::archive_info() const {
+  ArchiveInfo info;
+  for (const Tensor& t : state_->examples) info.example_input_shapes.push_back(t.sizes());
+  for (const TraceWarning& w : state_->warnings) info.warnings.push_back({w.kind, w.source, w.message});
+  return info;
+}
+
+void TracedModule::save(const std::string& path, const SaveOptions& options) const {
+  save_archive(path, *state_->graph, archive_info(), options);
+}
+
+std::vector<uint8_t> TracedModule::save_to_bytes(const SaveOptions& options) const {
+  return archive_bytes(*state_->graph, archive_info(), options);
+}
+
 std::vector<Tensor> TracedModule::forward(const std::vector<Tensor>& inputs) const {
   return state_->interpreter->run(inputs);
 }

@@ -15,6 +15,7 @@
 
 #include "amber/graph/graph.h"
 #include "amber/nn/module.h"
+#include "amber/serialize/archive.h"
 
 namespace amber {
 
@@ -53,6 +54,12 @@ class TracedModule {
   const std::vector<Tensor>& example_inputs() const;
   // Runs the graph; inputs are checked against the graph's input types.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs) const;
+  // Saves the optimised graph, its weights and the trace's metadata (example shapes,
+  // warnings) as an archive (docs/FORMAT.md), atomically.
+  void save(const std::string& path, const SaveOptions& options = {}) const;
+  // The archive's bytes, as save() would write them.
+  std::vector<uint8_t> save_to_bytes(const SaveOptions& options = {}) const;
+  ArchiveInfo archive_info() const;
 
   struct State;
   explicit TracedModule(std::shared_ptr<const State> s) : state_(std::move(s)) {}
@@ -126,8 +133,8 @@ TraceFn module_fn(M& m) {
 // Traces a module (its forward, with parameters named by path) or any callable taking
 // tensors and returning a tensor, a std::vector<Tensor>, or a tuple of them.
 template <typename M>
-TracedModule trace(M& module_or_fn, const std::vector<Tensor>& inputs, const TraceOptions& options = {}) {
-  if constexpr (std::is_base_of_v<nn::Module, M>) {
+TracedModule trace(M&& module_or_fn, const std::vector<Tensor>& inputs, const TraceOptions& options = {}) {
+  if constexpr (std::is_base_of_v<nn::Module, std::remove_cvref_t<M>>) {
     return trace_function(detail::module_fn(module_or_fn), inputs, options, &module_or_fn);
   } else {
     TraceFn fn = [&module_or_fn](const std::vector<Tensor>& in) { return detail::call_with(module_or_fn, in); };
@@ -136,9 +143,9 @@ TracedModule trace(M& module_or_fn, const std::vector<Tensor>& inputs, const Tra
 }
 
 template <typename M>
-CheckTraceResult check_trace(const TracedModule& traced, M& module_or_fn, std::vector<Tensor> inputs = {},
+CheckTraceResult check_trace(const TracedModule& traced, M&& module_or_fn, std::vector<Tensor> inputs = {},
                              double atol = 1e-5, double rtol = 1e-4) {
-  if constexpr (std::is_base_of_v<nn::Module, M>) {
+  if constexpr (std::is_base_of_v<nn::Module, std::remove_cvref_t<M>>) {
     return check_trace_function(traced, detail::module_fn(module_or_fn), std::move(inputs), atol, rtol, &module_or_fn);
   } else {
     TraceFn fn = [&module_or_fn](const std::vector<Tensor>& in) { return detail::call_with(module_or_fn, in); };

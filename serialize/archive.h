@@ -1,0 +1,83 @@
+// The Amber archive: one zip file (stored entries) holding a format version record, a
+// byte-order record, model.pb (the graph, the weight table, metadata; schema/archive.proto),
+// a human-readable graph.txt, and one raw little-endian record per weight tensor starting
+// on a 64-byte boundary of the file. docs/FORMAT.md is the specification.
+//
+// The reader validates everything before use (zip structure, record bounds, protobuf
+// limits, dtypes and shapes, ops against the op table, the whole graph), verifies each
+// weight record's XXH3-64 checksum unless asked not to, and gives CPU weights that view the
+// file's read-only mapping when aligned (copies otherwise).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "amber/graph/graph.h"
+
+namespace amber {
+
+inline constexpr uint32_t kArchiveFormatMajor = 1;
+inline constexpr uint32_t kArchiveFormatMinor = 0;
+inline constexpr size_t kArchiveRecordAlignment = 64;
+
+// Limits the reader enforces (each with an error naming it).
+struct ArchiveLimits {
+  static constexpr uint64_t kMaxModelBytes = 512ull << 20;  // model.pb
+  static constexpr uint64_t kMaxNodes = 1'000'000;
+  static constexpr uint64_t kMaxTensors = 100'000;
+  static constexpr uint64_t kMaxGraphIO = 10'000;        // inputs, outputs
+  static constexpr uint64_t kMaxStringBytes = 64 << 10;  // names, sources, string attributes
+  static constexpr uint64_t kMaxListLength = 1 << 20;    // int / float list attributes
+};
+
+struct ArchiveWarning {
+  std::string kind, source, message;
+};
+
+struct ArchiveInfo {
+  uint32_t format_major = 0, format_minor = 0;
+  std::string producer;
+  std::vector<DimVec> example_input_shapes;
+  std::vector<ArchiveWarning> warnings;
+  int64_t creation_time = 0;  // seconds since 1970, 0 when not recorded
+  std::vector<std::pair<std::string, std::string>> extra;
+  uint64_t weight_count = 0, weight_bytes = 0;
+  uint64_t weights_mapped = 0;  // how many weights view the file without a copy
+};
+
+struct SaveOptions {
+  // Record the creation time (otherwise only when SOURCE_DATE_EPOCH is set, which then
+  // gives the time): the same model always saves to the same bytes unless asked.
+  bool record_creation_time = false;
+  bool force_zip64 = false;  // zip64 records even when not needed (tests)
+};
+
+// Writes g (its constants must have data) and info's metadata as an archive, atomically
+// (temporary file, fsync, rename, fsync of the folder; on failure the previous file is
+// untouched). Throws amber::Error naming the path and the cause.
+void save_archive(const std::string& path, const graph::Graph& g, const ArchiveInfo& info,
+                  const SaveOptions& options = {});
+// The same archive in memory.
+std::vector<uint8_t> archive_bytes(const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& options = {});
+
+struct ArchiveReadOptions {
+  bool verify_checksums = true;  // XXH3-64 of every weight record
+};
+
+struct LoadedArchive {
+  graph::Graph graph;  // verified; constants hold their weights
+  ArchiveInfo info;
+};
+
+// Maps path read-only and reads it; throws amber::Error "<path>: ..." on any problem.
+LoadedArchive read_archive(const std::string& path, const ArchiveReadOptions& options = {});
+// Reads an archive in memory. With keep_alive, weights view the buffer (kept alive by
+// them); without, the buffer is copied once.
+LoadedArchive read_archive(std::span<const uint8_t> bytes, std::shared_ptr<const void> keep_alive,
+                           const ArchiveReadOptions& options = {}, const std::string& name = "<buffer>");
+
+}  // namespace amber

@@ -1,0 +1,351 @@
+// Archive reading (archive.h). Order of checks: zip structure, the version and byte-order
+// records, model.pb's size and CRC, the protobuf message, limits, the weight table
+// (dtypes, shapes, sizes, records), every op against the op table (all unknown ops listed
+// at once), the graph as it is built, the checksums, and finally the graph verifier.
+
+#include <xxhash.h>
+
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "amber/graph/verify.h"
+#include "amber/serialize/archive.h"
+#include "amber/serialize/file_io.h"
+#include "amber/serialize/zip.h"
+#include "archive.pb.h"
+
+namespace amber {
+namespace {
+
+namespace pb = amber::archive;
+
+class Reader {
+ public:
+  Reader(std::span<const uint8_t> bytes, std::shared_ptr<const void> keep_alive, const ArchiveReadOptions& o,
+         std::string src)
+      : bytes_(bytes), keep_alive_(std::move(keep_alive)), options_(o), src_(std::move(src)) {}
+
+  LoadedArchive read() {
+    for (const ZipEntry& e : read_zip(bytes_, src_)) entries_.emplace(e.name, e);
+    check_version();
+    const ZipEntry& mpb = entry("model.pb");
+    check(mpb.size <= ArchiveLimits::kMaxModelBytes, "model.pb is ", mpb.size, " bytes, over the limit of ",
+          ArchiveLimits::kMaxModelBytes);
+    check_crc32(bytes_, mpb, src_);
+    pb::Model m;
+    check(m.ParseFromArray(bytes_.data() + mpb.data_offset, int(mpb.size)),
+          "model.pb is not a valid protobuf message (truncated, corrupt, or nested too deeply)");
+    check(m.format_major() == version_major_, "model.pb says format version ", m.format_major(), ".", m.format_minor(),
+          " but the version record says ", version_major_);
+    LoadedArchive out;
+    out.info.format_major = m.format_major();
+    out.info.format_minor = m.format_minor();
+    out.info.producer = limited(m.producer(), "producer");
+    read_metadata(m.metadata(), out.info);
+    read_tensors(m);
+    out.graph = build_graph(m.graph());
+    out.info.weight_count = tensors_.size();
+    for (const auto& [name, t] : tensors_) out.info.weight_bytes += t.record->byte_length();
+    out.info.weights_mapped = mapped_;
+    try {
+      graph::verify_or_throw(out.graph, str(src_, ": the graph"));
+    } catch (const Error& e) {
+      throw Error(e.what());
+    }
+    return out;
+  }
+
+ private:
+  template <typename... Args>
+  void check(bool cond, const Args&... args) const {
+    if (!cond) [[unlikely]]
+      throw Error(str(src_, ": ", args...));
+  }
+
+  const ZipEntry& entry(const std::string& name) const {
+    auto it = entries_.find(name);
+    check(it != entries_.end(), "no entry '", name, "': not an Amber archive");
+    return it->second;
+  }
+
+  std::string text_of(const ZipEntry& e) const {
+    return std::string(reinterpret_cast<const char*>(bytes_.data() + e.data_offset), size_t(e.size));
+  }
+
+  const std::string& limited(const std::string& s, const char* what) const {
+    check(s.size() <= ArchiveLimits::kMaxStringBytes, what, " is ", s.size(), " bytes long, over the limit of ",
+          ArchiveLimits::kMaxStringBytes);
+    return s;
+  }
+
+  void check_version() {
+    const ZipEntry& v = entry("format_version");
+    check(v.size <= 32, "the format_version record is malformed");
+    check_crc32(bytes_, v, src_);
+    const std::string text = text_of(v);
+    uint32_t major = 0, minor = 0;
+    const char* p = text.data();
+    const char* end = text.data() + text.size();
+    auto r1 = std::from_chars(p, end, major);
+    bool ok = r1.ec == std::errc() && r1.ptr < end && *r1.ptr == '.';
+    if (ok) {
+      auto r2 = std::from_chars(r1.ptr + 1, end, minor);
+      ok = r2.ec == std::errc() && r2.ptr + 1 == end && *r2.ptr == '\n';
+    }
+    check(ok, "the format_version record '", text, "' is malformed");
+    check(major != 0, "format version 0 does not exist");
+    check(major <= kArchiveFormatMajor, "the archive is format version ", major, ".", minor,
+          ", this reader supports up to ", kArchiveFormatMajor, ".x; use a newer Amber");
+    version_major_ = major;
+    const ZipEntry& bo = entry("byte_order");
+    check_crc32(bytes_, bo, src_);
+    check(text_of(bo) == "little\n", "byte order '", text_of(bo), "' is not supported (archives are little-endian)");
+  }
+
+  void read_metadata(const pb::Metadata& md, ArchiveInfo& info) {
+    check(uint64_t(md.example_input_shapes_size()) <= ArchiveLimits::kMaxGraphIO, "too many example shapes");
+    for (const pb::Shape& s : md.example_input_shapes()) {
+      check(s.dims_size() <= kMaxDims, "an example input shape has rank ", s.dims_size());
+      DimVec d;
+      for (int64_t x : s.dims()) {
+        check(x >= 0, "an example input shape has a negative dim ", x);
+        d.push_back(x);
+      }
+      info.example_input_shapes.push_back(d);
+    }
+    check(uint64_t(md.trace_warnings_size()) <= ArchiveLimits::kMaxGraphIO, "too many trace warnings");
+    for (const pb::Warning& w : md.trace_warnings())
+      info.warnings.push_back(
+          {limited(w.kind(), "a warning"), limited(w.source(), "a warning"), limited(w.message(), "a warning")});
+    info.creation_time = md.creation_time();
+    check(uint64_t(md.extra_size()) <= ArchiveLimits::kMaxGraphIO, "too many metadata entries");
+    for (const pb::KeyValue& kv : md.extra())
+      info.extra.emplace_back(limited(kv.key(), "a key"), limited(kv.value(), "a value"));
+  }
+
+  DType dtype(int code, const std::string& what) const {
+    check(is_valid_dtype_code(code), what, " has unknown dtype code ", code);
+    return DType(code);
+  }
+
+  struct TensorInfo {
+    const pb::TensorRecord* record;
+    const ZipEntry* entry;
+    DType dtype;
+    DimVec shape;
+  };
+
+  void read_tensors(const pb::Model& m) {
+    check(uint64_t(m.tensors_size()) <= ArchiveLimits::kMaxTensors, m.tensors_size(),
+          " weight tensors exceed the limit of ", ArchiveLimits::kMaxTensors);
+    for (const pb::TensorRecord& r : m.tensors()) {
+      const std::string& name = limited(r.name(), "a tensor name");
+      const std::string what = "tensor '" + name + "'";
+      TensorInfo t{&r, nullptr, dtype(r.dtype(), what), {}};
+      check(r.shape_size() <= kMaxDims, what, " has rank ", r.shape_size(), " (the maximum is ", kMaxDims, ")");
+      int64_t numel = 1;
+      for (int64_t d : r.shape()) {
+        check(d >= 0, what, " has a negative dim ", d);
+        check(!__builtin_mul_overflow(numel, d, &numel), what, ": its element count overflows 64 bits");
+        t.shape.push_back(d);
+      }
+      uint64_t bytes;
+      check(!__builtin_mul_overflow(uint64_t(numel), uint64_t(itemsize(t.dtype)), &bytes), what,
+            ": its byte size overflows 64 bits");
+      check(bytes == r.byte_length(), what, " of ", dtype_name(t.dtype), t.shape, " needs ", bytes,
+            " bytes but records byte_length ", r.byte_length());
+      auto e = entries_.find(limited(r.record(), "a record name"));
+      check(e != entries_.end(), what, " names record '", r.record(), "', which is missing");
+      check(e->second.size == r.byte_length(), "record '", r.record(), "' (", what, ") holds ", e->second.size,
+            " bytes, expected ", r.byte_length());
+      t.entry = &e->second;
+      check(tensors_.emplace(name, t).second, "tensor '", name, "' appears twice in the weight table");
+    }
+  }
+
+  Tensor tensor_data(const TensorInfo& t) {
+    const uint8_t* p = bytes_.data() + t.entry->data_offset;
+    const size_t n = size_t(t.entry->size);
+    if (options_.verify_checksums)
+      check(XXH3_64bits(p, n) == t.record->xxh3(), "record '", t.record->record(), "' (tensor '", t.record->name(),
+            "') fails its XXH3 checksum: the archive is corrupt");
+    if (keep_alive_ && reinterpret_cast<uintptr_t>(p) % itemsize(t.dtype) == 0 && n > 0) {
+      ++mapped_;
+      Storage s = Storage::wrap(const_cast<uint8_t*>(p), n, Device::cpu(), keep_alive_, /*read_only=*/true);
+      return Tensor::make(std::move(s), t.shape, contiguous_strides(t.shape), 0, t.dtype);
+    }
+    return tensor_from_raw(p, t.dtype, t.shape);
+  }
+
+  graph::ValueType value_type(const pb::ValueInfo& v, const std::string& what) const {
+    graph::ValueType t{dtype(v.dtype(), what), {}};
+    check(v.shape_size() <= kMaxDims, what, " has rank ", v.shape_size(), " (the maximum is ", kMaxDims, ")");
+    for (const pb::Dim& d : v.shape()) t.shape.push_back(graph::SymInt(d.coef(), d.value()));
+    return t;
+  }
+
+  Attr attr_value(const pb::Attribute& a, const ArgSpec& spec, const std::string& what,
+                  std::vector<int64_t>& coefs) const {
+    using C = pb::Attribute::ValueCase;
+    auto kind_error = [&] {
+      throw Error(
+          str(src_, ": ", what, ": attribute '", spec.name, "' has the wrong kind for ", arg_kind_name(spec.kind)));
+    };
+    Attr out;
+    switch (a.value_case()) {
+      case C::kNone:
+        if (!spec.optional) kind_error();
+        break;
+      case C::kI:
+        if (spec.kind != ArgKind::int_ && spec.kind != ArgKind::scalar) kind_error();
+        out = Attr(a.i());
+        break;
+      case C::kF:
+        if (spec.kind != ArgKind::float_ && spec.kind != ArgKind::scalar) kind_error();
+        out = Attr(a.f());
+        break;
+      case C::kB:
+        if (spec.kind != ArgKind::bool_ && spec.kind != ArgKind::scalar) kind_error();
+        out = Attr(a.b());
+        break;
+      case C::kInts:
+        if (spec.kind != ArgKind::ints) kind_error();
+        check(uint64_t(a.ints().values_size()) <= ArchiveLimits::kMaxListLength, what,
+              ": a list attribute is too long");
+        out = Attr(std::vector<int64_t>(a.ints().values().begin(), a.ints().values().end()));
+        break;
+      case C::kFloats:
+        if (spec.kind != ArgKind::floats) kind_error();
+        check(uint64_t(a.floats().values_size()) <= ArchiveLimits::kMaxListLength, what,
+              ": a list attribute is too long");
+        out = Attr(std::vector<double>(a.floats().values().begin(), a.floats().values().end()));
+        break;
+      case C::kS:
+        if (spec.kind != ArgKind::string) kind_error();
+        out = Attr(limited(a.s(), "a string attribute"));
+        break;
+      case C::kDtype:
+        if (spec.kind != ArgKind::dtype) kind_error();
+        out = Attr(dtype(a.dtype(), what));
+        break;
+      default:
+        throw Error(str(src_, ": ", what, ": attribute '", spec.name, "' has no value"));
+    }
+    if (a.coefs_size() > 0) {
+      const bool is_int = out.kind() == AttrKind::i && a.coefs_size() == 1;
+      const bool is_ints = out.kind() == AttrKind::ints && size_t(a.coefs_size()) == out.ints().size();
+      check(is_int || is_ints, what, ": attribute '", spec.name, "' has symbolic coefficients it cannot have");
+      coefs.assign(a.coefs().begin(), a.coefs().end());
+    }
+    return out;
+  }
+
+  graph::Graph build_graph(const pb::Graph& pg) {
+    check(uint64_t(pg.nodes_size()) <= ArchiveLimits::kMaxNodes, pg.nodes_size(), " nodes exceed the limit of ",
+          ArchiveLimits::kMaxNodes);
+    check(uint64_t(pg.inputs_size()) <= ArchiveLimits::kMaxGraphIO &&
+              uint64_t(pg.outputs_size()) <= ArchiveLimits::kMaxGraphIO,
+          "too many graph inputs or outputs");
+    // Every op must be known; list all that are not.
+    std::set<std::string> unknown;
+    for (const pb::Node& n : pg.nodes()) {
+      const OpSchema* op = find_op(limited(n.op(), "an op name"));
+      if (!op || uint32_t(op->version) != n.op_version())
+        unknown.insert(str(n.op(), " (version ", n.op_version(), ")"));
+    }
+    if (!unknown.empty()) {
+      std::string list;
+      for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+      check(false, unknown.size(), " unknown op", unknown.size() == 1 ? "" : "s", ": ", list,
+            " (this Amber knows the ops in docs/OPS.md; the archive may need a newer version)");
+    }
+    graph::Graph g;
+    g.traced_batch = pg.traced_batch();
+    std::map<std::string, graph::Value*> values;
+    auto define = [&](graph::Value* v) { values[v->name] = v; };
+    try {
+      for (const pb::ValueInfo& in : pg.inputs())
+        define(g.add_input(limited(in.name(), "an input name"), value_type(in, "input '" + in.name() + "'")));
+      for (const pb::Constant& c : pg.constants()) {
+        auto t = tensors_.find(limited(c.name(), "a constant name"));
+        check(t != tensors_.end(), "constant '", c.name(), "' has no tensor in the weight table");
+        graph::Value* v = g.add_constant(c.name(), tensor_data(t->second), limited(c.source(), "a source"));
+        define(v);
+      }
+      for (const pb::Node& n : pg.nodes()) {
+        const OpSchema* op = find_op(n.op());
+        const std::string what = str("node ", n.outputs_size() ? "%" + n.outputs(0).name() : std::string("?"), " = ",
+                                     n.op(), n.source().empty() ? std::string() : " (" + n.source() + ")");
+        std::vector<graph::Value*> ins;
+        for (const std::string& name : n.inputs()) {
+          if (name.empty()) {
+            ins.push_back(nullptr);
+            continue;
+          }
+          auto it = values.find(limited(name, "a value name"));
+          check(it != values.end(), what, ": input %", name, " is used before it is produced (or never)");
+          ins.push_back(it->second);
+        }
+        check(n.attrs_size() == op->num_attrs(), what, ": has ", n.attrs_size(), " attributes, the op table lists ",
+              op->num_attrs(), " (", op->signature, ")");
+        std::vector<Attr> attrs;
+        std::vector<std::vector<int64_t>> coefs(size_t(op->num_attrs()));
+        bool symbolic = false;
+        for (int i = 0; i < op->num_attrs(); ++i) {
+          const ArgSpec& spec = op->attr_spec(i);
+          check(n.attrs(i).name() == spec.name, what, ": attribute ", i, " is '", n.attrs(i).name(), "', expected '",
+                spec.name, "'");
+          attrs.push_back(attr_value(n.attrs(i), spec, what, coefs[size_t(i)]));
+          symbolic |= !coefs[size_t(i)].empty();
+        }
+        std::vector<std::pair<std::string, graph::ValueType>> outs;
+        for (const pb::ValueInfo& o : n.outputs())
+          outs.emplace_back(limited(o.name(), "a value name"), value_type(o, what + " output %" + o.name()));
+        graph::Node* node = g.add_node(op, std::move(ins), std::move(attrs), outs);
+        if (symbolic) node->attr_coefs = std::move(coefs);
+        node->source = limited(n.source(), "a source");
+        node->scope = limited(n.scope(), "a scope");
+        for (graph::Value* o : node->outputs) define(o);
+      }
+      for (const pb::Output& o : pg.outputs()) {
+        auto it = values.find(limited(o.value(), "an output value"));
+        check(it != values.end(), "output '", o.name(), "' names %", o.value(), ", which is never produced");
+        g.add_output(limited(o.name(), "an output name"), it->second);
+      }
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(src_, 0) == 0) throw;
+      throw Error(str(src_, ": ", msg));
+    }
+    return g;
+  }
+
+  std::span<const uint8_t> bytes_;
+  std::shared_ptr<const void> keep_alive_;
+  ArchiveReadOptions options_;
+  std::string src_;
+  std::map<std::string, ZipEntry> entries_;
+  std::map<std::string, TensorInfo> tensors_;
+  uint32_t version_major_ = 0;
+  uint64_t mapped_ = 0;
+};
+
+}  // namespace
+
+LoadedArchive read_archive(const std::string& path, const ArchiveReadOptions& o) {
+  MappedFile m = map_file(path);
+  return Reader(m.bytes, m.keep_alive, o, path).read();
+}
+
+LoadedArchive read_archive(std::span<const uint8_t> bytes, std::shared_ptr<const void> keep_alive,
+                           const ArchiveReadOptions& o, const std::string& name) {
+  if (!keep_alive) {  // own a copy so the weights can view it
+    auto copy = std::make_shared<std::vector<uint8_t>>(bytes.begin(), bytes.end());
+    bytes = {copy->data(), copy->size()};
+    keep_alive = std::shared_ptr<const void>(copy, copy->data());
+  }
+  return Reader(bytes, std::move(keep_alive), o, name).read();
+}
+
+}  // namespace amber

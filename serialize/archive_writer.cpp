@@ -1,0 +1,185 @@
+// Archive writing (archive.h): the graph and metadata become model.pb, each constant one
+// weight record aligned to 64 bytes in the file; entries are written in a fixed order with
+// fixed timestamps, so the same model always gives the same bytes.
+
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "amber/graph/text.h"
+#include "amber/serialize/archive.h"
+#include "amber/serialize/file_io.h"
+#include "amber/serialize/zip.h"
+#include "archive.pb.h"
+
+namespace amber {
+namespace {
+
+namespace pb = amber::archive;
+
+void fill_value_info(pb::ValueInfo* v, const std::string& name, const graph::ValueType& t) {
+  v->set_name(name);
+  v->set_dtype(pb::DType(int(t.dtype)));
+  for (const graph::SymInt& d : t.shape) {
+    pb::Dim* dim = v->add_shape();
+    dim->set_coef(d.coef);
+    dim->set_value(d.value);
+  }
+}
+
+void fill_attr(pb::Attribute* out, const std::string& name, const Attr& a, const std::vector<int64_t>& coefs) {
+  out->set_name(name);
+  switch (a.kind()) {
+    case AttrKind::none:
+      out->set_none(true);
+      break;
+    case AttrKind::i:
+      out->set_i(a.i());
+      break;
+    case AttrKind::f:
+      out->set_f(a.f());
+      break;
+    case AttrKind::b:
+      out->set_b(a.b());
+      break;
+    case AttrKind::ints: {
+      pb::Ints* ints = out->mutable_ints();  // set even when empty: the oneof records the kind
+      for (int64_t v : a.ints()) ints->add_values(v);
+      break;
+    }
+    case AttrKind::floats: {
+      pb::Floats* floats = out->mutable_floats();
+      for (double v : a.floats()) floats->add_values(v);
+      break;
+    }
+    case AttrKind::s:
+      out->set_s(a.s());
+      break;
+    case AttrKind::dtype:
+      out->set_dtype(pb::DType(int(a.dtype())));
+      break;
+  }
+  for (int64_t c : coefs) out->add_coefs(c);
+}
+
+int64_t creation_time(const SaveOptions& o) {
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(epoch, &end, 10);
+    AMBER_CHECK(end && *end == '\0' && v >= 0, "SOURCE_DATE_EPOCH='", epoch, "' is not a non-negative integer");
+    return v;
+  }
+  return o.record_creation_time ? int64_t(std::time(nullptr)) : 0;
+}
+
+struct Prepared {
+  std::string model_pb, graph_text;
+  std::vector<Tensor> weights;  // contiguous, in record order
+};
+
+Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& o) {
+  Prepared p;
+  pb::Model m;
+  m.set_format_major(kArchiveFormatMajor);
+  m.set_format_minor(kArchiveFormatMinor);
+  m.set_producer(info.producer.empty() ? "amber 0.1.0" : info.producer);
+  pb::Graph* pg = m.mutable_graph();
+  pg->set_traced_batch(g.traced_batch);
+  for (const graph::Value* v : g.inputs()) fill_value_info(pg->add_inputs(), v->name, v->type);
+  for (const graph::Value* c : g.constants()) {
+    AMBER_CHECK(c->data.defined(), "save: constant %", c->name, " has no data");
+    pb::Constant* pc = pg->add_constants();
+    pc->set_name(c->name);
+    pc->set_source(c->source);
+    Tensor t = c->data.to(Device::cpu(), SrcLoc::none()).contiguous(SrcLoc::none());
+    pb::TensorRecord* r = m.add_tensors();
+    r->set_name(c->name);
+    r->set_dtype(pb::DType(int(t.dtype())));
+    for (int64_t d : t.sizes()) r->add_shape(d);
+    r->set_record("data/" + std::to_string(p.weights.size()));
+    r->set_byte_length(t.nbytes());
+    r->set_xxh3(XXH3_64bits(t.data(), t.nbytes()));
+    p.weights.push_back(std::move(t));
+  }
+  for (const graph::Node* n : g.nodes()) {
+    pb::Node* pn = pg->add_nodes();
+    pn->set_op(n->op->name);
+    pn->set_op_version(uint32_t(n->op->version));
+    for (const graph::Value* in : n->inputs) pn->add_inputs(in ? in->name : "");
+    for (const graph::Value* out : n->outputs) fill_value_info(pn->add_outputs(), out->name, out->type);
+    static const std::vector<int64_t> none;
+    for (int i = 0; i < n->op->num_attrs(); ++i)
+      fill_attr(pn->add_attrs(), n->op->attr_spec(i).name, n->attrs[size_t(i)],
+                size_t(i) < n->attr_coefs.size() ? n->attr_coefs[size_t(i)] : none);
+    pn->set_source(n->source);
+    pn->set_scope(n->scope);
+  }
+  for (const auto& [name, v] : g.outputs()) {
+    pb::Output* po = pg->add_outputs();
+    po->set_name(name);
+    po->set_value(v->name);
+  }
+  pb::Metadata* md = m.mutable_metadata();
+  for (const DimVec& s : info.example_input_shapes) {
+    pb::Shape* ps = md->add_example_input_shapes();
+    for (int64_t d : s) ps->add_dims(d);
+  }
+  for (const ArchiveWarning& w : info.warnings) {
+    pb::Warning* pw = md->add_trace_warnings();
+    pw->set_kind(w.kind);
+    pw->set_source(w.source);
+    pw->set_message(w.message);
+  }
+  md->set_creation_time(creation_time(o));
+  for (const auto& [k, v] : info.extra) {
+    pb::KeyValue* kv = md->add_extra();
+    kv->set_key(k);
+    kv->set_value(v);
+  }
+  AMBER_CHECK(m.SerializeToString(&p.model_pb), "save: serialising model.pb failed");
+  p.graph_text = graph::to_text(g);
+  return p;
+}
+
+std::span<const uint8_t> bytes_of(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+void write_archive(const Prepared& p, const ZipWriter::Sink& sink, const SaveOptions& o) {
+  ZipWriter zip(sink, o.force_zip64);
+  const std::string version = str(kArchiveFormatMajor, ".", kArchiveFormatMinor, "\n");
+  zip.add("format_version", bytes_of(version));
+  zip.add("byte_order", bytes_of(std::string("little\n")));
+  zip.add("model.pb", bytes_of(p.model_pb), 8);
+  zip.add("graph.txt", bytes_of(p.graph_text));
+  for (size_t i = 0; i < p.weights.size(); ++i)
+    zip.add("data/" + std::to_string(i), {static_cast<const uint8_t*>(p.weights[i].data()), p.weights[i].nbytes()},
+            kArchiveRecordAlignment);
+  zip.finish();
+}
+
+}  // namespace
+
+void save_archive(const std::string& path, const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& o) {
+  const Prepared p = prepare(g, info, o);
+  write_file_atomically(path, [&](const WriteChunk& write) {
+    write_archive(
+        p, [&](const void* d, size_t n) { return write(d, n); }, o);
+  });
+}
+
+std::vector<uint8_t> archive_bytes(const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& o) {
+  const Prepared p = prepare(g, info, o);
+  std::vector<uint8_t> out;
+  write_archive(
+      p,
+      [&](const void* d, size_t n) {
+        out.insert(out.end(), static_cast<const uint8_t*>(d), static_cast<const uint8_t*>(d) + n);
+        return true;
+      },
+      o);
+  return out;
+}
+
+}  // namespace amber
