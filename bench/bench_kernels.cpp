@@ -13,22 +13,15 @@
 #include <functional>
 #include <vector>
 
+#include "bench_util.h"
+
 using namespace amber;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Median seconds per call of f over `reps` calls after a warm-up call.
 double time_median(const std::function<void()>& f, int reps, int rounds = 5) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / reps);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return bench::median_seconds(f, reps, rounds);
 }
 
 // Peak fp32 FLOP/s of `threads` threads running independent FMA chains.

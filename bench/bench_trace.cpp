@@ -11,22 +11,13 @@
 #include <functional>
 #include <vector>
 
+#include "bench_util.h"
 #include "models/resnet.h"
 
 using namespace amber;
 
 namespace {
-double median_s(const std::function<void()>& f, int reps, int rounds = 7) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double median_s(const std::function<void()>& f, int reps) { return bench::median_seconds(f, reps, 7); }
 }  // namespace
 
 int main(int argc, char** argv) {

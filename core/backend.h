@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 1
+#define AMBER_BACKEND_ABI_VERSION 2
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -89,6 +89,12 @@ typedef struct amber_backend {
   amber_kernel_fn (*lookup_kernel)(const char* op, int32_t version, int32_t dtype);
   /* Message describing the last failure on the calling thread. */
   const char* (*last_error)(void);
+  /* The one-time setup of a kernel, or NULL when it has none: called by the loader with
+   * the arguments of a node (inputs that are not constants may have data == NULL), it
+   * builds what later calls reuse (compiled primitives, weights reordered into the
+   * kernel's layout) without computing, so a model's first call runs at full speed.
+   * Returns 0 on success; a failure is reported like a kernel's. */
+  amber_kernel_fn (*lookup_prepare)(const char* op, int32_t version, int32_t dtype);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

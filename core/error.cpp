@@ -8,6 +8,24 @@
 
 namespace amber {
 
+std::string escaped(std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 namespace detail {
 void throw_internal(const char* file, int line, const char* cond, const std::string& msg) {
   throw Error(str("internal error (this is a bug in Amber, please report it): ", msg, msg.empty() ? "" : " ", "[", cond,

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace amber {
@@ -26,6 +27,10 @@ std::string str(const Args&... args) {
     return os.str();
   }
 }
+
+// s with every byte outside printable ASCII written as \xNN (and backslashes doubled): for
+// putting untrusted names into messages.
+std::string escaped(std::string_view s);
 
 namespace detail {
 [[noreturn]] void throw_internal(const char* file, int line, const char* cond, const std::string& msg);

@@ -3,6 +3,8 @@
 
 #include "amber/core/storage.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdlib>
 
@@ -10,6 +12,16 @@
 #include "amber/core/error.h"
 
 namespace amber {
+
+void* cpu_allocate_long_lived(size_t nbytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (nbytes < 2 * kHuge) return cpu_allocate(nbytes);
+  void* p = nullptr;
+  const size_t rounded = (nbytes + kHuge - 1) / kHuge * kHuge;
+  if (rounded < nbytes || posix_memalign(&p, kHuge, rounded) != 0) return nullptr;
+  (void)madvise(p, rounded, MADV_HUGEPAGE);  // advice only: fine if unsupported
+  return p;
+}
 
 void* cpu_allocate(size_t nbytes) {
   void* p = nullptr;

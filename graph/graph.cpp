@@ -256,4 +256,46 @@ Graph Graph::instantiate(int64_t n) const {
 
 Graph Graph::clone() const { return copy_graph(*this, nullptr); }
 
+int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs) {
+  int64_t n = -1;
+  std::string from;
+  for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
+    const Value* v = g.inputs()[i];
+    for (size_t d = 0; d < v->type.shape.size(); ++d) {
+      const SymInt& s = v->type.shape[d];
+      if (s.is_static() || !inputs[i].defined() || int(d) >= inputs[i].dim()) continue;
+      const int64_t size = inputs[i].size(int64_t(d));
+      const int64_t diff = size - s.value;
+      AMBER_CHECK(diff % s.coef == 0 && diff / s.coef >= 0, "input ", v->name, ": dim ", d, " is ", size,
+                  ", which is not ", s, " for any batch size N");
+      const int64_t this_n = diff / s.coef;
+      AMBER_CHECK(n < 0 || this_n == n, "input ", v->name, " implies batch size ", this_n, " but ", from, " implies ",
+                  n);
+      n = this_n;
+      from = "input " + v->name;
+    }
+  }
+  return n < 0 ? 0 : n;
+}
+
+void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, int64_t n) {
+  AMBER_CHECK(
+      inputs.size() == g.inputs().size(), "expected ", g.inputs().size(), " inputs (",
+      [&] {
+        std::string s;
+        for (const Value* v : g.inputs()) s += (s.empty() ? "" : ", ") + v->name;
+        return s;
+      }(),
+      "), got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = *g.inputs()[i];
+    const Tensor& t = inputs[i];
+    AMBER_CHECK(t.defined(), "input ", v.name, ": the tensor is undefined");
+    const DimVec want = concrete_shape(v.type.shape, n);
+    AMBER_CHECK(t.dtype() == v.type.dtype && t.sizes() == want, "input ", v.name, ": expected ", v.type,
+                is_static(v.type.shape) ? std::string() : str(" (", dtype_name(v.type.dtype), want, " at N=", n, ")"),
+                ", got ", dtype_name(t.dtype()), t.sizes());
+  }
+}
+
 }  // namespace amber::graph

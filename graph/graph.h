@@ -135,4 +135,11 @@ class Graph {
 
 std::ostream& operator<<(std::ostream& os, const Graph& g);  // graph text (graph/text.h)
 
+// The batch size N that inputs imply for g (0 for a static graph); throws amber::Error
+// naming the input and dim when a size is not of the form coef*N+value or two inputs disagree.
+int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs);
+// Checks count, definedness, dtype and sizes of inputs against g's inputs at batch size n;
+// throws amber::Error naming the input and what was expected.
+void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, int64_t n);
+
 }  // namespace amber::graph

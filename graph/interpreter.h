@@ -21,8 +21,6 @@ class Interpreter {
  public:
   explicit Interpreter(const Graph& g) : graph_(g) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const NodeObserver& observe = {}) const;
-  // The batch size N the inputs imply (0 for a static graph); throws naming the input.
-  int64_t batch_of(const std::vector<Tensor>& inputs) const;
 
  private:
   const Graph& graph_;

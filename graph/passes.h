@@ -24,6 +24,11 @@ void fold_batch_norm(Graph& g);
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
 
+// Inserts a `to` node before every input the dispatcher would convert to the node's compute
+// dtype (type promotion), so each node's inputs already have its kernel's dtype. Needs a
+// static graph (the loader runs it on each instantiation).
+void materialize_casts(Graph& g);
+
 // The pipeline: constant folding, batch-norm folding, CSE, fusion, DCE.
 void optimize(Graph& g);
 
@@ -41,6 +46,8 @@ struct MemoryPlan {
   size_t naive_bytes = 0;                      // the sum of all planned buffers
   std::vector<BufferAssignment> buffers;       // in node order
   std::map<const Value*, const Value*> views;  // view value -> the value owning its memory
+  // Every value's layout; a view's offset counts elements from its owner's start.
+  std::map<const Value*, Layout> layouts;
 };
 inline constexpr size_t kBufferAlignment = 64;
 MemoryPlan plan_memory(const Graph& g);

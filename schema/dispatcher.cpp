@@ -43,7 +43,9 @@ void fill_view(amber_tensor_view& v, const Tensor* t, bool writable) {
   std::memcpy(v.strides, t->strides().data(), sizeof(int64_t) * size_t(v.ndim));
 }
 
-void fill_attr(amber_attr& c, const Attr& a) {
+}  // namespace
+
+void fill_c_attr(amber_attr& c, const Attr& a) {
   c = amber_attr{};
   switch (a.kind()) {
     case AttrKind::none:
@@ -85,6 +87,8 @@ void fill_attr(amber_attr& c, const Attr& a) {
       break;
   }
 }
+
+namespace {
 
 // Converts t to dtype with the `to` op's kernel (not recorded: we are inside an op).
 Tensor cast_for_compute(const Tensor& t, DType dtype) {
@@ -134,7 +138,7 @@ void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const T
   if (attrs.size() > kInline) at = (attr_heap.resize(attrs.size()), attr_heap.data());
   for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], inputs[i], false);
   for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], &outputs[i], true);
-  for (size_t i = 0; i < attrs.size(); ++i) fill_attr(at[i], attrs[i]);
+  for (size_t i = 0; i < attrs.size(); ++i) fill_c_attr(at[i], attrs[i]);
   char error[512];
   error[0] = '\0';
   amber_kernel_args args{in,

@@ -50,6 +50,8 @@ Tensor call(const OpSchema& op, std::initializer_list<const Tensor*> inputs, std
 // The kernel for (op, device type, dtype), cached after the first lookup; throws an error
 // naming the op, device and dtype when the backend has none.
 amber_kernel_fn resolve_kernel(const OpSchema& op, Device device, DType dtype);
+// The C view of an attribute for kernels; pointers refer into a (which must outlive c).
+void fill_c_attr(amber_attr& c, const Attr& a);
 // Runs kernel on prepared tensors (inputs already of the compute dtype, outputs allocated);
 // throws amber::Error "op: message" if the kernel reports a failure.
 void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const Tensor* const> inputs,

@@ -20,6 +20,6 @@ print_stages() {
   echo "stage times:"
   local i
   for i in "${!AMBER_STAGE_NAMES[@]}"; do
-    printf "  %-24s %8ss\n" "${AMBER_STAGE_NAMES[$i]}" "${AMBER_STAGE_SECS[$i]}"
+    printf "  %-30s %8ss\n" "${AMBER_STAGE_NAMES[$i]}" "${AMBER_STAGE_SECS[$i]}"
   done
 }

@@ -9,6 +9,6 @@ trap print_stages EXIT
 werror=OFF
 [[ ${CI:-} == true ]] && werror=ON
 stage "install dependencies" bash scripts/install_deps.sh test
-stage "configure" cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_WERROR=$werror
+stage "configure" cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror
 stage "build (-j2)" cmake --build build -j2
 stage "tests (ctest)" ctest --test-dir build --output-on-failure -V

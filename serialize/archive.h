@@ -49,21 +49,6 @@ struct ArchiveInfo {
   uint64_t weights_mapped = 0;  // how many weights view the file without a copy
 };
 
-struct SaveOptions {
-  // Record the creation time (otherwise only when SOURCE_DATE_EPOCH is set, which then
-  // gives the time): the same model always saves to the same bytes unless asked.
-  bool record_creation_time = false;
-  bool force_zip64 = false;  // zip64 records even when not needed (tests)
-};
-
-// Writes g (its constants must have data) and info's metadata as an archive, atomically
-// (temporary file, fsync, rename, fsync of the folder; on failure the previous file is
-// untouched). Throws amber::Error naming the path and the cause.
-void save_archive(const std::string& path, const graph::Graph& g, const ArchiveInfo& info,
-                  const SaveOptions& options = {});
-// The same archive in memory.
-std::vector<uint8_t> archive_bytes(const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& options = {});
-
 struct ArchiveReadOptions {
   bool verify_checksums = true;  // XXH3-64 of every weight record
 };

@@ -1,4 +1,4 @@
-// Archive writing (archive.h): the graph and metadata become model.pb, each constant one
+// Archive writing (archive_writer.h): the graph and metadata become model.pb, each constant one
 // weight record aligned to 64 bytes in the file; entries are written in a fixed order with
 // fixed timestamps, so the same model always gives the same bytes.
 
@@ -8,9 +8,10 @@
 #include <ctime>
 
 #include "amber/graph/text.h"
-#include "amber/serialize/archive.h"
+#include "amber/serialize/archive_writer.h"
 #include "amber/serialize/file_io.h"
 #include "amber/serialize/zip.h"
+#include "amber/version.h"
 #include "archive.pb.h"
 
 namespace amber {
@@ -83,7 +84,7 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
   pb::Model m;
   m.set_format_major(kArchiveFormatMajor);
   m.set_format_minor(kArchiveFormatMinor);
-  m.set_producer(info.producer.empty() ? "amber 0.1.0" : info.producer);
+  m.set_producer(info.producer.empty() ? "amber " AMBER_VERSION : info.producer);
   pb::Graph* pg = m.mutable_graph();
   pg->set_traced_batch(g.traced_batch);
   for (const graph::Value* v : g.inputs()) fill_value_info(pg->add_inputs(), v->name, v->type);

@@ -210,7 +210,10 @@ void apply_zip64(const Bytes& b, uint64_t extra, uint16_t extra_len, Zip64Values
 
 void check_name(const std::string& name, const std::string& src) {
   AMBER_CHECK(!name.empty(), src, ": an entry has an empty name");
-  AMBER_CHECK(name.find('\0') == std::string::npos, src, ": entry name contains a NUL byte");
+  AMBER_CHECK(name.find('\0') == std::string::npos, src, ": entry name '", escaped(name), "' contains a NUL byte");
+  for (size_t i = 0; i < name.size(); ++i)
+    AMBER_CHECK(name[i] >= 0x20 && name[i] < 0x7f, src, ": entry name '", escaped(name),
+                "' is not printable ASCII (byte ", i, ")");
   AMBER_CHECK(name.find('\\') == std::string::npos, src, ": entry name '", name, "' contains a backslash");
   AMBER_CHECK(name[0] != '/', src, ": entry name '", name, "' is an absolute path");
   AMBER_CHECK(!(name.size() >= 2 && name[1] == ':'), src, ": entry name '", name, "' names a drive");
@@ -299,7 +302,7 @@ std::vector<ZipEntry> read_zip(std::span<const uint8_t> bytes, const std::string
     b.need(lh + 30, uint64_t(l_name) + l_extra, "local header name");
     const std::string local_name(reinterpret_cast<const char*>(b.at(lh + 30)), l_name);
     AMBER_CHECK(local_name == name, src, ": the central directory names '", name, "' but its local header names '",
-                local_name, "'");
+                escaped(local_name), "'");
     AMBER_CHECK(b.u16(lh + 8) == method, src, ": entry '", name,
                 "': compression method differs between the central directory and the local header");
     AMBER_CHECK(b.u32(lh + 14) == crc, src, ": entry '", name,

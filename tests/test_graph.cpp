@@ -327,3 +327,22 @@ TEST_CASE("the interpreter instantiates symbolic graphs per batch size", "[graph
   AMBER_REQUIRE_ERROR(run_graph(g, {ones({3, 3})}), "input x: expected f32[N, 2] (f32[3, 2] at N=3), got f32[3, 3]");
   AMBER_REQUIRE_ERROR(run_graph(g, {}), "expected 1 inputs (x), got 0");
 }
+
+TEST_CASE("type promotion becomes explicit `to` nodes", "[graph][passes]") {
+  check_pass(R"TXT(
+    graph(%x : f32[3], %i : i64[3]) {
+      %1 : f32[3] = add(%x, %i, alpha=1)
+      %2 : f32[3] = mul(%1, %x)
+      return (y = %2)
+    }
+  )TXT",
+             materialize_casts, R"TXT(
+    graph(%x : f32[3], %i : i64[3]) {
+      %3 : f32[3] = to(%i, dtype=f32)
+      %1 : f32[3] = add(%x, %3, alpha=1)
+      %2 : f32[3] = mul(%1, %x)
+      return (y = %2)
+    }
+  )TXT",
+             {tensor({1.f, 2.f, 3.f}), tensor(std::vector<int64_t>{4, 5, 6})});
+}

@@ -364,8 +364,7 @@ CheckTraceResult check_trace_function(const TracedModule& traced, const TraceFn&
   quiet.print_warnings = false;
   Recording now = record(fn, inputs, quiet, module);
   const Graph& rec = traced.recorded_graph();
-  graph::Interpreter interp(rec);
-  const int64_t n = rec.is_dynamic() ? interp.batch_of(inputs) : 0;
+  const int64_t n = rec.is_dynamic() ? graph::batch_size_of(rec, inputs) : 0;
   const Graph inst = rec.is_dynamic() ? rec.instantiate(n) : rec.clone();
   const auto a = inst.nodes(), b = now.graph->nodes();
   CheckTraceResult res;

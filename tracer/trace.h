@@ -15,7 +15,7 @@
 
 #include "amber/graph/graph.h"
 #include "amber/nn/module.h"
-#include "amber/serialize/archive.h"
+#include "amber/serialize/archive_writer.h"
 
 namespace amber {
 

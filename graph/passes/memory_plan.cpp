@@ -106,6 +106,7 @@ MemoryPlan plan_memory(const Graph& g) {
     placed.push_back(i);
   }
   plan.buffers = std::move(bufs);
+  plan.layouts = std::move(layout);
   return plan;
 }
 

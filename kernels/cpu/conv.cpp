@@ -7,7 +7,10 @@
 // weights in the layout oneDNN chooses. Inputs in another layout are reordered first.
 // Reordered weights are cached only when their storage is read-only (cache_id != 0: weights
 // mapped from a file never change); otherwise they are reordered on every call. Primitive
-// descriptors and primitives are cached by shape, layout and thread count.
+// descriptors and primitives are cached by shape, layout and thread count. Cached primitives
+// run from many threads at once (the loader's concurrent calls): every primitive, reorders
+// included, is created with a user-managed scratchpad and each execution passes its own
+// thread's scratchpad, as oneDNN requires for concurrent execution of one primitive.
 
 #include <omp.h>
 
@@ -17,8 +20,10 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "amber/core/storage.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/registry.h"
 
@@ -117,12 +122,44 @@ struct WeightKey {
     return std::tie(cache_id, data, dims, strides, target) < std::tie(o.cache_id, o.data, o.dims, o.strides, o.target);
   }
 };
+// Weights in the primitive's layout, cached for the life of the immutable weights (not
+// zero-filled first; huge pages when large).
 struct PackedWeights {
-  std::vector<float> data;
+  float* data = nullptr;
+  explicit PackedWeights(size_t bytes) : data(static_cast<float*>(cpu_allocate_long_lived(bytes))) {
+    if (!data) throw std::bad_alloc();
+  }
+  PackedWeights(PackedWeights&& o) noexcept : data(std::exchange(o.data, nullptr)) {}
+  PackedWeights(const PackedWeights&) = delete;
+  ~PackedWeights() { cpu_free(data); }
 };
 Lru<WeightKey, PackedWeights>& weight_cache() {
   static Lru<WeightKey, PackedWeights> c(512);
   return c;
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// This thread's scratchpad, grown to at least `bytes` (one execution per thread at a time).
+memory scratchpad(const memory::desc& d, dnnl::engine& eng) {
+  thread_local std::vector<char> buf;
+  if (buf.size() < d.get_size()) buf.resize(d.get_size());
+  return memory(d, eng, buf.data());
+}
+
+// A reorder from `from` to `to` (from oneDNN's primitive cache after the first), run with
+// this thread's scratchpad.
+dnnl::reorder::primitive_desc reorder_pd(const memory::desc& from, const memory::desc& to, dnnl::engine& eng) {
+  return dnnl::reorder::primitive_desc(eng, from, eng, to, user_scratchpad());
+}
+void run_reorder(const memory& from, const memory& to, dnnl::stream& strm, dnnl::engine& eng) {
+  auto pd = reorder_pd(from.get_desc(), to.get_desc(), eng);
+  dnnl::reorder(pd).execute(
+      strm, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), eng)}});
 }
 
 std::string desc_key(const memory::desc& d) {
@@ -130,7 +167,8 @@ std::string desc_key(const memory::desc& d) {
   return std::string(reinterpret_cast<const char*>(&c), sizeof c);
 }
 
-int conv2d(const amber_kernel_args* a) {
+// prepare_only: create the primitive and reorder immutable weights, compute nothing.
+int conv2d(const amber_kernel_args* a, bool prepare_only) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
   const int64_t groups = attr_int(a, 3);
   auto pair_of = [&](int i) {
@@ -167,11 +205,45 @@ int conv2d(const amber_kernel_args* a) {
         present(b) ? memory::desc({oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
                                       wei_md, bias_md, dst_md, stride, dil, pad, pad);
-    dnnl::convolution_forward::primitive_desc pd(d, eng);
+    dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), eng);
     return ConvPrim{pd, dnnl::convolution_forward(pd)};
   });
 
   dnnl::stream strm(eng);
+  // Weights: reordered to the primitive's layout (cached when immutable).
+  memory::desc user_wei(wd, memory::data_type::f32, ws);
+  memory wei_mem;
+  std::shared_ptr<PackedWeights> packed;
+  std::vector<float> wbuf;
+  auto reorder_weights = [&](float* dst) {
+    memory user(user_wei, eng, w.data);
+    memory out(prim->pd.weights_desc(), eng, dst);
+    run_reorder(user, out, strm, eng);
+    strm.wait();
+  };
+  if (user_wei == prim->pd.weights_desc()) {
+    wei_mem = memory(user_wei, eng, w.data);
+  } else if (w.cache_id != 0) {
+    packed = weight_cache().get(WeightKey{w.cache_id, w.data, wd, ws, desc_key(prim->pd.weights_desc())}, [&] {
+      PackedWeights p(prim->pd.weights_desc().get_size());
+      reorder_weights(p.data);
+      return p;
+    });
+    wei_mem = memory(prim->pd.weights_desc(), eng, packed->data);
+  } else if (!prepare_only) {
+    wbuf.resize(prim->pd.weights_desc().get_size() / sizeof(float));  // mutable weights: every call
+    reorder_weights(wbuf.data());
+    wei_mem = memory(prim->pd.weights_desc(), eng, wbuf.data());
+  }
+  if (prepare_only) {
+    // Also the reorders a call will need around the primitive (oneDNN caches them).
+    const memory::desc user_src(xd, memory::data_type::f32, xs);
+    if (strides_usable(xd, xs) && user_src != prim->pd.src_desc())
+      (void)dnnl::reorder(reorder_pd(user_src, prim->pd.src_desc(), eng));
+    const memory::desc user_dst(yd, memory::data_type::f32, ys);
+    if (user_dst != prim->pd.dst_desc()) (void)dnnl::reorder(reorder_pd(prim->pd.dst_desc(), user_dst, eng));
+    return 0;  // the primitive and immutable weights are ready
+  }
   // Source: used in place when already NHWC, else reordered.
   memory src_mem;
   std::vector<float> xbuf, ybuf;
@@ -194,32 +266,7 @@ int conv2d(const amber_kernel_args* a) {
     xbuf.resize(prim->pd.src_desc().get_size() / sizeof(float));
     src_mem = memory(prim->pd.src_desc(), eng, xbuf.data());
     memory user(user_src, eng, const_cast<float*>(xp));
-    dnnl::reorder(user, src_mem).execute(strm, user, src_mem);
-  }
-  // Weights: reordered to the primitive's layout (cached when immutable).
-  memory::desc user_wei(wd, memory::data_type::f32, ws);
-  memory wei_mem;
-  std::shared_ptr<PackedWeights> packed;
-  std::vector<float> wbuf;
-  auto reorder_weights = [&](std::vector<float>& dst) {
-    dst.resize(prim->pd.weights_desc().get_size() / sizeof(float));
-    memory user(user_wei, eng, w.data);
-    memory out(prim->pd.weights_desc(), eng, dst.data());
-    dnnl::reorder(user, out).execute(strm, user, out);
-    strm.wait();
-  };
-  if (user_wei == prim->pd.weights_desc()) {
-    wei_mem = memory(user_wei, eng, w.data);
-  } else if (w.cache_id != 0) {
-    packed = weight_cache().get(WeightKey{w.cache_id, w.data, wd, ws, desc_key(prim->pd.weights_desc())}, [&] {
-      PackedWeights p;
-      reorder_weights(p.data);
-      return p;
-    });
-    wei_mem = memory(prim->pd.weights_desc(), eng, packed->data.data());
-  } else {
-    reorder_weights(wbuf);
-    wei_mem = memory(prim->pd.weights_desc(), eng, wbuf.data());
+    run_reorder(user, src_mem, strm, eng);
   }
   // Destination: written in place when the output is NHWC (conv2d's own output layout).
   memory::desc user_dst(yd, memory::data_type::f32, ys);
@@ -243,10 +290,11 @@ int conv2d(const amber_kernel_args* a) {
       args[DNNL_ARG_BIAS] = memory(prim->pd.bias_desc(), eng, bbuf.data());
     }
   }
+  args[DNNL_ARG_SCRATCHPAD] = scratchpad(prim->pd.scratchpad_desc(), eng);
   prim->prim.execute(strm, args);
   if (!direct) {
     memory user(user_dst, eng, y.data);
-    dnnl::reorder(dst_mem, user).execute(strm, dst_mem, user);
+    run_reorder(dst_mem, user, strm, eng);
   }
   strm.wait();
   return 0;
@@ -257,15 +305,27 @@ struct Conv2dKernel {
   static int run(const amber_kernel_args* a) {
     return guarded(a, [&] {
       try {
-        return conv2d(a);
+        return conv2d(a, false);
       } catch (const dnnl::error& e) {
         return fail(a, "oneDNN convolution failed: %s (status %d)", e.what(), int(e.status));
       }
     });
   }
+  static int prepare(const amber_kernel_args* a) {
+    return guarded(a, [&] {
+      try {
+        return conv2d(a, true);
+      } catch (const dnnl::error& e) {
+        return fail(a, "oneDNN convolution setup failed: %s (status %d)", e.what(), int(e.status));
+      }
+    });
+  }
 };
 
-AMBER_CPU_KERNELS(conv) { register_typed<Conv2dKernel, float>("conv2d"); }
+AMBER_CPU_KERNELS(conv) {
+  register_typed<Conv2dKernel, float>("conv2d");
+  register_prepare("conv2d", DType::f32, &Conv2dKernel<float>::prepare);
+}
 
 }  // namespace
 }  // namespace amber::cpu

@@ -223,6 +223,23 @@ int linear_kernel(const amber_kernel_args* a) {
   return sgemm(A, B, out, out_f, beta, a->num_threads) ? 0 : fail(a, "oneDNN sgemm failed");
 }
 
+// Setup of linear for the loader: oneDNN generates its sgemm kernels on first use, so one
+// small product of the same kind (transposes, beta, at most 64 rows of zeros) runs now,
+// reading the immutable weights once as well.
+int linear_prepare(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2];
+  if (w.cache_id == 0 || !w.data) return 0;  // weights computed per call: nothing to do
+  const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
+  rows = std::clamp<int64_t>(rows, 1, 64);
+  std::vector<float> zeros(size_t(rows * in_f)), out(size_t(rows * out_f));
+  const Mat A{zeros.data(), rows, in_f, in_f, 1};
+  const Mat B{static_cast<const float*>(w.data), in_f, out_f, w.strides[1], w.strides[0]};
+  return sgemm(A, B, out.data(), out_f, present(bias) ? 1.0f : 0.0f, a->num_threads) ? 0
+                                                                                     : fail(a, "oneDNN sgemm failed");
+}
+
 template <int (*F)(const amber_kernel_args*)>
 struct Guarded {
   template <typename T>
@@ -238,6 +255,7 @@ AMBER_CPU_KERNELS(gemm) {
   register_typed<Guarded<bmm_kernel>::Kernel, float>("bmm");
   register_typed<Guarded<matmul_kernel>::Kernel, float>("matmul");
   register_typed<Guarded<linear_kernel>::Kernel, float>("linear");
+  register_prepare("linear", DType::f32, &Guarded<linear_prepare>::Kernel<float>::run);
 }
 
 }  // namespace

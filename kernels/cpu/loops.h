@@ -1,8 +1,8 @@
 // Elementwise iteration for CPU kernels: operand 0 is the output, the others broadcast to
-// its shape. Dims are coalesced (merged where every operand is contiguous across them) and
-// the index space is split over the intra-op threads; an inner function then runs over 1-D
-// runs given base pointers and byte strides. Inner functions come in AVX-512, AVX2 and
-// portable builds of one generic loop (IsaVariants), chosen once per process.
+// its shape. Dims are visited in the output's memory order and coalesced (merged where every operand is contiguous
+// across them) and the index space is split over the intra-op threads; an inner function then runs over 1-D runs given
+// base pointers and byte strides. Inner functions come in AVX-512, AVX2 and portable builds of one generic loop
+// (IsaVariants), chosen once per process.
 #pragma once
 
 #include <algorithm>
@@ -72,6 +72,13 @@ struct ElementwiseIter {
       }
       ++ndim;
     }
+    // Walk in the output's memory order (smallest stride innermost), so a channels-last
+    // output runs along channels and then coalesces like a contiguous one.
+    for (int i = 1; i < ndim; ++i)
+      for (int j = i; j > 0 && strides[0][j] < strides[0][j - 1]; --j) {
+        std::swap(sizes[j], sizes[j - 1]);
+        for (int k = 0; k < N; ++k) std::swap(strides[k][j], strides[k][j - 1]);
+      }
     // Merge dim i+1 into dim i when every operand steps across them uniformly.
     int w = 0;
     for (int r = 1; r < ndim; ++r) {

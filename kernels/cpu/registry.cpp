@@ -24,7 +24,7 @@ struct Key {
 
 struct Registry {
   std::mutex mutex;
-  std::map<Key, amber_kernel_fn> kernels;
+  std::map<Key, amber_kernel_fn> kernels, prepares;
 };
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: used during static destruction
@@ -54,6 +54,10 @@ amber_kernel_fn cpu_lookup(const char* op, int32_t version, int32_t dtype) {
   return find_kernel(op, version, DType(dtype));
 }
 const char* cpu_last_error() { return t_last_error.c_str(); }
+amber_kernel_fn cpu_lookup_prepare(const char* op, int32_t version, int32_t dtype) {
+  if (!op || !is_valid_dtype_code(dtype)) return nullptr;
+  return find_prepare(op, version, DType(dtype));
+}
 
 const amber_backend kCpuBackend = {
     AMBER_BACKEND_ABI_VERSION,
@@ -66,24 +70,40 @@ const amber_backend kCpuBackend = {
     cpu_sync,
     cpu_lookup,
     cpu_last_error,
+    cpu_lookup_prepare,
 };
 
 [[maybe_unused]] const bool registered = (register_backend(DeviceType::cpu, &kCpuBackend), true);
 
 }  // namespace
 
-void register_kernel(std::string_view op, DType dtype, amber_kernel_fn fn, int version) {
+namespace {
+void add(std::map<Key, amber_kernel_fn> Registry::*table, const char* what, std::string_view op, DType dtype,
+         amber_kernel_fn fn, int version) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  auto [it, inserted] = r.kernels.emplace(Key{std::string(op), version, int(dtype)}, fn);
-  AMBER_ASSERT(inserted, "CPU kernel for ", op, " v", version, " ", dtype, " registered twice");
+  auto [it, inserted] = (r.*table).emplace(Key{std::string(op), version, int(dtype)}, fn);
+  AMBER_ASSERT(inserted, "CPU ", what, " for ", op, " v", version, " ", dtype, " registered twice");
 }
-
-amber_kernel_fn find_kernel(std::string_view op, int version, DType dtype) {
+amber_kernel_fn find(std::map<Key, amber_kernel_fn> Registry::*table, std::string_view op, int version, DType dtype) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  auto it = r.kernels.find(Key{std::string(op), version, int(dtype)});
-  return it == r.kernels.end() ? nullptr : it->second;
+  auto it = (r.*table).find(Key{std::string(op), version, int(dtype)});
+  return it == (r.*table).end() ? nullptr : it->second;
+}
+}  // namespace
+
+void register_kernel(std::string_view op, DType dtype, amber_kernel_fn fn, int version) {
+  add(&Registry::kernels, "kernel", op, dtype, fn, version);
+}
+amber_kernel_fn find_kernel(std::string_view op, int version, DType dtype) {
+  return find(&Registry::kernels, op, version, dtype);
+}
+void register_prepare(std::string_view op, DType dtype, amber_kernel_fn fn, int version) {
+  add(&Registry::prepares, "kernel setup", op, dtype, fn, version);
+}
+amber_kernel_fn find_prepare(std::string_view op, int version, DType dtype) {
+  return find(&Registry::prepares, op, version, dtype);
 }
 
 const amber_backend* cpu_backend() { return &kCpuBackend; }

@@ -1,0 +1,235 @@
+// load() and Model (model.h): validation through the archive reader, read-only weights,
+// plans cached per batch size, concurrent calls sharing the cores.
+
+#include "amber/loader/model.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "amber/core/backend_registry.h"
+#include "amber/core/parallel.h"
+#include "amber/graph/text.h"
+#include "amber/loader/plan.h"
+
+namespace amber {
+
+namespace {
+constexpr size_t kMaxCachedPlans = 16;  // batch sizes with a compiled plan (least recently used go)
+
+IOInfo io_info(const std::string& name, const graph::ValueType& t) {
+  IOInfo io;
+  io.name = name;
+  io.dtype = t.dtype;
+  std::ostringstream os;
+  os << t.shape;
+  io.shape = os.str();
+  io.dynamic = !graph::is_static(t.shape);
+  for (const graph::SymInt& s : t.shape) io.dims.emplace_back(s.coef, s.value);
+  return io;
+}
+}  // namespace
+
+DimVec IOInfo::sizes_at(int64_t n) const {
+  DimVec d;
+  for (const auto& [coef, value] : dims) d.push_back(graph::SymInt(coef, value).at(n));
+  return d;
+}
+
+struct Model::Impl {
+  std::string source;
+  graph::Graph graph;
+  ArchiveInfo info;
+  LoadOptions options;
+  std::vector<IOInfo> inputs, outputs;
+  int total_threads = 1;
+  int64_t default_batch = 0;
+  std::shared_ptr<const loader::Plan> default_plan;  // of default_batch, never evicted
+  std::atomic<int> active{0};
+
+  struct CachedPlan {
+    std::shared_ptr<const loader::Plan> plan;
+    uint64_t last_use = 0;
+  };
+  std::mutex mutex;
+  std::map<int64_t, CachedPlan> plans;  // by batch size (0 for a static graph)
+  uint64_t tick = 0;
+  std::vector<NodeProfile> retired;  // counters of evicted plans
+
+  std::shared_ptr<const loader::Plan> plan(int64_t n);
+};
+
+namespace {
+void add_profile(std::vector<NodeProfile>& into, std::map<std::string, size_t>& where, const loader::Plan& p) {
+  for (size_t i = 0; i < p.num_steps(); ++i) {
+    const graph::Node& n = p.step_node(i);
+    const loader::StepStats& s = p.step_stats(i);
+    NodeProfile np;
+    np.node = "%" + n.outputs[0]->name + " = " + n.op->name;
+    np.op = n.op->name;
+    np.source = n.source + (n.scope.empty() ? "" : (n.source.empty() ? "@" : " @") + n.scope);
+    auto [it, fresh] = where.emplace(np.node, into.size());
+    if (fresh) into.push_back(np);
+    NodeProfile& t = into[it->second];
+    t.calls += s.calls.load(std::memory_order_relaxed);
+    t.total_ms += double(s.nanoseconds.load(std::memory_order_relaxed)) * 1e-6;
+    t.bytes += s.bytes.load(std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
+  {
+    std::lock_guard lock(mutex);
+    auto it = plans.find(n);
+    if (it != plans.end()) {
+      it->second.last_use = ++tick;
+      return it->second.plan;
+    }
+  }
+  // Compiled outside the lock: other batch sizes keep running meanwhile.
+  auto p =
+      std::make_shared<const loader::Plan>(graph.is_dynamic() ? graph.instantiate(n) : graph.clone(), options.device);
+  std::lock_guard lock(mutex);
+  auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
+  it->second.last_use = ++tick;
+  if (fresh && plans.size() > kMaxCachedPlans) {
+    auto oldest = plans.end();  // the least recently used, never the default batch's
+    for (auto c = plans.begin(); c != plans.end(); ++c)
+      if (c->first != default_batch && (oldest == plans.end() || c->second.last_use < oldest->second.last_use))
+        oldest = c;
+    std::map<std::string, size_t> where;
+    for (size_t i = 0; i < retired.size(); ++i) where[retired[i].node] = i;
+    add_profile(retired, where, *oldest->second.plan);
+    plans.erase(oldest);  // calls still running hold their plan
+  }
+  return it->second.plan;
+}
+
+namespace {
+
+Model::Impl* check_defined(const std::shared_ptr<Model::Impl>& impl) {
+  AMBER_CHECK(impl, "amber::Model: the handle is empty (get one from amber::load)");
+  return impl.get();
+}
+
+std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions& options, const std::string& source) {
+  AMBER_CHECK(options.num_threads >= 0, "load: num_threads must be >= 0 (0: all cores), got ", options.num_threads);
+  if (!options.device.is_cpu()) (void)backend(options.device);  // names what is missing
+  auto impl = std::make_shared<Model::Impl>();
+  impl->source = source;
+  impl->graph = std::move(archive.graph);
+  impl->info = std::move(archive.info);
+  impl->options = options;
+  impl->total_threads = options.num_threads > 0 ? options.num_threads : available_cores();
+  // Weights are immutable: copies made for unaligned records become read-only too, so
+  // kernels may cache data derived from them and no output can write into them.
+  for (graph::Value* c : impl->graph.constants()) {
+    const Tensor& t = c->data;
+    if (t.is_read_only()) continue;
+    auto keep = std::make_shared<Tensor>(t);
+    Storage s = Storage::wrap(const_cast<void*>(t.data()), t.nbytes(), t.device(), keep, /*read_only=*/true);
+    c->data = Tensor::make(std::move(s), t.sizes(), t.strides(), 0, t.dtype());
+  }
+  for (const graph::Value* v : impl->graph.inputs()) impl->inputs.push_back(io_info(v->name, v->type));
+  for (const auto& [name, v] : impl->graph.outputs()) impl->outputs.push_back(io_info(name, v->type));
+  const bool dynamic = impl->graph.is_dynamic();
+  impl->default_batch = dynamic ? std::max<int64_t>(impl->graph.traced_batch, 1) : 0;
+  try {
+    // The plan of the traced batch size, with every kernel's setup done now (for a call
+    // alone and for a call sharing the cores), so no call pays for it.
+    std::shared_ptr<const loader::Plan> p = impl->plan(impl->default_batch);
+    p->prepare(impl->total_threads);
+    if (impl->total_threads > 1) p->prepare(1);
+    impl->default_plan = p;
+  } catch (const Error& e) {
+    throw Error(str(source, ": ", e.what()));
+  }
+  return impl;
+}
+
+}  // namespace
+
+Model load(const std::string& path, const LoadOptions& options) {
+  ArchiveReadOptions ro;
+  ro.verify_checksums = options.verify_checksums;
+  Model m;
+  m.impl_ = make_model(read_archive(path, ro), options, path);
+  return m;
+}
+
+Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
+  void* copy = cpu_allocate(bytes.size());
+  AMBER_CHECK(copy, "load: cannot allocate ", bytes.size(), " bytes to hold the archive");
+  std::shared_ptr<const void> keep(copy, [](const void* p) { cpu_free(const_cast<void*>(p)); });
+  if (!bytes.empty()) std::memcpy(copy, bytes.data(), bytes.size());
+  ArchiveReadOptions ro;
+  ro.verify_checksums = options.verify_checksums;
+  Model m;
+  m.impl_ = make_model(read_archive({static_cast<const uint8_t*>(copy), bytes.size()}, keep, ro, "<buffer>"), options,
+                       "<buffer>");
+  return m;
+}
+
+std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
+  const std::shared_ptr<Impl> hold = impl_;  // the model lives until this call returns
+  Impl& m = *check_defined(hold);
+  int64_t n = 0;
+  try {
+    for (size_t i = 0; i < inputs.size() && i < m.inputs.size(); ++i)
+      AMBER_CHECK(!inputs[i].defined() || inputs[i].device() == m.options.device, "input ", m.inputs[i].name, " is on ",
+                  inputs[i].device(), " but the model runs on ", m.options.device);
+    n = graph::batch_size_of(m.graph, inputs);
+    graph::check_inputs(m.graph, inputs, n);
+  } catch (const Error& e) {
+    throw Error(str("forward: ", e.what()));
+  }
+  const int64_t key = m.graph.is_dynamic() ? n : 0;
+  std::shared_ptr<const loader::Plan> plan = key == m.default_batch ? m.default_plan : m.plan(key);
+  struct Active {
+    std::atomic<int>& a;
+    int now;
+    explicit Active(std::atomic<int>& x) : a(x), now(x.fetch_add(1) + 1) {}
+    ~Active() { a.fetch_sub(1); }
+  } active(m.active);
+  loader::RunOptions ro;
+  ro.num_threads = std::max(1, m.total_threads / active.now);
+  ro.anomaly = m.options.anomaly_mode;
+  ro.profile = m.options.profile;
+  return plan->run(inputs, ro);
+}
+
+const std::vector<IOInfo>& Model::inputs() const { return check_defined(impl_)->inputs; }
+const std::vector<IOInfo>& Model::outputs() const { return check_defined(impl_)->outputs; }
+const ArchiveInfo& Model::metadata() const { return check_defined(impl_)->info; }
+const LoadOptions& Model::options() const { return check_defined(impl_)->options; }
+std::string Model::graph_text() const { return graph::to_text(check_defined(impl_)->graph); }
+const graph::Graph& Model::graph() const { return check_defined(impl_)->graph; }
+int64_t Model::traced_batch() const { return check_defined(impl_)->graph.traced_batch; }
+
+size_t Model::workspace_bytes(int64_t n) const {
+  Impl& m = *check_defined(impl_);
+  return m.plan(m.graph.is_dynamic() ? (n < 0 ? m.default_batch : n) : 0)->arena_bytes();
+}
+
+std::vector<NodeProfile> Model::profile() const {
+  Impl& m = *check_defined(impl_);
+  std::lock_guard lock(m.mutex);
+  std::vector<NodeProfile> out = m.retired;
+  std::map<std::string, size_t> where;
+  for (size_t i = 0; i < out.size(); ++i) where[out[i].node] = i;
+  for (const auto& [n, cached] : m.plans) add_profile(out, where, *cached.plan);
+  return out;
+}
+
+void Model::reset_profile() const {
+  Impl& m = *check_defined(impl_);
+  std::lock_guard lock(m.mutex);
+  m.retired.clear();
+  for (const auto& [n, cached] : m.plans) cached.plan->reset_stats();
+}
+
+}  // namespace amber

@@ -1,0 +1,100 @@
+// The runtime's API for services: amber::load() reads and validates an archive (from a file
+// or a memory buffer) and compiles it into execution plans; amber::Model is a cheap,
+// reference-counted handle to the immutable loaded model. forward() is safe from many
+// threads at once, returns tensors the caller owns, and shares the cores between
+// concurrent calls. Debug aids: anomaly mode (first node producing NaN/Inf) and a per-node
+// profile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "amber/core/tensor.h"
+#include "amber/serialize/archive.h"
+
+namespace amber {
+
+namespace graph {
+class Graph;
+}
+
+struct LoadOptions {
+  Device device = Device::cpu();
+  // Intra-op threads for one call; 0: every core the process may use. Concurrent calls
+  // share them (each gets total / concurrent calls, at least one).
+  int num_threads = 0;
+  bool verify_checksums = true;  // XXH3-64 of every weight record at load
+  // Checks every node's float outputs; the first NaN or Inf fails the call with an error
+  // naming the node, its source line and module path. Costs a pass over each output.
+  bool anomaly_mode = false;
+  bool profile = false;  // per-node time, calls and bytes (Model::profile)
+};
+
+// A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size
+// when the model was traced with a dynamic batch).
+struct IOInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::string shape;
+  bool dynamic = false;  // some dim depends on N
+  // The sizes at batch size n (the sizes themselves for static shapes).
+  DimVec sizes_at(int64_t n) const;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (coef, value): coef * N + value
+};
+
+struct NodeProfile {
+  std::string node;    // "%12 = conv2d"
+  std::string op;      // "conv2d"
+  std::string source;  // "model.cpp:21 @layer1.0.conv1", or ""
+  uint64_t calls = 0;
+  double total_ms = 0;
+  uint64_t bytes = 0;  // bytes of outputs written, over all calls
+};
+
+class Model {
+ public:
+  Model() = default;  // an empty handle; forward() throws
+  bool defined() const { return bool(impl_); }
+
+  // Runs the model. inputs are in the order of inputs() (CPU tensors of the given dtypes
+  // and shapes; any strides). Throws amber::Error naming the input and what was expected,
+  // or the node that failed.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) const;
+
+  const std::vector<IOInfo>& inputs() const;
+  const std::vector<IOInfo>& outputs() const;
+  // Producer, format version, example input shapes, trace warnings, weight counts.
+  const ArchiveInfo& metadata() const;
+  const LoadOptions& options() const;
+  std::string graph_text() const;
+  // The validated graph as stored (before per-device planning).
+  const graph::Graph& graph() const;
+  // The batch size the model was traced at (0 when unknown or static).
+  int64_t traced_batch() const;
+  // Bytes of intermediate memory one call at batch size n uses (plans it if needed).
+  size_t workspace_bytes(int64_t n = -1) const;
+
+  // Per-node counters since load or the last reset (needs LoadOptions::profile), summed over
+  // every batch size run, in node order.
+  std::vector<NodeProfile> profile() const;
+  void reset_profile() const;
+
+  struct Impl;
+
+ private:
+  friend Model load(const std::string&, const LoadOptions&);
+  friend Model load(std::span<const uint8_t>, const LoadOptions&);
+  std::shared_ptr<Impl> impl_;
+};
+
+// Loads an archive: reads and validates everything (docs/FORMAT.md; shared/RELIABILITY.md),
+// maps the weights read-only and compiles the plan for the traced batch size, so the first
+// call runs at full speed. Throws amber::Error naming the file and the problem.
+Model load(const std::string& path, const LoadOptions& options = {});
+// The same from an archive in memory (copied once; the caller's buffer may go away).
+Model load(std::span<const uint8_t> bytes, const LoadOptions& options = {});
+
+}  // namespace amber

@@ -1,0 +1,323 @@
+// Loader tests: every sample and model saved, loaded (from a file and from memory) and run
+// by the planned executor equals eager execution (and PyTorch for the models); dynamic
+// batch through per-size plans; inputs checked with clear errors; outputs owned by the
+// caller; anomaly mode; the profile; many threads on one model (bitwise identical outputs)
+// with handles dropped and failing calls alongside; a call too large for memory fails alone.
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "amber/graph/graph.h"
+#include "models/resnet.h"
+#include "models/small.h"
+#include "test_util.h"
+
+using namespace amber;
+namespace fs = std::filesystem;
+
+namespace {
+
+TraceOptions quiet(bool dynamic = false) {
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = dynamic;
+  return o;
+}
+
+std::string temp(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("amber_test_loader_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+void check_close(const Tensor& a, const Tensor& b, double atol, double rtol, const std::string& what) {
+  test::Diff d = test::compare(a, b, atol, rtol);
+  INFO(what << ": " << d.message << " (max |diff| " << d.max_abs << ")");
+  CHECK(d.ok);
+}
+
+// Saves t to a file and to bytes, loads both, and checks both against want on inputs.
+void check_loaded(const TracedModule& t, const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
+                  double atol, double rtol, const std::string& what) {
+  const std::string path = temp("model.amber");
+  t.save(path);
+  Model from_file = load(path);
+  Model from_bytes = load(t.save_to_bytes());
+  const auto a = from_file.forward(inputs), b = from_bytes.forward(inputs), traced = t.forward(inputs);
+  REQUIRE(a.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    check_close(a[i], want[i], atol, rtol, what + " (loaded from a file) vs eager");
+    check_close(b[i], a[i], 0, 0, what + " (loaded from memory) vs from a file");
+    check_close(a[i], traced[i], atol, rtol, what + " (loaded) vs traced");
+  }
+}
+
+Tensor ten_mul(const Tensor& x) {
+  Tensor y = x;
+  for (int i = 0; i < 10; ++i) y = y * y;
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("samples 1-5 and 7: loaded == eager", "[loader][samples]") {
+  auto two_x_plus_y = [](const Tensor& x, const Tensor& y) { return 2 * x + y; };
+  Tensor x = tensor({1.f, 2.f, 3.f}), y = tensor({0.5f, -1.f, 4.f});
+  check_loaded(trace(two_x_plus_y, {x, y}, quiet()), {x, y}, {two_x_plus_y(x, y)}, 0, 0, "2*x + y");
+
+  Tensor t = ones({3, 3});
+  auto mm_add = [&](const Tensor& a) { return a.mm(a) + t; };
+  Tensor m = randn({3, 3});
+  check_loaded(trace(mm_add, {m}, quiet()), {m}, {mm_add(m)}, 0, 0, "mm + add");
+
+  auto per_row = [](const Tensor& a) {
+    std::vector<Tensor> rows;
+    for (int64_t i = 0; i < a.size(0); ++i) {
+      Tensor r = a.select(0, i).reshape({1, -1});
+      rows.push_back(r.mm(r.t()) + 1.0);
+    }
+    return cat(rows, 0);
+  };
+  Tensor r = randn({4, 3});
+  check_loaded(trace(per_row, {r}, quiet()), {r}, {per_row(r)}, 0, 0, "loop over rows");
+
+  Tensor v = tensor({1.01f, 0.99f, 1.0f, 0.5f, 1.1f});
+  check_loaded(trace(ten_mul, {v}, quiet()), {v}, {ten_mul(v)}, 0, 0, "ten muls");
+
+  auto pairwise = [](const Tensor& a, const Tensor& b) {
+    Tensor d = a.unsqueeze(1) - b.unsqueeze(0);
+    return (d * d).sum({-1});
+  };
+  Tensor pa = randn({100, 2}), pb = randn({200, 2});
+  check_loaded(trace(pairwise, {pa, pb}, quiet()), {pa, pb}, {pairwise(pa, pb)}, 0, 0, "pairwise");
+
+  manual_seed(3);
+  models::ElmanRNN rnn(3, 5, 2);
+  Tensor seq = randn({6, 2, 3});
+  check_loaded(trace(rnn, {seq}, quiet()), {seq}, {rnn(seq)}, 1e-6, 1e-6, "Elman RNN");
+}
+
+TEST_CASE("type promotion, views of inputs and constants, and outputs the caller owns", "[loader]") {
+  // int64 + float promotes (a cast node at load); outputs that are an input, a constant,
+  // or a view of one are copies the caller may write.
+  Tensor w = randn({2, 3});
+  auto f = [&](const Tensor& x, const Tensor& i) {
+    return std::vector<Tensor>{x + i, x, w, w.t(), x.reshape({3, 2}), (x * 2).view({6})};
+  };
+  Tensor x = randn({2, 3}), i = tensor(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  TracedModule t = trace(f, {x, i}, quiet());
+  Model m = load(t.save_to_bytes());
+  auto out = m.forward({x, i});
+  auto want = f(x, i);
+  REQUIRE(out.size() == want.size());
+  for (size_t k = 0; k < out.size(); ++k) check_close(out[k], want[k], 0, 0, str("output ", k));
+  for (const Tensor& o : out) CHECK_FALSE(o.is_read_only());
+  CHECK_FALSE(out[1].storage().is_same(x.storage()));
+  out[2].data_ptr<float>()[0] = 42.f;  // writing an output never reaches the model
+  check_close(m.forward({x, i})[2], w, 0, 0, "constant output after a write to an earlier one");
+  // Non-contiguous inputs are accepted.
+  Tensor xt = randn({3, 2}).t();
+  check_close(m.forward({xt, i})[0], xt + i, 0, 0, "transposed input");
+}
+
+TEST_CASE("bad inputs, bad handles and bad archives get clear errors", "[loader][errors]") {
+  TracedModule t = trace([](const Tensor& x) { return x.relu(); }, {randn({2, 3})}, quiet(true));
+  Model m = load(t.save_to_bytes());
+  AMBER_REQUIRE_ERROR(m.forward({}), "forward: expected 1 inputs (input0), got 0");
+  AMBER_REQUIRE_ERROR(m.forward({randn({2, 3}), randn({2, 3})}), "expected 1 inputs (input0), got 2");
+  AMBER_REQUIRE_ERROR(m.forward({zeros({2, 3}, DType::i64)}), "input input0: expected f32[N, 3]");
+  AMBER_REQUIRE_ERROR(m.forward({randn({2, 3, 1})}), "got f32[2, 3, 1]");
+  AMBER_REQUIRE_ERROR(m.forward({randn({2, 4})}), "input input0: expected f32[N, 3] (f32[2, 3] at N=2), got f32[2, 4]");
+  AMBER_REQUIRE_ERROR(m.forward({Tensor()}), "input input0: the tensor is undefined");
+  AMBER_REQUIRE_ERROR(Model().forward({}), "the handle is empty");
+  AMBER_REQUIRE_ERROR(load("/nonexistent/model.amber"), "cannot open '/nonexistent/model.amber'");
+  AMBER_REQUIRE_ERROR(load(std::vector<uint8_t>{1, 2, 3}), "<buffer>");
+  LoadOptions neg;
+  neg.num_threads = -1;
+  AMBER_REQUIRE_ERROR(load(t.save_to_bytes(), neg), "num_threads must be >= 0");
+  LoadOptions cuda;
+  cuda.device = Device::cuda(0);
+  AMBER_REQUIRE_ERROR(load(t.save_to_bytes(), cuda), "CUDA");
+  // The model still works after all of that.
+  Tensor x = randn({5, 3});
+  check_close(m.forward({x})[0], x.relu(), 0, 0, "after errors");
+}
+
+TEST_CASE("model metadata: names, symbolic shapes, graph text, memory", "[loader]") {
+  TraceOptions o = quiet(true);
+  o.input_names = {"image"};
+  o.output_names = {"logits"};
+  models::LeNet net;
+  net.eval();
+  TracedModule t = trace(net, {randn({2, 1, 32, 32})}, o);
+  Model m = load(t.save_to_bytes());
+  REQUIRE(m.inputs().size() == 1);
+  CHECK(m.inputs()[0].name == "image");
+  CHECK(m.inputs()[0].shape == "[N, 1, 32, 32]");
+  CHECK(m.inputs()[0].dynamic);
+  CHECK(m.inputs()[0].sizes_at(5) == DimVec{5, 1, 32, 32});
+  CHECK(m.outputs()[0].name == "logits");
+  CHECK(m.outputs()[0].shape == "[N, 10]");
+  CHECK(m.traced_batch() == 2);
+  CHECK(m.metadata().example_input_shapes == std::vector<DimVec>{DimVec{2, 1, 32, 32}});
+  CHECK_THAT(m.graph_text(), Catch::Matchers::Contains("conv2d("));
+  CHECK(m.workspace_bytes(64) > m.workspace_bytes(1));
+  Model copy = m;  // handles share the model
+  CHECK(&copy.graph() == &m.graph());
+}
+
+TEST_CASE("models with PyTorch weights: loaded == eager == PyTorch at batch 1 and 8", "[loader][models]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
+  auto check = [&](const char* name, auto& model, double atol, double rtol) {
+    model.load_state(dir + "/" + name + ".safetensors");
+    model.eval();
+    SafetensorsFile io = SafetensorsFile::open(dir + "/" + name + "_io.safetensors");
+    TracedModule t = trace(model, {io.tensor("input.b1")}, quiet(true));
+    Model m = load(t.save_to_bytes());
+    for (int b : {1, 8}) {
+      const Tensor x = io.tensor(str("input.b", b));
+      const Tensor got = m.forward({x})[0];
+      check_close(got, model(x), atol, rtol, str(name, " loaded vs eager at batch ", b));
+      check_close(got, io.tensor(str("output.b", b)), 1e-5, 1e-4, str(name, " loaded vs PyTorch at batch ", b));
+    }
+    std::printf("%-12s loaded == eager == PyTorch at batch 1 and 8 (%zu nodes, %s per call at batch 8)\n", name,
+                m.graph().num_nodes(), str(m.workspace_bytes(8) >> 10, " KiB").c_str());
+  };
+  models::LeNet lenet;
+  check("lenet", lenet, 1e-5, 1e-5);
+  models::ResNet18 resnet;
+  check("resnet18", resnet, 1e-5, 1e-5);
+  nn::TransformerEncoderLayerOptions o;
+  o.d_model = 256;
+  o.nhead = 4;
+  o.dim_feedforward = 1024;
+  o.dropout = 0.0;
+  o.batch_first = true;
+  nn::TransformerEncoder enc(o, 4);
+  check("transformer", enc, 1e-5, 1e-5);
+}
+
+TEST_CASE("plans per batch size: many sizes, the cache stays bounded, results stay right", "[loader][dynamic]") {
+  auto f = [](const Tensor& x) { return (x * 2).sum({1}); };
+  TracedModule t = trace(f, {randn({2, 5})}, quiet(true));
+  Model m = load(t.save_to_bytes());
+  for (int round = 0; round < 2; ++round)
+    for (int64_t n = 0; n < 20; ++n) {  // more sizes than the plan cache holds
+      Tensor x = randn({n, 5});
+      check_close(m.forward({x})[0], f(x), 1e-6, 1e-6, str("batch ", n));
+    }
+}
+
+TEST_CASE("anomaly mode names the first node producing NaN or Inf", "[loader][anomaly]") {
+  const int line = __LINE__ + 1;
+  auto f = [](const Tensor& x) { return x.log() * 2 + 1; };
+  TracedModule t = trace(f, {rand({4})}, quiet());
+  LoadOptions o;
+  o.anomaly_mode = true;
+  Model checked = load(t.save_to_bytes(), o);
+  Model plain = load(t.save_to_bytes());
+  Tensor bad = tensor({1.f, -1.f, 2.f, 3.f});
+  CHECK(std::isnan(plain.forward({bad})[0].to_vector<float>()[1]));
+  AMBER_REQUIRE_ERROR(checked.forward({bad}), "produced NaN");
+  AMBER_REQUIRE_ERROR(checked.forward({bad}), str("test_loader.cpp:", line));
+  Tensor good = tensor({1.f, 0.5f, 2.f, 3.f});
+  check_close(checked.forward({good})[0], f(good), 1e-6, 1e-6, "finite inputs pass");
+  AMBER_REQUIRE_ERROR(checked.forward({tensor({1.f, 0.f, 2.f, 3.f})}), "produced Inf");
+}
+
+TEST_CASE("the profile counts every node of every call", "[loader][profile]") {
+  models::LeNet net;
+  net.eval();
+  TracedModule t = trace(net, {randn({1, 1, 32, 32})}, quiet(true));
+  LoadOptions o;
+  o.profile = true;
+  Model m = load(t.save_to_bytes(), o);
+  for (int i = 0; i < 3; ++i) m.forward({randn({1, 1, 32, 32})});
+  m.forward({randn({4, 1, 32, 32})});
+  std::vector<NodeProfile> p = m.profile();
+  REQUIRE_FALSE(p.empty());
+  for (const NodeProfile& n : p) {
+    INFO(n.node);
+    CHECK(n.calls == 4);
+    CHECK(n.bytes > 0);
+    CHECK(n.total_ms >= 0);
+  }
+  CHECK(p[0].op == "conv2d");
+  CHECK_THAT(p[0].source, Catch::Matchers::Contains("@conv1"));
+  m.reset_profile();
+  for (const NodeProfile& n : m.profile()) CHECK(n.calls == 0);
+  Model unprofiled = load(t.save_to_bytes());
+  unprofiled.forward({randn({1, 1, 32, 32})});
+  for (const NodeProfile& n : unprofiled.profile()) CHECK(n.calls == 0);
+}
+
+TEST_CASE("8 threads x 500 calls on one ResNet-18: every output bitwise identical", "[loader][threads]") {
+  manual_seed(7);
+  models::ResNet18 net;
+  net.eval();
+  Tensor x = randn({1, 3, 64, 64});
+  TracedModule t = trace(net, {x}, quiet());
+  LoadOptions pinned;
+  pinned.num_threads = 1;  // deterministic kernels for one intra-op thread count
+  Model m = load(t.save_to_bytes(), pinned);
+  const Tensor single = m.forward({x})[0];
+  check_close(single, net(x), 1e-5, 1e-5, "loaded vs eager");
+  constexpr int kThreads = 8, kCalls = 500;
+  std::atomic<int> mismatches{0}, errors{0}, failing_calls_ok{0};
+  std::vector<std::thread> threads;
+  {
+    Model dropped = m;  // a handle destroyed while calls on others run
+    threads.emplace_back([dropped = std::move(dropped), &failing_calls_ok]() mutable {
+      for (int i = 0; i < 50; ++i) {
+        try {
+          dropped.forward({randn({1, 3, 65, 64})});  // the wrong shape: fails alone
+        } catch (const Error& e) {
+          failing_calls_ok += std::string(e.what()).find("input input0") != std::string::npos;
+        }
+      }
+      dropped = Model();
+    });
+  }
+  for (int k = 0; k < kThreads; ++k)
+    threads.emplace_back([&] {
+      try {
+        for (int i = 0; i < kCalls; ++i) {
+          const Tensor y = m.forward({x})[0];
+          if (std::memcmp(y.data(), single.data(), single.nbytes()) != 0) ++mismatches;
+        }
+      } catch (const std::exception& e) {
+        ++errors;
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  CHECK(errors == 0);
+  CHECK(mismatches == 0);
+  CHECK(failing_calls_ok == 50);
+  std::printf("8 threads x 500 ResNet-18 calls (1x3x64x64): all %d outputs bitwise identical\n", kThreads * kCalls);
+  // Sharing the cores: without pinning, concurrent calls still agree with a lone call.
+  Model shared = load(t.save_to_bytes());
+  const Tensor lone = shared.forward({x})[0];
+  std::vector<std::thread> more;
+  std::atomic<int> far{0};
+  for (int k = 0; k < 4; ++k)
+    more.emplace_back([&] {
+      for (int i = 0; i < 20; ++i)
+        if (!test::compare(shared.forward({x})[0], lone, 1e-5, 1e-5).ok) ++far;
+    });
+  for (std::thread& th : more) th.join();
+  CHECK(far == 0);
+}
+
+TEST_CASE("a call too large for memory fails alone; the next call works", "[loader][resources]") {
+  // [N, 4] -> [N, 4, 1M] materialised: at N = 2^20 that is 16 TiB.
+  auto f = [](const Tensor& x) { return (x.unsqueeze(2).expand({x.size(0), 4, 1 << 20}) + 1).sum({2}); };
+  TracedModule t = trace(f, {randn({2, 4})}, quiet(true));
+  Model m = load(t.save_to_bytes());
+  AMBER_REQUIRE_ERROR(m.forward({randn({1 << 20, 4})}), "bytes");
+  Tensor x = randn({3, 4});
+  check_close(m.forward({x})[0], f(x), 1e-3, 1e-5, "after the failed call");
+}

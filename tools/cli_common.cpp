@@ -1,0 +1,136 @@
+// Argument parsing and helpers shared by the amber commands (cli.h).
+
+#include <charconv>
+#include <cstdio>
+
+#include "cli.h"
+
+namespace amber::cli {
+
+Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
+           const std::set<std::string>& valued) {
+  std::set<std::string> all_flags = flags, all_valued = valued;
+  all_flags.insert("no-verify");
+  all_valued.insert({"device", "threads"});
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      std::string key = a.substr(2), value;
+      const auto eq = key.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
+        value = key.substr(eq + 1);
+        key = key.substr(0, eq);
+      }
+      if (all_flags.count(key)) {
+        if (inline_value) throw UsageError("option --" + key + " takes no value");
+        flags_.insert(key);
+      } else if (all_valued.count(key)) {
+        if (!inline_value) {
+          if (i + 1 >= argv.size()) throw UsageError("option --" + key + " needs a value");
+          value = argv[++i];
+        }
+        values_[key] = value;
+      } else {
+        throw UsageError("unknown option '" + a + "'");
+      }
+    } else if (file_.empty()) {
+      file_ = a;
+    } else {
+      throw UsageError("unexpected argument '" + a + "' (one FILE only)");
+    }
+  }
+  if (file_.empty()) throw UsageError("missing FILE (an .amber archive)");
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+int64_t Args::get_int(const std::string& name, int64_t fallback, int64_t min, int64_t max) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const std::string& s = it->second;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max)
+    throw UsageError("--" + name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                     "], got '" + s + "'");
+  return v;
+}
+
+LoadOptions load_options(const Args& a) {
+  LoadOptions o;
+  if (a.has("device")) {
+    try {
+      o.device = Device::parse(a.get("device"));
+    } catch (const Error& e) {
+      throw UsageError(std::string("--device: ") + e.what());
+    }
+  }
+  o.num_threads = int(a.get_int("threads", 0, 1, 1024));
+  o.verify_checksums = !a.flag("no-verify");
+  return o;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+std::vector<Tensor> make_inputs(const Model& m, const Args& a) {
+  const std::vector<IOInfo>& ins = m.inputs();
+  std::vector<Tensor> out;
+  if (a.has("inputs")) {
+    SafetensorsFile f = SafetensorsFile::open(a.get("inputs"));
+    std::string missing;
+    for (const IOInfo& io : ins) {
+      if (!f.contains(io.name)) {
+        missing += (missing.empty() ? "" : ", ") + io.name;
+        continue;
+      }
+      out.push_back(f.tensor(io.name));
+    }
+    if (!missing.empty()) {
+      std::string have;
+      for (const std::string& n : f.names()) have += (have.empty() ? "" : ", ") + n;
+      throw Error(str(a.get("inputs"), ": no tensor for model input(s) ", missing,
+                      " (the file holds: ", have.empty() ? "nothing" : have, ")"));
+    }
+    for (const std::string& n : f.names()) {
+      bool used = false;
+      for (const IOInfo& io : ins) used |= io.name == n;
+      if (!used)
+        std::fprintf(stderr, "amber: note: %s: tensor '%s' is not a model input (ignored)\n", a.get("inputs").c_str(),
+                     n.c_str());
+    }
+    return out;
+  }
+  manual_seed(uint64_t(a.get_int("seed", 0, 0, INT64_MAX)));
+  const ArchiveInfo& info = m.metadata();
+  const bool batch_given = a.has("batch");
+  const int64_t n = a.get_int("batch", m.traced_batch() > 0 ? m.traced_batch() : 1, 0, 1 << 30);
+  bool any_dynamic = false;
+  for (const IOInfo& io : ins) any_dynamic |= io.dynamic;
+  if (batch_given && !any_dynamic)
+    throw UsageError("--batch: this model's input shapes are fixed (it was traced without a dynamic batch)");
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const IOInfo& io = ins[i];
+    const DimVec sizes =
+        !batch_given && i < info.example_input_shapes.size() ? info.example_input_shapes[i] : io.sizes_at(n);
+    if (io.dtype == DType::f32 || io.dtype == DType::f64)
+      out.push_back(randn(sizes, io.dtype));
+    else if (is_floating(io.dtype))
+      out.push_back(randn(sizes).to(io.dtype));
+    else
+      out.push_back(zeros(sizes, io.dtype));
+  }
+  return out;
+}
+
+}  // namespace amber::cli
