@@ -5,7 +5,8 @@
 #  - pkg-config describes both libraries;
 #  - the ResNet-18 service sample (samples/resnet18_service, its own CMake project) builds
 #    against the installed package with the shared and with the static runtime, and both
-#    print the logits the authoring sample printed for the same input.
+#    print the logits the authoring sample printed for the same input;
+#  - the multithreaded service sample (sample 10) agrees with a lone call on that archive.
 # Usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -66,4 +67,6 @@ echo "  [pkg-config] built with: c++ main.cpp $pc_flags"
 if [[ "$(ldd "$work/service-static/resnet18_service")" == *libamber_runtime* ]]; then
   fail "the static service still loads libamber_runtime.so"
 fi
+# Sample 10: many threads calling the loaded model at once agree with a lone call.
+"$build/samples/service_threads" "$archive" 4 5 | sed "s/^/  [service_threads] /"
 echo "OK: service built against the installed package (shared and static) matches eager"
