@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "models/programs.h"
 #include "models/resnet.h"
 
 using namespace amber;
@@ -31,11 +32,7 @@ int main(int argc, char** argv) {
   LoadOptions lo;
   lo.num_threads = threads;
 
-  auto ten_mul = [](const Tensor& x) {
-    Tensor y = x;
-    for (int i = 0; i < 10; ++i) y = y * y;
-    return y;
-  };
+  auto& ten_mul = models::ten_mul;
   Tensor x = tensor({1.01f, 0.99f, 1.0f, 0.5f, 1.1f});
   TracedModule t = trace(ten_mul, {x}, quiet);
   Model m = load(t.save_to_bytes(), lo);

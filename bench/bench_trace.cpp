@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "models/programs.h"
 #include "models/resnet.h"
 
 using namespace amber;
@@ -25,11 +26,7 @@ int main(int argc, char** argv) {
   TraceOptions quiet;
   quiet.print_warnings = false;
 
-  auto ten_mul = [](const Tensor& x) {
-    Tensor y = x;
-    for (int i = 0; i < 10; ++i) y = y * y;
-    return y;
-  };
+  auto& ten_mul = models::ten_mul;
   Tensor x = tensor({1.01f, 0.99f, 1.0f, 0.5f, 1.1f});
   TracedModule t = trace(ten_mul, {x}, quiet);
   const double eager = median_s([&] { (void)ten_mul(x); }, 20000);

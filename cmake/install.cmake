@@ -1,5 +1,6 @@
 # Installation: the libraries (libamber_runtime.so / .a, libamber.so) with SONAMEs following
-# the project version, the headers under include/amber/, the amber tool, the CMake package
+# the project version, the headers under include/amber/, the amber tool and
+# amber-torch2safetensors, the CMake package
 # (find_package(Amber) -> Amber::runtime, Amber::runtime_static, Amber::amber) and pkg-config
 # files (amber-runtime.pc, amber.pc).
 include(GNUInstallDirs)
@@ -9,6 +10,9 @@ install(TARGETS amber_runtime amber_runtime_static amber amber_headers EXPORT Am
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS amber_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# PyTorch state_dict -> safetensors converter (needs only torch; Debian has no safetensors).
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/tools/torch2safetensors.py DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME amber-torch2safetensors)
 foreach(folder core schema graph serialize loader nn tracer)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${folder}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/amber/${folder}
           FILES_MATCHING PATTERN "*.h" PATTERN "passes" EXCLUDE)

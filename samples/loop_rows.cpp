@@ -1,20 +1,13 @@
-// Sample 3 of DESIGN.md section 9: a loop that applies sample 2 to each row of x. Tracing
-// records what ran, so the loop is unrolled: one mm and one add per row of the example.
-#include <amber/amber.h>
+// Sample 3 of DESIGN.md section 9: a loop that applies sample 2's mm + add to each row of
+// x. Tracing records what ran, so the loop is unrolled: one mm and one add per row of the
+// example (and the graph takes exactly that many rows).
+#include "models/programs.h"
 
 int main() {
   using namespace amber;
   manual_seed(0);
   Tensor t = ones({1, 1});
-  auto per_row = [&t](const Tensor& x) {
-    std::vector<Tensor> rows;
-    for (int64_t i = 0; i < x.size(0); ++i) {
-      Tensor r = x.select(0, i).reshape({1, -1});  // [1, n]
-      Tensor y = r.mm(r.t());                      // [1, 1]
-      rows.push_back(y + t);
-    }
-    return cat(rows, 0);
-  };
+  auto per_row = [&t](const Tensor& x) { return models::loop_rows(x, t); };
   Tensor x = randn({3, 4});
   TracedModule traced = trace(per_row, {x});
   std::cout << "the loop over " << x.size(0) << " rows, unrolled:\n" << traced.graph();

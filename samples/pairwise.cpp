@@ -1,16 +1,13 @@
 // Sample 5 of DESIGN.md section 9: squared distances between every point of a (100x2) and
 // b (200x2) by broadcasting, traced, compared with a double loop over the points.
-#include <amber/amber.h>
-
 #include <chrono>
+
+#include "models/programs.h"
 
 int main() {
   using namespace amber;
   manual_seed(0);
-  auto pairwise = [](const Tensor& a, const Tensor& b) {
-    Tensor d = a.unsqueeze(1) - b.unsqueeze(0);  // [100, 200, 2] by broadcasting
-    return (d * d).sum({-1});
-  };
+  auto& pairwise = models::pairwise_sq_dist;
   Tensor a = randn({100, 2}), b = randn({200, 2});
   TracedModule traced = trace(pairwise, {a, b});
   std::cout << traced.graph();

@@ -1,9 +1,7 @@
 // Sample 1 of DESIGN.md section 9: `2*x + y` on two 3-vectors, traced into a graph, printed,
-// saved as an archive, read back and run from it. Usage: two_x_plus_y [archive path]
-// (default two_x_plus_y.amber). The standalone loader arrives with [loader].
-#include <amber/amber.h>
-
-amber::Tensor two_x_plus_y(const amber::Tensor& x, const amber::Tensor& y) { return 2 * x + y; }
+// saved as an archive, loaded by the standalone runtime (amber::load) and run from it.
+// Usage: two_x_plus_y [archive path]   (default two_x_plus_y.amber)
+#include "models/programs.h"
 
 int main(int argc, char** argv) {
   using namespace amber;
@@ -12,14 +10,15 @@ int main(int argc, char** argv) {
   Tensor y = tensor({0.5f, -1.0f, 4.0f});
   TraceOptions opts;
   opts.optimize = false;  // show the ops as recorded
-  TracedModule traced = trace(two_x_plus_y, {x, y}, opts);
+  TracedModule traced = trace(models::two_x_plus_y, {x, y}, opts);
   std::cout << "recorded graph:\n" << traced.graph();
-  TracedModule optimised = trace(two_x_plus_y, {x, y});
+  TracedModule optimised = trace(models::two_x_plus_y, {x, y});
   std::cout << "optimised graph (the two ops fused):\n" << optimised.graph();
   optimised.save(path);
-  LoadedArchive loaded = read_archive(path);  // validates everything, verifies checksums
-  std::cout << "saved " << path << " (format " << loaded.info.format_major << "." << loaded.info.format_minor << ", "
-            << loaded.graph.num_nodes() << " node)\n";
-  std::cout << "eager:  " << two_x_plus_y(x, y) << "\ntraced: " << optimised.forward({x, y})[0]
-            << "\nloaded: " << graph::run_graph(loaded.graph, {x, y})[0] << "\n";
+  Model loaded = load(path);  // validates everything, verifies checksums, plans the run
+  std::cout << "saved and loaded " << path << " (format " << loaded.metadata().format_major << "."
+            << loaded.metadata().format_minor << ", inputs " << loaded.inputs()[0].name << " "
+            << loaded.inputs()[0].shape << ", " << loaded.inputs()[1].name << " " << loaded.inputs()[1].shape << ")\n";
+  std::cout << "eager:  " << models::two_x_plus_y(x, y) << "\ntraced: " << optimised.forward({x, y})[0]
+            << "\nloaded: " << loaded.forward({x, y})[0] << "\n";
 }

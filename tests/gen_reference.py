@@ -11,7 +11,8 @@ error Amber must raise where PyTorch raises too). Also writes OUT_DIR/core.safet
 with torch's type-promotion table, printed tensors and seeded random numbers, and for
 each model (torchvision's ResNet-18, the transformer encoder of DESIGN.md section 9, LeNet,
 the Elman RNN) MODEL.safetensors (its state_dict) and MODEL_io.safetensors (inputs and
-outputs at several batch sizes).
+outputs at several batch sizes), and OUT_DIR/seeds_io.safetensors with the inputs and
+outputs of the seed programs of DESIGN.md section 9 (samples/models/programs.h).
 
 Numbers always come from PyTorch, never from Amber. Tolerance rule: |amber - ref| <=
 atol + rtol * |ref|; integer and bool results must match exactly.
@@ -806,6 +807,45 @@ def models_reference(out):
         save_file(io, os.path.join(out, f"{name}_io.safetensors"), {"batches": ",".join(map(str, inputs[name]))})
 
 
+def seed_reference(out):
+    """The seed programs of DESIGN.md section 9 (samples/models/programs.h): inputs and
+    outputs per batch size; static programs (no batch dim) have one shape."""
+    g = torch.Generator().manual_seed(99)
+
+    def rn(*s):
+        return torch.randn(*s, generator=g)
+
+    def ten_mul(x):
+        for _ in range(10):
+            x = x * x
+        return x
+
+    def loop_rows(x):
+        rows = [r.reshape(1, -1).mm(r.reshape(1, -1).t()) + torch.ones(1, 1) for r in x]
+        return torch.cat(rows, 0)
+
+    def pairwise(a, b):
+        d = a.unsqueeze(1) - b.unsqueeze(0)
+        return (d * d).sum(-1)
+
+    programs = [  # name, batches, inputs at batch b, function
+        ("two_x_plus_y", [1, 8], lambda b: [rn(b, 3), rn(b, 3)], lambda x, y: 2 * x + y),
+        ("mm_add", [3], lambda b: [rn(3, 3)], lambda x: x.mm(x) + torch.ones(3, 3)),
+        ("loop_rows", [3], lambda b: [rn(3, 4)], loop_rows),
+        ("ten_mul", [1, 8], lambda b: [1 + 0.02 * rn(b, 5)], ten_mul),
+        ("pairwise", [100], lambda b: [rn(100, 2), rn(200, 2)], pairwise),
+    ]
+    io = {}
+    for name, batches, make, fn in programs:
+        for b in batches:
+            ins = make(b)
+            for k, t in enumerate(ins):
+                io[f"{name}.b{b}.input{k}"] = t
+            io[f"{name}.b{b}.output"] = fn(*ins)
+    save_file(io, os.path.join(out, "seeds_io.safetensors"),
+              {"programs": json.dumps({name: batches for name, batches, _, _ in programs})})
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -819,6 +859,7 @@ def main():
     ct, cm = core_reference()
     save_file(ct, os.path.join(out, "core.safetensors"), cm)
     models_reference(out)
+    seed_reference(out)
     print(f"wrote {len(specs)} op cases ({len(tensors)} tensors) and the core reference to {out}")
     return 0
 

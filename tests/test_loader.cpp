@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "amber/graph/graph.h"
+#include "models/programs.h"
 #include "models/resnet.h"
 #include "models/small.h"
 #include "test_util.h"
@@ -55,42 +56,27 @@ void check_loaded(const TracedModule& t, const std::vector<Tensor>& inputs, cons
   }
 }
 
-Tensor ten_mul(const Tensor& x) {
-  Tensor y = x;
-  for (int i = 0; i < 10; ++i) y = y * y;
-  return y;
-}
-
 }  // namespace
 
 TEST_CASE("samples 1-5 and 7: loaded == eager", "[loader][samples]") {
-  auto two_x_plus_y = [](const Tensor& x, const Tensor& y) { return 2 * x + y; };
+  using models::ten_mul, models::two_x_plus_y;
   Tensor x = tensor({1.f, 2.f, 3.f}), y = tensor({0.5f, -1.f, 4.f});
   check_loaded(trace(two_x_plus_y, {x, y}, quiet()), {x, y}, {two_x_plus_y(x, y)}, 0, 0, "2*x + y");
 
   Tensor t = ones({3, 3});
-  auto mm_add = [&](const Tensor& a) { return a.mm(a) + t; };
+  auto mm_add = [&](const Tensor& a) { return models::mm_add(a, t); };
   Tensor m = randn({3, 3});
   check_loaded(trace(mm_add, {m}, quiet()), {m}, {mm_add(m)}, 0, 0, "mm + add");
 
-  auto per_row = [](const Tensor& a) {
-    std::vector<Tensor> rows;
-    for (int64_t i = 0; i < a.size(0); ++i) {
-      Tensor r = a.select(0, i).reshape({1, -1});
-      rows.push_back(r.mm(r.t()) + 1.0);
-    }
-    return cat(rows, 0);
-  };
+  Tensor t11 = ones({1, 1});
+  auto per_row = [&](const Tensor& a) { return models::loop_rows(a, t11); };
   Tensor r = randn({4, 3});
   check_loaded(trace(per_row, {r}, quiet()), {r}, {per_row(r)}, 0, 0, "loop over rows");
 
   Tensor v = tensor({1.01f, 0.99f, 1.0f, 0.5f, 1.1f});
   check_loaded(trace(ten_mul, {v}, quiet()), {v}, {ten_mul(v)}, 0, 0, "ten muls");
 
-  auto pairwise = [](const Tensor& a, const Tensor& b) {
-    Tensor d = a.unsqueeze(1) - b.unsqueeze(0);
-    return (d * d).sum({-1});
-  };
+  auto& pairwise = models::pairwise_sq_dist;
   Tensor pa = randn({100, 2}), pb = randn({200, 2});
   check_loaded(trace(pairwise, {pa, pb}, quiet()), {pa, pb}, {pairwise(pa, pb)}, 0, 0, "pairwise");
 

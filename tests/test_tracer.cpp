@@ -208,6 +208,14 @@ TEST_CASE("dynamic batch: sizes become expressions in N; what cannot generalise 
   // The structure depends on dim 0 (a time loop, not a batch).
   models::ElmanRNN rnn(3, 4, 2);
   AMBER_REQUIRE_ERROR(trace(rnn, {randn({3, 1, 3})}, o), "the model's structure depends on the batch size");
+  // ... but its batch is dim 1 ([T, N, in]): with batch_dim = 1 it generalises.
+  o.batch_dim = 1;
+  TracedModule seq = trace(rnn, {randn({3, 1, 3})}, o);
+  CHECK(graph::to_text(seq.graph()).rfind("graph(%input0 : f32[3, N, 3])", 0) == 0);
+  Tensor x5 = randn({3, 5, 3});
+  check_close(seq.forward({x5})[0], rnn(x5), 1e-6, 1e-6, "Elman RNN traced at N=1, run at N=5");
+  o.batch_dim = 3;
+  AMBER_REQUIRE_ERROR(trace(rnn, {randn({3, 1, 3})}, o), "has no batch dimension 3 to vary");
 }
 
 // ---- whole models, with PyTorch's weights ----

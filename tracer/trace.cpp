@@ -287,16 +287,16 @@ void unify(Graph& g1, const Graph& g2, int64_t b) {
   g1.traced_batch = b;
 }
 
-// The example inputs with one more row in dim 0 (the first row repeated).
-std::vector<Tensor> grow_batch(const std::vector<Tensor>& inputs) {
+// The example inputs with one more entry along batch dim d (the first one repeated).
+std::vector<Tensor> grow_batch(const std::vector<Tensor>& inputs, int d) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    AMBER_CHECK(t.dim() >= 1 && t.size(0) >= 1, "trace (dynamic batch): input ", i, " of shape ", t.sizes(),
-                " has no batch dimension to vary");
-    AMBER_CHECK(t.size(0) == inputs[0].size(0), "trace (dynamic batch): inputs disagree on the batch size (",
-                inputs[0].size(0), " and ", t.size(0), ")");
-    out.push_back(cat({t, t.slice(0, 0, 1, 1, SrcLoc::none())}, 0, SrcLoc::none()));
+    AMBER_CHECK(d < t.dim() && t.size(d) >= 1, "trace (dynamic batch): input ", i, " of shape ", t.sizes(),
+                " has no batch dimension ", d, " to vary");
+    AMBER_CHECK(t.size(d) == inputs[0].size(d), "trace (dynamic batch): inputs disagree on the batch size (",
+                inputs[0].size(d), " and ", t.size(d), " in dim ", d, ")");
+    out.push_back(cat({t, t.slice(d, 0, 1, 1, SrcLoc::none())}, d, SrcLoc::none()));
   }
   return out;
 }
@@ -314,14 +314,16 @@ TracedModule trace_function(const TraceFn& fn, const std::vector<Tensor>& inputs
   auto state = std::make_shared<TracedModule::State>();
   state->examples = inputs;
   state->warnings = std::move(r.warnings);
-  if (!inputs.empty() && inputs[0].dim() >= 1) r.graph->traced_batch = inputs[0].size(0);
+  const int d = options.batch_dim;
+  AMBER_CHECK(d >= 0, "trace: batch_dim must be >= 0, got ", d);
+  if (!inputs.empty() && inputs[0].dim() > d) r.graph->traced_batch = inputs[0].size(d);
   if (options.dynamic_batch) {
-    const int64_t b = inputs.empty() ? 0 : inputs[0].dim() >= 1 ? inputs[0].size(0) : 0;
+    const int64_t b = inputs.empty() ? 0 : inputs[0].dim() > d ? inputs[0].size(d) : 0;
     TraceOptions quiet = options;
     quiet.strict = false;
     Recording r2;
     try {
-      r2 = record(fn, grow_batch(inputs), quiet, module);
+      r2 = record(fn, grow_batch(inputs, d), quiet, module);
     } catch (const Error& e) {
       throw Error(str("trace (dynamic batch): the model traced at batch ", b, " fails at batch ", b + 1,
                       ", so it bakes the batch size in (a reshape or view to a fixed size?): ", e.what()));
