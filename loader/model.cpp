@@ -48,6 +48,8 @@ struct Model::Impl {
   int total_threads = 1;
   int64_t default_batch = 0;
   std::shared_ptr<const loader::Plan> default_plan;  // of default_batch, never evicted
+  // Intermediate memory of every plan's calls (one arena per concurrent call, reused).
+  std::shared_ptr<loader::ArenaPool> arenas = std::make_shared<loader::ArenaPool>();
   std::atomic<int> active{0};
 
   struct CachedPlan {
@@ -91,8 +93,8 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
     }
   }
   // Compiled outside the lock: other batch sizes keep running meanwhile.
-  auto p =
-      std::make_shared<const loader::Plan>(graph.is_dynamic() ? graph.instantiate(n) : graph.clone(), options.device);
+  auto p = std::make_shared<const loader::Plan>(graph.is_dynamic() ? graph.instantiate(n) : graph.clone(),
+                                                options.device, arenas);
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;

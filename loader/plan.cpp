@@ -50,13 +50,13 @@ int64_t numel_of(const amber_tensor_view& v) {
 }  // namespace
 
 struct Plan::Workspace {
-  void* arena = nullptr;
+  ArenaPool::Arena arena;  // borrowed from the model's pool while the workspace is out
   std::vector<amber_tensor_view> args;
   std::vector<char*> data;
-  ~Workspace() { cpu_free(arena); }
 };
 
-Plan::Plan(graph::Graph g, Device device) : graph_(std::move(g)), device_(device) {
+Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas)
+    : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)) {
   using graph::Value;
   AMBER_CHECK(device.is_cpu(), "load: executing on ", device, " is not supported by this build (CPU only)");
   graph::materialize_casts(graph_);
@@ -165,7 +165,6 @@ Plan::Plan(graph::Graph g, Device device) : graph_(std::move(g)), device_(device
     outputs_.push_back({index.at(v), pv.home == Home::input || pv.home == Home::constant});
   }
   arena_bytes_ = mp.arena_bytes;
-  max_idle_ = size_t(std::max(available_cores(), 4));
   stats_ = std::make_unique<StepStats[]>(steps_.size());
 }
 
@@ -180,28 +179,33 @@ void Plan::reset_stats() const {
 }
 
 std::unique_ptr<Plan::Workspace> Plan::acquire() const {
+  std::unique_ptr<Workspace> ws;
   {
     std::lock_guard lock(pool_mutex_);
     if (!pool_.empty()) {
-      std::unique_ptr<Workspace> ws = std::move(pool_.back());
+      ws = std::move(pool_.back());
       pool_.pop_back();
-      return ws;
     }
   }
-  auto ws = std::make_unique<Workspace>();
-  if (arena_bytes_ > 0) {
-    ws->arena = cpu_allocate(arena_bytes_);
-    AMBER_CHECK(ws->arena, "forward: cannot allocate ", arena_bytes_,
-                " bytes for the intermediate tensors of this call");
+  if (!ws) {
+    ws = std::make_unique<Workspace>();
+    ws->args = arg_templates_;
+    ws->data.resize(values_.size());
   }
-  ws->args = arg_templates_;
-  ws->data.resize(values_.size());
+  try {
+    ws->arena = arenas_->take(arena_bytes_);
+  } catch (...) {
+    release(std::move(ws));
+    throw;
+  }
   return ws;
 }
 
 void Plan::release(std::unique_ptr<Workspace> ws) const {
+  arenas_->give(ws->arena);
+  ws->arena = {};
   std::lock_guard lock(pool_mutex_);
-  if (pool_.size() < max_idle_) pool_.push_back(std::move(ws));
+  pool_.push_back(std::move(ws));
 }
 
 void Plan::check_anomaly(const Step& s, const amber_tensor_view* outs) const {
@@ -237,7 +241,7 @@ void Plan::bind(Workspace& ws, const std::vector<Tensor>* inputs, const std::vec
         base = constant_data_[size_t(pv.index)];
         break;
       case Home::arena:
-        base = static_cast<char*>(ws.arena);
+        base = static_cast<char*>(ws.arena.data);
         break;
       case Home::output:
         if (buffers) base = static_cast<char*>((*buffers)[size_t(pv.index)].data());
@@ -255,7 +259,7 @@ void Plan::prepare(int num_threads) const {
   ThreadLimit limit(num_threads);
   // Start the intra-op threads and fault in the arena now rather than in the first call.
   parallel_for(num_threads, 1, [](int64_t, int64_t) {});
-  if (ws->arena) std::memset(ws->arena, 0, arena_bytes_);
+  if (ws->arena.data) std::memset(ws->arena.data, 0, arena_bytes_);
   char error[512];
   for (const Step& s : steps_) {
     if (!s.prepare) continue;

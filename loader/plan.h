@@ -1,8 +1,9 @@
 // The execution plan of one static graph on one device: type promotion made explicit,
 // every kernel pointer resolved, every intermediate placed in one arena by liveness, every
-// view's layout fixed. A call takes a workspace (arena and kernel arguments) from the
-// plan's pool, patches the data pointers of the inputs and the per-call output buffers, and
-// runs the kernels in order. Plans are immutable; run() is safe from many threads at once.
+// view's layout fixed. A call takes a workspace (kernel arguments) from the plan's pool and
+// an arena from the model's ArenaPool, patches the data pointers of the inputs, the arena and
+// the per-call output buffers, and runs the kernels in order. Plans are immutable; run() is
+// safe from many threads at once.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "amber/core/backend.h"
 #include "amber/graph/graph.h"
+#include "amber/loader/arena_pool.h"
 
 namespace amber::loader {
 
@@ -28,9 +30,10 @@ struct RunOptions {
 
 class Plan {
  public:
-  // Compiles g (static; consumed) for device. Throws amber::Error naming the node when a
-  // kernel is missing or inference fails.
-  Plan(graph::Graph g, Device device);
+  // Compiles g (static; consumed) for device; calls borrow their arenas from `arenas` (shared
+  // by the model's plans). Throws amber::Error naming the node when a kernel is missing or
+  // inference fails.
+  Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>());
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -90,11 +93,11 @@ class Plan {
   std::vector<size_t> output_buffer_bytes_;  // buffers allocated per call (they escape)
   std::vector<Output> outputs_;
   size_t arena_bytes_ = 0;
-  size_t max_idle_ = 4;  // idle workspaces kept for reuse: enough for every core to run a call
+  std::shared_ptr<ArenaPool> arenas_;
   std::unique_ptr<StepStats[]> stats_;
 
   mutable std::mutex pool_mutex_;
-  mutable std::vector<std::unique_ptr<Workspace>> pool_;
+  mutable std::vector<std::unique_ptr<Workspace>> pool_;  // idle workspaces: at most the peak concurrency
 };
 
 }  // namespace amber::loader

@@ -244,9 +244,10 @@ class Reader {
   graph::Graph build_graph(const pb::Graph& pg) {
     check(uint64_t(pg.nodes_size()) <= ArchiveLimits::kMaxNodes, pg.nodes_size(), " nodes exceed the limit of ",
           ArchiveLimits::kMaxNodes);
-    check(uint64_t(pg.inputs_size()) <= ArchiveLimits::kMaxGraphIO &&
-              uint64_t(pg.outputs_size()) <= ArchiveLimits::kMaxGraphIO,
-          "too many graph inputs or outputs");
+    check(uint64_t(pg.inputs_size()) <= ArchiveLimits::kMaxGraphIO, pg.inputs_size(),
+          " graph inputs exceed the limit of ", ArchiveLimits::kMaxGraphIO);
+    check(uint64_t(pg.outputs_size()) <= ArchiveLimits::kMaxGraphIO, pg.outputs_size(),
+          " graph outputs exceed the limit of ", ArchiveLimits::kMaxGraphIO);
     // Every op must be known; list all that are not.
     std::set<std::string> unknown;
     for (const pb::Node& n : pg.nodes()) {

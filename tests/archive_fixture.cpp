@@ -1,7 +1,9 @@
 // Writes the archives the command-line checks of tests/CMakeLists.txt read: a small traced
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
-// values as safetensors. Usage: archive_fixture OUT_DIR
+// values as safetensors; with --fuzz-seeds, small archives of varied programs and broken
+// variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR | --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
 
@@ -34,10 +36,79 @@ int write_golden(const std::string& out) {
   return 0;
 }
 
+// Seeds for the fuzzers: small archives covering many ops (each well under the fuzzers'
+// 64 KiB input limit), and the checklist's damage to one of them: truncations, a flipped
+// weight byte, junk appended, two archives concatenated.
+int write_fuzz_seeds(const std::string& out) {
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  auto save = [&](const std::string& name, const TracedModule& t) {
+    t.save(out + "/" + name + ".amber");
+    return t.save_to_bytes();
+  };
+  manual_seed(11);
+  save("ten_mul", trace(
+                      [](const Tensor& x) {
+                        auto y = x;
+                        for (int i = 0; i < 10; ++i) y = y * y;
+                        return y;
+                      },
+                      {randn({2, 5})}, o));
+  Tensor emb = randn({10, 4});
+  save("embed_softmax", trace(
+                            [&](const Tensor& ids, const Tensor& x) {
+                              return std::vector<Tensor>{embedding(emb, ids).softmax(-1),
+                                                         where(gt(x, 0), x, x.exp() - 1).amax({1}), x.argmax(1),
+                                                         cat({x, x * 2}, 1).mean({1}, true)};
+                            },
+                            {tensor(std::vector<int64_t>{1, 2, 3, 4}, {2, 2}), randn({2, 3})}, o));
+  nn::TransformerEncoderLayerOptions to;
+  to.d_model = 8;
+  to.nhead = 2;
+  to.dim_feedforward = 16;
+  to.dropout = 0.0;
+  to.batch_first = true;
+  nn::TransformerEncoder enc(to, 1);
+  enc.eval();
+  save("transformer_tiny", trace(enc, {randn({1, 3, 8})}, o));
+  Tensor w = randn({3, 2, 3, 3}), bw = randn({3});
+  nn::BatchNorm2d bn(3);
+  bn.eval();
+  const std::vector<uint8_t> conv =
+      save("conv_bn_pool",
+           trace(
+               [&](const Tensor& x) {
+                 Tensor y = bn(conv2d(x, w, bw, {1}, {1}, {1}, 1));
+                 return avg_pool2d(max_pool2d(relu(y), {2}, {}, {0}, {1}, true), {2}).flatten(1).log_softmax(-1);
+               },
+               {randn({1, 2, 9, 9})}, o));
+  auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
+    FILE* f = std::fopen((out + "/" + name).c_str(), "wb");
+    AMBER_CHECK(f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,
+                "cannot write ", out, "/", name);
+  };
+  for (size_t cut : {size_t(22), conv.size() / 2, conv.size() - 23})
+    write(str("truncated_", cut, ".amber"), std::vector<uint8_t>(conv.begin(), conv.begin() + long(cut)));
+  std::vector<uint8_t> flipped = conv;
+  flipped[256] ^= 0x40;  // inside the first 64-byte-aligned weight record
+  write("flipped.amber", flipped);
+  std::vector<uint8_t> twice = conv;
+  twice.insert(twice.end(), conv.begin(), conv.end());
+  write("concatenated.amber", twice);
+  std::vector<uint8_t> junk = conv;
+  junk.insert(junk.begin(), {'j', 'u', 'n', 'k'});
+  write("junk_before.amber", junk);
+  save_safetensors(out + "/weights.safetensors", {{"w", w}, {"b", bw}, {"ids", tensor(std::vector<int64_t>{1, 2})}});
+  std::printf("wrote the fuzz seeds to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: archive_fixture OUT_DIR | archive_fixture --golden OUT_DIR\n");
+    std::fprintf(stderr, "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --fuzz-seeds OUT_DIR\n");
     return 2;
   }
   const std::string out = argv[1];

@@ -437,6 +437,61 @@ TEST_CASE("graph problems in archives: unknown ops listed at once, bad nodes", "
                       "is defined twice");
 }
 
+TEST_CASE("graph semantics: cycles, arity, out-of-range axes", "[archive][reliability]") {
+  // A cycle: node 0 consumes node 1's output, which consumes node 0's.
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        auto* g = m.mutable_graph();
+                        g->mutable_nodes(0)->set_inputs(0, g->nodes(1).outputs(0).name());
+                      })),
+                      "is used before it is produced");
+  // One input too few, one too many.
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        for (auto& n : *m.mutable_graph()->mutable_nodes())
+                          if (n.op() == "softmax") n.mutable_inputs()->Clear();
+                      })),
+                      "expected 1 tensor inputs, got 0");
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        for (auto& n : *m.mutable_graph()->mutable_nodes())
+                          if (n.op() == "softmax") n.add_inputs(n.inputs(0));
+                      })),
+                      "expected 1 tensor inputs, got 2");
+  // softmax over dim 7 of a 2-d value, and over dim -3.
+  for (int64_t dim : {7, -3}) {
+    AMBER_REQUIRE_ERROR(read(with_model([dim](pb::Model& m) {
+                          for (auto& n : *m.mutable_graph()->mutable_nodes())
+                            if (n.op() == "softmax")
+                              for (auto& a : *n.mutable_attrs())
+                                if (a.name() == "dim") a.set_i(dim);
+                        })),
+                        "out of range");
+  }
+}
+
+TEST_CASE("resource caps: nodes, tensors, graph inputs, string lengths", "[archive][reliability]") {
+  // One node over the cap (the nodes need not be valid: counts are checked first).
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        const pb::Node n = m.graph().nodes(0);
+                        auto* nodes = m.mutable_graph()->mutable_nodes();
+                        nodes->Reserve(int(ArchiveLimits::kMaxNodes) + 1);
+                        while (uint64_t(nodes->size()) <= ArchiveLimits::kMaxNodes) *nodes->Add() = n;
+                      })),
+                      str("1000001 nodes exceed the limit of ", ArchiveLimits::kMaxNodes));
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        const pb::TensorRecord t = m.tensors(0);
+                        while (uint64_t(m.tensors_size()) <= ArchiveLimits::kMaxTensors) *m.add_tensors() = t;
+                      })),
+                      str("100001 weight tensors exceed the limit of ", ArchiveLimits::kMaxTensors));
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        const pb::ValueInfo v = m.graph().inputs(0);
+                        while (uint64_t(m.graph().inputs_size()) <= ArchiveLimits::kMaxGraphIO)
+                          *m.mutable_graph()->add_inputs() = v;
+                      })),
+                      str("10001 graph inputs exceed the limit of ", ArchiveLimits::kMaxGraphIO));
+  AMBER_REQUIRE_ERROR(
+      read(with_model([](pb::Model& m) { m.mutable_graph()->mutable_nodes(0)->set_source(std::string(100000, 'x')); })),
+      "100000 bytes long, over the limit of 65536");
+}
+
 TEST_CASE("saving is atomic: directories, symlinks, read-only folders, full disks, SIGKILL", "[archive][saving]") {
   TracedModule t = small_model();
   const std::string dir = temp("saving");

@@ -1,0 +1,37 @@
+// The intermediate-memory arenas of one model, shared by all its plans (one per batch size):
+// a call borrows an arena at least as large as its plan needs and returns it. Idle arenas
+// are kept, so memory stays flat under any mix of batch sizes: at most one arena per call
+// that ever ran at the same time, each no larger than the largest plan's arena.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+namespace amber::loader {
+
+class ArenaPool {
+ public:
+  struct Arena {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  ArenaPool() = default;
+  ArenaPool(const ArenaPool&) = delete;
+  ArenaPool& operator=(const ArenaPool&) = delete;
+  ~ArenaPool();
+
+  // An arena of at least `bytes` (64-byte aligned): the smallest idle one that fits, else the
+  // largest idle one replaced by a bigger one, else a new one. Throws amber::Error when
+  // memory runs out. bytes == 0 gives an empty arena without locking.
+  Arena take(size_t bytes);
+  void give(Arena a);
+  // Bytes held by idle arenas.
+  size_t idle_bytes() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Arena> idle_;
+};
+
+}  // namespace amber::loader

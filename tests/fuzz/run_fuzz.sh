@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for a bounded time on its seed corpus (valid archives of varied
+# programs, the golden archive, the checklist's broken variants, safetensors files) and fails
+# on any crash, sanitizer report, leak or timeout. Prints the executions per target.
+# Usage: run_fuzz.sh FUZZ_BUILD_DIR SOURCE_DIR SECONDS_PER_TARGET
+set -euo pipefail
+build=$1
+src=$2
+secs=$3
+work=$build/fuzz-run
+rm -rf "$work"
+mkdir -p "$work/seeds"
+fixture=$(ls "$build/tests/archive_fixture" "$build/tests/fuzz/archive_fixture" 2> /dev/null | head -1)
+"$fixture" --fuzz-seeds "$work/seeds" > /dev/null
+"$fixture" "$work/seeds" > /dev/null
+cp "$src"/tests/golden/* "$work/seeds/"
+total=0
+for target in fuzz_archive fuzz_load fuzz_safetensors; do
+  corpus=$work/corpus-$target
+  mkdir -p "$corpus"
+  if [[ $target == fuzz_safetensors ]]; then
+    cp "$work"/seeds/*.safetensors "$corpus/"
+  else
+    cp "$work"/seeds/*.amber "$corpus/"
+  fi
+  seeds=$(ls "$corpus" | wc -l)
+  log=$work/$target.log
+  if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$secs" -max_len=65536 -timeout=30 \
+    -rss_limit_mb=4096 -print_final_stats=1 "$corpus" > "$log" 2>&1); then
+    tail -60 "$log"
+    echo "FAIL: $target: crash, sanitizer report or timeout; the input is saved in $work (crash-*, leak-*, timeout-*)"
+    exit 1
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  echo "$target: $execs executions in ${secs} s from $seeds seeds (corpus now $(ls "$corpus" | wc -l)), no crash"
+  total=$((total + execs))
+done
+echo "fuzz: $total executions in total, no crash"
