@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   } convs[] = {{64, 56, 64, 3, 1},   {64, 56, 128, 3, 2},  {128, 28, 128, 3, 1}, {128, 28, 256, 3, 2},
                {256, 14, 256, 3, 1}, {256, 14, 512, 3, 2}, {512, 7, 512, 3, 1},  {3, 224, 64, 7, 2}};
   std::printf("%-28s %10s %10s %8s\n", "conv2d (batch 1, NHWC)", "ms", "GFLOP/s", "% peak");
-  double total_flops = 0, total_s = 0, flops3x3 = 0, s3x3 = 0;
+  double flops3x3 = 0, s3x3 = 0;
   for (const Conv& c : convs) {
     manual_seed(1);
     Tensor x = conv2d(randn({1, c.c, c.h, c.h}), read_only(ones({c.c, c.c, 1, 1})));  // channels-last input
@@ -133,8 +133,6 @@ int main(int argc, char** argv) {
     std::printf("%3lldx%3lld c%-3lld -> %-3lld k%lld s%lld     %10.3f %10.0f %7.0f%%\n", (long long)c.h, (long long)c.h,
                 (long long)c.c, (long long)c.oc, (long long)c.k, (long long)c.stride, s * 1e3, flops / s / 1e9,
                 100 * flops / s / 1e9 / peak);
-    total_flops += flops;
-    total_s += s;
     if (c.k == 3) {
       flops3x3 += flops;
       s3x3 += s;

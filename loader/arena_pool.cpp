@@ -12,6 +12,8 @@ ArenaPool::~ArenaPool() {
 
 ArenaPool::Arena ArenaPool::take(size_t bytes) {
   if (bytes == 0) return {};
+  AMBER_CHECK(max_bytes_ == 0 || bytes <= max_bytes_, "forward: this call needs ", bytes,
+              " bytes of intermediate memory, over the limit of ", max_bytes_, " (LoadOptions::max_workspace_bytes)");
   Arena victim;
   {
     std::lock_guard lock(mutex_);

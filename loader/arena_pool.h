@@ -16,20 +16,23 @@ class ArenaPool {
     void* data = nullptr;
     size_t bytes = 0;
   };
-  ArenaPool() = default;
+  // Arenas larger than max_bytes are refused (0: no limit).
+  explicit ArenaPool(size_t max_bytes = 0) : max_bytes_(max_bytes) {}
   ArenaPool(const ArenaPool&) = delete;
   ArenaPool& operator=(const ArenaPool&) = delete;
   ~ArenaPool();
 
   // An arena of at least `bytes` (64-byte aligned): the smallest idle one that fits, else the
   // largest idle one replaced by a bigger one, else a new one. Throws amber::Error when
-  // memory runs out. bytes == 0 gives an empty arena without locking.
+  // memory runs out or bytes exceeds the pool's limit. bytes == 0 gives an empty arena
+  // without locking.
   Arena take(size_t bytes);
   void give(Arena a);
   // Bytes held by idle arenas.
   size_t idle_bytes() const;
 
  private:
+  size_t max_bytes_ = 0;
   mutable std::mutex mutex_;
   std::vector<Arena> idle_;
 };

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "amber/core/backend_registry.h"
 #include "amber/core/parallel.h"
 #include "amber/graph/text.h"
@@ -49,7 +51,7 @@ struct Model::Impl {
   int64_t default_batch = 0;
   std::shared_ptr<const loader::Plan> default_plan;  // of default_batch, never evicted
   // Intermediate memory of every plan's calls (one arena per concurrent call, reused).
-  std::shared_ptr<loader::ArenaPool> arenas = std::make_shared<loader::ArenaPool>();
+  std::shared_ptr<loader::ArenaPool> arenas;
   std::atomic<int> active{0};
 
   struct CachedPlan {
@@ -127,6 +129,9 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   impl->info = std::move(archive.info);
   impl->options = options;
   impl->total_threads = options.num_threads > 0 ? options.num_threads : available_cores();
+  impl->arenas = std::make_shared<loader::ArenaPool>(
+      options.max_workspace_bytes > 0 ? options.max_workspace_bytes
+                                      : size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE)));
   // Weights are immutable: copies made for unaligned records become read-only too, so
   // kernels may cache data derived from them and no output can write into them.
   for (graph::Value* c : impl->graph.constants()) {

@@ -31,6 +31,11 @@ struct LoadOptions {
   // naming the node, its source line and module path. Costs a pass over each output.
   bool anomaly_mode = false;
   bool profile = false;  // per-node time, calls and bytes (Model::profile)
+  // Intermediate memory one call may use: a call needing more fails with an amber::Error
+  // (and so does load, when the traced batch size needs more). 0: the machine's physical
+  // memory. Archives come from anywhere: this bounds what a hostile graph can make load or
+  // a call allocate.
+  size_t max_workspace_bytes = 0;
 };
 
 // A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/parallel.h"
@@ -59,7 +61,13 @@ void fill_c_attr(amber_attr& c, const Attr& a) {
     case AttrKind::f:
       c.kind = AMBER_ATTR_FLOAT;
       c.f = a.f();
-      c.i = int64_t(a.f());
+      // The integer view of a float attribute (kernels of integer dtypes read it): truncated,
+      // saturating at the int64 range (an -inf mask fill is common), 0 for NaN. A plain cast
+      // of an out-of-range double is undefined behaviour.
+      c.i = std::isnan(a.f())                 ? 0
+            : a.f() >= 9.2233720368547758e18  ? std::numeric_limits<int64_t>::max()
+            : a.f() <= -9.2233720368547758e18 ? std::numeric_limits<int64_t>::min()
+                                              : int64_t(a.f());
       break;
     case AttrKind::b:
       c.kind = AMBER_ATTR_BOOL;

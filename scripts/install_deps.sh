@@ -2,13 +2,15 @@
 # Installs the Debian packages Amber needs, and nothing that is already there (so a second
 # run is quick and needs no network). Usage: install_deps.sh main|test
 #   main: building the libraries and samples
-#   test: main + PyTorch (reference data) and the test framework
+#   test: main + PyTorch (reference data), the test framework, and clang with its sanitizer
+#         and libFuzzer runtimes and OpenMP (the sanitizer and fuzzing builds)
 set -euo pipefail
 what=${1:-test}
 pkgs=(build-essential cmake ninja-build pkg-config libdnnl-dev nlohmann-json3-dev catch2 libprotobuf-dev
   protobuf-compiler zlib1g-dev libxxhash-dev)
 if [[ $what == test ]]; then
-  pkgs+=(python3-torch python3-torchvision python3-protobuf python3-xxhash unzip libzip-dev)
+  pkgs+=(python3-torch python3-torchvision python3-protobuf python3-xxhash unzip libzip-dev clang libclang-rt-14-dev
+    libomp-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

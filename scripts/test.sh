@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs (Debian packages), configures, builds with -j2,
-# runs every test stage with ctest, and prints how long each stage took. Idempotent: a
-# second run reuses the build folder. CI=true turns warnings into errors.
+# runs every test stage with ctest, then the sanitizer stages (the suite under ASan+UBSan,
+# each fuzzer for AMBER_FUZZ_SECONDS (60), the concurrency tests under TSan), and prints how
+# long each stage took. Idempotent: a second run reuses the build folders. CI=true turns
+# warnings into errors. AMBER_SANITIZERS=0 skips the sanitizer stages (a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/stage.sh
@@ -12,3 +14,17 @@ stage "install dependencies" bash scripts/install_deps.sh test
 stage "configure" cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror
 stage "build (-j2)" cmake --build build -j2
 stage "tests (ctest)" ctest --test-dir build --output-on-failure -V
+[[ ${AMBER_SANITIZERS:-1} == 0 ]] && exit 0
+
+# Sanitizer builds: clang, no CUDA. The installed-package checks (install_and_service,
+# guide) build other projects against the install and run in the main build only.
+san=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DAMBER_CUDA=OFF
+  -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror)
+stage "asan+ubsan: configure" cmake -S . -B build-asan "${san[@]}" -DAMBER_FUZZ=ON
+stage "asan+ubsan: build (-j2)" cmake --build build-asan -j2
+stage "asan+ubsan: tests" ctest --test-dir build-asan --output-on-failure -E '^(install_and_service|guide)$'
+stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
+stage "tsan: configure" cmake -S . -B build-tsan "${san[@]}" -DAMBER_SANITIZE=thread
+stage "tsan: build (-j2)" cmake --build build-tsan -j2 --target test_loader
+# One core, so one intra-op thread: the OpenMP runtimes are not instrumented.
+stage "tsan: concurrency tests" taskset -c 0 build-tsan/tests/test_loader "[threads]"

@@ -351,4 +351,14 @@ TEST_CASE("a call too large for memory fails alone; the next call works", "[load
   AMBER_REQUIRE_ERROR(m.forward({randn({1 << 20, 4})}), "bytes");
   Tensor x = randn({3, 4});
   check_close(m.forward({x})[0], f(x), 1e-3, 1e-5, "after the failed call");
+  // An explicit cap: each batch row needs 16 MiB of intermediates (a [4, 2^20] f32 sum operand).
+  LoadOptions capped;
+  capped.max_workspace_bytes = 20 << 20;
+  AMBER_REQUIRE_ERROR(load(t.save_to_bytes(), capped),
+                      "this call needs 33554432 bytes of intermediate memory, over the limit of 20971520 "
+                      "(LoadOptions::max_workspace_bytes)");  // at the traced batch, 2
+  capped.max_workspace_bytes = 40 << 20;
+  Model c = load(t.save_to_bytes(), capped);
+  AMBER_REQUIRE_ERROR(c.forward({randn({3, 4})}), "needs 50331648 bytes");
+  check_close(c.forward({x.slice(0, 0, 2)})[0], f(x.slice(0, 0, 2)), 1e-3, 1e-5, "within the cap");
 }

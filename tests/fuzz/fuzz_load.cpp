@@ -39,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   amber::LoadOptions options;
   options.verify_checksums = (size & 1) != 0;  // both paths: mutated weights reach the kernels
   options.num_threads = 1;
+  options.max_workspace_bytes = 64 << 20;  // what a hostile graph may make load allocate
   try {
     const amber::Model model = amber::load(std::span<const uint8_t>(data, size), options);
     const int64_t n = model.traced_batch() > 0 ? model.traced_batch() : 1;
