@@ -22,9 +22,10 @@ san=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_CO
   -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror)
 stage "asan+ubsan: configure" cmake -S . -B build-asan "${san[@]}" -DAMBER_FUZZ=ON
 stage "asan+ubsan: build (-j2)" cmake --build build-asan -j2
-stage "asan+ubsan: tests" ctest --test-dir build-asan --output-on-failure -E '^(install_and_service|guide)$'
+stage "asan+ubsan: tests" env ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure -E '^(install_and_service|guide)$'
 stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
 stage "tsan: configure" cmake -S . -B build-tsan "${san[@]}" -DAMBER_SANITIZE=thread
 stage "tsan: build (-j2)" cmake --build build-tsan -j2 --target test_loader
-# One core, so one intra-op thread: the OpenMP runtimes are not instrumented.
-stage "tsan: concurrency tests" taskset -c 0 build-tsan/tests/test_loader "[threads]"
+# One core, so one intra-op thread: the OpenMP runtimes are not instrumented (tests/tsan.supp).
+stage "tsan: concurrency tests" env TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
+  taskset -c 0 build-tsan/tests/test_loader "[threads]"

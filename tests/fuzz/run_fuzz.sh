@@ -4,13 +4,14 @@
 # on any crash, sanitizer report, leak or timeout. Prints the executions per target.
 # Usage: run_fuzz.sh FUZZ_BUILD_DIR SOURCE_DIR SECONDS_PER_TARGET
 set -euo pipefail
-build=$1
-src=$2
+build=$(realpath "$1")
+src=$(realpath "$2")
 secs=$3
 work=$build/fuzz-run
 rm -rf "$work"
 mkdir -p "$work/seeds"
-fixture=$(ls "$build/tests/archive_fixture" "$build/tests/fuzz/archive_fixture" 2> /dev/null | head -1)
+fixture=$build/tests/archive_fixture  # built with the tests, or by tests/fuzz without them
+[[ -x $fixture ]] || fixture=$build/tests/fuzz/archive_fixture
 "$fixture" --fuzz-seeds "$work/seeds" > /dev/null
 "$fixture" "$work/seeds" > /dev/null
 cp "$src"/tests/golden/* "$work/seeds/"
