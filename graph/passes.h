@@ -10,6 +10,8 @@
 
 namespace amber::graph {
 
+// Bypasses ops that are the identity at inference (dropout with train=false).
+void remove_identities(Graph& g);
 // Removes nodes whose outputs nothing uses, and unused constants.
 void eliminate_dead_code(Graph& g);
 // Merges nodes with the same op, inputs and attributes.

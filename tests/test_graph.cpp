@@ -148,6 +148,25 @@ TEST_CASE("dead code elimination", "[graph][passes]") {
              {tensor({1.f, 2.f, 3.f})});
 }
 
+TEST_CASE("identity removal: dropout in eval is bypassed, unless it is a graph output", "[graph][passes]") {
+  check_pass(R"TXT(
+    graph(%x : f32[3]) {
+      %1 : f32[3] = dropout(%x, p=0.1, train=false)
+      %2 : f32[3] = neg(%1)
+      %3 : f32[3] = dropout(%2, p=0.0, train=false)
+      return (y = %3)
+    }
+  )TXT",
+             remove_identities, R"TXT(
+    graph(%x : f32[3]) {
+      %2 : f32[3] = neg(%x)
+      %3 : f32[3] = dropout(%2, p=0.0, train=false)
+      return (y = %3)
+    }
+  )TXT",
+             {tensor({1.f, 2.f, 3.f})});
+}
+
 TEST_CASE("common subexpression elimination", "[graph][passes]") {
   check_pass(R"TXT(
     graph(%x : f32[3]) {

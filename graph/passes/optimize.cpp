@@ -5,6 +5,7 @@
 namespace amber::graph {
 
 void optimize(Graph& g) {
+  remove_identities(g);
   fold_constants(g);
   fold_batch_norm(g);
   eliminate_common_subexpressions(g);

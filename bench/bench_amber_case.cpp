@@ -1,0 +1,51 @@
+// One benchmark case on Amber's runtime, as a service would run it: load an archive, run it
+// on the case's inputs (first call, then steady state), and print one JSON line (load,
+// first call, p50, p99, throughput, peak RSS, |amber - torch|). Links only amber_runtime.
+// Usage: bench_amber_case CASE.amber CASE.io.safetensors [--seconds S] [--iters N] [--threads N]
+#include <amber/runtime.h>
+
+#include "bench_case.h"
+
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse(argc, argv);
+  if (args.positional.size() != 2) {
+    std::fprintf(stderr, "usage: bench_amber_case CASE.amber CASE.io.safetensors [--seconds S] [--threads N]\n");
+    return 2;
+  }
+  try {
+    amber::LoadOptions options;
+    options.num_threads = args.threads;
+    options.verify_checksums = !args.no_verify;
+    auto t0 = bench::Clock::now();
+    const amber::Model model = amber::load(args.positional[0], options);
+    const double load_ms = bench::ms_since(t0);
+    amber::SafetensorsFile io = amber::SafetensorsFile::open(args.positional[1]);
+    std::vector<amber::Tensor> inputs;
+    for (size_t i = 0; io.contains("input" + std::to_string(i)); ++i)
+      inputs.push_back(io.tensor("input" + std::to_string(i)));
+    std::vector<amber::Tensor> out;
+    const bench::Timing t = bench::time_calls(args, [&] { out = model.forward(inputs); });
+    const float diff = (out[0] - io.tensor("expected0")).abs().amax().item<float>();
+    // Opening alone (parse, validate, map; no kernel setup), with and without checksums.
+    t0 = bench::Clock::now();
+    (void)amber::read_archive(args.positional[0], {false});
+    const double open_ms = bench::ms_since(t0);
+    t0 = bench::Clock::now();
+    (void)amber::read_archive(args.positional[0], {true});
+    const double open_verify_ms = bench::ms_since(t0);
+    bench::report({{"load_ms", load_ms},
+                   {"open_ms", open_ms},
+                   {"open_verify_ms", open_verify_ms},
+                   {"first_ms", t.first_ms},
+                   {"p50_ms", t.p50_ms},
+                   {"p99_ms", t.p99_ms},
+                   {"mean_ms", t.mean_ms},
+                   {"calls", double(t.calls)},
+                   {"rss_mib", bench::peak_rss_mib()},
+                   {"max_abs_diff", double(diff)}});
+  } catch (const amber::Error& e) {
+    std::fprintf(stderr, "bench_amber_case: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

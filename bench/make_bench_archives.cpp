@@ -1,0 +1,79 @@
+// The Amber side of the Amber-vs-libtorch benchmark's models: for every case listed in
+// DIR/cases.json (bench/gen_bench_models.py), builds the same model with Amber's API, loads
+// PyTorch's weights (DIR/MODEL.safetensors), traces it on the case's inputs and saves
+// DIR/CASE.amber. Usage: make_bench_archives DIR
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/programs.h"
+#include "models/resnet.h"
+#include "models/small.h"
+
+using namespace amber;
+
+namespace {
+
+template <typename M>
+TracedModule trace_module(M& m, const std::string& weights, const std::vector<Tensor>& inputs) {
+  m.load_state(weights);
+  m.eval();
+  TraceOptions o;
+  o.print_warnings = false;
+  o.strict = true;
+  return trace(m, inputs, o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_bench_archives DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  try {
+    nlohmann::json cases;
+    std::ifstream(dir + "/cases.json") >> cases;
+    for (const auto& c : cases) {
+      const std::string name = c["case"], model = c["model"];
+      SafetensorsFile io = SafetensorsFile::open(dir + "/" + name + ".io.safetensors");
+      std::vector<Tensor> inputs;
+      for (size_t i = 0; io.contains(str("input", i)); ++i) inputs.push_back(io.tensor(str("input", i)));
+      const std::string weights = dir + "/" + model + ".safetensors";
+      TraceOptions o;
+      o.print_warnings = false;
+      o.strict = true;
+      std::optional<TracedModule> t;
+      if (model == "ten_mul") {
+        t = trace(models::ten_mul, inputs, o);
+      } else if (model == "pairwise") {
+        t = trace(models::pairwise_sq_dist, inputs, o);
+      } else if (model == "lenet") {
+        models::LeNet m;
+        t = trace_module(m, weights, inputs);
+      } else if (model == "resnet18") {
+        models::ResNet18 m;
+        t = trace_module(m, weights, inputs);
+      } else if (model == "transformer") {
+        nn::TransformerEncoder m(models::transformer_options(), models::kTransformerLayers);
+        t = trace_module(m, weights, inputs);
+      } else if (model == "elman_rnn") {
+        models::ElmanRNN m(10, 20, 5);
+        t = trace_module(m, weights, inputs);
+      } else {
+        throw Error(str("make_bench_archives: unknown model '", model, "' in cases.json"));
+      }
+      const Tensor got = t->forward(inputs)[0], want = io.tensor("expected0");
+      const float diff = (got - want).abs().amax().item<float>();
+      t->save(dir + "/" + name + ".amber");
+      std::printf("%-16s %3zu nodes, max |amber - torch| %.3g -> %s.amber\n", name.c_str(), t->graph().num_nodes(),
+                  diff, name.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_bench_archives: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
