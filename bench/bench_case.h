@@ -35,12 +35,18 @@ inline Args parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     auto value = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string("0"); };
-    if (s == "--seconds") a.seconds = std::atof(value().c_str());
-    else if (s == "--threads") a.threads = std::atoi(value().c_str());
-    else if (s == "--iters") a.iters = std::atoi(value().c_str());
-    else if (s == "--optimize") a.optimize = true;
-    else if (s == "--no-verify") a.no_verify = true;
-    else a.positional.push_back(s);
+    if (s == "--seconds")
+      a.seconds = std::atof(value().c_str());
+    else if (s == "--threads")
+      a.threads = std::atoi(value().c_str());
+    else if (s == "--iters")
+      a.iters = std::atoi(value().c_str());
+    else if (s == "--optimize")
+      a.optimize = true;
+    else if (s == "--no-verify")
+      a.no_verify = true;
+    else
+      a.positional.push_back(s);
   }
   return a;
 }

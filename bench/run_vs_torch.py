@@ -134,9 +134,9 @@ def print_table(cases, results):
         trfz = min((k for k in tk if "ofi" not in k), key=lambda k: res[k]["p50_ms"])
         b = res[best]
         items = c["batch"]
-        print(f"{c['case']:<15} {am['p50_ms']:>8.3f} {a_best:>8.3f} {ootb:>10.3f} {b['p50_ms']:>10.3f} "
+        print(f"{c['case']:<15} {am['p50_ms']:>8.4g} {a_best:>8.4g} {ootb:>10.4g} {b['p50_ms']:>10.4g} "
               f"{best[6:]:<28} {ratio(am['p50_ms'], b['p50_ms']):>7} {ratio(am['p50_ms'], res[trfz]['p50_ms']):>9} "
-              f"{am['p99_ms']:>8.3f} {b['p99_ms']:>8.3f} {items * 1e3 / am['mean_ms']:>10.0f} "
+              f"{am['p99_ms']:>8.4g} {b['p99_ms']:>8.4g} {items * 1e3 / am['mean_ms']:>10.0f} "
               f"{items * 1e3 / b['mean_ms']:>10.0f}")
     print("\nload, first call, memory, size (ms, MiB; torch load = torch::jit::load of the frozen file; "
           "'+ofi' = optimize_for_inference after it)")
@@ -156,7 +156,7 @@ def print_table(cases, results):
         size_t = os.path.getsize(os.path.join(MODELS, c["case"] + ".frozen.pt")) / 2**20
         print(f"{c['case']:<15} {am['open_ms']:>7.2f} {am['open_verify_ms']:>10.2f} {fz['load_ms']:>7.2f} "
               f"{ratio(am['open_ms'], fz['load_ms']):>6} {ratio(am['open_verify_ms'], fz['load_ms']):>6} "
-              f"{am['load_ms']:>7.2f} {am['first_ms']:>8.3f} {ratio(am['first_ms'], am['p50_ms']):>9} "
+              f"{am['load_ms']:>7.2f} {am['first_ms']:>8.4g} {ratio(am['first_ms'], am['p50_ms']):>9} "
               f"{t_lf:>8.1f} {ofi['optimize_ms']:>7.1f} {a_lf:>8.1f} {ratio(a_lf, t_lf):>6} {am['rss_mib']:>6.0f} "
               f"{best['rss_mib']:>6.0f} {ratio(am['rss_mib'], best['rss_mib']):>6} {size_a:>8.2f} {size_t:>8.2f} "
               f"{res['amber exec']['wall_ms']:>7.0f} {res['torch exec']['wall_ms']:>7.0f} "
