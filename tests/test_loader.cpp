@@ -180,13 +180,7 @@ TEST_CASE("models with PyTorch weights: loaded == eager == PyTorch at batch 1 an
   check("lenet", lenet, 1e-5, 1e-5);
   models::ResNet18 resnet;
   check("resnet18", resnet, 1e-5, 1e-5);
-  nn::TransformerEncoderLayerOptions o;
-  o.d_model = 256;
-  o.nhead = 4;
-  o.dim_feedforward = 1024;
-  o.dropout = 0.0;
-  o.batch_first = true;
-  nn::TransformerEncoder enc(o, 4);
+  nn::TransformerEncoder enc(models::transformer_options(), models::kTransformerLayers);
   check("transformer", enc, 1e-5, 1e-5);
 }
 

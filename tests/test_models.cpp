@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "models/programs.h"
 #include "models/resnet.h"
 #include "models/small.h"
 #include "test_util.h"
@@ -51,13 +52,7 @@ TEST_CASE("ResNet-18 matches torchvision", "[models]") {
 }
 
 TEST_CASE("transformer encoder matches torch.nn.TransformerEncoder", "[models]") {
-  nn::TransformerEncoderLayerOptions o;
-  o.d_model = 256;
-  o.nhead = 4;
-  o.dim_feedforward = 1024;
-  o.dropout = 0.0;
-  o.batch_first = true;
-  nn::TransformerEncoder enc(o, 4);
+  nn::TransformerEncoder enc(models::transformer_options(), models::kTransformerLayers);
   check_model("transformer", enc, {1, 8});
 }
 

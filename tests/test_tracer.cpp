@@ -7,6 +7,7 @@
 
 #include "amber/graph/text.h"
 #include "amber/graph/verify.h"
+#include "models/programs.h"
 #include "models/resnet.h"
 #include "models/small.h"
 #include "test_util.h"
@@ -267,12 +268,6 @@ TEST_CASE("ResNet-18 traced at batch 1 runs at batch 8; batch norms fold; module
 }
 
 TEST_CASE("the transformer encoder traced at batch 1 runs at batch 8", "[tracer][models]") {
-  nn::TransformerEncoderLayerOptions o;
-  o.d_model = 256;
-  o.nhead = 4;
-  o.dim_feedforward = 1024;
-  o.dropout = 0.0;
-  o.batch_first = true;
-  nn::TransformerEncoder enc(o, 4);
+  nn::TransformerEncoder enc(models::transformer_options(), models::kTransformerLayers);
   check_model_trace("transformer", enc, 1, 8, 1e-5, 1e-5);
 }
