@@ -221,6 +221,10 @@ case("sum_dtype_f64", "sum", torch_sum, [In([5, 7])], attrs={"dim": [0], "dtype"
 case("sum_large", "sum", torch_sum, [In([100003])], atol=1e-3, rtol=1e-5)
 case("sum_large_cols", "sum", torch_sum, [In([3, 70001])], attrs={"dim": [1]}, atol=1e-3, rtol=1e-5)
 case("sum_0d", "sum", torch_sum, [In([])])
+# Short inner runs (pairwise distances sum over a last dim of 2) and kept dims that merge.
+case("sum_short_inner", "sum", torch_sum, [In([33, 17, 2])], attrs={"dim": [-1]}, atol=1e-6, rtol=1e-6)
+case("sum_short_inner_strided", "sum", torch_sum, [In([17, 3, 5], layout=("t", 0, 2))], attrs={"dim": [1]},
+     atol=1e-6, rtol=1e-6)
 case("sum_dim_out_of_range", "sum", torch_sum, [In([5, 7])], attrs={"dim": [2]}, error="dimension 2 is out of range")
 case("sum_dim_repeated", "sum", torch_sum, [In([5, 7])], attrs={"dim": [1, -1]}, error="appears multiple times")
 
@@ -555,6 +559,8 @@ ADAPT = lambda x, output_size: F.adaptive_avg_pool2d(x, output_size * (3 - len(o
 case("adaptive_to_1", "adaptive_avg_pool2d", ADAPT, [In([2, 7, 7, 7], layout=("cl",))], attrs={"output_size": [1]})
 case("adaptive_uneven", "adaptive_avg_pool2d", ADAPT, [In([1, 3, 13, 7])], attrs={"output_size": [5, 3]})
 case("adaptive_upsample", "adaptive_avg_pool2d", ADAPT, [In([1, 2, 3, 2])], attrs={"output_size": [5, 7]})
+for op, fn in [("amax", torch_amax), ("amin", torch_amin)]:
+    case(f"{op}_short_runs_nan", op, fn, [Fixed(with_nan([9, 5, 3], [4, 40]))], attrs={"dim": [-1]}, atol=0, rtol=0)
 
 # ---- normalisation ----
 def bn(x, w=None, b=None, m=None, v=None, training=False, momentum=0.1, eps=1e-5):

@@ -1,6 +1,7 @@
 // CPU kernels for reductions over any set of dims: sum, mean, amax, amin, argmax. Floats
-// accumulate in double (sixteen partial sums in a fixed order, so results are deterministic
-// and vectorise; contiguous runs use the AVX-512/AVX2/portable builds), integers in int64. amax/amin/argmax propagate
+// accumulate in double (runs of 16 or more: sixteen partial sums in a fixed order, so results
+// are deterministic and vectorise, in the AVX-512/AVX2/portable builds; shorter runs: in
+// order), integers in int64. amax/amin/argmax propagate
 // NaN as PyTorch. Work splits over output elements, or over the reduced elements (partials merged in a fixed order)
 // when there are too few outputs to keep the threads busy.
 
@@ -30,8 +31,16 @@ struct DimSet {
     for (int i = 0; i < n; ++i) c *= size[i];
     return c;
   }
+  // Appends a dim, merged into the previous one when both strides continue it (the flat
+  // row-major index stays the same).
   void push(int64_t s, int64_t is, int64_t os) {
     if (s == 1) return;
+    if (n > 0 && in_stride[n - 1] == s * is && out_stride[n - 1] == s * os) {
+      size[n - 1] *= s;
+      in_stride[n - 1] = is;
+      out_stride[n - 1] = os;
+      return;
+    }
     size[n] = s;
     in_stride[n] = is;
     out_stride[n] = os;
@@ -114,9 +123,9 @@ template <typename T>
 struct SumReducer {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
   static Acc init() { return 0; }
-  // Contiguous runs: sixteen partial sums in a fixed order, vectorised per ISA.
+  // Contiguous runs of 16 or more: sixteen partial sums in a fixed order, vectorised per ISA.
   static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
-    if (stride == 1) {
+    if (stride == 1 && n >= 16) {
       run_isa<SumRun<T, Acc>>(p, n, &acc);
     } else {
       for (int64_t i = 0; i < n; ++i) acc += Acc(p[i * stride]);
@@ -147,7 +156,7 @@ struct ExtremumReducer {
   static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
     if (n == 0) return;
     T v = acc.set ? acc.v : p[0];
-    if (stride == 1 && !nan(v)) {
+    if (stride == 1 && n >= 16 && !nan(v)) {
       run_isa<ExtremumRun<T, Max>>(p, n, &v);
     } else {
       for (int64_t i = 0; i < n; ++i) v = pick(v, p[i * stride]);
@@ -193,6 +202,10 @@ void fold_range(typename R::Acc& acc, const T* x, const DimSet& red, int64_t b, 
     if (b < e) R::fold_run(acc, x, 1, 1, 0);
     return;
   }
+  if (red.n == 1) {  // one run: no index arithmetic
+    if (b < e) R::fold_run(acc, x + b * red.in_stride[0], e - b, red.in_stride[0], b);
+    return;
+  }
   const int inner = red.n - 1;
   const int64_t isz = red.size[inner], ist = red.in_stride[inner];
   for (int64_t k = b; k < e;) {
@@ -228,7 +241,10 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
       }
       for (int64_t i = b; i < e; ++i) {
         typename R::Acc acc = R::init();
-        fold_range<R>(acc, x + io, p.red, 0, l);
+        if (p.red.n == 1)  // one run per output (the common case): no call per output
+          R::fold_run(acc, x + io, l, p.red.in_stride[0], 0);
+        else
+          fold_range<R>(acc, x + io, p.red, 0, l);
         finish(acc, y + oo);
         for (int d = p.kept.n - 1; d >= 0; --d) {
           io += p.kept.in_stride[d];
