@@ -52,6 +52,8 @@ struct Model::Impl {
   std::shared_ptr<const loader::Plan> default_plan;  // of default_batch, never evicted
   // Intermediate memory of every plan's calls (one arena per concurrent call, reused).
   std::shared_ptr<loader::ArenaPool> arenas;
+  // Output buffers of every plan's calls, recycled when the caller drops them.
+  std::shared_ptr<loader::BufferCache> output_buffers = std::make_shared<loader::BufferCache>();
   std::atomic<int> active{0};
 
   struct CachedPlan {
@@ -96,7 +98,7 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
   }
   // Compiled outside the lock: other batch sizes keep running meanwhile.
   auto p = std::make_shared<const loader::Plan>(graph.is_dynamic() ? graph.instantiate(n) : graph.clone(),
-                                                options.device, arenas);
+                                                options.device, arenas, output_buffers);
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
@@ -151,6 +153,7 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
     std::shared_ptr<const loader::Plan> p = impl->plan(impl->default_batch);
     p->prepare(impl->total_threads);
     if (impl->total_threads > 1) p->prepare(1);
+    if (options.warm_up) (void)p->warm_up(impl->total_threads);
     impl->default_plan = p;
   } catch (const Error& e) {
     throw Error(str(source, ": ", e.what()));

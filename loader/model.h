@@ -36,6 +36,10 @@ struct LoadOptions {
   // memory. Archives come from anywhere: this bounds what a hostile graph can make load or
   // a call allocate.
   size_t max_workspace_bytes = 0;
+  // Runs the model once on zeros at the end of load (at the traced batch size), so the
+  // first call costs what later ones do: load takes one call longer. A model whose kernels
+  // reject zeros loads all the same, only without the warm-up.
+  bool warm_up = true;
 };
 
 // A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size

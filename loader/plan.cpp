@@ -7,10 +7,12 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/parallel.h"
 #include "amber/graph/passes.h"
+#include "amber/loader/step_cost.h"
 #include "amber/schema/dispatcher.h"
 
 namespace amber::loader {
@@ -55,8 +57,8 @@ struct Plan::Workspace {
   std::vector<char*> data;
 };
 
-Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas)
-    : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)) {
+Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas, std::shared_ptr<BufferCache> outputs)
+    : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)), output_cache_(std::move(outputs)) {
   using graph::Value;
   AMBER_CHECK(device.is_cpu(), "load: executing on ", device, " is not supported by this build (CPU only)");
   graph::materialize_casts(graph_);
@@ -103,7 +105,7 @@ Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas)
   for (const graph::Node* n : nodes) {
     if (n->op->is_view()) continue;
     if (n->op->is_maybe_view() && mp.views.count(n->outputs[0])) continue;
-    Step s{n, nullptr, nullptr, int(arg_templates_.size()), 0, int(n->outputs.size()), {}, 0};
+    Step s{n, nullptr, nullptr, int(arg_templates_.size()), 0, int(n->outputs.size()), {}, 0, false};
     try {
       if (n->op->is_maybe_view()) {
         // The layout cannot be a view of the input: copy the input to contiguous memory,
@@ -158,6 +160,9 @@ Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas)
     for (size_t i = 0; i < n->attrs.size(); ++i) fill_c_attr(s.attrs[i], n->attrs[i]);
     for (const Value* out : n->outputs)
       s.out_bytes += uint64_t(checked_numel(concrete_shape(out->type.shape, 0))) * itemsize(out->type.dtype);
+    const amber_tensor_view* args = &arg_templates_[size_t(s.first_arg)];
+    const std::string_view op = n->op->is_maybe_view() ? "clone" : std::string_view(n->op->name);
+    s.single_thread = estimate_step_ns(op, args, s.n_inputs, args + s.n_inputs, s.n_outputs) < kParallelMinNs;
     steps_.push_back(std::move(s));
   }
   for (const auto& [name, v] : graph_.outputs()) {
@@ -270,7 +275,7 @@ void Plan::prepare(int num_threads) const {
                         &ws->args[size_t(s.first_arg + s.n_inputs)],
                         s.attrs.data(),
                         int32_t(s.attrs.size()),
-                        num_threads,
+                        s.single_thread ? 1 : num_threads,
                         nullptr,
                         error,
                         sizeof error};
@@ -280,6 +285,25 @@ void Plan::prepare(int num_threads) const {
     }
   }
   release(std::move(ws));
+}
+
+bool Plan::warm_up(int num_threads) const {
+  std::vector<Tensor> zeros;
+  for (const graph::Value* in : graph_.inputs()) {
+    const DimVec sizes = concrete_shape(in->type.shape, 0);
+    const size_t bytes = size_t(checked_numel(sizes)) * itemsize(in->type.dtype);
+    Storage s = Storage::allocate(bytes, device_);
+    if (bytes) std::memset(s.data(), 0, bytes);
+    zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, in->type.dtype));
+  }
+  RunOptions ro;
+  ro.num_threads = num_threads;
+  try {
+    (void)run(zeros, ro);
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
 }
 
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
@@ -295,13 +319,16 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOption
   std::vector<Tensor> dense(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous();
   std::vector<Storage> buffers(output_buffer_bytes_.size());
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = Storage::allocate(output_buffer_bytes_[i], device_);
+  for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
   bind(ws, &dense, &buffers);
 
   ThreadLimit limit(options.num_threads);
   char error[512];
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
+    const int threads = s.single_thread ? 1 : options.num_threads;
+    std::optional<ThreadLimit> alone;
+    if (threads != options.num_threads) alone.emplace(threads);
     error[0] = '\0';
     amber_kernel_args a{&ws.args[size_t(s.first_arg)],
                         s.n_inputs,
@@ -309,7 +336,7 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOption
                         &ws.args[size_t(s.first_arg + s.n_inputs)],
                         s.attrs.data(),
                         int32_t(s.attrs.size()),
-                        options.num_threads,
+                        threads,
                         nullptr,
                         error,
                         sizeof error};

@@ -2,8 +2,8 @@
 // every kernel pointer resolved, every intermediate placed in one arena by liveness, every
 // view's layout fixed. A call takes a workspace (kernel arguments) from the plan's pool and
 // an arena from the model's ArenaPool, patches the data pointers of the inputs, the arena and
-// the per-call output buffers, and runs the kernels in order. Plans are immutable; run() is
-// safe from many threads at once.
+// the per-call output buffers (from the model's BufferCache), and runs the kernels in order. Plans are immutable; run()
+// is safe from many threads at once.
 #pragma once
 
 #include <atomic>
@@ -14,6 +14,7 @@
 #include "amber/core/backend.h"
 #include "amber/graph/graph.h"
 #include "amber/loader/arena_pool.h"
+#include "amber/loader/buffer_cache.h"
 
 namespace amber::loader {
 
@@ -30,10 +31,11 @@ struct RunOptions {
 
 class Plan {
  public:
-  // Compiles g (static; consumed) for device; calls borrow their arenas from `arenas` (shared
-  // by the model's plans). Throws amber::Error naming the node when a kernel is missing or
-  // inference fails.
-  Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>());
+  // Compiles g (static; consumed) for device; calls borrow their arenas from `arenas` and take
+  // their output buffers from `outputs` (both shared by the model's plans). Throws
+  // amber::Error naming the node when a kernel is missing or inference fails.
+  Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>(),
+       std::shared_ptr<BufferCache> outputs = std::make_shared<BufferCache>());
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -46,6 +48,10 @@ class Plan {
   // intra-op threads and readies one workspace, so that a call with that many threads does
   // no setup of its own.
   void prepare(int num_threads) const;
+  // Runs the graph once on zero inputs with num_threads threads, so that the first real call
+  // finds code, oneDNN's buffers and this model's output buffers warm. Returns false, leaving
+  // nothing behind, when a kernel rejects zeros (the real calls may still succeed).
+  bool warm_up(int num_threads) const;
 
   const graph::Graph& graph() const { return graph_; }
   size_t arena_bytes() const { return arena_bytes_; }
@@ -70,6 +76,7 @@ class Plan {
     int first_arg, n_inputs, n_outputs;  // into the flat argument arrays
     std::vector<amber_attr> attrs;       // pointing into node->attrs
     uint64_t out_bytes;
+    bool single_thread;  // too little work for the thread pool (step_cost.h)
   };
   struct Output {
     int value;
@@ -94,6 +101,7 @@ class Plan {
   std::vector<Output> outputs_;
   size_t arena_bytes_ = 0;
   std::shared_ptr<ArenaPool> arenas_;
+  std::shared_ptr<BufferCache> output_cache_;
   std::unique_ptr<StepStats[]> stats_;
 
   mutable std::mutex pool_mutex_;

@@ -2,7 +2,8 @@
 // by the planned executor equals eager execution (and PyTorch for the models); dynamic
 // batch through per-size plans; inputs checked with clear errors; outputs owned by the
 // caller; anomaly mode; the profile; many threads on one model (bitwise identical outputs)
-// with handles dropped and failing calls alongside; a call too large for memory fails alone.
+// with handles dropped and failing calls alongside; a call too large for memory fails alone;
+// the warm-up at load, recycled output buffers and the per-step thread decision.
 
 #include <atomic>
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <thread>
 
 #include "amber/graph/graph.h"
+#include "amber/loader/buffer_cache.h"
+#include "amber/loader/step_cost.h"
 #include "models/programs.h"
 #include "models/resnet.h"
 #include "models/small.h"
@@ -355,4 +358,85 @@ TEST_CASE("a call too large for memory fails alone; the next call works", "[load
   Model c = load(t.save_to_bytes(), capped);
   AMBER_REQUIRE_ERROR(c.forward({randn({3, 4})}), "needs 50331648 bytes");
   check_close(c.forward({x.slice(0, 0, 2)})[0], f(x.slice(0, 0, 2)), 1e-3, 1e-5, "within the cap");
+}
+
+TEST_CASE("load warms the model up on zeros; a model whose kernels reject zeros loads all the same",
+          "[loader][warmup]") {
+  // Integer division: the warm-up on zeros divides by zero and fails; load must not.
+  auto f = [](const Tensor& x) { return div(x * 6, x, "trunc"); };
+  const Tensor x = arange(int64_t(1), int64_t(8));
+  TracedModule t = trace(f, {x}, quiet());
+  for (bool warm : {true, false}) {
+    LoadOptions o;
+    o.warm_up = warm;
+    o.profile = true;
+    Model m = load(t.save_to_bytes(), o);
+    for (const NodeProfile& n : m.profile()) CHECK(n.calls == 0);  // the warm-up is not a call
+    check_close(m.forward({x})[0], full({7}, int64_t(6), TensorOptions{DType::i64}), 0, 0, "x * 6 / x");
+    AMBER_REQUIRE_ERROR(m.forward({zeros({7}, TensorOptions{DType::i64})}), "integer division by zero");
+  }
+}
+
+TEST_CASE("output buffers are recycled once the caller drops them; outputs outlive the model", "[loader]") {
+  TracedModule t = trace([](const Tensor& x) { return (x * 2).relu(); }, {randn({64, 300})}, quiet());
+  Tensor kept;
+  {
+    Model m = load(t.save_to_bytes());
+    const Tensor x = randn({64, 300});
+    const void* first = nullptr;
+    {
+      const Tensor y = m.forward({x})[0];
+      first = y.data();
+    }
+    const Tensor again = m.forward({x})[0];  // the same size: the dropped buffer comes back
+    CHECK(again.data() == first);
+    const Tensor other = m.forward({x})[0];  // `again` is still held: a different buffer
+    CHECK(other.data() != again.data());
+    check_close(other, (x * 2).relu(), 0, 0, "a recycled buffer's result");
+    kept = m.forward({x})[0];
+  }
+  CHECK(kept.sum().item<float>() > 0);  // the model and its cache are gone; the output is not
+}
+
+TEST_CASE("BufferCache: exact sizes, bounded idle blocks, storage outliving the cache", "[loader]") {
+  auto cache = std::make_shared<loader::BufferCache>(2);
+  void* a_data = nullptr;
+  {
+    Storage a = cache->take(1000), b = cache->take(1000), c = cache->take(2000), d = cache->take(3000);
+    a_data = a.data();
+    CHECK(reinterpret_cast<uintptr_t>(a_data) % 64 == 0);
+  }
+  CHECK(cache->idle_count() == 2);  // two of the four kept, the others freed
+  Storage again = cache->take(1000);
+  Storage fresh = cache->take(1500);  // no exact fit: new memory, the idle ones stay
+  CHECK(cache->idle_count() <= 2);
+  Storage outlives = cache->take(4096);
+  std::memset(outlives.data(), 7, 4096);
+  cache.reset();  // memory released after this goes to the heap
+  CHECK(static_cast<unsigned char*>(outlives.data())[4095] == 7);
+  (void)a_data;
+}
+
+TEST_CASE("steps too small for the thread pool run on the calling thread", "[loader]") {
+  auto view = [](std::initializer_list<int64_t> sizes) {
+    amber_tensor_view v{};
+    v.dtype = int32_t(DType::f32);
+    for (int64_t s : sizes) v.sizes[v.ndim++] = s;
+    return v;
+  };
+  auto conv_ns = [&](int64_t n, int64_t c, int64_t k, int64_t hw_out, int64_t kernel) {
+    const amber_tensor_view in[3] = {view({n, c, hw_out, hw_out}), view({k, c, kernel, kernel}), view({k})};
+    const amber_tensor_view out = view({n, k, hw_out, hw_out});
+    return loader::estimate_step_ns("conv2d", in, 3, &out, 1);
+  };
+  CHECK(conv_ns(1, 6, 16, 13, 3) < loader::kParallelMinNs);          // LeNet's conv2 at batch 1
+  CHECK(conv_ns(64, 6, 16, 13, 3) > loader::kParallelMinNs);         // ... at batch 64
+  CHECK(conv_ns(1, 512, 512, 7, 3) > 100 * loader::kParallelMinNs);  // ResNet-18's last convs
+  const amber_tensor_view fc_in[3] = {view({1, 576}), view({120, 576}), view({120})}, fc_out = view({1, 120});
+  CHECK(loader::estimate_step_ns("linear", fc_in, 3, &fc_out, 1) < loader::kParallelMinNs);
+  const amber_tensor_view big_in[2] = {view({128, 256}), view({256, 256})}, big_out = view({128, 256});
+  CHECK(loader::estimate_step_ns("matmul", big_in, 2, &big_out, 1) > loader::kParallelMinNs);
+  const amber_tensor_view small = view({6, 30, 30}), large = view({64, 256, 56, 56});
+  CHECK(loader::estimate_step_ns("relu", &small, 1, &small, 1) < loader::kParallelMinNs);
+  CHECK(loader::estimate_step_ns("relu", &large, 1, &large, 1) > loader::kParallelMinNs);
 }
