@@ -20,9 +20,9 @@ int main(int argc, char** argv) {
     const amber::Model model = amber::load(args.positional[0], options);
     const double load_ms = bench::ms_since(t0);
     amber::SafetensorsFile io = amber::SafetensorsFile::open(args.positional[1]);
-    std::vector<amber::Tensor> inputs;
+    std::vector<amber::Tensor> inputs;  // in written memory, as libtorch's side gets them from torch::jit::load
     for (size_t i = 0; io.contains("input" + std::to_string(i)); ++i)
-      inputs.push_back(io.tensor("input" + std::to_string(i)));
+      inputs.push_back(io.tensor("input" + std::to_string(i)).clone());
     std::vector<amber::Tensor> out;
     const bench::Timing t = bench::time_calls(args, [&] { out = model.forward(inputs); });
     const float diff = (out[0] - io.tensor("expected0")).abs().amax().item<float>();
