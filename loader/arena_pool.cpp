@@ -32,7 +32,7 @@ ArenaPool::Arena ArenaPool::take(size_t bytes) {
     }
   }
   cpu_free(victim.data);
-  Arena a{cpu_allocate(bytes), bytes};
+  Arena a{cpu_allocate_long_lived(bytes), bytes};  // huge pages when large: far fewer page faults
   AMBER_CHECK(a.data, "forward: cannot allocate ", bytes, " bytes for the intermediate tensors of this call");
   return a;
 }

@@ -1,7 +1,9 @@
 // The intermediate-memory arenas of one model, shared by all its plans (one per batch size):
 // a call borrows an arena at least as large as its plan needs and returns it. Idle arenas
 // are kept, so memory stays flat under any mix of batch sizes: at most one arena per call
-// that ever ran at the same time, each no larger than the largest plan's arena.
+// that ever ran at the same time, each no larger than the largest plan's arena. Large arenas
+// sit on transparent huge pages (first touch of ResNet-18's 6.1 MiB: 18 ms in 4 KiB faults
+// on this VM, 0.7 ms in 2 MiB ones).
 #pragma once
 
 #include <cstddef>
