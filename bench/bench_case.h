@@ -28,6 +28,7 @@ struct Args {
   int threads = 0;     // 0: the library's default
   int iters = 0;       // > 0: exactly this many timed calls
   bool optimize = false, no_verify = false;
+  bool no_open = false;  // Amber: skip timing read_archive (exec + load + one call + exit runs)
 };
 
 inline Args parse(int argc, char** argv) {
@@ -45,6 +46,8 @@ inline Args parse(int argc, char** argv) {
       a.optimize = true;
     else if (s == "--no-verify")
       a.no_verify = true;
+    else if (s == "--no-open")
+      a.no_open = true;
     else
       a.positional.push_back(s);
   }

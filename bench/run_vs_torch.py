@@ -101,7 +101,7 @@ def main():
                     keep_min(res, f"torch {kind} t{t} {w}",
                              run([torch, pt, ins, "--threads", str(t)] + extra + secs,
                                  {"OMP_WAIT_POLICY": w, "OPENBLAS_NUM_THREADS": "1"}))
-            keep_min(res, "amber exec", run([amber, arc, io, "--iters", "1"]))
+            keep_min(res, "amber exec", run([amber, arc, io, "--iters", "1", "--no-open"]))
             best = min((k for k in res if k.startswith("torch")), key=lambda k: res[k]["p50_ms"])
             file, extra = torch_kinds[best.split()[1]]
             env = {}
