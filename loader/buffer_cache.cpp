@@ -1,4 +1,5 @@
-// BufferCache (buffer_cache.h): a mutex-guarded list of idle blocks, found by exact size.
+// BufferCache (buffer_cache.h): one lock-free slot, then a mutex-guarded list of idle blocks
+// found by exact size.
 #include "amber/loader/buffer_cache.h"
 
 #include "amber/core/error.h"
@@ -6,52 +7,59 @@
 namespace amber::loader {
 
 BufferCache::~BufferCache() {
-  for (Block& b : idle_) cpu_free(b.data);
+  if (void* p = slot_.load()) release(p);
+  for (void* p : idle_) release(p);
 }
 
 Storage BufferCache::take(size_t bytes) {
-  void* data = nullptr;
-  {
+  void* data = slot_.exchange(nullptr, std::memory_order_acquire);
+  if (data && size_of(data) != bytes) {
+    give(data);  // another size: back to the list
+    data = nullptr;
+  }
+  if (!data) {
     std::lock_guard lock(mutex_);
     for (size_t i = idle_.size(); i-- > 0;)
-      if (idle_[i].bytes == bytes) {
-        data = idle_[i].data;
+      if (size_of(idle_[i]) == bytes) {
+        data = idle_[i];
         idle_[i] = idle_.back();
         idle_.pop_back();
         break;
       }
   }
-  if (!data) data = cpu_allocate(bytes);
-  AMBER_CHECK(data, "out of memory: failed to allocate ", bytes, " bytes on the CPU for an output of this call");
-  std::weak_ptr<BufferCache> home = weak_from_this();
-  return Storage::adopt(data, bytes, Device::cpu(), [home, bytes](void* p) {
-    if (std::shared_ptr<BufferCache> cache = home.lock())
-      cache->give({p, bytes});
-    else
-      cpu_free(p);
-  });
+  if (!data) {
+    char* base = bytes <= SIZE_MAX - kHeader ? static_cast<char*>(cpu_allocate(bytes + kHeader)) : nullptr;
+    AMBER_CHECK(base, "out of memory: failed to allocate ", bytes, " bytes on the CPU for an output of this call");
+    *reinterpret_cast<size_t*>(base) = bytes;
+    data = base + kHeader;
+  }
+  // The storage keeps the cache alive: its memory always has somewhere to go back to.
+  return Storage::adopt(data, bytes, Device::cpu(), [home = shared_from_this()](void* p) { home->give(p); });
 }
 
-void BufferCache::give(Block b) {
+void BufferCache::give(void* data) {
+  void* expected = nullptr;
+  if (slot_.compare_exchange_strong(expected, data, std::memory_order_release)) return;
   {
     std::lock_guard lock(mutex_);
     if (idle_.size() < max_idle_) {
-      idle_.push_back(b);
+      idle_.push_back(data);
       return;
     }
   }
-  cpu_free(b.data);
+  release(data);
 }
 
 size_t BufferCache::idle_count() const {
   std::lock_guard lock(mutex_);
-  return idle_.size();
+  return idle_.size() + (slot_.load() ? 1 : 0);
 }
 
 size_t BufferCache::idle_bytes() const {
   std::lock_guard lock(mutex_);
   size_t n = 0;
-  for (const Block& b : idle_) n += b.bytes;
+  for (void* p : idle_) n += size_of(p);
+  if (void* p = slot_.load()) n += size_of(p);
   return n;
 }
 

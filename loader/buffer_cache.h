@@ -2,9 +2,12 @@
 // here when the caller drops its last reference, and the next call needing that many bytes
 // takes it instead of asking malloc, which returns buffers of tens of KiB and more to the
 // OS on free and so page-faults them in again (with TLB shootdowns) on every call. At most
-// max_idle blocks wait, each reused only for exactly its size.
+// max_idle blocks wait in a list, each reused only for exactly its size, and the last one
+// returned in a lock-free slot, so a model serving one call at a time takes no lock here.
+// Outputs keep the cache alive: one dropped after its model still has a home.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -22,23 +25,25 @@ class BufferCache : public std::enable_shared_from_this<BufferCache> {
   ~BufferCache();
 
   // CPU storage of `bytes` (64-byte aligned, contents unspecified) whose memory returns to
-  // this cache, while it lives, when the storage is released. Must be owned by a shared_ptr.
+  // this cache when the storage is released. The cache must be owned by a shared_ptr.
   // Throws amber::Error when memory runs out.
   Storage take(size_t bytes);
-  // Blocks waiting to be reused, and their bytes.
+  // Blocks waiting to be reused, and their bytes; only while no storage is taken or released
+  // concurrently (tests).
   size_t idle_count() const;
   size_t idle_bytes() const;
 
  private:
-  struct Block {
-    void* data;
-    size_t bytes;
-  };
-  void give(Block b);
+  // A block is one allocation: a 64-byte header holding its size, then the data.
+  static constexpr size_t kHeader = 64;
+  static size_t size_of(void* data) { return *reinterpret_cast<size_t*>(static_cast<char*>(data) - kHeader); }
+  static void release(void* data) { cpu_free(static_cast<char*>(data) - kHeader); }
+  void give(void* data);
 
   size_t max_idle_;
+  std::atomic<void*> slot_{nullptr};
   mutable std::mutex mutex_;
-  std::vector<Block> idle_;
+  std::vector<void*> idle_;
 };
 
 }  // namespace amber::loader

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -153,12 +154,36 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
     std::shared_ptr<const loader::Plan> p = impl->plan(impl->default_batch);
     p->prepare(impl->total_threads);
     if (impl->total_threads > 1) p->prepare(1);
-    if (options.warm_up) (void)p->warm_up(impl->total_threads);
     impl->default_plan = p;
   } catch (const Error& e) {
     throw Error(str(source, ": ", e.what()));
   }
   return impl;
+}
+
+// Calls m on zeros at its traced batch size through the whole forward path, so that the
+// first real call finds code, caches, oneDNN's buffers and the output buffers warm. A model
+// whose call takes microseconds runs a few more times: its first calls are dominated by cold
+// caches and branch predictors, not by one-time setup. A kernel rejecting zeros ends the
+// warm-up quietly (real inputs may still be fine); profile counters start from zero after.
+void warm_up(const Model& m) {
+  const int64_t batch = std::max<int64_t>(m.traced_batch(), 1);
+  std::vector<Tensor> zeros;
+  for (const IOInfo& in : m.inputs()) {
+    const DimVec sizes = in.sizes_at(batch);
+    const size_t bytes = size_t(checked_numel(sizes)) * itemsize(in.dtype);
+    Storage s = Storage::allocate(bytes, m.options().device);
+    if (bytes) std::memset(s.data(), 0, bytes);
+    zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, in.dtype));
+  }
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    (void)m.forward(zeros);
+    if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1))
+      for (int i = 0; i < 3; ++i) (void)m.forward(zeros);
+  } catch (const Error&) {
+  }
+  if (m.options().profile) m.reset_profile();
 }
 
 }  // namespace
@@ -168,6 +193,7 @@ Model load(const std::string& path, const LoadOptions& options) {
   ro.verify_checksums = options.verify_checksums;
   Model m;
   m.impl_ = make_model(read_archive(path, ro), options, path);
+  if (options.warm_up) warm_up(m);
   return m;
 }
 
@@ -181,12 +207,12 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
   Model m;
   m.impl_ = make_model(read_archive({static_cast<const uint8_t*>(copy), bytes.size()}, keep, ro, "<buffer>"), options,
                        "<buffer>");
+  if (options.warm_up) warm_up(m);
   return m;
 }
 
 std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
-  const std::shared_ptr<Impl> hold = impl_;  // the model lives until this call returns
-  Impl& m = *check_defined(hold);
+  Impl& m = *check_defined(impl_);  // this handle keeps the model alive until the call returns
   int64_t n = 0;
   try {
     for (size_t i = 0; i < inputs.size() && i < m.inputs.size(); ++i)
@@ -198,7 +224,8 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
     throw Error(str("forward: ", e.what()));
   }
   const int64_t key = m.graph.is_dynamic() ? n : 0;
-  std::shared_ptr<const loader::Plan> plan = key == m.default_batch ? m.default_plan : m.plan(key);
+  std::shared_ptr<const loader::Plan> other;  // a plan that may be evicted while it runs
+  const loader::Plan& plan = key == m.default_batch ? *m.default_plan : *(other = m.plan(key));
   struct Active {
     std::atomic<int>& a;
     int now;
@@ -209,7 +236,7 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
   ro.num_threads = std::max(1, m.total_threads / active.now);
   ro.anomaly = m.options.anomaly_mode;
   ro.profile = m.options.profile;
-  return plan->run(inputs, ro);
+  return plan.run(inputs, ro);
 }
 
 const std::vector<IOInfo>& Model::inputs() const { return check_defined(impl_)->inputs; }

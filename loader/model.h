@@ -36,9 +36,9 @@ struct LoadOptions {
   // memory. Archives come from anywhere: this bounds what a hostile graph can make load or
   // a call allocate.
   size_t max_workspace_bytes = 0;
-  // Runs the model once on zeros at the end of load (at the traced batch size), so the
-  // first call costs what later ones do: load takes one call longer. A model whose kernels
-  // reject zeros loads all the same, only without the warm-up.
+  // Calls the model on zeros at the end of load (at the traced batch size; four times when a
+  // call takes under 1 ms), so the first call costs what later ones do: load takes a call
+  // longer. A model whose kernels reject zeros loads all the same, only without the warm-up.
   bool warm_up = true;
 };
 

@@ -173,7 +173,7 @@ Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas, std
   stats_ = std::make_unique<StepStats[]>(steps_.size());
 }
 
-Plan::~Plan() = default;
+Plan::~Plan() { delete spare_.load(); }
 
 void Plan::reset_stats() const {
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -184,8 +184,8 @@ void Plan::reset_stats() const {
 }
 
 std::unique_ptr<Plan::Workspace> Plan::acquire() const {
-  std::unique_ptr<Workspace> ws;
-  {
+  std::unique_ptr<Workspace> ws(spare_.exchange(nullptr, std::memory_order_acquire));
+  if (!ws) {
     std::lock_guard lock(pool_mutex_);
     if (!pool_.empty()) {
       ws = std::move(pool_.back());
@@ -209,6 +209,11 @@ std::unique_ptr<Plan::Workspace> Plan::acquire() const {
 void Plan::release(std::unique_ptr<Workspace> ws) const {
   arenas_->give(ws->arena);
   ws->arena = {};
+  Workspace* expected = nullptr;
+  if (spare_.compare_exchange_strong(expected, ws.get(), std::memory_order_release)) {
+    (void)ws.release();
+    return;
+  }
   std::lock_guard lock(pool_mutex_);
   pool_.push_back(std::move(ws));
 }
@@ -285,25 +290,6 @@ void Plan::prepare(int num_threads) const {
     }
   }
   release(std::move(ws));
-}
-
-bool Plan::warm_up(int num_threads) const {
-  std::vector<Tensor> zeros;
-  for (const graph::Value* in : graph_.inputs()) {
-    const DimVec sizes = concrete_shape(in->type.shape, 0);
-    const size_t bytes = size_t(checked_numel(sizes)) * itemsize(in->type.dtype);
-    Storage s = Storage::allocate(bytes, device_);
-    if (bytes) std::memset(s.data(), 0, bytes);
-    zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, in->type.dtype));
-  }
-  RunOptions ro;
-  ro.num_threads = num_threads;
-  try {
-    (void)run(zeros, ro);
-  } catch (const Error&) {
-    return false;
-  }
-  return true;
 }
 
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {

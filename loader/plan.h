@@ -48,10 +48,6 @@ class Plan {
   // intra-op threads and readies one workspace, so that a call with that many threads does
   // no setup of its own.
   void prepare(int num_threads) const;
-  // Runs the graph once on zero inputs with num_threads threads, so that the first real call
-  // finds code, oneDNN's buffers and this model's output buffers warm. Returns false, leaving
-  // nothing behind, when a kernel rejects zeros (the real calls may still succeed).
-  bool warm_up(int num_threads) const;
 
   const graph::Graph& graph() const { return graph_; }
   size_t arena_bytes() const { return arena_bytes_; }
@@ -104,8 +100,10 @@ class Plan {
   std::shared_ptr<BufferCache> output_cache_;
   std::unique_ptr<StepStats[]> stats_;
 
+  // Idle workspaces (at most the peak concurrency): one in a lock-free slot, the rest in pool_.
+  mutable std::atomic<Workspace*> spare_{nullptr};
   mutable std::mutex pool_mutex_;
-  mutable std::vector<std::unique_ptr<Workspace>> pool_;  // idle workspaces: at most the peak concurrency
+  mutable std::vector<std::unique_ptr<Workspace>> pool_;
 };
 
 }  // namespace amber::loader
