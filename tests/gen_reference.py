@@ -68,6 +68,8 @@ class In:
             x = torch.randint(0, 10, shape, generator=gen)
         elif self.kind == "bool":
             x = torch.randint(0, 2, shape, generator=gen).bool()
+        elif self.kind == "fixed":  # Fixed: given values
+            x = self.value
         elif self.kind.startswith("idx"):  # valid indices 0..N-1
             x = torch.randint(0, int(self.kind[3:]), shape, generator=gen)
         else:
@@ -492,9 +494,6 @@ class Fixed(In):
         super().__init__(value.shape, NAMES[value.dtype], "fixed", layout)
         self.value = value
 
-    def make(self):
-        return self.value, self.value
-
 
 case("sdpa_bool_mask", "scaled_dot_product_attention", sdpa,
      [In([2, 7, 5]), In([2, 9, 5]), In([2, 9, 5]), Fixed(bool_mask_case())], atol=1e-5, rtol=1e-4)
@@ -544,6 +543,15 @@ case("maxpool_unbatched_noncontig", "max_pool2d", maxpool, [In([3, 9, 8], layout
      attrs={"kernel_size": [2], "stride": [1]}, atol=0, rtol=0)
 case("maxpool_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 1, 4, 4], [0, 5]))], attrs={"kernel_size": [2]},
      atol=0, rtol=0)
+# Channels-last: whole-row passes (dense rows, and rows strided by a transposed layout).
+case("maxpool_cl_lenet", "max_pool2d", maxpool, [In([3, 6, 30, 30], layout=("cl",))], attrs={"kernel_size": [2]},
+     atol=0, rtol=0)
+case("maxpool_cl_ceil_pad", "max_pool2d", maxpool, [In([2, 6, 9, 11], layout=("cl",))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1], "ceil_mode": True}, atol=0, rtol=0)
+case("maxpool_cl_strided_rows", "max_pool2d", maxpool, [In([2, 5, 7, 9], layout=("t", 1, 3))],
+     attrs={"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 1]}, atol=0, rtol=0)
+case("maxpool_cl_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 3, 4, 6], [0, 7, 20, 50]), layout=("cl",))],
+     attrs={"kernel_size": [2]}, atol=0, rtol=0)
 case("maxpool_bad_pad", "max_pool2d", maxpool, [In([1, 1, 8, 8])], attrs={"kernel_size": [2], "padding": [2]},
      error="pad should be at most half")
 case("avgpool_2x2", "avg_pool2d", avgpool, [In([2, 3, 13, 7])], attrs={"kernel_size": [2]})

@@ -5,6 +5,7 @@
 // plane at a time. Any strides are accepted.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -116,6 +117,65 @@ struct SumReduce {
   }
 };
 
+// max_pool2d without dilation on channels-last tensors, in two passes per output row: the
+// maximum over the window's input rows (whole rows of W x C values at once: long contiguous
+// loops whatever C is), then over each window's columns. LeNet's first pool ([64, 6, 30, 30],
+// C = 6) ran at about 1 ns per input value one window at a time with loops of 6.
+template <typename T>
+void max_pool_rows(const amber_kernel_args* a, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
+                   std::array<int64_t, 2> p) {
+  const Nchw in(a->inputs[0]), out(a->outputs[0]);
+  const T* x = static_cast<const T*>(a->inputs[0].data);
+  T* y = static_cast<T*>(a->outputs[0].data);
+  const int64_t c = in.c, span = in.w * c;
+  auto take = [](T acc, T v) { return (v > acc || v != v) ? v : acc; };  // ATen: NaN propagates
+  ThreadLimit limit(std::max(1, a->num_threads));
+  parallel_for(in.n * out.h, std::max<int64_t>(1, 16384 / std::max<int64_t>(span * k[0], 1)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<T> rows(static_cast<size_t>(span));
+                 for (int64_t r = b; r < e; ++r) {
+                   const int64_t n = r / out.h, oh = r % out.h;
+                   int64_t h0 = oh * s[0] - p[0];
+                   const int64_t h1 = std::min(h0 + k[0], in.h);
+                   h0 = std::max<int64_t>(h0, 0);
+                   if (h0 >= h1)
+                     std::fill(rows.begin(), rows.end(), -std::numeric_limits<T>::infinity());  // no window row
+                   for (int64_t ih = h0; ih < h1; ++ih) {
+                     const T* xr = x + n * in.sn + ih * in.sh;
+                     if (in.sw == c) {  // dense row
+                       if (ih == h0)
+                         std::copy(xr, xr + span, rows.begin());
+                       else
+                         for (int64_t i = 0; i < span; ++i) rows[size_t(i)] = take(rows[size_t(i)], xr[i]);
+                     } else {
+                       for (int64_t iw = 0; iw < in.w; ++iw)
+                         for (int64_t ch = 0; ch < c; ++ch) {
+                           T& v = rows[size_t(iw * c + ch)];
+                           v = ih == h0 ? xr[iw * in.sw + ch] : take(v, xr[iw * in.sw + ch]);
+                         }
+                     }
+                   }
+                   T* yr = y + n * out.sn + oh * out.sh;
+                   for (int64_t ow = 0; ow < out.w; ++ow) {
+                     int64_t w0 = ow * s[1] - p[1];
+                     const int64_t w1 = std::min(w0 + k[1], in.w);
+                     w0 = std::max<int64_t>(w0, 0);
+                     T* yp = yr + ow * out.sw;
+                     if (w0 >= w1) {  // no window column
+                       std::fill(yp, yp + c, -std::numeric_limits<T>::infinity());
+                       continue;
+                     }
+                     const T* v = rows.data() + w0 * c;
+                     for (int64_t ch = 0; ch < c; ++ch) yp[ch] = v[ch];
+                     for (int64_t iw = w0 + 1; iw < w1; ++iw) {
+                       v += c;
+                       for (int64_t ch = 0; ch < c; ++ch) yp[ch] = take(yp[ch], v[ch]);
+                     }
+                   }
+                 }
+               });
+}
+
 std::array<int64_t, 2> ints2(const amber_kernel_args* a, int i, std::array<int64_t, 2> fallback) {
   auto v = attr_ints(a, i);
   if (v.empty()) return fallback;
@@ -128,7 +188,11 @@ struct MaxPoolKernel {
   static int run(const amber_kernel_args* a) {
     const auto k = ints2(a, 0, {1, 1});
     const auto s = ints2(a, 1, k), p = ints2(a, 2, {0, 0}), d = ints2(a, 3, {1, 1});
-    const Nchw in(a->inputs[0]);
+    const Nchw in(a->inputs[0]), out(a->outputs[0]);
+    if (d[0] == 1 && d[1] == 1 && in.sc == 1 && out.sc == 1 && in.c > 0 && in.w > 0 && out.h > 0 && out.w > 0) {
+      max_pool_rows<T>(a, k, s, p);
+      return 0;
+    }
     pool<T, T>(a, MaxReduce<T>{}, [&](int64_t oh, int64_t ow) {
       int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
       const int64_t h1 = std::min(h0 + (k[0] - 1) * d[0] + 1, in.h), w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, in.w);
