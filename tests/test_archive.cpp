@@ -145,8 +145,10 @@ TEST_CASE("archives round-trip bit-exactly and deterministically", "[archive]") 
     CHECK(test::compare(c->data, t.graph().find(c->name)->data, 0, 0).ok);
   }
   for (int64_t n : {1, 3}) {
+    // Not bit for bit: read-only weights may run on other kernels (linear on a packed inner
+    // product instead of sgemm); the weights themselves are compared exactly above.
     Tensor x = randn({n, 2, 4, 4});
-    CHECK(test::compare(graph::run_graph(a.graph, {x})[0], t.forward({x})[0], 0, 0).ok);
+    CHECK(test::compare(graph::run_graph(a.graph, {x})[0], t.forward({x})[0], 1e-6, 1e-5).ok);
   }
   // Same model, same bytes; a second save over the first gives the same file.
   CHECK(t.save_to_bytes() == read_file(path));
