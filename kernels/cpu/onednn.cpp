@@ -28,6 +28,11 @@ std::string desc_key(const memory::desc& d) {
 
 }  // namespace
 
+std::mutex& creation_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 dnnl::engine& engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;

@@ -23,6 +23,11 @@ using Dims = memory::dims;
 
 dnnl::engine& engine();
 
+// Serialises primitive creation: oneDNN's own primitive cache synchronises concurrent
+// creations with code ThreadSanitizer cannot see (concurrent loads raised reports there);
+// creations are rare (load time), lookups never take it.
+std::mutex& creation_mutex();
+
 // A small thread-safe LRU cache: get(k, make) returns the cached value or make()'s.
 template <typename K, typename V>
 class Lru {
@@ -37,6 +42,12 @@ class Lru {
         order_.splice(order_.begin(), order_, it->second.second);
         return it->second.first;
       }
+    }
+    std::lock_guard creating(creation_mutex());
+    {
+      std::lock_guard lock(m_);
+      auto it = map_.find(k);  // made by another thread meanwhile
+      if (it != map_.end()) return it->second.first;
     }
     auto v = std::make_shared<V>(make());
     std::lock_guard lock(m_);
