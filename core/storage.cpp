@@ -4,23 +4,60 @@
 #include "amber/core/storage.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/error.h"
 
 namespace amber {
 
+namespace {
+
+constexpr size_t kLongLivedMapped = size_t(256) << 10;  // smaller blocks come from malloc
+constexpr size_t kHugePage = size_t(2) << 20;
+
+size_t mapped_length(size_t nbytes) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return (nbytes + page - 1) / page * page;
+}
+
+}  // namespace
+
 void* cpu_allocate_long_lived(size_t nbytes) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  if (nbytes < 2 * kHuge) return cpu_allocate(nbytes);
-  void* p = nullptr;
-  const size_t rounded = (nbytes + kHuge - 1) / kHuge * kHuge;
-  if (rounded < nbytes || posix_memalign(&p, kHuge, rounded) != 0) return nullptr;
-  (void)madvise(p, rounded, MADV_HUGEPAGE);  // advice only: fine if unsupported
+  if (nbytes < kLongLivedMapped) {
+    void* p = cpu_allocate(nbytes);
+    if (p) std::memset(p, 0, nbytes);  // faulted in now, like the mapped blocks
+    return p;
+  }
+  const size_t len = mapped_length(nbytes);
+  const bool huge = len >= kHugePage;
+  const size_t span = huge ? len + kHugePage : len;  // room to align to a huge page
+  if (len < nbytes || span < len) return nullptr;
+  void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  char* base = static_cast<char*>(m);
+  char* p = base;
+  if (huge) {
+    p = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~uintptr_t(kHugePage - 1));
+    if (p > base) ::munmap(base, size_t(p - base));
+    if (base + span > p + len) ::munmap(p + len, size_t(base + span - (p + len)));
+    (void)::madvise(p, len, MADV_HUGEPAGE);  // advice only: fine if unsupported
+  }
+  // Fault the block in now, in one pass (advice only: kernels before 5.14 fault on first touch).
+  (void)::madvise(p, len, MADV_POPULATE_WRITE);
   return p;
+}
+
+void cpu_free_long_lived(void* p, size_t nbytes) {
+  if (!p) return;
+  if (nbytes < kLongLivedMapped)
+    cpu_free(p);
+  else
+    ::munmap(p, mapped_length(nbytes));
 }
 
 void* cpu_allocate(size_t nbytes) {

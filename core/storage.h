@@ -70,11 +70,13 @@ class Storage {
 
 // Raw 64-byte aligned host memory (the CPU backend's allocator); nullptr on failure.
 void* cpu_allocate(size_t nbytes);
-// For large buffers that live long (weights reordered once for a loaded model): 2 MiB
-// aligned and backed by transparent huge pages where the kernel allows, so first touching
-// them takes one page fault per 2 MiB instead of per 4 KiB (page faults dominated loading a
-// ResNet-18 here). Freed with cpu_free.
+// For buffers that live long (weights reordered once for a loaded model, call arenas),
+// returned faulted in: from 256 KiB up mapped and populated at once (MADV_POPULATE_WRITE), on
+// transparent huge pages from 2 MiB up where the kernel allows. Page faults one by one
+// dominated loading a ResNet-18 on this project's (virtualised) machines. Freed with
+// cpu_free_long_lived, given the same size.
 void* cpu_allocate_long_lived(size_t nbytes);
+void cpu_free_long_lived(void* p, size_t nbytes);
 void cpu_free(void* p);
 
 }  // namespace amber

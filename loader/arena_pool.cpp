@@ -7,7 +7,7 @@
 namespace amber::loader {
 
 ArenaPool::~ArenaPool() {
-  for (Arena& a : idle_) cpu_free(a.data);
+  for (Arena& a : idle_) cpu_free_long_lived(a.data, a.bytes);
 }
 
 ArenaPool::Arena ArenaPool::take(size_t bytes) {
@@ -31,7 +31,7 @@ ArenaPool::Arena ArenaPool::take(size_t bytes) {
       victim = a;  // too small: replaced below, outside the lock
     }
   }
-  cpu_free(victim.data);
+  cpu_free_long_lived(victim.data, victim.bytes);
   Arena a{cpu_allocate_long_lived(bytes), bytes};  // huge pages when large: far fewer page faults
   AMBER_CHECK(a.data, "forward: cannot allocate ", bytes, " bytes for the intermediate tensors of this call");
   return a;

@@ -267,9 +267,9 @@ void Plan::prepare(int num_threads) const {
   std::unique_ptr<Workspace> ws = acquire();
   bind(*ws, nullptr, nullptr);
   ThreadLimit limit(num_threads);
-  // Start the intra-op threads and fault in the arena now rather than in the first call.
+  // Start the intra-op threads now rather than in the first call (the arena is faulted in
+  // when allocated: cpu_allocate_long_lived).
   parallel_for(num_threads, 1, [](int64_t, int64_t) {});
-  if (ws->arena.data) std::memset(ws->arena.data, 0, arena_bytes_);
   char error[512];
   for (const Step& s : steps_) {
     if (!s.prepare) continue;

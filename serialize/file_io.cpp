@@ -72,7 +72,7 @@ MappedFile map_file(const std::string& path) {
   MappedFile m;
   if (st.st_size == 0) return m;
   const size_t size = size_t(st.st_size);
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, f.fd, 0);
   AMBER_CHECK(p != MAP_FAILED, "cannot map '", path, "' (", size, " bytes): ", sys_error());
   m.keep_alive = std::shared_ptr<const void>(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
   m.bytes = {static_cast<const uint8_t*>(p), size};

@@ -38,10 +38,11 @@ dnnl::engine& engine() {
   return e;
 }
 
-PackedWeights::PackedWeights(size_t bytes) : data(static_cast<float*>(cpu_allocate_long_lived(bytes))) {
+PackedWeights::PackedWeights(size_t bytes)
+    : data(static_cast<float*>(cpu_allocate_long_lived(bytes))), bytes(bytes) {
   if (!data) throw std::bad_alloc();
 }
-PackedWeights::~PackedWeights() { cpu_free(data); }
+PackedWeights::~PackedWeights() { cpu_free_long_lived(data, bytes); }
 
 std::shared_ptr<PackedWeights> packed_weights(uint64_t cache_id, const void* data, const memory::desc& user,
                                               const memory::desc& target) {

@@ -73,8 +73,9 @@ class Lru {
 // Weights in a primitive's layout (not zero-filled first; huge pages when large).
 struct PackedWeights {
   float* data = nullptr;
+  size_t bytes = 0;
   explicit PackedWeights(size_t bytes);
-  PackedWeights(PackedWeights&& o) noexcept : data(std::exchange(o.data, nullptr)) {}
+  PackedWeights(PackedWeights&& o) noexcept : data(std::exchange(o.data, nullptr)), bytes(o.bytes) {}
   PackedWeights(const PackedWeights&) = delete;
   ~PackedWeights();
 };
