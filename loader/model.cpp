@@ -191,6 +191,7 @@ void warm_up(const Model& m) {
 Model load(const std::string& path, const LoadOptions& options) {
   ArchiveReadOptions ro;
   ro.verify_checksums = options.verify_checksums;
+  ro.num_threads = options.num_threads;
   Model m;
   m.impl_ = make_model(read_archive(path, ro), options, path);
   if (options.warm_up) warm_up(m);
@@ -204,6 +205,7 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
   if (!bytes.empty()) std::memcpy(copy, bytes.data(), bytes.size());
   ArchiveReadOptions ro;
   ro.verify_checksums = options.verify_checksums;
+  ro.num_threads = options.num_threads;
   Model m;
   m.impl_ = make_model(read_archive({static_cast<const uint8_t*>(copy), bytes.size()}, keep, ro, "<buffer>"), options,
                        "<buffer>");

@@ -51,6 +51,7 @@ struct ArchiveInfo {
 
 struct ArchiveReadOptions {
   bool verify_checksums = true;  // XXH3-64 of every weight record
+  int num_threads = 0;           // for verifying them; 0: parallel.h's default
 };
 
 struct LoadedArchive {

@@ -5,10 +5,15 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
+#include <vector>
 
+#include "amber/core/parallel.h"
 #include "amber/graph/verify.h"
 #include "amber/serialize/archive.h"
 #include "amber/serialize/file_io.h"
@@ -44,6 +49,7 @@ class Reader {
     out.info.producer = limited(m.producer(), "producer");
     read_metadata(m.metadata(), out.info);
     read_tensors(m);
+    if (options_.verify_checksums) hash_records();
     out.graph = build_graph(m.graph());
     out.info.weight_count = tensors_.size();
     for (const auto& [name, t] : tensors_) out.info.weight_bytes += t.record->byte_length();
@@ -134,7 +140,28 @@ class Reader {
     const ZipEntry* entry;
     DType dtype;
     DimVec shape;
+    bool checksum_ok = false;  // set by hash_records
   };
+
+  // Every record's XXH3 against the weight table, on the intra-op threads (largest records
+  // first, each thread taking the next): reading tens of MiB the first time is what a load
+  // spends most here. Failures are reported as the graph takes each constant (tensor_data).
+  void hash_records() {
+    std::vector<TensorInfo*> order;
+    for (auto& [name, t] : tensors_) order.push_back(&t);
+    std::sort(order.begin(), order.end(),
+              [](const TensorInfo* a, const TensorInfo* b) { return a->entry->size > b->entry->size; });
+    std::atomic<size_t> next{0};
+    std::optional<ThreadLimit> limit;
+    if (options_.num_threads > 0) limit.emplace(options_.num_threads);
+    parallel_for(get_num_threads(), 1, [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w)
+        for (size_t i = next++; i < order.size(); i = next++) {
+          TensorInfo& t = *order[i];
+          t.checksum_ok = XXH3_64bits(bytes_.data() + t.entry->data_offset, size_t(t.entry->size)) == t.record->xxh3();
+        }
+    });
+  }
 
   void read_tensors(const pb::Model& m) {
     check(uint64_t(m.tensors_size()) <= ArchiveLimits::kMaxTensors, m.tensors_size(),
@@ -168,7 +195,7 @@ class Reader {
     const uint8_t* p = bytes_.data() + t.entry->data_offset;
     const size_t n = size_t(t.entry->size);
     if (options_.verify_checksums)
-      check(XXH3_64bits(p, n) == t.record->xxh3(), "record '", t.record->record(), "' (tensor '", t.record->name(),
+      check(t.checksum_ok, "record '", t.record->record(), "' (tensor '", t.record->name(),
             "') fails its XXH3 checksum: the archive is corrupt");
     if (keep_alive_ && reinterpret_cast<uintptr_t>(p) % itemsize(t.dtype) == 0 && n > 0) {
       ++mapped_;
