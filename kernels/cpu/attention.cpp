@@ -1,18 +1,22 @@
 // CPU kernel for scaled_dot_product_attention: for each batch entry, blocks of query rows
-// are processed by one thread each: scores = q k^T / sqrt(E) (oneDNN sgemm), the mask or
-// causal mask applied, a softmax per row, then scores v. Scores never exceed a block of
-// rows at a time, so memory stays bounded for long sequences.
+// are processed by one thread each: scores = q k^T / sqrt(E), the mask or causal mask
+// applied, a softmax per row, then scores v. Scores never exceed a block of rows at a time,
+// so memory stays bounded for long sequences. The two products run on single-threaded
+// oneDNN matmul primitives made for the shapes and strides at hand (created at load by the
+// prepare entry): oneDNN's sgemm would generate its whole kernel set on first use, 35-40 ms
+// of a transformer's load here, where a matmul primitive generates only what it needs.
 
 #include <omp.h>
 
-#include <oneapi/dnnl/dnnl.h>
-
 #include <cmath>
 #include <limits>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/loops.h"
+#include "amber/kernels/cpu/onednn.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/row_ops.h"
 #include "amber/kernels/cpu/vec_math.h"
@@ -20,7 +24,54 @@
 namespace amber::cpu {
 namespace {
 
+using namespace onednn;
+
 constexpr int64_t kRowBlock = 64;
+
+// c[m, n] = alpha a[m, k] b[k, n]: a and b with the given strides, c dense rows.
+struct MmKey {
+  int64_t m, n, k, a_rs, a_cs, b_rs, b_cs;
+  float alpha;
+  auto tie() const { return std::tie(m, n, k, a_rs, a_cs, b_rs, b_cs, alpha); }
+  bool operator<(const MmKey& o) const { return tie() < o.tie(); }
+};
+struct MmPrim {
+  dnnl::matmul prim;
+  memory::desc a, b, c, scratch;
+  uint64_t id;
+};
+
+// The primitive for `key`, made for one thread (it runs inside a worker of parallel_for), on
+// oneDNN's brgemm kernels when they take it (dense operands): its default for some shapes,
+// the sgemm-based one, would bring back sgemm's one-time kernel generation.
+std::shared_ptr<MmPrim> matmul_prim(const MmKey& key) {
+  static Lru<MmKey, MmPrim> cache(256);
+  return cache.get(key, [&] {
+    struct OneThread {
+      int previous = omp_get_max_threads();
+      OneThread() { omp_set_num_threads(1); }
+      ~OneThread() { omp_set_num_threads(previous); }
+    } one_thread;
+    auto stride = [](int64_t size, int64_t s) { return size == 1 ? 1 : s; };
+    const memory::desc a({key.m, key.k}, memory::data_type::f32,
+                         Dims{stride(key.m, key.a_rs), stride(key.k, key.a_cs)});
+    const memory::desc b({key.k, key.n}, memory::data_type::f32,
+                         Dims{stride(key.k, key.b_rs), stride(key.n, key.b_cs)});
+    const memory::desc c({key.m, key.n}, memory::data_type::f32, memory::format_tag::ab);
+    dnnl::primitive_attr attr = user_scratchpad();
+    if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
+    auto make = [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); };
+    auto is_brgemm = [](const dnnl::matmul::primitive_desc& pd) {
+      return std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
+    };
+    dnnl::matmul::primitive_desc pd = make();
+    while (!is_brgemm(pd) && pd.next_impl()) {
+    }
+    if (!is_brgemm(pd)) pd = make();  // none: oneDNN's first choice (next_impl moved pd on)
+    return MmPrim{dnnl::matmul(pd), pd.src_desc(),        pd.weights_desc(),
+                  pd.dst_desc(),    pd.scratchpad_desc(), next_primitive_id()};
+  });
+}
 
 // In place over a contiguous row: softmax.
 struct SoftmaxInPlace {
@@ -46,12 +97,18 @@ int64_t batch_offset(const amber_tensor_view& v, const int64_t* bsizes, int nb, 
   return off;
 }
 
-bool gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float* c, int64_t ldc) {
-  return dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc) == dnnl_success;
+// The [rows, cols] matrix at p (strides rs, cs) as dense rows: p itself when already dense,
+// else a copy in buf.
+const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs, std::vector<float>& buf) {
+  if (cs == 1 && (rs == cols || rows == 1)) return p;
+  buf.resize(size_t(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) buf[size_t(i * cols + j)] = p[i * rs + j * cs];
+  return buf.data();
 }
 
-int sdpa(const amber_kernel_args* a) {
+// prepare_only: create the matmul primitives, compute nothing.
+int sdpa(const amber_kernel_args* a, bool prepare_only) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
   const amber_tensor_view& out = a->outputs[0];
   const bool causal = attr_bool(a, 1);
@@ -60,50 +117,24 @@ int sdpa(const amber_kernel_args* a) {
   int64_t batches = 1, bsizes[AMBER_MAX_DIMS];
   for (int d = 0; d < r - 2; ++d) batches *= (bsizes[d] = q.sizes[d]);
   if (L == 0 || Ev == 0 || batches == 0) return 0;
-  // sgemm wants unit stride in one of the two matrix dims; pack operands that lack it.
-  auto packed = [&](const amber_tensor_view& t, std::vector<float>& buf, amber_tensor_view& view) {
-    view = t;
-    const int64_t rs = t.strides[r - 2], cs = t.strides[r - 1];
-    if (cs == 1 || rs == 1) return;
-    buf.resize(size_t(numel(t)));
-    int64_t st = 1;
-    for (int d = r - 1; d >= 0; --d) {
-      view.strides[d] = st;
-      st *= t.sizes[d];
-    }
-    view.data = buf.data();
-    // Element-by-element gather into row-major order.
-    const int64_t n = numel(t);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t rem = i, off = 0;
-      for (int d = r - 1; d >= 0; --d) {
-        off += (rem % t.sizes[d]) * t.strides[d];
-        rem /= t.sizes[d];
-      }
-      buf[size_t(i)] = static_cast<const float*>(t.data)[off];
-    }
-  };
-  std::vector<float> qb, kb, vb;
-  amber_tensor_view qv, kv, vv;
-  packed(q, qb, qv);
-  packed(k, kb, kv);
-  packed(v, vb, vv);
-  auto operand = [&](const amber_tensor_view& t, bool transpose, char& trans, int64_t& ld) {
-    const int64_t rs = t.strides[r - 2], cs = t.strides[r - 1];
-    const bool row_major = cs == 1;
-    trans = (row_major != transpose) ? 'N' : 'T';
-    ld = row_major ? std::max<int64_t>(rs, t.sizes[r - 1]) : std::max<int64_t>(cs, t.sizes[r - 2]);
-    ld = std::max<int64_t>(ld, 1);
-  };
-  char tq, tk, tv;
-  int64_t ldq, ldk, ldv;
-  operand(qv, false, tq, ldq);
-  operand(kv, true, tk, ldk);  // k^T
-  operand(vv, false, tv, ldv);
   const float scale = float(1.0 / std::sqrt(double(E)));
-  const float* qp = static_cast<const float*>(qv.data);
-  const float* kp = static_cast<const float*>(kv.data);
-  const float* vp = static_cast<const float*>(vv.data);
+  // Per block of rows (kRowBlock, and a shorter last block), on dense operands (oneDNN's
+  // brgemm matmul wants them dense; copying a head's k and v costs little next to the
+  // products): scores[rows, S] = scale q[rows, E] k^T[E, S]; out[rows, Ev] = scores v[S, Ev].
+  const int64_t tail = L % kRowBlock;
+  std::shared_ptr<MmPrim> qk[2], sv[2];
+  if (S > 0) {
+    for (int i = 0; i < 2; ++i) {
+      const int64_t rows = i == 0 ? std::min(L, kRowBlock) : tail;
+      if (rows == 0 || (i == 1 && L < kRowBlock)) continue;
+      qk[i] = matmul_prim({rows, S, E, E, 1, 1, E, scale});
+      sv[i] = matmul_prim({rows, Ev, S, S, 1, Ev, 1, 1.0f});
+    }
+  }
+  if (prepare_only) return 0;
+  const float* qp = static_cast<const float*>(q.data);
+  const float* kp = static_cast<const float*>(k.data);
+  const float* vp = static_cast<const float*>(v.data);
   float* op = static_cast<float*>(out.data);
   const bool has_mask = present(mask);
   const bool bool_mask = has_mask && mask.dtype == int32_t(DType::b8);
@@ -115,15 +146,32 @@ int sdpa(const amber_kernel_args* a) {
   ThreadLimit limit(std::max(1, a->num_threads));
   std::vector<char> ok(static_cast<size_t>(batches * blocks), 1);
   parallel_for(batches * blocks, 1, [&](int64_t t0, int64_t t1) {
-    omp_set_num_threads(1);
-    std::vector<float> scores;
+    std::vector<float> scores, qbuf, kbuf, vbuf;
+    int64_t kv_batch = -1;
+    const float *kd = nullptr, *vd = nullptr;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / blocks, row0 = (t % blocks) * kRowBlock, rows = std::min(kRowBlock, L - row0);
-      const int64_t qo = batch_offset(qv, bsizes, r - 2, b), ko = batch_offset(kv, bsizes, r - 2, b),
-                    vo = batch_offset(vv, bsizes, r - 2, b), oo = b * L * Ev;
-      const float* qrow = qp + qo + row0 * (tq == 'N' ? ldq : 1);
+      const int64_t oo = b * L * Ev;
+      float* orow = op + oo + row0 * Ev;
+      if (S == 0) {
+        for (int64_t i = 0; i < rows * Ev; ++i) orow[i] = std::nanf("");
+        continue;
+      }
+      const int which = rows == kRowBlock || L < kRowBlock ? 0 : 1;
+      const MmPrim &pqk = *qk[which], &psv = *sv[which];
+      const float* qd = dense_rows(qp + batch_offset(q, bsizes, r - 2, b) + row0 * q.strides[r - 2], rows, E,
+                                   q.strides[r - 2], q.strides[r - 1], qbuf);
+      if (b != kv_batch) {  // a thread's blocks run in order: each head's k and v are made dense once
+        kd = dense_rows(kp + batch_offset(k, bsizes, r - 2, b), S, E, k.strides[r - 2], k.strides[r - 1], kbuf);
+        vd = dense_rows(vp + batch_offset(v, bsizes, r - 2, b), S, Ev, v.strides[r - 2], v.strides[r - 1], vbuf);
+        kv_batch = b;
+      }
       scores.resize(size_t(rows * S));
-      if (S > 0 && !gemm(tq, tk, rows, S, E, scale, qrow, ldq, kp + ko, ldk, scores.data(), S)) {
+      try {
+        execute(pqk.id, pqk.prim,
+                {{DNNL_ARG_SRC, &pqk.a, qd}, {DNNL_ARG_WEIGHTS, &pqk.b, kd}, {DNNL_ARG_DST, &pqk.c, scores.data()}},
+                pqk.scratch);
+      } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
         continue;
       }
@@ -146,29 +194,43 @@ int sdpa(const amber_kernel_args* a) {
           for (int64_t j = row0 + i + 1; j < S; ++j) scores[size_t(i * S + j)] = neg_inf;
       for (int64_t i = 0; i < rows; ++i) {
         char* p[1] = {reinterpret_cast<char*>(scores.data() + i * S)};
-        if (S > 0) softmax_row(p, nullptr, S, nullptr);
+        softmax_row(p, nullptr, S, nullptr);
       }
-      float* orow = op + oo + row0 * Ev;
-      if (S == 0) {
-        for (int64_t i = 0; i < rows * Ev; ++i) orow[i] = std::nanf("");
-      } else if (!gemm('N', tv, rows, Ev, S, 1.0f, scores.data(), S, vp + vo, ldv, orow, Ev)) {
+      try {
+        execute(psv.id, psv.prim,
+                {{DNNL_ARG_SRC, &psv.a, scores.data()}, {DNNL_ARG_WEIGHTS, &psv.b, vd}, {DNNL_ARG_DST, &psv.c, orow}},
+                psv.scratch);
+      } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
       }
     }
   });
   for (char g : ok)
-    if (!g) return fail(a, "oneDNN sgemm failed");
+    if (!g) return fail(a, "oneDNN matmul failed");
   return 0;
 }
 
 template <typename T>
 struct SdpaKernel {
   static int run(const amber_kernel_args* a) {
-    return guarded(a, [&] { return sdpa(a); });
+    return guarded(a, [&] { return call(a, false); });
+  }
+  static int prepare(const amber_kernel_args* a) {
+    return guarded(a, [&] { return call(a, true); });
+  }
+  static int call(const amber_kernel_args* a, bool prepare_only) {
+    try {
+      return sdpa(a, prepare_only);
+    } catch (const dnnl::error& e) {
+      return fail(a, "oneDNN matmul failed: %s (status %d)", e.what(), int(e.status));
+    }
   }
 };
 
-AMBER_CPU_KERNELS(attention) { register_typed<SdpaKernel, float>("scaled_dot_product_attention"); }
+AMBER_CPU_KERNELS(attention) {
+  register_typed<SdpaKernel, float>("scaled_dot_product_attention");
+  register_prepare("scaled_dot_product_attention", DType::f32, &SdpaKernel<float>::prepare);
+}
 
 }  // namespace
 }  // namespace amber::cpu
