@@ -239,6 +239,9 @@ case("mm_transposed_inputs", "mm", torch.mm, [In([5, 7], layout=("t", 0, 1)), In
 case("mm_strided_inputs", "mm", torch.mm, [In([5, 7], layout=("s2", 1)), In([7, 13], layout=("s2", 0))], atol=1e-5,
      rtol=1e-4)
 case("mm_k0", "mm", torch.mm, [In([5, 0]), In([0, 7])])
+# Above the kernel's tiny-product size (1024 multiply-adds): oneDNN's sgemm, in-place layouts.
+case("mm_transposed_33x40x17", "mm", torch.mm,
+     [In([33, 40], layout=("t", 0, 1)), In([40, 17], layout=("t", 0, 1))], atol=1e-5, rtol=1e-4)
 case("mm_shape_mismatch", "mm", torch.mm, [In([2, 3]), In([4, 5])], error="mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
 case("mm_not_matrix", "mm", torch.mm, [In([2, 3, 4]), In([4, 5])], error="mm: self must be a matrix, got shape [2, 3, 4]")
 
@@ -438,6 +441,8 @@ case("bmm_odd", "bmm", torch.bmm, [In([5, 7, 13]), In([5, 13, 1])], atol=1e-5, r
 case("bmm_noncontig", "bmm", torch.bmm, [In([3, 7, 13], layout=("t", 1, 2)), In([3, 13, 5], layout=("s2", 1))],
      atol=1e-5, rtol=1e-4)
 case("bmm_many_small", "bmm", torch.bmm, [In([64, 5, 7]), In([64, 7, 5])], atol=1e-5, rtol=1e-4)
+case("bmm_noncontig_large", "bmm", torch.bmm, [In([3, 20, 30], layout=("t", 1, 2)), In([3, 30, 9], layout=("s2", 1))],
+     atol=1e-5, rtol=1e-4)
 MATMUL_SHAPES = {"1d_1d": ([13], [13]), "2d_1d": ([7, 13], [13]), "1d_2d": ([13], [13, 5]),
                  "3d_2d_fold": ([5, 7, 13], [13, 3]), "3d_3d": ([5, 7, 13], [5, 13, 3]),
                  "4d_3d_bcast": ([2, 1, 7, 13], [5, 13, 3]), "1d_3d": ([13], [5, 13, 3]), "3d_1d": ([5, 7, 13], [13]),
@@ -452,6 +457,8 @@ case("linear_bias", "linear", LINEAR, [In([7, 13]), In([5, 13]), In([5])], atol=
 case("linear_no_bias", "linear", LINEAR, [In([7, 13]), In([5, 13]), None], atol=1e-5, rtol=1e-4)
 case("linear_3d", "linear", LINEAR, [In([2, 7, 13]), In([5, 13]), In([5])], atol=1e-5, rtol=1e-4)
 case("linear_1d", "linear", LINEAR, [In([13]), In([5, 13]), In([5])], atol=1e-5, rtol=1e-4)
+case("linear_noncontig_large", "linear", LINEAR,
+     [In([3, 11, 40], layout=("t", 0, 1)), In([29, 40], layout=("t", 0, 1)), In([29])], atol=1e-5, rtol=1e-4)
 case("linear_noncontig", "linear", LINEAR, [In([3, 7, 13], layout=("t", 0, 1)), In([5, 13], layout=("t", 0, 1)),
                                             In([5])], atol=1e-5, rtol=1e-4)
 case("linear_mismatch", "linear", LINEAR, [In([7, 13]), In([5, 12]), None], error="in_features")

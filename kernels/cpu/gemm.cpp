@@ -1,4 +1,5 @@
-// CPU kernels for matrix products: mm, bmm, matmul and linear, on oneDNN's sgemm.
+// CPU kernels for matrix products: mm, bmm, matmul and linear, on oneDNN's sgemm (tiny
+// products computed directly).
 //
 // Why oneDNN: measured here (AMD EPYC with AVX-512, `g++ -O2`, dnnl_sgemm vs OpenBLAS 0.3.21
 // cblas_sgemm, row-major, B transposed), GFLOP/s with 1 / 2 threads:
@@ -60,6 +61,30 @@ struct GemmOperand {
   }
 };
 
+// Products of at most this many multiply-adds (an RNN cell's 1 x 20 x 20) are computed here:
+// the call into oneDNN costs more than their arithmetic, and a process's first sgemm call
+// generates oneDNN's whole sgemm kernel set (about 4 ms here, paid by the Elman RNN's load).
+constexpr int64_t kTinyGemm = 1024;
+
+// C[m, n] (row stride ldc) = A[m, k] B[k, n] + beta * C for m * n * k <= kTinyGemm, k >= 1.
+void tiny_gemm(const Mat& a, const Mat& b, float* c, int64_t ldc, float beta) {
+  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  float row[kTinyGemm];  // n <= kTinyGemm
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row, row + n, 0.0f);
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = a.data[i * a.rs + p * a.cs];
+      const float* bp = b.data + p * b.rs;
+      if (b.cs == 1)
+        for (int64_t j = 0; j < n; ++j) row[j] += av * bp[j];
+      else
+        for (int64_t j = 0; j < n; ++j) row[j] += av * bp[j * b.cs];
+    }
+    float* cr = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) cr[j] = beta == 0 ? row[j] : row[j] + beta * cr[j];
+  }
+}
+
 // C[m, n] (row stride ldc) = A[m, k] B[k, n] + beta * C, using `threads` threads.
 bool sgemm(const Mat& a, const Mat& b, float* c, int64_t ldc, float beta, int threads) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
@@ -67,6 +92,10 @@ bool sgemm(const Mat& a, const Mat& b, float* c, int64_t ldc, float beta, int th
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
+    return true;
+  }
+  if (m <= kTinyGemm && n <= kTinyGemm && k <= kTinyGemm && m * n * k <= kTinyGemm) {
+    tiny_gemm(a, b, c, ldc, beta);
     return true;
   }
   std::vector<float> sa, sb;
