@@ -2,6 +2,7 @@
 
 #include "amber/loader/plan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -267,9 +268,11 @@ void Plan::prepare(int num_threads) const {
   std::unique_ptr<Workspace> ws = acquire();
   bind(*ws, nullptr, nullptr);
   ThreadLimit limit(num_threads);
-  // Start the intra-op threads now rather than in the first call (the arena is faulted in
-  // when allocated: cpu_allocate_long_lived).
-  parallel_for(num_threads, 1, [](int64_t, int64_t) {});
+  // Start the intra-op threads now rather than in the first call, when some step will use
+  // them (starting them costs up to milliseconds here: the other core may be idle in the
+  // hypervisor). The arena is faulted in when allocated (cpu_allocate_long_lived).
+  if (std::any_of(steps_.begin(), steps_.end(), [](const Step& s) { return !s.single_thread; }))
+    parallel_for(num_threads, 1, [](int64_t, int64_t) {});
   char error[512];
   for (const Step& s : steps_) {
     if (!s.prepare) continue;

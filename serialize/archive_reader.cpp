@@ -25,6 +25,8 @@ namespace {
 
 namespace pb = amber::archive;
 
+constexpr uint64_t kParallelHashBytes = uint64_t(16) << 20;
+
 class Reader {
  public:
   Reader(std::span<const uint8_t> bytes, std::shared_ptr<const void> keep_alive, const ArchiveReadOptions& o,
@@ -143,17 +145,23 @@ class Reader {
     bool checksum_ok = false;  // set by hash_records
   };
 
-  // Every record's XXH3 against the weight table, on the intra-op threads (largest records
-  // first, each thread taking the next): reading tens of MiB the first time is what a load
-  // spends most here. Failures are reported as the graph takes each constant (tensor_data).
+  // Every record's XXH3 against the weight table, on the intra-op threads when there are
+  // tens of MiB (largest records first, each thread taking the next): reading them the first
+  // time is what such a load spends most here, and below that starting the threads costs
+  // more than it saves. Failures are reported as the graph takes each constant (tensor_data).
   void hash_records() {
     std::vector<TensorInfo*> order;
-    for (auto& [name, t] : tensors_) order.push_back(&t);
+    uint64_t total = 0;
+    for (auto& [name, t] : tensors_) {
+      order.push_back(&t);
+      total += t.entry->size;
+    }
     std::sort(order.begin(), order.end(),
               [](const TensorInfo* a, const TensorInfo* b) { return a->entry->size > b->entry->size; });
     std::atomic<size_t> next{0};
     std::optional<ThreadLimit> limit;
     if (options_.num_threads > 0) limit.emplace(options_.num_threads);
+    if (total < kParallelHashBytes) limit.emplace(1);
     parallel_for(get_num_threads(), 1, [&](int64_t b, int64_t e) {
       for (int64_t w = b; w < e; ++w)
         for (size_t i = next++; i < order.size(); i = next++) {
