@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "amber/core/error.h"
+#include "amber/core/mapped_pages.h"
 
 namespace amber {
 namespace {
@@ -74,7 +75,11 @@ MappedFile map_file(const std::string& path) {
   const size_t size = size_t(st.st_size);
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, f.fd, 0);
   AMBER_CHECK(p != MAP_FAILED, "cannot map '", path, "' (", size, " bytes): ", sys_error());
-  m.keep_alive = std::shared_ptr<const void>(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
+  register_file_mapping(p, size);
+  m.keep_alive = std::shared_ptr<const void>(p, [size](const void* q) {
+    unregister_file_mapping(q);
+    ::munmap(const_cast<void*>(q), size);
+  });
   m.bytes = {static_cast<const uint8_t*>(p), size};
   return m;
 }

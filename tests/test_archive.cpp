@@ -15,10 +15,12 @@
 #include <fstream>
 #include <random>
 
+#include "amber/core/mapped_pages.h"
 #include "amber/graph/interpreter.h"
 #include "amber/graph/text.h"
 #include "amber/schema/eager.h"
 #include "amber/serialize/archive.h"
+#include "amber/serialize/file_io.h"
 #include "amber/serialize/safetensors.h"
 #include "amber/serialize/zip.h"
 #include "amber/tracer/trace.h"
@@ -403,6 +405,31 @@ TEST_CASE("a flipped byte in a weight record fails its checksum on every read pa
   write_file(path, b);
   AMBER_REQUIRE_ERROR(read_archive(path), "fails its XXH3 checksum");
   CHECK_NOTHROW(read_archive(path, {false}));  // the caller opted out
+}
+
+TEST_CASE("pages of a mapped archive can be dropped and read back; other memory is left alone", "[archive]") {
+  std::vector<uint8_t> bytes(size_t(5) << 16);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7 + 3);
+  const std::string path = temp("pages.bin");
+  write_file(path, bytes);
+  {
+    MappedFile m = map_file(path);
+    REQUIRE(m.bytes.size() == bytes.size());
+    CHECK(drop_file_pages(m.bytes.data() + 100, 3 * 65536));
+    CHECK(std::memcmp(m.bytes.data(), bytes.data(), bytes.size()) == 0);  // faulted back in from the file
+    CHECK_FALSE(drop_file_pages(m.bytes.data() + 100, bytes.size()));     // runs past the mapping
+    CHECK_FALSE(drop_file_pages(m.bytes.data() + 1, 16));                 // no whole page inside
+  }
+  std::vector<uint8_t> heap(bytes);  // not a file mapping: never dropped (that would zero it)
+  CHECK_FALSE(drop_file_pages(heap.data(), heap.size()));
+  CHECK(heap == bytes);
+  // Once unmapped, the range is no longer registered.
+  const uint8_t* gone = nullptr;
+  {
+    MappedFile m = map_file(path);
+    gone = m.bytes.data();
+  }
+  CHECK_FALSE(drop_file_pages(gone, 65536 * 2));
 }
 
 TEST_CASE("graph problems in archives: unknown ops listed at once, bad nodes", "[archive][reliability]") {

@@ -70,7 +70,7 @@ class Lru {
   std::map<K, std::pair<std::shared_ptr<V>, typename std::list<K>::iterator>> map_;
 };
 
-// Weights in a primitive's layout (not zero-filled first; huge pages when large).
+// Weights in a primitive's layout (cpu_allocate_long_lived).
 struct PackedWeights {
   float* data = nullptr;
   size_t bytes = 0;
@@ -81,7 +81,8 @@ struct PackedWeights {
 };
 
 // `user` weights (immutable: cache_id != 0 names their storage) reordered into `target`,
-// cached by storage, address, layout and target for as long as the cache keeps them.
+// cached by storage, address, layout and target for as long as the cache keeps them. Pages
+// of weights mapped from a file are dropped after packing (core/mapped_pages.h).
 std::shared_ptr<PackedWeights> packed_weights(uint64_t cache_id, const void* data, const memory::desc& user,
                                               const memory::desc& target);
 
