@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,10 @@ void optimize(Graph& g);
 
 // Liveness-based buffer planning for a static graph: every intermediate that owns memory
 // (kernel outputs, and maybe-view copies) gets an offset in one arena; values whose
-// lifetimes do not overlap share memory. Views alias their base, extending its lifetime.
-// Graph outputs (and the buffers they view) are left out: callers own them.
+// lifetimes do not overlap share memory. Views alias their base, extending its lifetime;
+// so does a pointwise node's output written in place of an input that dies there (same
+// layout and element size). Graph outputs (and the buffers they view) are left out:
+// callers own them.
 struct BufferAssignment {
   const Value* value;
   size_t offset, bytes;
@@ -48,6 +51,7 @@ struct MemoryPlan {
   size_t naive_bytes = 0;                      // the sum of all planned buffers
   std::vector<BufferAssignment> buffers;       // in node order
   std::map<const Value*, const Value*> views;  // view value -> the value owning its memory
+  std::set<const Value*> in_place;             // those of `views` that are pointwise outputs
   // Every value's layout; a view's offset counts elements from its owner's start.
   std::map<const Value*, Layout> layouts;
 };

@@ -313,19 +313,46 @@ TEST_CASE("liveness-based memory planning shares buffers", "[graph][passes][memo
     }
   )TXT"));
   const MemoryPlan p = plan_memory(g);
+  // tanh writes in place of exp's output and add in place of relu's; relu cannot (%3 is read
+  // again by add), nor neg (its input is the caller's) nor mul (its output is).
   CHECK(to_text(p) ==
-        "%1: offset 0, 256 bytes, nodes [0, 1]\n"
-        "%2: offset 256, 256 bytes, nodes [1, 5]\n"
-        "%4: offset 0, 256 bytes, nodes [3, 5]\n"
+        "%1: offset 0, 256 bytes, nodes [0, 5]\n"
+        "%4: offset 256, 256 bytes, nodes [3, 6]\n"
         "%5: offset 512, 256 bytes, nodes [4, 4]\n"
-        "%6: offset 512, 256 bytes, nodes [5, 6]\n"
-        "%3: view of %2\n"
-        "arena 768 bytes for 5 buffers (1280 bytes without sharing)\n");
+        "%2: in place of %1\n"
+        "%3: view of %1\n"
+        "%6: in place of %4\n"
+        "arena 768 bytes for 3 buffers (768 bytes without sharing)\n");
   // No two buffers live at the same time overlap.
   for (const auto& a : p.buffers)
     for (const auto& b : p.buffers)
       if (&a != &b && a.first <= b.last && b.first <= a.last)
         CHECK((a.offset + a.bytes <= b.offset || b.offset + b.bytes <= a.offset));
+}
+
+TEST_CASE("pointwise outputs go in place only of same-layout inputs nothing else reads", "[graph][passes][memory]") {
+  Graph g = parsed(dedent(R"TXT(
+    graph(%x : f32[8, 8], %r : f32[1, 8]) {
+      %1 : f32[8, 8] = exp(%x)
+      %2 : f32[8, 8] = transpose(%1, dim0=0, dim1=1)
+      %3 : f32[8, 8] = add(%1, %2, alpha=1)
+      %4 : f32[1, 8] = neg(%r)
+      %5 : f32[8, 8] = mul(%4, %3)
+      %6 : bool[8, 8] = gt(%5, %x)
+      %7 : f32[8, 8] = where(%6, %5, %x)
+      return (y = %7)
+    }
+  )TXT"));
+  // add reads %1 also transposed (%2); mul's broadcast input has another layout but %3 dies
+  // there; gt's output has another element size; where's output is the caller's.
+  CHECK(to_text(plan_memory(g)) ==
+        "%1: offset 0, 256 bytes, nodes [0, 2]\n"
+        "%3: offset 256, 256 bytes, nodes [2, 6]\n"
+        "%4: offset 0, 64 bytes, nodes [3, 4]\n"
+        "%6: offset 0, 64 bytes, nodes [5, 6]\n"
+        "%2: view of %1\n"
+        "%5: in place of %3\n"
+        "arena 512 bytes for 4 buffers (640 bytes without sharing)\n");
 }
 
 TEST_CASE("the interpreter instantiates symbolic graphs per batch size", "[graph][interpreter]") {

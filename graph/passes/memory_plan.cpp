@@ -1,6 +1,7 @@
 // Liveness-based buffer planning (passes.h). Layouts are simulated with the op table: the
 // inference gives each kernel output's memory format, view functions give views' strides,
-// so maybe-view ops are known to alias or copy. Buffers are placed greedily, largest
+// so maybe-view ops are known to alias or copy. A pointwise node writes in place of an
+// input that dies there when both have one layout. Buffers are placed greedily, largest
 // first, at the lowest 64-byte aligned offset that no buffer live at the same time uses.
 
 #include <algorithm>
@@ -13,6 +14,10 @@ namespace amber::graph {
 namespace {
 
 size_t round_up(size_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+
+bool same_layout(const Layout& a, const Layout& b) {
+  return a.sizes == b.sizes && a.strides == b.strides && a.offset == b.offset;
+}
 
 }  // namespace
 
@@ -75,6 +80,48 @@ MemoryPlan plan_memory(const Graph& g) {
   // Buffers behind graph outputs belong to the caller.
   std::set<const Value*> escaped;
   for (const auto& [name, v] : g.outputs()) escaped.insert(owner.at(v));
+  // In place: a pointwise node's output takes the buffer of an input read last by this node,
+  // of the same layout and element size (each element is read before the same element is
+  // written, by every pointwise kernel), when no other input views that buffer differently.
+  // Graph outputs and the caller's inputs and weights are never written this way.
+  std::map<const Value*, std::vector<const Value*>> aliases;  // buffer -> the values in it
+  for (const auto& [v, o] : owner)
+    if (v != o) aliases[o].push_back(v);
+  for (int idx = 0; idx < int(nodes.size()); ++idx) {
+    const Node* n = nodes[size_t(idx)];
+    if (!(n->op->flags & op_flags::pointwise) || n->outputs.size() != 1 || n->op->name == "to" ||
+        n->op->name == "clone")
+      continue;
+    const Value* out = n->outputs[0];
+    if (owner.at(out) != out || escaped.count(out)) continue;
+    for (const Value* in : n->inputs) {
+      if (!in) continue;
+      const Value* root = owner.at(in);
+      if (!first.count(root) || escaped.count(root) || last.at(root) != idx ||
+          itemsize(in->type.dtype) != itemsize(out->type.dtype) || !same_layout(layout.at(in), layout.at(out)) ||
+          !same_layout(layout.at(root), layout.at(out)))
+        continue;
+      bool clash = false;
+      for (const Value* other : n->inputs)
+        clash |= other && owner.at(other) == root && !same_layout(layout.at(other), layout.at(out));
+      if (clash) continue;
+      std::vector<const Value*>& moved = aliases[root];
+      for (const Value* v : aliases[out]) {
+        owner[v] = root;
+        plan.views[v] = root;
+        moved.push_back(v);
+      }
+      aliases.erase(out);
+      owner[out] = root;
+      aliases[root].push_back(out);
+      plan.views[out] = root;
+      plan.in_place.insert(out);
+      last[root] = last.at(out);
+      first.erase(out);
+      last.erase(out);
+      break;
+    }
+  }
   std::vector<BufferAssignment> bufs;
   for (const Node* n : nodes)
     for (const Value* out : n->outputs) {
@@ -115,7 +162,10 @@ std::string to_text(const MemoryPlan& p) {
   for (const BufferAssignment& b : p.buffers)
     os << "%" << b.value->name << ": offset " << b.offset << ", " << b.bytes << " bytes, nodes [" << b.first << ", "
        << b.last << "]\n";
-  for (const auto& [v, base] : p.views) os << "%" << v->name << ": view of %" << base->name << "\n";
+  std::vector<std::pair<const Value*, const Value*>> views(p.views.begin(), p.views.end());
+  std::sort(views.begin(), views.end(), [](const auto& a, const auto& b) { return a.first->name < b.first->name; });
+  for (const auto& [v, base] : views)
+    os << "%" << v->name << (p.in_place.count(v) ? ": in place of %" : ": view of %") << base->name << "\n";
   os << "arena " << p.arena_bytes << " bytes for " << p.buffers.size() << " buffers (" << p.naive_bytes
      << " bytes without sharing)\n";
   return os.str();
