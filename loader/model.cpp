@@ -186,14 +186,18 @@ void warm_up(const Model& m) {
   if (m.options().profile) m.reset_profile();
 }
 
-}  // namespace
-
-Model load(const std::string& path, const LoadOptions& options) {
+ArchiveReadOptions read_options(const LoadOptions& options) {
   ArchiveReadOptions ro;
   ro.verify_checksums = options.verify_checksums;
   ro.num_threads = options.num_threads;
+  return ro;
+}
+
+}  // namespace
+
+Model load(const std::string& path, const LoadOptions& options) {
   Model m;
-  m.impl_ = make_model(read_archive(path, ro), options, path);
+  m.impl_ = make_model(read_archive(path, read_options(options)), options, path);
   if (options.warm_up) warm_up(m);
   return m;
 }
@@ -203,12 +207,10 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
   AMBER_CHECK(copy, "load: cannot allocate ", bytes.size(), " bytes to hold the archive");
   std::shared_ptr<const void> keep(copy, [](const void* p) { cpu_free(const_cast<void*>(p)); });
   if (!bytes.empty()) std::memcpy(copy, bytes.data(), bytes.size());
-  ArchiveReadOptions ro;
-  ro.verify_checksums = options.verify_checksums;
-  ro.num_threads = options.num_threads;
   Model m;
-  m.impl_ = make_model(read_archive({static_cast<const uint8_t*>(copy), bytes.size()}, keep, ro, "<buffer>"), options,
-                       "<buffer>");
+  m.impl_ = make_model(
+      read_archive({static_cast<const uint8_t*>(copy), bytes.size()}, keep, read_options(options), "<buffer>"), options,
+      "<buffer>");
   if (options.warm_up) warm_up(m);
   return m;
 }

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <charconv>
 #include <map>
-#include <optional>
 #include <set>
 #include <vector>
 
@@ -159,15 +158,14 @@ class Reader {
     std::sort(order.begin(), order.end(),
               [](const TensorInfo* a, const TensorInfo* b) { return a->entry->size > b->entry->size; });
     std::atomic<size_t> next{0};
-    std::optional<ThreadLimit> limit;
-    if (options_.num_threads > 0) limit.emplace(options_.num_threads);
-    if (total < kParallelHashBytes) limit.emplace(1);
-    parallel_for(get_num_threads(), 1, [&](int64_t b, int64_t e) {
-      for (int64_t w = b; w < e; ++w)
-        for (size_t i = next++; i < order.size(); i = next++) {
-          TensorInfo& t = *order[i];
-          t.checksum_ok = XXH3_64bits(bytes_.data() + t.entry->data_offset, size_t(t.entry->size)) == t.record->xxh3();
-        }
+    ThreadLimit limit(total < kParallelHashBytes ? 1
+                      : options_.num_threads > 0 ? options_.num_threads
+                                                 : get_num_threads());
+    parallel_for(get_num_threads(), 1, [&](int64_t, int64_t) {  // each thread (or the caller alone) drains `order`
+      for (size_t i = next++; i < order.size(); i = next++) {
+        TensorInfo& t = *order[i];
+        t.checksum_ok = XXH3_64bits(bytes_.data() + t.entry->data_offset, size_t(t.entry->size)) == t.record->xxh3();
+      }
     });
   }
 

@@ -111,9 +111,9 @@ MemoryPlan plan_memory(const Graph& g) {
         plan.views[v] = root;
         moved.push_back(v);
       }
+      moved.push_back(out);
       aliases.erase(out);
       owner[out] = root;
-      aliases[root].push_back(out);
       plan.views[out] = root;
       plan.in_place.insert(out);
       last[root] = last.at(out);

@@ -213,17 +213,10 @@ int sdpa(const amber_kernel_args* a, bool prepare_only) {
 template <typename T>
 struct SdpaKernel {
   static int run(const amber_kernel_args* a) {
-    return guarded(a, [&] { return call(a, false); });
+    return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa(a, false); });
   }
   static int prepare(const amber_kernel_args* a) {
-    return guarded(a, [&] { return call(a, true); });
-  }
-  static int call(const amber_kernel_args* a, bool prepare_only) {
-    try {
-      return sdpa(a, prepare_only);
-    } catch (const dnnl::error& e) {
-      return fail(a, "oneDNN matmul failed: %s (status %d)", e.what(), int(e.status));
-    }
+    return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa(a, true); });
   }
 };
 

@@ -190,22 +190,10 @@ int conv2d(const amber_kernel_args* a, bool prepare_only) {
 template <typename T>
 struct Conv2dKernel {
   static int run(const amber_kernel_args* a) {
-    return guarded(a, [&] {
-      try {
-        return conv2d(a, false);
-      } catch (const dnnl::error& e) {
-        return fail(a, "oneDNN convolution failed: %s (status %d)", e.what(), int(e.status));
-      }
-    });
+    return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv2d(a, false); });
   }
   static int prepare(const amber_kernel_args* a) {
-    return guarded(a, [&] {
-      try {
-        return conv2d(a, true);
-      } catch (const dnnl::error& e) {
-        return fail(a, "oneDNN convolution setup failed: %s (status %d)", e.what(), int(e.status));
-      }
-    });
+    return guarded_onednn(a, "oneDNN convolution setup failed", [&] { return conv2d(a, true); });
   }
 };
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <utility>
 
+#include "amber/kernels/cpu/kernel_util.h"
+
 namespace amber::cpu::onednn {
 
 using dnnl::memory;
@@ -103,6 +105,19 @@ struct Arg {
 // args of one primitive must be the same kinds on every call.
 void execute(uint64_t id, const dnnl::primitive& prim, std::initializer_list<Arg> args,
              const memory::desc& scratch_desc);
+
+// Runs a kernel body f like guarded() (kernel_util.h), reporting a oneDNN failure as
+// "<what>: <oneDNN's message> (status <n>)".
+template <typename F>
+int guarded_onednn(const amber_kernel_args* a, const char* what, F&& f) {
+  return guarded(a, [&] {
+    try {
+      return f();
+    } catch (const dnnl::error& e) {
+      return fail(a, "%s: %s (status %d)", what, e.what(), int(e.status));
+    }
+  });
+}
 
 // Primitive attributes asking for a user-managed scratchpad.
 dnnl::primitive_attr user_scratchpad();
