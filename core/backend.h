@@ -1,8 +1,8 @@
-/* The device-backend interface: a plain C function table (memory, copies, synchronisation,
- * kernel lookup) and the C view of tensors and attributes that kernels receive. The CPU
- * backend implements it inside the runtime; the CUDA backend is a separate shared library
- * exporting amber_backend_entry(). Only C types cross this boundary, so no C++ registry is
- * shared between libraries. Bump AMBER_BACKEND_ABI_VERSION on any change to these structs. */
+/* The device-backend interface: a plain C function table (memory, copies, fills, streams,
+ * synchronisation, kernel lookup) and the C view of tensors, attributes and fused programs
+ * that kernels receive. The CPU backend implements it inside the runtime; other backends
+ * are shared libraries exporting amber_backend_entry(). Only C types cross this boundary, so
+ * no C++ registry is shared between libraries. Bump AMBER_BACKEND_ABI_VERSION on any change. */
 #ifndef AMBER_CORE_BACKEND_H
 #define AMBER_CORE_BACKEND_H
 
@@ -13,21 +13,21 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 2
+#define AMBER_BACKEND_ABI_VERSION 3
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
- * ndim == -1 and data == NULL. dtype and device_type use amber::DType / amber::DeviceType
- * codes. */
+ * ndim == -1 and data == NULL. dtype uses amber::DType codes. */
 typedef struct amber_tensor_view {
   void* data;
   int32_t dtype;
   int32_t ndim;
   int64_t sizes[AMBER_MAX_DIMS];
   int64_t strides[AMBER_MAX_DIMS];
-  /* Nonzero only when the memory is immutable for the life of the process (read-only
-   * storage): a backend may then cache data derived from it (reordered weights) keyed by
-   * (cache_id, data, sizes, strides). Zero: the contents may change between calls. */
+  /* Nonzero when the memory is immutable for as long as any kernel state made from this view
+   * lives (a loaded model's weights, read-only storage); it names that storage. A kernel's
+   * setup may then derive data from the contents (weights packed into its own layout). Zero:
+   * the contents may change between calls, and only shapes may be used at setup. */
   uint64_t cache_id;
 } amber_tensor_view;
 
@@ -53,10 +53,66 @@ typedef struct amber_attr {
   const char* str; /* NUL-terminated */
 } amber_attr;
 
-/* Everything one kernel call needs. Outputs are allocated by the caller with the shapes
- * the op table's inference gives; kernels write them and never allocate outputs. Inputs
- * already have the op's compute dtype. On failure a kernel writes a message to error
- * (at most error_capacity bytes, NUL-terminated) and returns non-zero. */
+/* ---- Fused pointwise programs (the `fused` op), as data ----
+ * Built once by the caller (when a node is planned, or per eager call) from the node's
+ * program text, so kernels never parse text. Each instruction computes one f32 result from
+ * up to three operands: the node's inputs, earlier results, or immediates. The last result
+ * is the output. The formulas are docs/OPS.md's. */
+typedef enum amber_fused_opcode {
+  AMBER_FUSED_ADD = 0,
+  AMBER_FUSED_SUB,
+  AMBER_FUSED_MUL,
+  AMBER_FUSED_DIV,
+  AMBER_FUSED_POW, /* binary */
+  AMBER_FUSED_NEG,
+  AMBER_FUSED_ABS,
+  AMBER_FUSED_EXP,
+  AMBER_FUSED_LOG,
+  AMBER_FUSED_SQRT,
+  AMBER_FUSED_RSQRT,
+  AMBER_FUSED_TANH,
+  AMBER_FUSED_SIGMOID,
+  AMBER_FUSED_RELU,
+  AMBER_FUSED_GELU,
+  AMBER_FUSED_GELU_TANH,
+  AMBER_FUSED_SILU,
+  AMBER_FUSED_RECIPROCAL, /* unary */
+  AMBER_FUSED_CLAMP_MIN,
+  AMBER_FUSED_CLAMP_MAX, /* (x, bound) */
+  AMBER_FUSED_CLAMP,     /* (x, lo, hi) */
+  AMBER_FUSED_NUM_OPCODES
+} amber_fused_opcode;
+
+typedef enum amber_fused_operand_kind {
+  AMBER_OPERAND_INPUT = 0, /* index: the node's input */
+  AMBER_OPERAND_TEMP = 1,  /* index: an earlier instruction's result */
+  AMBER_OPERAND_IMM = 2    /* imm */
+} amber_fused_operand_kind;
+
+typedef struct amber_fused_operand {
+  int32_t kind;
+  int32_t index;
+  float imm;
+} amber_fused_operand;
+
+typedef struct amber_fused_instr {
+  int32_t op;    /* amber_fused_opcode */
+  int32_t arity; /* operands used: a, then b, then c */
+  amber_fused_operand a, b, c;
+} amber_fused_instr;
+
+typedef struct amber_fused_program {
+  const amber_fused_instr* instrs;
+  int32_t n_instrs; /* at least 1 */
+  int32_t n_inputs;
+} amber_fused_program;
+
+/* Everything one kernel call needs. Outputs are allocated by the caller with the shapes the
+ * op table's inference gives; kernels write them and never allocate outputs. Inputs already
+ * have the op's compute dtype. A backend with asynchronous streams may only queue the work:
+ * the caller keeps every buffer alive and untouched until it synchronises the stream. On
+ * failure a kernel writes a message to error (at most error_capacity bytes, NUL-terminated)
+ * and returns non-zero. */
 typedef struct amber_kernel_args {
   const amber_tensor_view* inputs;
   int32_t n_inputs;
@@ -65,36 +121,77 @@ typedef struct amber_kernel_args {
   const amber_attr* attrs;
   int32_t n_attrs;
   int32_t num_threads; /* intra-op threads the kernel may use (CPU) */
-  void* stream;        /* backend stream, NULL for the default one */
+  void* stream;        /* the call's stream (from stream_create), NULL for the default one */
   char* error;
   size_t error_capacity;
+  /* From the kernel's setup (NULL when it has none or it was not run). */
+  void* state;
+  /* Device scratch memory of at least workspace_bytes, for this call only (what setup asked
+   * for; NULL and 0 when nothing was asked or setup was not run). */
+  void* workspace;
+  size_t workspace_bytes;
+  /* The program of a `fused` node, else NULL. */
+  const amber_fused_program* program;
+  /* The kernel entry's context (amber_kernel::context). */
+  const void* context;
+  /* What runs, for messages and profiler ranges ("%12 = conv2d (model.cpp:21)"); may be NULL. */
+  const char* label;
 } amber_kernel_args;
 
 typedef int (*amber_kernel_fn)(const amber_kernel_args* args);
+
+/* One kernel. setup is optional: called once per plan step (at load) or per eager call
+ * signature with the step's arguments (data of inputs that are not immutable may be NULL;
+ * state, workspace and stream are NULL), it builds what later calls reuse (compiled
+ * primitives, weights packed into the kernel's layout) without computing, returns it in
+ * *state (may stay NULL) and the scratch bytes a call needs in *workspace_bytes. The state
+ * is then passed to every call of that step, from many threads at once, until
+ * destroy_state(state) runs when the model goes. Setup failures are reported like a
+ * kernel's. */
+typedef struct amber_kernel {
+  amber_kernel_fn run;
+  int (*setup)(const amber_kernel_args* args, void** state, size_t* workspace_bytes);
+  void (*destroy_state)(void* state);
+  const void* context; /* passed back as amber_kernel_args::context */
+} amber_kernel;
+
+/* amber_backend::flags */
+#define AMBER_BACKEND_HOST_MEMORY 1u /* device memory is ordinary host memory (the CPU) */
+
+/* amber_backend::allocate flags */
+#define AMBER_ALLOC_LONG_LIVED 1u /* kept for the life of a model (arenas, weights) */
 
 typedef struct amber_backend {
   uint32_t abi_version; /* AMBER_BACKEND_ABI_VERSION */
   uint32_t struct_size; /* sizeof(amber_backend) of the producer */
   const char* name;
+  uint32_t flags;
   /* Number of devices; 0 with last_error set when the driver is missing. */
   int32_t (*device_count)(void);
   /* Returns NULL on failure (out of memory: last_error names bytes asked and free). */
-  void* (*allocate)(int32_t device, size_t nbytes);
-  void (*deallocate)(int32_t device, void* ptr);
-  /* Copies nbytes; each side's device type is amber::DeviceType. Returns 0 on success. */
+  void* (*allocate)(int32_t device, size_t nbytes, uint32_t flags);
+  /* Frees what allocate returned, given the same nbytes and flags. Work still queued on the
+   * device's streams may use the memory: the backend waits for it or defers the reuse. */
+  void (*deallocate)(int32_t device, void* ptr, size_t nbytes, uint32_t flags);
+  /* Copies nbytes on stream; each side's device type is amber::DeviceType, one of them this
+   * backend's. May only queue the copy: host buffers stay untouched until synchronize.
+   * Returns 0 on success. */
   int (*copy)(void* dst, int32_t dst_type, int32_t dst_device, const void* src, int32_t src_type, int32_t src_device,
               size_t nbytes, void* stream);
+  /* Sets nbytes of device memory to the byte value, on stream. Returns 0 on success. */
+  int (*fill)(int32_t device, void* ptr, int value, size_t nbytes, void* stream);
+  /* A new stream of device in *stream (NULL for a backend without streams). Returns 0 on
+   * success. */
+  int (*stream_create)(int32_t device, void** stream);
+  void (*stream_destroy)(int32_t device, void* stream);
+  /* Waits for everything queued on stream (NULL: the default stream); returns non-zero with
+   * last_error set when queued work failed (the stream is usable again afterwards). */
   int (*synchronize)(int32_t device, void* stream);
-  /* Kernel for op name, op version and compute dtype, or NULL when there is none. */
-  amber_kernel_fn (*lookup_kernel)(const char* op, int32_t version, int32_t dtype);
+  /* The kernel for op name, op version and compute dtype, or NULL when there is none. The
+   * entry lives as long as the backend. */
+  const amber_kernel* (*lookup_kernel)(const char* op, int32_t version, int32_t dtype);
   /* Message describing the last failure on the calling thread. */
   const char* (*last_error)(void);
-  /* The one-time setup of a kernel, or NULL when it has none: called by the loader with
-   * the arguments of a node (inputs that are not constants may have data == NULL), it
-   * builds what later calls reuse (compiled primitives, weights reordered into the
-   * kernel's layout) without computing, so a model's first call runs at full speed.
-   * Returns 0 on success; a failure is reported like a kernel's. */
-  amber_kernel_fn (*lookup_prepare)(const char* op, int32_t version, int32_t dtype);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

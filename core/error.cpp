@@ -33,19 +33,36 @@ void throw_internal(const char* file, int line, const char* cond, const std::str
 }
 }  // namespace detail
 
-Device Device::parse(std::string_view text) {
-  if (text == "cpu") return cpu();
-  if (text == "cuda") return cuda(0);
-  if (text.substr(0, 5) == "cuda:") {
-    std::string_view num = text.substr(5);
-    int32_t idx = -1;
-    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), idx);
-    if (ec == std::errc() && p == num.data() + num.size() && idx >= 0 && !num.empty()) return cuda(idx);
+const char* device_type_name(DeviceType t) {
+  switch (t) {
+    case DeviceType::cpu:
+      return "cpu";
+    case DeviceType::cuda:
+      return "cuda";
+    case DeviceType::sim:
+      return "sim";
   }
-  throw Error(amber::str("invalid device '", text, "': expected cpu, cuda or cuda:N"));
+  return "?";
 }
 
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+Device Device::parse(std::string_view text) {
+  if (text == "cpu") return cpu();
+  for (DeviceType t : {DeviceType::cuda, DeviceType::sim}) {
+    const std::string_view name = device_type_name(t);
+    if (text == name) return {t, 0};
+    if (text.size() > name.size() + 1 && text.substr(0, name.size()) == name && text[name.size()] == ':') {
+      std::string_view num = text.substr(name.size() + 1);
+      int32_t idx = -1;
+      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), idx);
+      if (ec == std::errc() && p == num.data() + num.size() && idx >= 0) return {t, idx};
+    }
+  }
+  throw Error(amber::str("invalid device '", text, "': expected cpu, cuda, cuda:N, sim or sim:N"));
+}
+
+std::string Device::str() const {
+  return is_cpu() ? "cpu" : std::string(device_type_name(type)) + ":" + std::to_string(index);
+}
 
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 

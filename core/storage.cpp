@@ -1,5 +1,5 @@
-// Storage allocation and release for every device: the CPU path allocates aligned host
-// memory directly; other devices go through their backend's C table (core/backend.h).
+// Storage allocation and release for every device: short-lived CPU memory is allocated
+// directly; everything else goes through the device's backend table (core/backend.h).
 
 #include "amber/core/storage.h"
 
@@ -72,8 +72,8 @@ void* cpu_allocate(size_t nbytes) {
 
 void cpu_free(void* p) { std::free(p); }
 
-StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only)
-    : data_(data), nbytes_(nbytes), device_(device), read_only_(read_only), owner_(owner) {
+StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only, uint32_t alloc_flags)
+    : data_(data), nbytes_(nbytes), device_(device), read_only_(read_only), owner_(owner), alloc_flags_(alloc_flags) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1, std::memory_order_relaxed);
 }
@@ -84,7 +84,8 @@ StorageImpl::~StorageImpl() {
       cpu_free(data_);
       break;
     case Owner::backend: {
-      if (const amber_backend* b = backend_if_loaded(device_.type)) b->deallocate(device_.index, data_);
+      const amber_backend* b = data_ ? backend_if_loaded(device_.type) : nullptr;
+      if (b) b->deallocate(device_.index, data_, nbytes_, alloc_flags_);
       break;
     }
     case Owner::deleter:
@@ -95,20 +96,26 @@ StorageImpl::~StorageImpl() {
   }
 }
 
-Storage Storage::allocate(size_t nbytes, Device device) {
+Storage Storage::allocate(size_t nbytes, Device device, bool long_lived) {
   Storage s;
-  if (device.is_cpu()) {
+  if (device.is_cpu() && !long_lived) {
     void* p = cpu_allocate(nbytes);
     AMBER_CHECK(p, "out of memory: failed to allocate ", nbytes, " bytes on the CPU");
     s.impl_ = Ref<StorageImpl>::make(p, nbytes, device, StorageImpl::Owner::cpu_heap, false);
     return s;
   }
   const amber_backend& b = backend(device);
-  void* p = nbytes == 0 ? nullptr : b.allocate(device.index, nbytes);
+  const uint32_t flags = long_lived ? AMBER_ALLOC_LONG_LIVED : 0;
+  void* p = nbytes == 0 ? nullptr : b.allocate(device.index, nbytes, flags);
   AMBER_CHECK(p || nbytes == 0, "out of memory: failed to allocate ", nbytes, " bytes on ", device, ": ",
               b.last_error());
-  s.impl_ = Ref<StorageImpl>::make(p, nbytes, device, StorageImpl::Owner::backend, false);
+  s.impl_ = Ref<StorageImpl>::make(p, nbytes, device, StorageImpl::Owner::backend, false, flags);
   return s;
+}
+
+Storage Storage::as_read_only() const {
+  auto keep = std::make_shared<Storage>(*this);
+  return wrap(data(), nbytes(), device(), std::move(keep), /*read_only=*/true);
 }
 
 Storage Storage::wrap(void* data, size_t nbytes, Device device, std::shared_ptr<const void> keep_alive,

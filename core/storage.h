@@ -20,7 +20,7 @@ class StorageImpl final : public RefCounted {
   using Deleter = std::function<void(void*)>;
   // How the memory is released when the last reference goes.
   enum class Owner : uint8_t { cpu_heap, backend, deleter, borrowed };
-  StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only);
+  StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only, uint32_t alloc_flags = 0);
   ~StorageImpl();
   Deleter deleter;                         // used when owner is Owner::deleter
   std::shared_ptr<const void> keep_alive;  // held while the storage lives
@@ -40,20 +40,25 @@ class StorageImpl final : public RefCounted {
   Device device_;
   bool read_only_;
   Owner owner_;
+  uint32_t alloc_flags_;  // amber_backend::allocate's flags, for Owner::backend
 };
 
 class Storage {
  public:
   Storage() = default;
-  // Allocates nbytes on device (64-byte aligned on the CPU); throws amber::Error naming
-  // the byte count when memory is exhausted.
-  static Storage allocate(size_t nbytes, Device device);
+  // Allocates nbytes on device (64-byte aligned on the CPU) through its backend; throws
+  // amber::Error naming the byte count when memory is exhausted. long_lived: memory kept for
+  // the life of a model (arenas, uploaded weights; AMBER_ALLOC_LONG_LIVED).
+  static Storage allocate(size_t nbytes, Device device, bool long_lived = false);
   // Wraps memory Amber does not own. keep_alive is held until the last tensor using the
   // storage goes away (for example the mmap of an archive); nothing is freed by Amber.
   static Storage wrap(void* data, size_t nbytes, Device device, std::shared_ptr<const void> keep_alive, bool read_only);
   // Wraps memory whose ownership passes to Amber: deleter(data) runs when the last user
   // goes away.
   static Storage adopt(void* data, size_t nbytes, Device device, StorageImpl::Deleter deleter);
+  // The same memory as a read-only storage (writes through it are refused), keeping this one
+  // alive: weights uploaded to a device.
+  Storage as_read_only() const;
 
   bool defined() const { return bool(impl_); }
   void* data() const { return impl_->data(); }

@@ -104,7 +104,8 @@ void Tensor::read_elements(void* out, DType out_dtype, const char* what, SrcLoc 
     host_copy.reset(new char[nbytes]);
     const amber_backend& b = backend(device());
     AMBER_CHECK(b.copy(host_copy.get(), int32_t(DeviceType::cpu), 0, base, int32_t(device().type), device().index,
-                       nbytes, nullptr) == 0,
+                       nbytes, nullptr) == 0 &&
+                    b.synchronize(device().index, nullptr) == 0,
                 what, ": copying from ", device(), " failed: ", b.last_error());
     base = host_copy.get();
   }

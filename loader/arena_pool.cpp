@@ -1,13 +1,20 @@
-// ArenaPool (arena_pool.h): a mutex-guarded list of idle arenas.
+// ArenaPool (arena_pool.h): a mutex-guarded list of idle arenas, allocated through the backend.
 #include "amber/loader/arena_pool.h"
 
+#include "amber/core/backend_registry.h"
 #include "amber/core/error.h"
-#include "amber/core/storage.h"
 
 namespace amber::loader {
 
+ArenaPool::ArenaPool(Device device, size_t max_bytes)
+    : device_(device), backend_(&backend(device)), max_bytes_(max_bytes) {}
+
 ArenaPool::~ArenaPool() {
-  for (Arena& a : idle_) cpu_free_long_lived(a.data, a.bytes);
+  for (Arena& a : idle_) free(a);
+}
+
+void ArenaPool::free(Arena a) {
+  if (a.data) backend_->deallocate(device_.index, a.data, a.bytes, AMBER_ALLOC_LONG_LIVED);
 }
 
 ArenaPool::Arena ArenaPool::take(size_t bytes) {
@@ -31,9 +38,10 @@ ArenaPool::Arena ArenaPool::take(size_t bytes) {
       victim = a;  // too small: replaced below, outside the lock
     }
   }
-  cpu_free_long_lived(victim.data, victim.bytes);
-  Arena a{cpu_allocate_long_lived(bytes), bytes};  // huge pages when large: far fewer page faults
-  AMBER_CHECK(a.data, "forward: cannot allocate ", bytes, " bytes for the intermediate tensors of this call");
+  free(victim);
+  Arena a{backend_->allocate(device_.index, bytes, AMBER_ALLOC_LONG_LIVED), bytes};
+  AMBER_CHECK(a.data, "forward: cannot allocate ", bytes, " bytes on ", device_,
+              " for the intermediate tensors of this call: ", backend_->last_error());
   return a;
 }
 

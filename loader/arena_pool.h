@@ -1,14 +1,18 @@
 // The intermediate-memory arenas of one model, shared by all its plans (one per batch size):
 // a call borrows an arena at least as large as its plan needs and returns it. Idle arenas
 // are kept, so memory stays flat under any mix of batch sizes: at most one arena per call
-// that ever ran at the same time, each no larger than the largest plan's arena. Large arenas
-// sit on transparent huge pages (first touch of ResNet-18's 6.1 MiB: 18 ms in 4 KiB faults
-// on this VM, 0.7 ms in 2 MiB ones).
+// that ever ran at the same time, each no larger than the largest plan's arena. Arenas are
+// the model's device memory, from its backend (long-lived: on the CPU, large ones sit on
+// transparent huge pages; first touch of ResNet-18's 6.1 MiB: 18 ms in 4 KiB faults on this
+// VM, 0.7 ms in 2 MiB ones).
 #pragma once
 
 #include <cstddef>
 #include <mutex>
 #include <vector>
+
+#include "amber/core/backend.h"
+#include "amber/core/device.h"
 
 namespace amber::loader {
 
@@ -18,8 +22,8 @@ class ArenaPool {
     void* data = nullptr;
     size_t bytes = 0;
   };
-  // Arenas larger than max_bytes are refused (0: no limit).
-  explicit ArenaPool(size_t max_bytes = 0) : max_bytes_(max_bytes) {}
+  // Arenas on device; larger than max_bytes are refused (0: no limit).
+  explicit ArenaPool(Device device = Device::cpu(), size_t max_bytes = 0);
   ArenaPool(const ArenaPool&) = delete;
   ArenaPool& operator=(const ArenaPool&) = delete;
   ~ArenaPool();
@@ -34,6 +38,10 @@ class ArenaPool {
   size_t idle_bytes() const;
 
  private:
+  void free(Arena a);
+
+  Device device_;
+  const amber_backend* backend_;
   size_t max_bytes_ = 0;
   mutable std::mutex mutex_;
   std::vector<Arena> idle_;

@@ -1,53 +1,66 @@
 // BufferCache (buffer_cache.h): one lock-free slot, then a mutex-guarded list of idle blocks
-// found by exact size.
+// found by exact size; blocks come from the device's backend.
 #include "amber/loader/buffer_cache.h"
 
+#include "amber/core/backend_registry.h"
 #include "amber/core/error.h"
 
 namespace amber::loader {
 
+BufferCache::BufferCache(Device device, size_t max_idle)
+    : device_(device), backend_(&backend(device)), max_idle_(max_idle) {}
+
 BufferCache::~BufferCache() {
-  if (void* p = slot_.load()) release(p);
-  for (void* p : idle_) release(p);
+  if (Block* b = slot_.load()) release(b);
+  for (Block* b : idle_) release(b);
+}
+
+void BufferCache::release(Block* b) {
+  if (b->data) backend_->deallocate(device_.index, b->data, b->bytes, 0);
+  delete b;
 }
 
 Storage BufferCache::take(size_t bytes) {
-  void* data = slot_.exchange(nullptr, std::memory_order_acquire);
-  if (data && size_of(data) != bytes) {
-    give(data);  // another size: back to the list
-    data = nullptr;
+  Block* found = slot_.exchange(nullptr, std::memory_order_acquire);
+  if (found && found->bytes != bytes) {
+    give(found);  // another size: back to the list
+    found = nullptr;
   }
-  if (!data) {
+  if (!found) {
     std::lock_guard lock(mutex_);
     for (size_t i = idle_.size(); i-- > 0;)
-      if (size_of(idle_[i]) == bytes) {
-        data = idle_[i];
+      if (idle_[i]->bytes == bytes) {
+        found = idle_[i];
         idle_[i] = idle_.back();
         idle_.pop_back();
         break;
       }
   }
-  if (!data) {
-    char* base = bytes <= SIZE_MAX - kHeader ? static_cast<char*>(cpu_allocate(bytes + kHeader)) : nullptr;
-    AMBER_CHECK(base, "out of memory: failed to allocate ", bytes, " bytes on the CPU for an output of this call");
-    *reinterpret_cast<size_t*>(base) = bytes;
-    data = base + kHeader;
+  if (!found) {
+    void* p = backend_->allocate(device_.index, bytes ? bytes : 1, 0);
+    AMBER_CHECK(p, "out of memory: failed to allocate ", bytes, " bytes on ", device_,
+                " for an output of this call: ", backend_->last_error());
+    found = new Block{p, bytes, nullptr};
   }
-  // The storage keeps the cache alive: its memory always has somewhere to go back to.
-  return Storage::adopt(data, bytes, Device::cpu(), [home = shared_from_this()](void* p) { home->give(p); });
+  // The block keeps the cache alive while out: its memory always has somewhere to go back to.
+  found->home = shared_from_this();
+  return Storage::adopt(found->data, bytes, device_, [found](void*) {
+    std::shared_ptr<BufferCache> home = std::move(found->home);
+    home->give(found);
+  });
 }
 
-void BufferCache::give(void* data) {
-  void* expected = nullptr;
-  if (slot_.compare_exchange_strong(expected, data, std::memory_order_release)) return;
+void BufferCache::give(Block* b) {
+  Block* expected = nullptr;
+  if (slot_.compare_exchange_strong(expected, b, std::memory_order_release)) return;
   {
     std::lock_guard lock(mutex_);
     if (idle_.size() < max_idle_) {
-      idle_.push_back(data);
+      idle_.push_back(b);
       return;
     }
   }
-  release(data);
+  release(b);
 }
 
 size_t BufferCache::idle_count() const {
@@ -58,8 +71,8 @@ size_t BufferCache::idle_count() const {
 size_t BufferCache::idle_bytes() const {
   std::lock_guard lock(mutex_);
   size_t n = 0;
-  for (void* p : idle_) n += size_of(p);
-  if (void* p = slot_.load()) n += size_of(p);
+  for (const Block* b : idle_) n += b->bytes;
+  if (const Block* b = slot_.load()) n += b->bytes;
   return n;
 }
 

@@ -1,10 +1,11 @@
 // The per-call output buffers of one model, recycled: an output tensor's memory comes back
 // here when the caller drops its last reference, and the next call needing that many bytes
-// takes it instead of asking malloc, which returns buffers of tens of KiB and more to the
-// OS on free and so page-faults them in again (with TLB shootdowns) on every call. At most
-// max_idle blocks wait in a list, each reused only for exactly its size, and the last one
-// returned in a lock-free slot, so a model serving one call at a time takes no lock here.
-// Outputs keep the cache alive: one dropped after its model still has a home.
+// takes it instead of allocating (on the CPU, malloc returns buffers of tens of KiB and more
+// to the OS on free and so page-faults them in again, with TLB shootdowns, on every call;
+// on a GPU, an allocation synchronises the device). At most max_idle blocks wait in a list,
+// each reused only for exactly its size, and the last one returned in a lock-free slot, so a
+// model serving one call at a time takes no lock here. Memory is the model's device's, from
+// its backend. Outputs keep the cache alive: one dropped after its model still has a home.
 #pragma once
 
 #include <atomic>
@@ -13,18 +14,19 @@
 #include <mutex>
 #include <vector>
 
+#include "amber/core/backend.h"
 #include "amber/core/storage.h"
 
 namespace amber::loader {
 
 class BufferCache : public std::enable_shared_from_this<BufferCache> {
  public:
-  explicit BufferCache(size_t max_idle = 16) : max_idle_(max_idle) {}
+  explicit BufferCache(Device device = Device::cpu(), size_t max_idle = 16);
   BufferCache(const BufferCache&) = delete;
   BufferCache& operator=(const BufferCache&) = delete;
   ~BufferCache();
 
-  // CPU storage of `bytes` (64-byte aligned, contents unspecified) whose memory returns to
+  // Device storage of `bytes` (64-byte aligned, contents unspecified) whose memory returns to
   // this cache when the storage is released. The cache must be owned by a shared_ptr.
   // Throws amber::Error when memory runs out.
   Storage take(size_t bytes);
@@ -34,16 +36,22 @@ class BufferCache : public std::enable_shared_from_this<BufferCache> {
   size_t idle_bytes() const;
 
  private:
-  // A block is one allocation: a 64-byte header holding its size, then the data.
-  static constexpr size_t kHeader = 64;
-  static size_t size_of(void* data) { return *reinterpret_cast<size_t*>(static_cast<char*>(data) - kHeader); }
-  static void release(void* data) { cpu_free(static_cast<char*>(data) - kHeader); }
-  void give(void* data);
+  // One device allocation, described once for its whole life (no allocation per call). While
+  // out, it holds the cache alive.
+  struct Block {
+    void* data = nullptr;
+    size_t bytes = 0;
+    std::shared_ptr<BufferCache> home;
+  };
+  void give(Block* b);
+  void release(Block* b);
 
+  Device device_;
+  const amber_backend* backend_;
   size_t max_idle_;
-  std::atomic<void*> slot_{nullptr};
+  std::atomic<Block*> slot_{nullptr};
   mutable std::mutex mutex_;
-  std::vector<void*> idle_;
+  std::vector<Block*> idle_;
 };
 
 }  // namespace amber::loader

@@ -1,5 +1,6 @@
-// load() and Model (model.h): validation through the archive reader, read-only weights,
-// plans cached per batch size, concurrent calls sharing the cores.
+// load() and Model (model.h): validation through the archive reader, read-only weights
+// (uploaded once to a device), plans cached per batch size, concurrent calls sharing the
+// cores.
 
 #include "amber/loader/model.h"
 
@@ -44,7 +45,11 @@ DimVec IOInfo::sizes_at(int64_t n) const {
 
 struct Model::Impl {
   std::string source;
-  graph::Graph graph;
+  graph::Graph graph;  // as validated, weights on the host (inspection)
+  // What plans are made from: graph itself on the CPU; on another device a copy whose
+  // constants are the uploaded weights.
+  graph::Graph device_graph;
+  bool uploaded = false;
   ArchiveInfo info;
   LoadOptions options;
   std::vector<IOInfo> inputs, outputs;
@@ -54,7 +59,7 @@ struct Model::Impl {
   // Intermediate memory of every plan's calls (one arena per concurrent call, reused).
   std::shared_ptr<loader::ArenaPool> arenas;
   // Output buffers of every plan's calls, recycled when the caller drops them.
-  std::shared_ptr<loader::BufferCache> output_buffers = std::make_shared<loader::BufferCache>();
+  std::shared_ptr<loader::BufferCache> output_buffers;
   std::atomic<int> active{0};
 
   struct CachedPlan {
@@ -72,7 +77,8 @@ struct Model::Impl {
 namespace {
 void add_profile(std::vector<NodeProfile>& into, std::map<std::string, size_t>& where, const loader::Plan& p) {
   for (size_t i = 0; i < p.num_steps(); ++i) {
-    const graph::Node& n = p.step_node(i);
+    if (!p.step_node(i)) continue;
+    const graph::Node& n = *p.step_node(i);
     const loader::StepStats& s = p.step_stats(i);
     NodeProfile np;
     np.node = "%" + n.outputs[0]->name + " = " + n.op->name;
@@ -98,8 +104,9 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
     }
   }
   // Compiled outside the lock: other batch sizes keep running meanwhile.
-  auto p = std::make_shared<const loader::Plan>(graph.is_dynamic() ? graph.instantiate(n) : graph.clone(),
-                                                options.device, arenas, output_buffers);
+  const graph::Graph& g = uploaded ? device_graph : graph;
+  auto p = std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device,
+                                                total_threads, arenas, output_buffers);
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
@@ -123,9 +130,41 @@ Model::Impl* check_defined(const std::shared_ptr<Model::Impl>& impl) {
   return impl.get();
 }
 
+// Uploads every weight of impl->graph to the model's device once, as read-only device
+// tensors, into impl->device_graph; the host copies stay mapped for inspection only.
+void upload_weights(Model::Impl& impl) {
+  const Device device = impl.options.device;
+  const amber_backend& b = backend(device);
+  impl.device_graph = impl.graph.clone();
+  void* stream = nullptr;
+  if (b.stream_create(device.index, &stream) != 0)
+    throw Error(str("load: creating a stream on ", device, " failed: ", b.last_error()));
+  struct StreamGuard {
+    const amber_backend& b;
+    int32_t device;
+    void* stream;
+    ~StreamGuard() {
+      (void)b.synchronize(device, stream);  // nothing queued may outlive a failed upload
+      if (stream) b.stream_destroy(device, stream);
+    }
+  } guard{b, device.index, stream};
+  for (graph::Value* c : impl.device_graph.constants()) {
+    const Tensor host = c->data.contiguous(SrcLoc::none());
+    Storage s = Storage::allocate(host.nbytes(), device, /*long_lived=*/true);
+    if (host.nbytes() && b.copy(s.data(), int32_t(device.type), device.index, host.data(), int32_t(DeviceType::cpu), 0,
+                                host.nbytes(), stream) != 0)
+      throw Error(str("load: uploading weight ", c->name, " (", host.nbytes(), " bytes) to ", device,
+                      " failed: ", b.last_error()));
+    c->data = Tensor::make(s.as_read_only(), host.sizes(), host.strides(), 0, host.dtype());
+  }
+  if (b.synchronize(device.index, stream) != 0)
+    throw Error(str("load: uploading the weights to ", device, " failed: ", b.last_error()));
+  impl.uploaded = true;
+}
+
 std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions& options, const std::string& source) {
   AMBER_CHECK(options.num_threads >= 0, "load: num_threads must be >= 0 (0: all cores), got ", options.num_threads);
-  if (!options.device.is_cpu()) (void)backend(options.device);  // names what is missing
+  const amber_backend& b = backend(options.device);  // names what is missing
   auto impl = std::make_shared<Model::Impl>();
   impl->source = source;
   impl->graph = std::move(archive.graph);
@@ -133,10 +172,12 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   impl->options = options;
   impl->total_threads = options.num_threads > 0 ? options.num_threads : available_cores();
   impl->arenas = std::make_shared<loader::ArenaPool>(
-      options.max_workspace_bytes > 0 ? options.max_workspace_bytes
-                                      : size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE)));
+      options.device, options.max_workspace_bytes > 0
+                          ? options.max_workspace_bytes
+                          : size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE)));
+  impl->output_buffers = std::make_shared<loader::BufferCache>(options.device);
   // Weights are immutable: copies made for unaligned records become read-only too, so
-  // kernels may cache data derived from them and no output can write into them.
+  // kernels may pack them at setup and no output can write into them.
   for (graph::Value* c : impl->graph.constants()) {
     const Tensor& t = c->data;
     if (t.is_read_only()) continue;
@@ -149,11 +190,11 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   const bool dynamic = impl->graph.is_dynamic();
   impl->default_batch = dynamic ? std::max<int64_t>(impl->graph.traced_batch, 1) : 0;
   try {
-    // The plan of the traced batch size, with every kernel's setup done now (for a call
-    // alone and for a call sharing the cores), so no call pays for it.
+    if (!(b.flags & AMBER_BACKEND_HOST_MEMORY)) upload_weights(*impl);
+    // The plan of the traced batch size, every kernel's setup done (for a call alone and for
+    // a call sharing the cores), a workspace ready, so no call pays for it.
     std::shared_ptr<const loader::Plan> p = impl->plan(impl->default_batch);
     p->prepare(impl->total_threads);
-    if (impl->total_threads > 1) p->prepare(1);
     impl->default_plan = p;
   } catch (const Error& e) {
     throw Error(str(source, ": ", e.what()));
@@ -168,15 +209,19 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // warm-up quietly (real inputs may still be fine); profile counters start from zero after.
 void warm_up(const Model& m) {
   const int64_t batch = std::max<int64_t>(m.traced_batch(), 1);
+  const Device device = m.device();
   std::vector<Tensor> zeros;
-  for (const IOInfo& in : m.inputs()) {
-    const DimVec sizes = in.sizes_at(batch);
-    const size_t bytes = size_t(checked_numel(sizes)) * itemsize(in.dtype);
-    Storage s = Storage::allocate(bytes, m.options().device);
-    if (bytes) std::memset(s.data(), 0, bytes);
-    zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, in.dtype));
-  }
   try {
+    for (const IOInfo& in : m.inputs()) {
+      const DimVec sizes = in.sizes_at(batch);
+      const size_t bytes = size_t(checked_numel(sizes)) * itemsize(in.dtype);
+      Storage s = Storage::allocate(bytes, device);
+      const amber_backend& b = backend(device);
+      if (bytes &&
+          (b.fill(device.index, s.data(), 0, bytes, nullptr) != 0 || b.synchronize(device.index, nullptr) != 0))
+        return;  // no warm-up: the first call will do what it would have done
+      zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, in.dtype));
+    }
     const auto start = std::chrono::steady_clock::now();
     (void)m.forward(zeros);
     if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1))
@@ -215,13 +260,14 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
   return m;
 }
 
-std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, const CallOptions& call) const {
   Impl& m = *check_defined(impl_);  // this handle keeps the model alive until the call returns
   int64_t n = 0;
   try {
     for (size_t i = 0; i < inputs.size() && i < m.inputs.size(); ++i)
-      AMBER_CHECK(!inputs[i].defined() || inputs[i].device() == m.options.device, "input ", m.inputs[i].name, " is on ",
-                  inputs[i].device(), " but the model runs on ", m.options.device);
+      AMBER_CHECK(!inputs[i].defined() || inputs[i].device() == m.options.device || inputs[i].device().is_cpu(),
+                  "input ", m.inputs[i].name, " is on ", inputs[i].device(), " but the model runs on ",
+                  m.options.device, " (inputs may be on the host or on the model's device)");
     n = graph::batch_size_of(m.graph, inputs);
     graph::check_inputs(m.graph, inputs, n);
   } catch (const Error& e) {
@@ -240,6 +286,8 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs) const {
   ro.num_threads = std::max(1, m.total_threads / active.now);
   ro.anomaly = m.options.anomaly_mode;
   ro.profile = m.options.profile;
+  ro.stream = call.stream;
+  ro.outputs_on_host = call.outputs_on_host || m.options.outputs_on_host;
   return plan.run(inputs, ro);
 }
 
@@ -247,6 +295,7 @@ const std::vector<IOInfo>& Model::inputs() const { return check_defined(impl_)->
 const std::vector<IOInfo>& Model::outputs() const { return check_defined(impl_)->outputs; }
 const ArchiveInfo& Model::metadata() const { return check_defined(impl_)->info; }
 const LoadOptions& Model::options() const { return check_defined(impl_)->options; }
+Device Model::device() const { return check_defined(impl_)->options.device; }
 std::string Model::graph_text() const { return graph::to_text(check_defined(impl_)->graph); }
 const graph::Graph& Model::graph() const { return check_defined(impl_)->graph; }
 int64_t Model::traced_batch() const { return check_defined(impl_)->graph.traced_batch; }

@@ -1,9 +1,9 @@
 // The runtime's API for services: amber::load() reads and validates an archive (from a file
-// or a memory buffer) and compiles it into execution plans; amber::Model is a cheap,
-// reference-counted handle to the immutable loaded model. forward() is safe from many
-// threads at once, returns tensors the caller owns, and shares the cores between
-// concurrent calls. Debug aids: anomaly mode (first node producing NaN/Inf) and a per-node
-// profile.
+// or a memory buffer), puts its weights on the chosen device and compiles it into execution
+// plans; amber::Model is a cheap, reference-counted handle to the immutable loaded model.
+// forward() is safe from many threads at once, takes inputs on the host or the model's
+// device, returns tensors the caller owns, and shares the cores between concurrent calls.
+// Debug aids: anomaly mode (first node producing NaN/Inf) and a per-node profile.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,8 @@ class Graph;
 }
 
 struct LoadOptions {
+  // Where the model runs: the CPU (weights stay zero-copy views of the archive's mapping) or
+  // any device whose backend is available (weights uploaded once, at load).
   Device device = Device::cpu();
   // Intra-op threads for one call; 0: every core the process may use. Concurrent calls
   // share them (each gets total / concurrent calls, at least one).
@@ -36,6 +38,9 @@ struct LoadOptions {
   // memory. Archives come from anywhere: this bounds what a hostile graph can make load or
   // a call allocate.
   size_t max_workspace_bytes = 0;
+  // Outputs of forward() on the host rather than on the model's device (CallOptions can ask
+  // per call).
+  bool outputs_on_host = false;
   // Calls the model on zeros at the end of load (at the traced batch size; four times when a
   // call takes under 1 ms), so the first call costs what later ones do: load takes a call
   // longer. A model whose kernels reject zeros loads all the same, only without the warm-up.
@@ -63,21 +68,34 @@ struct NodeProfile {
   uint64_t bytes = 0;  // bytes of outputs written, over all calls
 };
 
+// Per call choices of Model::forward.
+struct CallOptions {
+  // A stream of the model's device (from its backend, e.g. a cudaStream_t) to run the call
+  // on; null: the call takes a stream of its own. Either way forward() synchronises it before
+  // returning, so outputs are ready.
+  void* stream = nullptr;
+  // Outputs copied to host memory (also when LoadOptions::outputs_on_host is set).
+  bool outputs_on_host = false;
+};
+
 class Model {
  public:
   Model() = default;  // an empty handle; forward() throws
   bool defined() const { return bool(impl_); }
 
-  // Runs the model. inputs are in the order of inputs() (CPU tensors of the given dtypes
-  // and shapes; any strides). Throws amber::Error naming the input and what was expected,
-  // or the node that failed.
-  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) const;
+  // Runs the model. inputs are in the order of inputs(), of the given dtypes and shapes, any
+  // strides, each on the host or on the model's device (host inputs are copied over). The
+  // outputs are on the model's device unless host outputs are asked for. Throws amber::Error
+  // naming the input and what was expected, or the node that failed; a failed call leaves
+  // the model usable.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs, const CallOptions& call = {}) const;
 
   const std::vector<IOInfo>& inputs() const;
   const std::vector<IOInfo>& outputs() const;
   // Producer, format version, example input shapes, trace warnings, weight counts.
   const ArchiveInfo& metadata() const;
   const LoadOptions& options() const;
+  Device device() const;
   std::string graph_text() const;
   // The validated graph as stored (before per-device planning).
   const graph::Graph& graph() const;

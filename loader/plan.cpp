@@ -15,9 +15,13 @@
 #include "amber/graph/passes.h"
 #include "amber/loader/step_cost.h"
 #include "amber/schema/dispatcher.h"
+#include "amber/schema/fused_program.h"
 
 namespace amber::loader {
 namespace {
+
+constexpr size_t kAlign = 64;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 std::string describe(const graph::Node& n) {
   std::string s = "node ";
@@ -50,18 +54,35 @@ int64_t numel_of(const amber_tensor_view& v) {
   return n;
 }
 
+// Bytes from the first to one past the last element a view addresses (views of the plan have
+// non-negative strides).
+size_t extent_bytes(const amber_tensor_view& v) {
+  if (numel_of(v) == 0) return 0;
+  int64_t last = 0;
+  for (int d = 0; d < v.ndim; ++d) last += (v.sizes[d] - 1) * v.strides[d];
+  return size_t(last + 1) * itemsize(DType(v.dtype));
+}
+
 }  // namespace
 
 struct Plan::Workspace {
+  Device device;
+  const amber_backend* backend = nullptr;
+  void* stream = nullptr;  // this workspace's own stream (NULL on backends without streams)
   ArenaPool::Arena arena;  // borrowed from the model's pool while the workspace is out
   std::vector<amber_tensor_view> args;
   std::vector<char*> data;
+  ~Workspace() {
+    if (stream) backend->stream_destroy(device.index, stream);
+  }
 };
 
-Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas, std::shared_ptr<BufferCache> outputs)
+Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
+           std::shared_ptr<BufferCache> outputs)
     : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)), output_cache_(std::move(outputs)) {
   using graph::Value;
-  AMBER_CHECK(device.is_cpu(), "load: executing on ", device, " is not supported by this build (CPU only)");
+  backend_ = &backend(device);
+  host_memory_ = (backend_->flags & AMBER_BACKEND_HOST_MEMORY) != 0;
   graph::materialize_casts(graph_);
   const graph::MemoryPlan mp = graph::plan_memory(graph_);
 
@@ -103,22 +124,29 @@ Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas, std
     }
 
   static const OpSchema& clone_op = op_schema("clone");
+  auto add_arg = [&](const amber_tensor_view& v, int value) {
+    arg_templates_.push_back(v);
+    arg_values_.push_back(value);
+  };
+  // Steps are built first and set up after: the argument arrays stop moving then.
   for (const graph::Node* n : nodes) {
     if (n->op->is_view()) continue;
     if (n->op->is_maybe_view() && mp.views.count(n->outputs[0])) continue;
-    Step s{n, nullptr, nullptr, int(arg_templates_.size()), 0, int(n->outputs.size()), {}, 0, false};
+    Step s;
+    s.node = n;
+    s.first_arg = int(arg_templates_.size());
+    s.n_outputs = int(n->outputs.size());
+    s.label = describe(*n);
     try {
       if (n->op->is_maybe_view()) {
         // The layout cannot be a view of the input: copy the input to contiguous memory,
         // which the output then views with its own shape.
         const Value* in = n->inputs[0];
-        s.kernel = resolve_kernel(clone_op, device, in->type.dtype);
+        s.kernel = &resolve_kernel(clone_op, device, in->type.dtype);
         s.n_inputs = 1;
-        arg_templates_.push_back(values_[size_t(index.at(in))].view);
-        arg_values_.push_back(index.at(in));
+        add_arg(values_[size_t(index.at(in))].view, index.at(in));
         const Layout& il = mp.layouts.at(in);
-        arg_templates_.push_back(view_of(in->type.dtype, {il.sizes, contiguous_strides(il.sizes), 0}, 0));
-        arg_values_.push_back(index.at(n->outputs[0]));
+        add_arg(view_of(in->type.dtype, {il.sizes, contiguous_strides(il.sizes), 0}, 0), index.at(n->outputs[0]));
       } else {
         std::vector<TensorMeta> metas(n->inputs.size());
         std::vector<const TensorMeta*> ptrs;
@@ -133,29 +161,27 @@ Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas, std
         }
         InferCtx ctx(*n->op, ptrs.data(), int(ptrs.size()), n->attrs.data(), int(n->attrs.size()));
         n->op->infer(ctx);
-        s.kernel = resolve_kernel(*n->op, device, ctx.compute_dtype);
-        const amber_backend& b = backend(device);
-        if (b.struct_size >= offsetof(amber_backend, lookup_prepare) + sizeof b.lookup_prepare && b.lookup_prepare)
-          s.prepare = b.lookup_prepare(n->op->name.c_str(), n->op->version, int32_t(ctx.compute_dtype));
+        s.kernel = &resolve_kernel(*n->op, device, ctx.compute_dtype);
         s.n_inputs = int(n->inputs.size());
         for (const Value* in : n->inputs) {
           if (in) {
-            arg_templates_.push_back(values_[size_t(index.at(in))].view);
-            arg_values_.push_back(index.at(in));
+            add_arg(values_[size_t(index.at(in))].view, index.at(in));
           } else {
             amber_tensor_view absent{};
             absent.ndim = -1;
-            arg_templates_.push_back(absent);
-            arg_values_.push_back(-1);
+            add_arg(absent, -1);
           }
         }
-        for (const Value* out : n->outputs) {
-          arg_templates_.push_back(values_[size_t(index.at(out))].view);
-          arg_values_.push_back(index.at(out));
+        for (const Value* out : n->outputs) add_arg(values_[size_t(index.at(out))].view, index.at(out));
+        if (n->op->flags & op_flags::program) {
+          const int pi = n->op->attr_index("program");
+          AMBER_ASSERT(pi >= 0, n->op->name, " has no program attribute");
+          s.program = std::make_unique<CFusedProgram>(
+              parse_fused_program(n->attrs[size_t(pi)].s(), int(n->inputs.size())), int(n->inputs.size()));
         }
       }
     } catch (const Error& e) {
-      throw Error(str(describe(*n), ": ", e.what()));
+      throw Error(str(s.label, ": ", e.what()));
     }
     s.attrs.resize(n->attrs.size());
     for (size_t i = 0; i < n->attrs.size(); ++i) fill_c_attr(s.attrs[i], n->attrs[i]);
@@ -166,15 +192,85 @@ Plan::Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas, std
     s.single_thread = estimate_step_ns(op, args, s.n_inputs, args + s.n_inputs, s.n_outputs) < kParallelMinNs;
     steps_.push_back(std::move(s));
   }
+  // Every output leaves in a buffer of its own: one that lives in an input or a constant is
+  // copied into one by a clone step at the end.
   for (const auto& [name, v] : graph_.outputs()) {
-    const PlanValue& pv = values_[size_t(index.at(v))];
-    outputs_.push_back({index.at(v), pv.home == Home::input || pv.home == Home::constant});
+    const int vi = index.at(v);
+    if (values_[size_t(vi)].home != Home::input && values_[size_t(vi)].home != Home::constant) {
+      outputs_.push_back(vi);
+      continue;
+    }
+    const Layout& l = mp.layouts.at(v);
+    const int buffer = int(output_buffer_bytes_.size());
+    output_buffer_bytes_.push_back(size_t(checked_numel(l.sizes)) * itemsize(v->type.dtype));
+    const int copy = int(values_.size());
+    values_.push_back({Home::output, buffer, 0, view_of(v->type.dtype, {l.sizes, contiguous_strides(l.sizes), 0}, 0)});
+    Step s;
+    s.node = nullptr;  // not a node of the graph
+    s.kernel = &resolve_kernel(clone_op, device, v->type.dtype);
+    s.label = str("output ", name, " (a copy of %", v->name, ")");
+    s.first_arg = int(arg_templates_.size());
+    s.n_inputs = 1;
+    s.n_outputs = 1;
+    add_arg(values_[size_t(vi)].view, vi);
+    add_arg(values_[size_t(copy)].view, copy);
+    s.out_bytes = output_buffer_bytes_.back();
+    s.single_thread = true;
+    steps_.push_back(std::move(s));
+    outputs_.push_back(copy);
   }
-  arena_bytes_ = mp.arena_bytes;
+
+  // The arena: intermediates, then (on devices whose memory the host cannot use directly) a
+  // staging copy of each input given on the host, then kernel scratch.
+  size_t bytes = align_up(mp.arena_bytes);
+  if (!host_memory_)
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+      input_staging_.push_back(bytes);
+      bytes += align_up(extent_bytes(values_[i].view));
+    }
+  scratch_offset_ = bytes;
+
+  // Kernel setup: each step's state, made once for the plan's life.
+  std::vector<amber_tensor_view> setup_args = arg_templates_;
+  for (size_t k = 0; k < setup_args.size(); ++k) {
+    const int v = arg_values_[k];
+    const PlanValue* pv = v >= 0 ? &values_[size_t(v)] : nullptr;
+    setup_args[k].data =
+        pv && pv->home == Home::constant ? constant_data_[size_t(pv->index)] + pv->byte_offset : nullptr;
+  }
+  char error[512];
+  for (Step& s : steps_) {
+    if (!s.kernel->setup) continue;
+    error[0] = '\0';
+    amber_kernel_args a{};
+    a.inputs = &setup_args[size_t(s.first_arg)];
+    a.n_inputs = s.n_inputs;
+    a.n_outputs = s.n_outputs;
+    a.outputs = &setup_args[size_t(s.first_arg + s.n_inputs)];
+    a.attrs = s.attrs.data();
+    a.n_attrs = int32_t(s.attrs.size());
+    a.num_threads = s.single_thread ? 1 : std::max(1, setup_threads);
+    a.error = error;
+    a.error_capacity = sizeof error;
+    a.program = s.program ? s.program->get() : nullptr;
+    a.context = s.kernel->context;
+    a.label = s.label.c_str();
+    if (s.kernel->setup(&a, &s.state, &s.workspace_bytes) != 0) {
+      error[sizeof error - 1] = '\0';
+      throw Error(str(s.label, ": ", s.node ? s.node->op->name : "clone", " (setup): ", error[0] ? error : "failed"));
+    }
+    scratch_bytes_ = std::max(scratch_bytes_, s.workspace_bytes);
+  }
+  arena_bytes_ = scratch_offset_ + align_up(scratch_bytes_);
   stats_ = std::make_unique<StepStats[]>(steps_.size());
 }
 
-Plan::~Plan() { delete spare_.load(); }
+Plan::~Plan() {
+  delete spare_.load();
+  pool_.clear();
+  for (Step& s : steps_)
+    if (s.state && s.kernel->destroy_state) s.kernel->destroy_state(s.state);
+}
 
 void Plan::reset_stats() const {
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -182,6 +278,10 @@ void Plan::reset_stats() const {
     stats_[i].nanoseconds = 0;
     stats_[i].bytes = 0;
   }
+}
+
+void Plan::device_failure(const char* what) const {
+  throw Error(str(what, " on ", device_, " failed: ", backend_->last_error()));
 }
 
 std::unique_ptr<Plan::Workspace> Plan::acquire() const {
@@ -195,6 +295,9 @@ std::unique_ptr<Plan::Workspace> Plan::acquire() const {
   }
   if (!ws) {
     ws = std::make_unique<Workspace>();
+    ws->device = device_;
+    ws->backend = backend_;
+    if (backend_->stream_create(device_.index, &ws->stream) != 0) device_failure("creating a stream");
     ws->args = arg_templates_;
     ws->data.resize(values_.size());
   }
@@ -219,34 +322,54 @@ void Plan::release(std::unique_ptr<Workspace> ws) const {
   pool_.push_back(std::move(ws));
 }
 
-void Plan::check_anomaly(const Step& s, const amber_tensor_view* outs) const {
+void Plan::check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const {
   for (int o = 0; o < s.n_outputs; ++o) {
     const amber_tensor_view& v = outs[o];
+    if (v.dtype != int32_t(DType::f32) && v.dtype != int32_t(DType::f64)) continue;
+    const size_t bytes = extent_bytes(v);
+    if (bytes == 0) continue;
+    // The output's bytes on the host: read in place when the device's memory is host memory.
+    std::unique_ptr<char[]> copy;
+    const char* base = static_cast<const char*>(v.data);
+    if (!host_memory_) {
+      copy.reset(new char[bytes]);
+      if (backend_->copy(copy.get(), int32_t(DeviceType::cpu), 0, v.data, int32_t(device_.type), device_.index, bytes,
+                         stream) != 0 ||
+          backend_->synchronize(device_.index, stream) != 0)
+        device_failure(str("anomaly mode: reading the output of ", s.label).c_str());
+      base = copy.get();
+    }
+    // Walk the view's elements in memory order of its layout.
     const int64_t n = numel_of(v);
     int64_t bad = -1;
-    if (v.dtype == int32_t(DType::f32)) {
-      const float* p = static_cast<const float*>(v.data);
-      for (int64_t i = 0; i < n && bad < 0; ++i) bad = std::isfinite(p[i]) ? -1 : i;
-    } else if (v.dtype == int32_t(DType::f64)) {
-      const double* p = static_cast<const double*>(v.data);
-      for (int64_t i = 0; i < n && bad < 0; ++i) bad = std::isfinite(p[i]) ? -1 : i;
+    double x = 0;
+    std::vector<int64_t> idx(size_t(std::max(v.ndim, 1)), 0);
+    for (int64_t e = 0; e < n && bad < 0; ++e) {
+      int64_t off = 0;
+      for (int d = 0; d < v.ndim; ++d) off += idx[size_t(d)] * v.strides[d];
+      x = v.dtype == int32_t(DType::f32) ? double(reinterpret_cast<const float*>(base)[off])
+                                         : reinterpret_cast<const double*>(base)[off];
+      if (!std::isfinite(x)) bad = e;
+      for (int d = v.ndim - 1; d >= 0; --d) {
+        if (++idx[size_t(d)] < v.sizes[d]) break;
+        idx[size_t(d)] = 0;
+      }
     }
     if (bad < 0) continue;
-    const double x = v.dtype == int32_t(DType::f32) ? double(static_cast<const float*>(v.data)[bad])
-                                                    : static_cast<const double*>(v.data)[bad];
-    const graph::Value* out = s.node->outputs[size_t(o)];
-    throw Error(str("anomaly: ", describe(*s.node), " produced ", std::isnan(x) ? "NaN" : "Inf", " in %", out->name,
-                    " : ", out->type, " (element ", bad, " in memory order); its inputs were finite"));
+    const graph::Value* out = s.node ? s.node->outputs[size_t(o)] : nullptr;
+    throw Error(str("anomaly: ", s.label, " produced ", std::isnan(x) ? "NaN" : "Inf", out ? " in %" : "",
+                    out ? out->name : std::string(), out ? " : " : "", out ? str(out->type) : std::string(),
+                    " (element ", bad, " in index order); its inputs were finite"));
   }
 }
 
-void Plan::bind(Workspace& ws, const std::vector<Tensor>* inputs, const std::vector<Storage>* buffers) const {
+void Plan::bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const {
   for (size_t v = 0; v < values_.size(); ++v) {
     const PlanValue& pv = values_[v];
     char* base = nullptr;
     switch (pv.home) {
       case Home::input:
-        if (inputs) base = static_cast<char*>(const_cast<void*>((*inputs)[size_t(pv.index)].data()));
+        base = static_cast<char*>(const_cast<void*>(inputs[size_t(pv.index)]));
         break;
       case Home::constant:
         base = constant_data_[size_t(pv.index)];
@@ -255,7 +378,7 @@ void Plan::bind(Workspace& ws, const std::vector<Tensor>* inputs, const std::vec
         base = static_cast<char*>(ws.arena.data);
         break;
       case Home::output:
-        if (buffers) base = static_cast<char*>((*buffers)[size_t(pv.index)].data());
+        base = static_cast<char*>(buffers[size_t(pv.index)].data());
         break;
     }
     ws.data[v] = base ? base + pv.byte_offset : nullptr;
@@ -265,34 +388,13 @@ void Plan::bind(Workspace& ws, const std::vector<Tensor>* inputs, const std::vec
 }
 
 void Plan::prepare(int num_threads) const {
-  std::unique_ptr<Workspace> ws = acquire();
-  bind(*ws, nullptr, nullptr);
-  ThreadLimit limit(num_threads);
+  release(acquire());  // one workspace with its stream, ready for the first call
   // Start the intra-op threads now rather than in the first call, when some step will use
   // them (starting them costs up to milliseconds here: the other core may be idle in the
-  // hypervisor). The arena is faulted in when allocated (cpu_allocate_long_lived).
+  // hypervisor).
+  ThreadLimit limit(num_threads);
   if (std::any_of(steps_.begin(), steps_.end(), [](const Step& s) { return !s.single_thread; }))
     parallel_for(num_threads, 1, [](int64_t, int64_t) {});
-  char error[512];
-  for (const Step& s : steps_) {
-    if (!s.prepare) continue;
-    error[0] = '\0';
-    amber_kernel_args a{&ws->args[size_t(s.first_arg)],
-                        s.n_inputs,
-                        s.n_outputs,
-                        &ws->args[size_t(s.first_arg + s.n_inputs)],
-                        s.attrs.data(),
-                        int32_t(s.attrs.size()),
-                        s.single_thread ? 1 : num_threads,
-                        nullptr,
-                        error,
-                        sizeof error};
-    if (s.prepare(&a) != 0) {
-      error[sizeof error - 1] = '\0';
-      throw Error(str(describe(*s.node), ": ", s.node->op->name, " (setup): ", error[0] ? error : "failed"));
-    }
-  }
-  release(std::move(ws));
 }
 
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
@@ -304,64 +406,104 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOption
     }
   } lease{this, acquire()};
   Workspace& ws = *lease.ws;
+  void* stream = options.stream ? options.stream : ws.stream;
+  const bool streams = stream != nullptr;  // work may be queued: wait before anything is released
 
+  // Inputs: on the host (copied to the arena's staging area on other devices) or on the
+  // device; dense either way.
   std::vector<Tensor> dense(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous();
+  std::vector<const void*> input_data(inputs.size());
   std::vector<Storage> buffers(output_buffer_bytes_.size());
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
-  bind(ws, &dense, &buffers);
-
-  ThreadLimit limit(options.num_threads);
-  char error[512];
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const Step& s = steps_[i];
-    const int threads = s.single_thread ? 1 : options.num_threads;
-    std::optional<ThreadLimit> alone;
-    if (threads != options.num_threads) alone.emplace(threads);
-    error[0] = '\0';
-    amber_kernel_args a{&ws.args[size_t(s.first_arg)],
-                        s.n_inputs,
-                        s.n_outputs,
-                        &ws.args[size_t(s.first_arg + s.n_inputs)],
-                        s.attrs.data(),
-                        int32_t(s.attrs.size()),
-                        threads,
-                        nullptr,
-                        error,
-                        sizeof error};
-    const auto t0 = options.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    const int rc = s.kernel(&a);
-    if (options.profile) {
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
-      StepStats& st = stats_[i];
-      st.calls.fetch_add(1, std::memory_order_relaxed);
-      st.nanoseconds.fetch_add(uint64_t(ns.count()), std::memory_order_relaxed);
-      st.bytes.fetch_add(s.out_bytes, std::memory_order_relaxed);
-    }
-    if (rc != 0) {
-      error[sizeof error - 1] = '\0';
-      throw Error(str(describe(*s.node), ": ", s.node->op->name, ": ", error[0] ? error : "kernel failed"));
-    }
-    if (options.anomaly) check_anomaly(s, a.outputs);
-  }
-
   std::vector<Tensor> out;
-  out.reserve(outputs_.size());
-  for (const Output& o : outputs_) {
-    const PlanValue& pv = values_[size_t(o.value)];
-    const amber_tensor_view& v = pv.view;
-    const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
-    const DimVec strides(std::span<const int64_t>(v.strides, size_t(v.ndim)));
-    const size_t item = itemsize(DType(v.dtype));
-    if (o.copy) {
-      const Tensor& home =
-          pv.home == Home::input ? dense[size_t(pv.index)] : graph_.constants()[size_t(pv.index)]->data;
-      const int64_t offset = home.storage_offset() + pv.byte_offset / int64_t(item);
-      out.push_back(Tensor::make(home.storage(), sizes, strides, offset, DType(v.dtype)).clone());
-    } else {
-      out.push_back(
-          Tensor::make(buffers[size_t(pv.index)], sizes, strides, pv.byte_offset / int64_t(item), DType(v.dtype)));
+  char error[512];
+  try {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous(SrcLoc::none());
+      input_data[i] = dense[i].data();
+      if (dense[i].device() == device_) {
+        // An eager contiguous() ran on the default stream: order it before this call's work.
+        if (!inputs[i].is_contiguous() && !host_memory_ && backend_->synchronize(device_.index, nullptr) != 0)
+          device_failure("preparing an input");
+        continue;
+      }
+      AMBER_ASSERT(dense[i].device().is_cpu() && !host_memory_, "input on ", dense[i].device());
+      char* staging = static_cast<char*>(ws.arena.data) + input_staging_[i];
+      if (dense[i].nbytes() && backend_->copy(staging, int32_t(device_.type), device_.index, dense[i].data(),
+                                              int32_t(DeviceType::cpu), 0, dense[i].nbytes(), stream) != 0)
+        device_failure(str("copying input ", i, " (", dense[i].nbytes(), " bytes) from the host").c_str());
+      input_data[i] = staging;
     }
+    for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
+    bind(ws, input_data, buffers);
+
+    ThreadLimit limit(options.num_threads);
+    char* scratch = static_cast<char*>(ws.arena.data) + scratch_offset_;
+    const bool timed = options.profile;
+    const bool sync_each = timed && streams;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& s = steps_[i];
+      const int threads = s.single_thread ? 1 : options.num_threads;
+      std::optional<ThreadLimit> alone;
+      if (threads != options.num_threads) alone.emplace(threads);
+      error[0] = '\0';
+      amber_kernel_args a{};
+      a.inputs = &ws.args[size_t(s.first_arg)];
+      a.n_inputs = s.n_inputs;
+      a.n_outputs = s.n_outputs;
+      a.outputs = &ws.args[size_t(s.first_arg + s.n_inputs)];
+      a.attrs = s.attrs.data();
+      a.n_attrs = int32_t(s.attrs.size());
+      a.num_threads = threads;
+      a.stream = stream;
+      a.error = error;
+      a.error_capacity = sizeof error;
+      a.state = s.state;
+      a.workspace = s.workspace_bytes ? scratch : nullptr;
+      a.workspace_bytes = s.workspace_bytes;
+      a.program = s.program ? s.program->get() : nullptr;
+      a.context = s.kernel->context;
+      a.label = s.label.c_str();
+      const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      const int rc = s.kernel->run(&a);
+      if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());
+      if (timed) {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+        StepStats& st = stats_[i];
+        st.calls.fetch_add(1, std::memory_order_relaxed);
+        st.nanoseconds.fetch_add(uint64_t(ns.count()), std::memory_order_relaxed);
+        st.bytes.fetch_add(s.out_bytes, std::memory_order_relaxed);
+      }
+      if (rc != 0) {
+        error[sizeof error - 1] = '\0';
+        throw Error(str(s.label, ": ", s.node ? s.node->op->name : "clone", ": ", error[0] ? error : "kernel failed"));
+      }
+      if (options.anomaly) check_anomaly(s, a.outputs, stream);
+    }
+
+    out.reserve(outputs_.size());
+    for (int o : outputs_) {
+      const PlanValue& pv = values_[size_t(o)];
+      const amber_tensor_view& v = pv.view;
+      const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
+      const DimVec strides(std::span<const int64_t>(v.strides, size_t(v.ndim)));
+      const DType dtype = DType(v.dtype);
+      const int64_t offset = pv.byte_offset / int64_t(itemsize(dtype));
+      const Storage& buf = buffers[size_t(pv.index)];
+      if (options.outputs_on_host && !host_memory_) {
+        Storage host = Storage::allocate(buf.nbytes(), Device::cpu());
+        if (buf.nbytes() && backend_->copy(host.data(), int32_t(DeviceType::cpu), 0, buf.data(), int32_t(device_.type),
+                                           device_.index, buf.nbytes(), stream) != 0)
+          device_failure("copying an output to the host");
+        out.push_back(Tensor::make(std::move(host), sizes, strides, offset, dtype));
+      } else {
+        out.push_back(Tensor::make(buf, sizes, strides, offset, dtype));
+      }
+    }
+    if (streams && backend_->synchronize(device_.index, stream) != 0) device_failure("running the call");
+  } catch (...) {
+    // Nothing this call queued may outlive it: its arena and buffers go back to the pools.
+    if (streams) (void)backend_->synchronize(device_.index, stream);
+    throw;
   }
   return out;
 }

@@ -1,20 +1,27 @@
-// The execution plan of one static graph on one device: type promotion made explicit,
-// every kernel pointer resolved, every intermediate placed in one arena by liveness, every
-// view's layout fixed. A call takes a workspace (kernel arguments) from the plan's pool and
-// an arena from the model's ArenaPool, patches the data pointers of the inputs, the arena and
-// the per-call output buffers (from the model's BufferCache), and runs the kernels in order. Plans are immutable; run()
-// is safe from many threads at once.
+// The execution plan of one static graph on one device: type promotion made explicit, every
+// kernel resolved and set up once (its state owned by the step, freed with the plan), every
+// intermediate placed in one arena by liveness, every view's layout fixed. A call takes a
+// workspace (kernel arguments and a stream) from the plan's pool and an arena from the
+// model's ArenaPool, brings host inputs to the device, runs the kernels in order on its
+// stream, and synchronises before returning. The plan never reads or writes device memory
+// itself: everything goes through the device's backend table. Plans are immutable; run() is
+// safe from many threads at once.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "amber/core/backend.h"
 #include "amber/graph/graph.h"
 #include "amber/loader/arena_pool.h"
 #include "amber/loader/buffer_cache.h"
+
+namespace amber {
+class CFusedProgram;
+}
 
 namespace amber::loader {
 
@@ -24,36 +31,43 @@ struct StepStats {
 };
 
 struct RunOptions {
-  int num_threads = 1;   // intra-op threads the kernels may use
-  bool anomaly = false;  // check float outputs of every node for NaN/Inf
-  bool profile = false;  // time every node (StepStats)
+  int num_threads = 1;           // intra-op threads the kernels may use
+  bool anomaly = false;          // check float outputs of every node for NaN/Inf
+  bool profile = false;          // time every node (StepStats; synchronises after each on devices with streams)
+  void* stream = nullptr;        // the caller's stream, else the workspace's own
+  bool outputs_on_host = false;  // copy the outputs to host memory before returning
 };
 
 class Plan {
  public:
-  // Compiles g (static; consumed) for device; calls borrow their arenas from `arenas` and take
-  // their output buffers from `outputs` (both shared by the model's plans). Throws
-  // amber::Error naming the node when a kernel is missing or inference fails.
-  Plan(graph::Graph g, Device device, std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>(),
-       std::shared_ptr<BufferCache> outputs = std::make_shared<BufferCache>());
+  // Compiles g (static; its constants already on device; consumed) for device and runs every
+  // kernel's setup for calls of setup_threads intra-op threads. Calls borrow their arenas
+  // from `arenas` and take their output buffers from `outputs` (both shared by the model's
+  // plans). Throws amber::Error naming the node when a kernel is missing, inference fails or
+  // a setup fails.
+  Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
+       std::shared_ptr<BufferCache> outputs);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 
   // Runs the graph. inputs must already be checked against the graph's inputs (dtype and
-  // sizes); non-contiguous ones are copied. Returns tensors the caller owns.
+  // sizes); each is on the host or on the plan's device, with any strides. Returns tensors
+  // the caller owns, on the device (or the host with outputs_on_host), after synchronising.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options) const;
 
-  // Runs the kernels' one-time setup (amber_backend::lookup_prepare) for num_threads
-  // intra-op threads and readies one workspace, so that a call with that many threads does
-  // no setup of its own.
+  // Readies one workspace (its stream) and, when some step uses them, starts the intra-op
+  // threads, so that the first call does neither.
   void prepare(int num_threads) const;
 
   const graph::Graph& graph() const { return graph_; }
+  Device device() const { return device_; }
+  // Bytes of one call's arena: intermediates, host-input staging and kernel scratch.
   size_t arena_bytes() const { return arena_bytes_; }
   size_t num_steps() const { return steps_.size(); }
-  // The node step i runs, and its counters.
-  const graph::Node& step_node(size_t i) const { return *steps_[i].node; }
+  // The node step i runs (null for the copy of an output that is an input or a constant), and
+  // its counters.
+  const graph::Node* step_node(size_t i) const { return steps_[i].node; }
   const StepStats& step_stats(size_t i) const { return stats_[i]; }
   void reset_stats() const;
 
@@ -66,35 +80,39 @@ class Plan {
     amber_tensor_view view;  // everything but data
   };
   struct Step {
-    const graph::Node* node;
-    amber_kernel_fn kernel;
-    amber_kernel_fn prepare;             // may be null
-    int first_arg, n_inputs, n_outputs;  // into the flat argument arrays
-    std::vector<amber_attr> attrs;       // pointing into node->attrs
-    uint64_t out_bytes;
-    bool single_thread;  // too little work for the thread pool (step_cost.h)
-  };
-  struct Output {
-    int value;
-    bool copy;  // it lives in an input or a constant: the caller gets a copy
+    const graph::Node* node = nullptr;
+    const amber_kernel* kernel = nullptr;
+    void* state = nullptr;  // from kernel->setup, destroyed with the plan
+    size_t workspace_bytes = 0;
+    std::unique_ptr<CFusedProgram> program;
+    std::string label;                               // "node %3 = conv2d (model.cpp:21 @conv1)"
+    int first_arg = 0, n_inputs = 0, n_outputs = 0;  // into the flat argument arrays
+    std::vector<amber_attr> attrs;                   // pointing into node->attrs
+    uint64_t out_bytes = 0;
+    bool single_thread = false;  // too little work for the thread pool (step_cost.h)
   };
   struct Workspace;
 
   std::unique_ptr<Workspace> acquire() const;
   void release(std::unique_ptr<Workspace> ws) const;
-  void check_anomaly(const Step& s, const amber_tensor_view* outs) const;
-  // Points the workspace's arguments at this call's memory (null where none is given).
-  void bind(Workspace& ws, const std::vector<Tensor>* inputs, const std::vector<Storage>* buffers) const;
+  void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;
+  // Points the workspace's arguments at this call's memory.
+  void bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const;
+  [[noreturn]] void device_failure(const char* what) const;
 
   graph::Graph graph_;
   Device device_;
+  const amber_backend* backend_ = nullptr;
+  bool host_memory_ = true;  // the device's memory is host memory (AMBER_BACKEND_HOST_MEMORY)
   std::vector<PlanValue> values_;
   std::vector<Step> steps_;
   std::vector<amber_tensor_view> arg_templates_;  // inputs then outputs of each step
   std::vector<int> arg_values_;                   // the value each argument shows
   std::vector<char*> constant_data_;
-  std::vector<size_t> output_buffer_bytes_;  // buffers allocated per call (they escape)
-  std::vector<Output> outputs_;
+  std::vector<size_t> output_buffer_bytes_;        // buffers allocated per call (they escape)
+  std::vector<int> outputs_;                       // the value of each graph output (in an output buffer)
+  std::vector<size_t> input_staging_;              // arena offset of each input's copy from the host
+  size_t scratch_offset_ = 0, scratch_bytes_ = 0;  // kernel workspace, in the arena
   size_t arena_bytes_ = 0;
   std::shared_ptr<ArenaPool> arenas_;
   std::shared_ptr<BufferCache> output_cache_;

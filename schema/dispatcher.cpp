@@ -10,10 +10,16 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/parallel.h"
 #include "amber/core/small_vector.h"
+#include "amber/schema/fused_program.h"
 
 namespace amber {
 namespace {
@@ -27,7 +33,7 @@ struct DepthGuard {
 };
 
 constexpr int kMaxCachedOps = 1024;
-std::atomic<amber_kernel_fn> g_kernel_cache[kMaxCachedOps][kNumDeviceTypes][kNumDTypes];
+std::atomic<const amber_kernel*> g_kernel_cache[kMaxCachedOps][kNumDeviceTypes][kNumDTypes];
 
 void fill_view(amber_tensor_view& v, const Tensor* t, bool writable) {
   if (!t || !t->defined()) {
@@ -118,20 +124,126 @@ DispatchHookGuard::~DispatchHookGuard() {
 
 DispatchHook* current_dispatch_hook() { return t_hook; }
 
-amber_kernel_fn resolve_kernel(const OpSchema& op, Device device, DType dtype) {
+const amber_kernel& resolve_kernel(const OpSchema& op, Device device, DType dtype) {
   AMBER_ASSERT(op.index >= 0 && op.index < kMaxCachedOps, "op table larger than the kernel cache");
   auto& slot = g_kernel_cache[op.index][int(device.type)][int(dtype)];
-  amber_kernel_fn fn = slot.load(std::memory_order_acquire);
-  if (fn) [[likely]]
-    return fn;
+  const amber_kernel* k = slot.load(std::memory_order_acquire);
+  if (k) [[likely]]
+    return *k;
   const amber_backend& b = backend(device);
-  fn = b.lookup_kernel(op.name.c_str(), op.version, int32_t(dtype));
-  AMBER_CHECK(fn, op.name, ": no ", b.name, " kernel for dtype ", dtype, " (the op table lists ", op.dtypes, ")");
-  slot.store(fn, std::memory_order_release);
-  return fn;
+  k = b.lookup_kernel(op.name.c_str(), op.version, int32_t(dtype));
+  AMBER_CHECK(k && k->run, op.name, ": no ", b.name, " kernel for dtype ", dtype, " (the op table lists ", op.dtypes,
+              ")");
+  slot.store(k, std::memory_order_release);
+  return *k;
 }
 
-void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const Tensor* const> inputs,
+namespace {
+
+// Kernel states of eager calls (kernels with a setup: convolution, linear, attention on the
+// CPU), by everything the setup saw. Bounded: the least recently used entry goes when full;
+// entries in use by a running call live on until it ends.
+class EagerStates {
+ public:
+  struct Entry {
+    const amber_kernel* kernel = nullptr;
+    Device device;
+    void* state = nullptr;
+    size_t workspace_bytes = 0;
+    Entry() = default;
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    ~Entry() {
+      if (!state || !kernel->destroy_state) return;
+      // Work queued on the default stream may still use the state.
+      if (!device.is_cpu())
+        if (const amber_backend* b = backend_if_loaded(device.type)) (void)b->synchronize(device.index, nullptr);
+      kernel->destroy_state(state);
+    }
+  };
+
+  std::shared_ptr<Entry> get(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second.second);
+    return it->second.first;
+  }
+  void put(const std::string& key, std::shared_ptr<Entry> e) {
+    std::shared_ptr<Entry> evicted;  // destroyed outside the lock
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = map_.try_emplace(key, std::move(e), order_.end());
+    if (!fresh) return;
+    order_.push_front(key);
+    it->second.second = order_.begin();
+    if (map_.size() > kCapacity) {
+      auto last = map_.find(order_.back());
+      evicted = std::move(last->second.first);
+      map_.erase(last);
+      order_.pop_back();
+    }
+  }
+  size_t size() {
+    std::lock_guard lock(mutex_);
+    return map_.size();
+  }
+
+ private:
+  static constexpr size_t kCapacity = 64;
+  std::mutex mutex_;
+  std::list<std::string> order_;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<Entry>, std::list<std::string>::iterator>> map_;
+};
+
+EagerStates& eager_states() {
+  static EagerStates* s = new EagerStates();  // never destroyed: states may outlive static destruction order
+  return *s;
+}
+
+template <typename T>
+void append(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// Everything a kernel's setup may depend on: the arguments' layouts (and the identity of
+// immutable inputs, whose contents a setup may pack), the attributes and the thread count.
+std::string state_key(const amber_kernel& k, Device device, const amber_kernel_args& a) {
+  std::string key;
+  key.reserve(256);
+  append(key, &k);
+  append(key, device.index);
+  append(key, a.num_threads);
+  for (int i = 0; i < a.n_inputs + a.n_outputs; ++i) {
+    const amber_tensor_view& v = i < a.n_inputs ? a.inputs[i] : a.outputs[i - a.n_inputs];
+    append(key, v.dtype);
+    append(key, v.ndim);
+    for (int d = 0; d < v.ndim; ++d) {
+      append(key, v.sizes[d]);
+      append(key, v.strides[d]);
+    }
+    append(key, v.cache_id);
+    append(key, v.cache_id ? v.data : nullptr);
+  }
+  for (int i = 0; i < a.n_attrs; ++i) {
+    const amber_attr& at = a.attrs[i];
+    append(key, at.kind);
+    append(key, at.i);
+    append(key, at.f);
+    append(key, at.count);
+    if (at.kind == AMBER_ATTR_INTS)
+      key.append(reinterpret_cast<const char*>(at.ints), sizeof(int64_t) * size_t(at.count));
+    if (at.kind == AMBER_ATTR_FLOATS)
+      key.append(reinterpret_cast<const char*>(at.floats), sizeof(double) * size_t(at.count));
+    if (at.kind == AMBER_ATTR_STRING) key.append(at.str, size_t(at.count));
+  }
+  return key;
+}
+
+}  // namespace
+
+size_t eager_kernel_states() { return eager_states().size(); }
+
+void launch_kernel(const OpSchema& op, const amber_kernel& kernel, std::span<const Tensor* const> inputs,
                    std::span<const Tensor> outputs, std::span<const Attr> attrs, Device device) {
   constexpr size_t kInline = 8;
   std::array<amber_tensor_view, kInline> in_inline, out_inline;
@@ -149,21 +261,51 @@ void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const T
   for (size_t i = 0; i < attrs.size(); ++i) fill_c_attr(at[i], attrs[i]);
   char error[512];
   error[0] = '\0';
-  amber_kernel_args args{in,
-                         int32_t(inputs.size()),
-                         int32_t(outputs.size()),
-                         out,
-                         at,
-                         int32_t(attrs.size()),
-                         get_num_threads(),
-                         nullptr,
-                         error,
-                         sizeof error};
-  (void)device;
-  if (kernel(&args) != 0) {
+  amber_kernel_args args{};
+  args.inputs = in;
+  args.n_inputs = int32_t(inputs.size());
+  args.n_outputs = int32_t(outputs.size());
+  args.outputs = out;
+  args.attrs = at;
+  args.n_attrs = int32_t(attrs.size());
+  args.num_threads = get_num_threads();
+  args.error = error;
+  args.error_capacity = sizeof error;
+  args.context = kernel.context;
+  args.label = op.name.c_str();
+  auto failed = [&](const char* what) {
     error[sizeof error - 1] = '\0';
-    throw Error(str(op.name, ": ", error[0] ? error : "kernel failed"));
+    throw Error(str(op.name, what, ": ", error[0] ? error : "kernel failed"));
+  };
+  // A fused program as C data, built once for this call.
+  std::unique_ptr<CFusedProgram> program;
+  if (op.flags & op_flags::program) {
+    const int pi = op.attr_index("program");
+    AMBER_ASSERT(pi >= 0 && size_t(pi) < attrs.size(), op.name, " has no program attribute");
+    program = std::make_unique<CFusedProgram>(parse_fused_program(attrs[size_t(pi)].s(), int(inputs.size())),
+                                              int(inputs.size()));
+    args.program = program->get();
   }
+  std::shared_ptr<EagerStates::Entry> entry;
+  Storage workspace;
+  if (kernel.setup) {
+    const std::string key = state_key(kernel, device, args);
+    entry = eager_states().get(key);
+    if (!entry) {
+      entry = std::make_shared<EagerStates::Entry>();
+      entry->kernel = &kernel;
+      entry->device = device;
+      if (kernel.setup(&args, &entry->state, &entry->workspace_bytes) != 0) failed(" (setup)");
+      eager_states().put(key, entry);
+    }
+    args.state = entry->state;
+    if (entry->workspace_bytes) {
+      workspace = Storage::allocate(entry->workspace_bytes, device);
+      args.workspace = workspace.data();
+      args.workspace_bytes = entry->workspace_bytes;
+    }
+  }
+  if (kernel.run(&args) != 0) failed("");
 }
 
 std::vector<Tensor> apply_view(const OpSchema& op, const InferCtx& ctx, const Tensor& in, bool allow_copy) {
@@ -252,7 +394,7 @@ std::vector<Tensor> dispatch(const OpSchema& op, std::span<const Tensor* const> 
     }
     outputs.reserve(size_t(ctx.num_outputs()));
     for (const TensorMeta& m : ctx.outputs()) outputs.push_back(empty(m.sizes, {m.dtype, device}, m.format));
-    amber_kernel_fn kernel = resolve_kernel(op, device, cdt);
+    const amber_kernel& kernel = resolve_kernel(op, device, cdt);
     launch_kernel(op, kernel, std::span(ready.data(), ready.size()), outputs, attrs, device);
   }
 

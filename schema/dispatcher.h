@@ -6,6 +6,7 @@
 // composite kernels) are not recorded twice.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <vector>
 
@@ -49,13 +50,18 @@ Tensor call(const OpSchema& op, std::initializer_list<const Tensor*> inputs, std
 // ---- Pieces shared with the loader's executor. ----
 // The kernel for (op, device type, dtype), cached after the first lookup; throws an error
 // naming the op, device and dtype when the backend has none.
-amber_kernel_fn resolve_kernel(const OpSchema& op, Device device, DType dtype);
+const amber_kernel& resolve_kernel(const OpSchema& op, Device device, DType dtype);
 // The C view of an attribute for kernels; pointers refer into a (which must outlive c).
 void fill_c_attr(amber_attr& c, const Attr& a);
-// Runs kernel on prepared tensors (inputs already of the compute dtype, outputs allocated);
-// throws amber::Error "op: message" if the kernel reports a failure.
-void launch_kernel(const OpSchema& op, amber_kernel_fn kernel, std::span<const Tensor* const> inputs,
+// Runs kernel eagerly on prepared tensors (inputs already of the compute dtype, outputs
+// allocated on device) on the device's default stream; throws amber::Error "op: message" if
+// the kernel reports a failure. A kernel with a setup gets its state from a bounded cache
+// keyed by the call's shapes, strides, attributes, thread count and immutable inputs (64
+// entries, least recently used dropped; docs/OPS.md), and scratch memory for this call.
+void launch_kernel(const OpSchema& op, const amber_kernel& kernel, std::span<const Tensor* const> inputs,
                    std::span<const Tensor> outputs, std::span<const Attr> attrs, Device device);
+// Kernel states held by the eager cache (tests).
+size_t eager_kernel_states();
 // Applies a view op's layout function to in, giving one tensor per inferred output; with
 // allow_copy (maybe_view ops) a layout that cannot be a view is produced from a
 // contiguous copy instead.

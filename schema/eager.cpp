@@ -309,11 +309,7 @@ Tensor Tensor::to(Device d, SrcLoc loc) const {
   Tensor src = contiguous(SrcLoc::none());
   Tensor out = empty(sizes(), {dtype(), d});
   if (out.nbytes() > 0) {
-    const amber_backend& b = backend(d.is_cpu() ? src.device() : d);
-    const int rc = b.copy(out.mutable_data(), int32_t(d.type), d.index, src.data(), int32_t(src.device().type),
-                          src.device().index, out.nbytes(), nullptr);
-    AMBER_CHECK(rc == 0, "to(): copying ", out.nbytes(), " bytes from ", src.device(), " to ", d,
-                " failed: ", b.last_error());
+    copy_between_devices(out.mutable_data(), d, src.data(), src.device(), out.nbytes(), "to()");
   }
   if (HostAccessHook* hook = tls_host_access_hook()) hook->on_device_copy(*this, out);
   return out;

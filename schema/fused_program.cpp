@@ -164,4 +164,22 @@ std::string format_fused_program(const FusedProgram& p) {
   return out;
 }
 
+CFusedProgram::CFusedProgram(const FusedProgram& p, int num_inputs) {
+  auto operand = [](const FusedOperand& o) {
+    amber_fused_operand c{};
+    c.kind = o.kind == FusedOperand::Kind::input  ? AMBER_OPERAND_INPUT
+             : o.kind == FusedOperand::Kind::temp ? AMBER_OPERAND_TEMP
+                                                  : AMBER_OPERAND_IMM;
+    c.index = o.index;
+    c.imm = o.imm;
+    return c;
+  };
+  instrs_.reserve(p.instrs.size());
+  for (const FusedInstr& in : p.instrs)
+    instrs_.push_back({int32_t(in.op), int32_t(in.arity), operand(in.a), operand(in.b), operand(in.c)});
+  program_.instrs = instrs_.data();
+  program_.n_instrs = int32_t(instrs_.size());
+  program_.n_inputs = num_inputs;
+}
+
 }  // namespace amber

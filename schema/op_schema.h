@@ -52,6 +52,9 @@ inline constexpr uint32_t maybe_view = 1u << 1;  // a view when strides allow, e
 inline constexpr uint32_t pointwise = 1u << 2;   // elementwise with broadcasting: fusible
 inline constexpr uint32_t factory = 1u << 3;     // no tensor inputs; dtype from an attribute
 inline constexpr uint32_t nondeterministic = 1u << 4;
+// The op's `program` attribute is a fused program (schema/fused_program.h): callers hand its
+// kernels the program as C data (amber_kernel_args::program), built once per node or call.
+inline constexpr uint32_t program = 1u << 5;
 }  // namespace op_flags
 
 struct OpSchema;

@@ -21,8 +21,9 @@ void infer_fused(InferCtx& c) {
 }
 
 const OpRegistrar registrar{
-    {"fused(Tensor[] inputs, str program) -> Tensor", DTypeSet{DType::f32}, infer_fused, op_flags::pointwise, nullptr,
-     1, "A chain of f32 pointwise ops run as one node; the program is data (see docs/OPS.md)."},
+    {"fused(Tensor[] inputs, str program) -> Tensor", DTypeSet{DType::f32}, infer_fused,
+     op_flags::pointwise | op_flags::program, nullptr, 1,
+     "A chain of f32 pointwise ops run as one node; the program is data (see docs/OPS.md)."},
 };
 
 }  // namespace

@@ -417,7 +417,7 @@ TEST_CASE("output buffers are recycled once the caller drops them; outputs outli
 }
 
 TEST_CASE("BufferCache: exact sizes, bounded idle blocks, storage keeping the cache alive", "[loader]") {
-  auto cache = std::make_shared<loader::BufferCache>(2);
+  auto cache = std::make_shared<loader::BufferCache>(Device::cpu(), 2);
   const void* used[2] = {};
   {
     Storage a = cache->take(1000), b = cache->take(1000), c = cache->take(2000), d = cache->take(3000);

@@ -2,8 +2,8 @@
 // are processed by one thread each: scores = q k^T / sqrt(E), the mask or causal mask
 // applied, a softmax per row, then scores v. Scores never exceed a block of rows at a time,
 // so memory stays bounded for long sequences. The two products run on single-threaded
-// oneDNN matmul primitives made for the shapes and strides at hand (created at load by the
-// prepare entry): oneDNN's sgemm would generate its whole kernel set on first use, 35-40 ms
+// oneDNN matmul primitives made for the shapes and strides at hand (by the step's setup, at
+// load; kept in its state): oneDNN's sgemm would generate its whole kernel set on first use, 35-40 ms
 // of a transformer's load here, where a matmul primitive generates only what it needs.
 
 #include <omp.h>
@@ -29,48 +29,69 @@ using namespace onednn;
 constexpr int64_t kRowBlock = 64;
 
 // c[m, n] = alpha a[m, k] b[k, n]: a and b with the given strides, c dense rows.
-struct MmKey {
+struct MmShape {
   int64_t m, n, k, a_rs, a_cs, b_rs, b_cs;
   float alpha;
-  auto tie() const { return std::tie(m, n, k, a_rs, a_cs, b_rs, b_cs, alpha); }
-  bool operator<(const MmKey& o) const { return tie() < o.tie(); }
 };
 struct MmPrim {
-  dnnl::matmul prim;
-  memory::desc a, b, c, scratch;
-  uint64_t id;
+  std::unique_ptr<Primitive> prim;
+  memory::desc a, b, c;
 };
 
-// The primitive for `key`, made for one thread (it runs inside a worker of parallel_for), on
+// The primitive for `shape`, made for one thread (it runs inside a worker of parallel_for), on
 // oneDNN's brgemm kernels when they take it (dense operands): its default for some shapes,
 // the sgemm-based one, would bring back sgemm's one-time kernel generation.
-std::shared_ptr<MmPrim> matmul_prim(const MmKey& key) {
-  static Lru<MmKey, MmPrim> cache(256);
-  return cache.get(key, [&] {
-    struct OneThread {
-      int previous = omp_get_max_threads();
-      OneThread() { omp_set_num_threads(1); }
-      ~OneThread() { omp_set_num_threads(previous); }
-    } one_thread;
-    auto stride = [](int64_t size, int64_t s) { return size == 1 ? 1 : s; };
-    const memory::desc a({key.m, key.k}, memory::data_type::f32,
-                         Dims{stride(key.m, key.a_rs), stride(key.k, key.a_cs)});
-    const memory::desc b({key.k, key.n}, memory::data_type::f32,
-                         Dims{stride(key.k, key.b_rs), stride(key.n, key.b_cs)});
-    const memory::desc c({key.m, key.n}, memory::data_type::f32, memory::format_tag::ab);
-    dnnl::primitive_attr attr = user_scratchpad();
-    if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
-    auto make = [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); };
-    auto is_brgemm = [](const dnnl::matmul::primitive_desc& pd) {
-      return std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
-    };
-    dnnl::matmul::primitive_desc pd = make();
-    while (!is_brgemm(pd) && pd.next_impl()) {
-    }
-    if (!is_brgemm(pd)) pd = make();  // none: oneDNN's first choice (next_impl moved pd on)
-    return MmPrim{dnnl::matmul(pd), pd.src_desc(),        pd.weights_desc(),
-                  pd.dst_desc(),    pd.scratchpad_desc(), next_primitive_id()};
-  });
+std::unique_ptr<MmPrim> matmul_prim(const MmShape& key) {
+  std::lock_guard creating(creation_mutex());
+  struct OneThread {
+    int previous = omp_get_max_threads();
+    OneThread() { omp_set_num_threads(1); }
+    ~OneThread() { omp_set_num_threads(previous); }
+  } one_thread;
+  auto stride = [](int64_t size, int64_t s) { return size == 1 ? 1 : s; };
+  const memory::desc a({key.m, key.k}, memory::data_type::f32, Dims{stride(key.m, key.a_rs), stride(key.k, key.a_cs)});
+  const memory::desc b({key.k, key.n}, memory::data_type::f32, Dims{stride(key.k, key.b_rs), stride(key.n, key.b_cs)});
+  const memory::desc c({key.m, key.n}, memory::data_type::f32, memory::format_tag::ab);
+  dnnl::primitive_attr attr = user_scratchpad();
+  if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
+  auto make = [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); };
+  auto is_brgemm = [](const dnnl::matmul::primitive_desc& pd) {
+    return std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
+  };
+  dnnl::matmul::primitive_desc pd = make();
+  while (!is_brgemm(pd) && pd.next_impl()) {
+  }
+  if (!is_brgemm(pd)) pd = make();  // none: oneDNN's first choice (next_impl moved pd on)
+  auto p = std::make_unique<MmPrim>();
+  p->prim = std::make_unique<Primitive>(dnnl::matmul(pd), pd.scratchpad_desc());
+  p->a = pd.src_desc();
+  p->b = pd.weights_desc();
+  p->c = pd.dst_desc();
+  return p;
+}
+
+// The state of one attention step: the two products for a full block of rows and for the
+// last, shorter one.
+struct SdpaState {
+  std::unique_ptr<MmPrim> qk[2], sv[2];
+  size_t workspace_bytes() const { return 0; }  // products run inside workers, on their own scratchpads
+};
+
+std::unique_ptr<SdpaState> sdpa_state(const amber_kernel_args* a) {
+  const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2];
+  const int r = q.ndim;
+  const int64_t L = q.sizes[r - 2], E = q.sizes[r - 1], S = k.sizes[r - 2], Ev = v.sizes[r - 1];
+  auto st = std::make_unique<SdpaState>();
+  if (S == 0 || L == 0) return st;
+  const float scale = float(1.0 / std::sqrt(double(E)));
+  const int64_t tail = L % kRowBlock;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t rows = i == 0 ? std::min(L, kRowBlock) : tail;
+    if (rows == 0 || (i == 1 && L < kRowBlock)) continue;
+    st->qk[i] = matmul_prim({rows, S, E, E, 1, 1, E, scale});
+    st->sv[i] = matmul_prim({rows, Ev, S, S, 1, Ev, 1, 1.0f});
+  }
+  return st;
 }
 
 // In place over a contiguous row: softmax.
@@ -107,8 +128,7 @@ const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, 
   return buf.data();
 }
 
-// prepare_only: create the matmul primitives, compute nothing.
-int sdpa(const amber_kernel_args* a, bool prepare_only) {
+int sdpa(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
   const amber_tensor_view& out = a->outputs[0];
   const bool causal = attr_bool(a, 1);
@@ -117,21 +137,12 @@ int sdpa(const amber_kernel_args* a, bool prepare_only) {
   int64_t batches = 1, bsizes[AMBER_MAX_DIMS];
   for (int d = 0; d < r - 2; ++d) batches *= (bsizes[d] = q.sizes[d]);
   if (L == 0 || Ev == 0 || batches == 0) return 0;
-  const float scale = float(1.0 / std::sqrt(double(E)));
   // Per block of rows (kRowBlock, and a shorter last block), on dense operands (oneDNN's
   // brgemm matmul wants them dense; copying a head's k and v costs little next to the
   // products): scores[rows, S] = scale q[rows, E] k^T[E, S]; out[rows, Ev] = scores v[S, Ev].
-  const int64_t tail = L % kRowBlock;
-  std::shared_ptr<MmPrim> qk[2], sv[2];
-  if (S > 0) {
-    for (int i = 0; i < 2; ++i) {
-      const int64_t rows = i == 0 ? std::min(L, kRowBlock) : tail;
-      if (rows == 0 || (i == 1 && L < kRowBlock)) continue;
-      qk[i] = matmul_prim({rows, S, E, E, 1, 1, E, scale});
-      sv[i] = matmul_prim({rows, Ev, S, S, 1, Ev, 1, 1.0f});
-    }
-  }
-  if (prepare_only) return 0;
+  std::unique_ptr<SdpaState> own;  // a call without setup: a state for this call alone
+  const SdpaState* st = static_cast<const SdpaState*>(a->state);
+  if (!st) st = (own = sdpa_state(a)).get();
   const float* qp = static_cast<const float*>(q.data);
   const float* kp = static_cast<const float*>(k.data);
   const float* vp = static_cast<const float*>(v.data);
@@ -158,7 +169,7 @@ int sdpa(const amber_kernel_args* a, bool prepare_only) {
         continue;
       }
       const int which = rows == kRowBlock || L < kRowBlock ? 0 : 1;
-      const MmPrim &pqk = *qk[which], &psv = *sv[which];
+      const MmPrim &pqk = *st->qk[which], &psv = *st->sv[which];
       const float* qd = dense_rows(qp + batch_offset(q, bsizes, r - 2, b) + row0 * q.strides[r - 2], rows, E,
                                    q.strides[r - 2], q.strides[r - 1], qbuf);
       if (b != kv_batch) {  // a thread's blocks run in order: each head's k and v are made dense once
@@ -168,9 +179,8 @@ int sdpa(const amber_kernel_args* a, bool prepare_only) {
       }
       scores.resize(size_t(rows * S));
       try {
-        execute(pqk.id, pqk.prim,
-                {{DNNL_ARG_SRC, &pqk.a, qd}, {DNNL_ARG_WEIGHTS, &pqk.b, kd}, {DNNL_ARG_DST, &pqk.c, scores.data()}},
-                pqk.scratch);
+        pqk.prim->execute(
+            {{DNNL_ARG_SRC, &pqk.a, qd}, {DNNL_ARG_WEIGHTS, &pqk.b, kd}, {DNNL_ARG_DST, &pqk.c, scores.data()}});
       } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
         continue;
@@ -197,9 +207,8 @@ int sdpa(const amber_kernel_args* a, bool prepare_only) {
         softmax_row(p, nullptr, S, nullptr);
       }
       try {
-        execute(psv.id, psv.prim,
-                {{DNNL_ARG_SRC, &psv.a, scores.data()}, {DNNL_ARG_WEIGHTS, &psv.b, vd}, {DNNL_ARG_DST, &psv.c, orow}},
-                psv.scratch);
+        psv.prim->execute(
+            {{DNNL_ARG_SRC, &psv.a, scores.data()}, {DNNL_ARG_WEIGHTS, &psv.b, vd}, {DNNL_ARG_DST, &psv.c, orow}});
       } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
       }
@@ -210,19 +219,14 @@ int sdpa(const amber_kernel_args* a, bool prepare_only) {
   return 0;
 }
 
-template <typename T>
-struct SdpaKernel {
-  static int run(const amber_kernel_args* a) {
-    return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa(a, false); });
-  }
-  static int prepare(const amber_kernel_args* a) {
-    return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa(a, true); });
-  }
-};
+int sdpa_run(const amber_kernel_args* a) {
+  return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa(a); });
+}
 
 AMBER_CPU_KERNELS(attention) {
-  register_typed<SdpaKernel, float>("scaled_dot_product_attention");
-  register_prepare("scaled_dot_product_attention", DType::f32, &SdpaKernel<float>::prepare);
+  using State = StateOf<SdpaState, sdpa_state>;
+  register_kernel("scaled_dot_product_attention", DType::f32,
+                  amber_kernel{sdpa_run, State::setup, State::destroy, nullptr});
 }
 
 }  // namespace

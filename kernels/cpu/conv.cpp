@@ -5,16 +5,13 @@
 // weight layout run its brgconv kernels at 420-500 GFLOP/s. So the primitive is created for
 // NHWC source and destination (conv2d's output is channels-last, see docs/OPS.md) and
 // weights in the layout oneDNN chooses. Inputs in another layout are reordered first.
-// Reordered weights are cached only when their storage is read-only (cache_id != 0: weights
-// mapped from a file never change); otherwise they are reordered on every call. Primitive
-// descriptors and primitives are cached by shape, layout and thread count (onednn.h: caches,
-// scratchpads, concurrent execution).
+// The step's setup makes the primitive (per thread count) and packs the weights into its
+// layout when they are immutable (cache_id != 0: a loaded model's weights); mutable weights
+// are reordered on every call. All of it is the step's state (onednn.h).
 
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
-#include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "amber/kernels/cpu/kernel_util.h"
@@ -46,103 +43,139 @@ bool strides_usable(const Dims& dims, const Dims& strides) {
   return true;
 }
 
-struct ConvKey {
-  Dims src, wei, dst, stride, pad, dil;
-  int64_t groups;
-  bool bias;
-  int threads;
-  auto tie() const { return std::tie(src, wei, dst, stride, pad, dil, groups, bias, threads); }
-  bool operator<(const ConvKey& o) const { return tie() < o.tie(); }
+// The geometry of one conv2d step, as oneDNN sees it.
+struct Geometry {
+  Dims xd, xs, wd, ws, yd, ys, stride, pad, dil;
+  int64_t groups = 1, oc = 0;
+  bool bias = false;
 };
 
-struct ConvPrim {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward prim;
-  memory::desc src, wei, bias, dst, scratch;  // the primitive's layouts
-  uint64_t id;                                // onednn::execute's key
-};
-
-Lru<ConvKey, ConvPrim>& prim_cache() {
-  static Lru<ConvKey, ConvPrim> c(256);
-  return c;
-}
-
-// prepare_only: create the primitive and reorder immutable weights, compute nothing.
-int conv2d(const amber_kernel_args* a, bool prepare_only) {
+Geometry geometry_of(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
-  const int64_t groups = attr_int(a, 3);
+  Geometry g;
+  g.groups = attr_int(a, 3);
   auto pair_of = [&](int i) {
     auto v = attr_ints(a, i);
     return Dims{v[0], v.size() > 1 ? v[1] : v[0]};
   };
-  const Dims stride = pair_of(0), pad = pair_of(1), dil1 = pair_of(2);
-  const Dims dil = {dil1[0] - 1, dil1[1] - 1};  // oneDNN counts dilation from 0
-
-  Dims xd, xs, yd, ys;
-  nchw_of(x, xd, xs);
-  nchw_of(y, yd, ys);
-  const int64_t oc = w.sizes[0], icg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
-  Dims wd, ws;  // user weights, grouped form [G, OC/G, IC/G, KH, KW] when groups > 1
-  if (groups == 1) {
-    wd = {oc, icg, kh, kw};
-    ws.assign(w.strides, w.strides + 4);
+  g.stride = pair_of(0);
+  g.pad = pair_of(1);
+  const Dims dil1 = pair_of(2);
+  g.dil = {dil1[0] - 1, dil1[1] - 1};  // oneDNN counts dilation from 0
+  nchw_of(x, g.xd, g.xs);
+  nchw_of(y, g.yd, g.ys);
+  g.oc = w.sizes[0];
+  const int64_t icg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+  if (g.groups == 1) {  // user weights, grouped form [G, OC/G, IC/G, KH, KW] when groups > 1
+    g.wd = {g.oc, icg, kh, kw};
+    g.ws.assign(w.strides, w.strides + 4);
   } else {
-    wd = {groups, oc / groups, icg, kh, kw};
-    ws = {oc / groups * w.strides[0], w.strides[0], w.strides[1], w.strides[2], w.strides[3]};
+    g.wd = {g.groups, g.oc / g.groups, icg, kh, kw};
+    g.ws = {g.oc / g.groups * w.strides[0], w.strides[0], w.strides[1], w.strides[2], w.strides[3]};
   }
-  for (size_t i = 0; i < wd.size(); ++i)
-    if (wd[i] == 1 && ws[i] <= 0) ws[i] = 1;
+  for (size_t i = 0; i < g.wd.size(); ++i)
+    if (g.wd[i] == 1 && g.ws[i] <= 0) g.ws[i] = 1;
+  g.bias = present(b);
+  return g;
+}
 
+// The primitive for one thread count, and the weights packed for it (immutable weights).
+struct ConvPrim {
+  std::unique_ptr<Primitive> prim;
+  memory::desc src, wei, bias, dst;  // the primitive's layouts
+  std::shared_ptr<PackedWeights> packed;
+};
+
+// The state of one conv2d step: its geometry and a primitive per thread count.
+struct ConvState {
+  Geometry g;
+  ByThreads<ConvPrim> prims;
+  size_t ws = 0;
+  std::mutex pack_mutex;
+  std::vector<std::pair<memory::desc, std::shared_ptr<PackedWeights>>> packs;  // by target layout
+  size_t workspace_bytes() const { return ws; }
+
+  // The primitive for `threads`, made (and the weights packed, when immutable) on first use.
+  ConvPrim& prim(int threads, const amber_tensor_view& w) {
+    return prims.get(threads, [&](int t) {
+      omp_set_num_threads(t);
+      auto tag4 = memory::format_tag::nhwc;
+      memory::desc src_md(g.xd, memory::data_type::f32, tag4), dst_md(g.yd, memory::data_type::f32, tag4);
+      memory::desc wei_md(g.wd, memory::data_type::f32, memory::format_tag::any);
+      memory::desc bias_md =
+          g.bias ? memory::desc({g.oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+                                        wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad);
+      dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+      auto p = std::make_unique<ConvPrim>();
+      p->prim = std::make_unique<Primitive>(dnnl::convolution_forward(pd), pd.scratchpad_desc());
+      p->src = pd.src_desc();
+      p->wei = pd.weights_desc();
+      p->bias = pd.bias_desc();
+      p->dst = pd.dst_desc();
+      const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
+      if (w.cache_id != 0 && w.data && user_wei != p->wei) {
+        std::lock_guard lock(pack_mutex);
+        for (auto& [desc, packed] : packs)
+          if (desc == p->wei) p->packed = packed;
+        if (!p->packed) {
+          p->packed = pack_weights(w.data, user_wei, p->wei);
+          packs.emplace_back(p->wei, p->packed);
+        }
+      }
+      // The reorders a call may need around the primitive, made now (oneDNN keeps them).
+      const memory::desc user_src(g.xd, memory::data_type::f32, g.xs);
+      if (strides_usable(g.xd, g.xs) && user_src != p->src)
+        (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_src, engine(), p->src, user_scratchpad()));
+      const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
+      if (user_dst != p->dst)
+        (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), p->dst, engine(), user_dst, user_scratchpad()));
+      return p;
+    });
+  }
+};
+
+// Setup: the primitive for the step's thread count and for one thread (a call that shares
+// the cores with others), weights packed when immutable.
+std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
+  auto s = std::make_unique<ConvState>();
+  s->g = geometry_of(a);
+  const int threads = std::max(1, a->num_threads);
+  s->ws = s->prim(threads, a->inputs[1]).prim->scratch_bytes();
+  if (threads > 1) (void)s->prim(1, a->inputs[1]);
+  return s;
+}
+
+int conv2d(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
+  std::unique_ptr<ConvState> own;  // a call without setup: a state for this call alone
+  ConvState* st = static_cast<ConvState*>(a->state);
+  if (!st) st = (own = make_state(a)).get();
+  // The state was made for this step's shapes and strides (an eager call's is found by them).
+  const Geometry& g = st->g;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
+  ConvPrim& prim = st->prim(threads, w);
   dnnl::engine& eng = engine();
-  const ConvKey key{xd, wd, yd, stride, pad, dil, groups, present(b), threads};
-  auto prim = prim_cache().get(key, [&] {
-    auto tag4 = memory::format_tag::nhwc;
-    memory::desc src_md(xd, memory::data_type::f32, tag4), dst_md(yd, memory::data_type::f32, tag4);
-    memory::desc wei_md(wd, memory::data_type::f32, memory::format_tag::any);
-    memory::desc bias_md =
-        present(b) ? memory::desc({oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
-                                      wei_md, bias_md, dst_md, stride, dil, pad, pad);
-    dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), eng);
-    return ConvPrim{pd,
-                    dnnl::convolution_forward(pd),
-                    pd.src_desc(),
-                    pd.weights_desc(),
-                    pd.bias_desc(),
-                    pd.dst_desc(),
-                    pd.scratchpad_desc(),
-                    next_primitive_id()};
-  });
 
-  dnnl::stream strm(eng);  // for the reorders around the primitive (rare: NCHW inputs, mutable weights)
-  // Weights: reordered to the primitive's layout (cached when immutable).
-  const memory::desc user_wei(wd, memory::data_type::f32, ws);
+  // Weights: packed at setup when immutable, else reordered on every call.
+  const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
   const void* wei = w.data;
-  std::shared_ptr<PackedWeights> packed;
   std::vector<float> wbuf;
-  if (user_wei != prim->wei) {
-    if (w.cache_id != 0) {
-      packed = packed_weights(w.cache_id, w.data, user_wei, prim->wei);
-      wei = packed->data;
-    } else if (!prepare_only) {
-      wbuf.resize(prim->wei.get_size() / sizeof(float));  // mutable weights: every call
-      run_reorder(memory(user_wei, eng, w.data), memory(prim->wei, eng, wbuf.data()), strm);
+  if (user_wei != prim.wei) {
+    if (prim.packed && w.cache_id != 0) {
+      wei = prim.packed->data;
+    } else {
+      wbuf.resize(prim.wei.get_size() / sizeof(float));
+      run_reorder(memory(user_wei, eng, w.data), memory(prim.wei, eng, wbuf.data()));
       wei = wbuf.data();
     }
-  }
-  if (prepare_only) {
-    // Also the reorders a call will need around the primitive (oneDNN caches them).
-    const memory::desc user_src(xd, memory::data_type::f32, xs);
-    if (strides_usable(xd, xs) && user_src != prim->src) (void)dnnl::reorder(reorder_pd(user_src, prim->src));
-    const memory::desc user_dst(yd, memory::data_type::f32, ys);
-    if (user_dst != prim->dst) (void)dnnl::reorder(reorder_pd(prim->dst, user_dst));
-    return 0;  // the primitive and immutable weights are ready
   }
   // Source: used in place when already NHWC, else reordered.
   std::vector<float> xbuf, ybuf, xcontig;
   const float* xp = static_cast<const float*>(x.data);
+  const Dims& xd = g.xd;
+  Dims xs = g.xs;
   if (!strides_usable(xd, xs)) {  // broadcast (stride-0) input: materialise it
     xcontig.resize(size_t(xd[0] * xd[1] * xd[2] * xd[3]));
     size_t k = 0;
@@ -154,52 +187,45 @@ int conv2d(const amber_kernel_args* a, bool prepare_only) {
     xs = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1};
   }
   const memory::desc user_src(xd, memory::data_type::f32, xs);
-  if (user_src != prim->src) {
-    xbuf.resize(prim->src.get_size() / sizeof(float));
-    run_reorder(memory(user_src, eng, const_cast<float*>(xp)), memory(prim->src, eng, xbuf.data()), strm);
+  if (user_src != prim.src) {
+    xbuf.resize(prim.src.get_size() / sizeof(float));
+    run_reorder(memory(user_src, eng, const_cast<float*>(xp)), memory(prim.src, eng, xbuf.data()));
     xp = xbuf.data();
   }
   // Destination: written in place when the output is NHWC (conv2d's own output layout).
-  const memory::desc user_dst(yd, memory::data_type::f32, ys);
-  const bool direct = user_dst == prim->dst;
-  if (!direct) ybuf.resize(prim->dst.get_size() / sizeof(float));
+  const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
+  const bool direct = user_dst == prim.dst;
+  if (!direct) ybuf.resize(prim.dst.get_size() / sizeof(float));
   void* yp = direct ? y.data : ybuf.data();
   if (present(b)) {
     const float* bp = static_cast<const float*>(b.data);
     std::vector<float> bbuf;
-    if (memory::desc({oc}, memory::data_type::f32, Dims{b.strides[0]}) != prim->bias) {  // strided: copy it
-      bbuf.resize(size_t(oc));
-      for (int64_t i = 0; i < oc; ++i) bbuf[size_t(i)] = bp[i * b.strides[0]];
+    if (memory::desc({g.oc}, memory::data_type::f32, Dims{b.strides[0]}) != prim.bias) {  // strided: copy it
+      bbuf.resize(size_t(g.oc));
+      for (int64_t i = 0; i < g.oc; ++i) bbuf[size_t(i)] = bp[i * b.strides[0]];
       bp = bbuf.data();
     }
-    execute(prim->id, prim->prim,
-            {{DNNL_ARG_SRC, &prim->src, xp},
-             {DNNL_ARG_WEIGHTS, &prim->wei, wei},
-             {DNNL_ARG_BIAS, &prim->bias, bp},
-             {DNNL_ARG_DST, &prim->dst, yp}},
-            prim->scratch);
+    prim.prim->execute({{DNNL_ARG_SRC, &prim.src, xp},
+                        {DNNL_ARG_WEIGHTS, &prim.wei, wei},
+                        {DNNL_ARG_BIAS, &prim.bias, bp},
+                        {DNNL_ARG_DST, &prim.dst, yp}},
+                       a->workspace, a->workspace_bytes);
   } else {
-    execute(prim->id, prim->prim,
-            {{DNNL_ARG_SRC, &prim->src, xp}, {DNNL_ARG_WEIGHTS, &prim->wei, wei}, {DNNL_ARG_DST, &prim->dst, yp}},
-            prim->scratch);
+    prim.prim->execute(
+        {{DNNL_ARG_SRC, &prim.src, xp}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, yp}},
+        a->workspace, a->workspace_bytes);
   }
-  if (!direct) run_reorder(memory(prim->dst, eng, ybuf.data()), memory(user_dst, eng, y.data), strm);
+  if (!direct) run_reorder(memory(prim.dst, eng, ybuf.data()), memory(user_dst, eng, y.data));
   return 0;
 }
 
-template <typename T>
-struct Conv2dKernel {
-  static int run(const amber_kernel_args* a) {
-    return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv2d(a, false); });
-  }
-  static int prepare(const amber_kernel_args* a) {
-    return guarded_onednn(a, "oneDNN convolution setup failed", [&] { return conv2d(a, true); });
-  }
-};
+int conv2d_run(const amber_kernel_args* a) {
+  return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv2d(a); });
+}
 
 AMBER_CPU_KERNELS(conv) {
-  register_typed<Conv2dKernel, float>("conv2d");
-  register_prepare("conv2d", DType::f32, &Conv2dKernel<float>::prepare);
+  using State = StateOf<ConvState, make_state>;
+  register_kernel("conv2d", DType::f32, amber_kernel{conv2d_run, State::setup, State::destroy, nullptr});
 }
 
 }  // namespace

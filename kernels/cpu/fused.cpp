@@ -1,5 +1,5 @@
-// CPU kernel for `fused` nodes: one generic kernel that runs a fused program (see
-// schema/fused_program.h) over broadcast f32 inputs. Each 1-D run is processed in blocks of
+// CPU kernel for `fused` nodes: one generic kernel that runs a fused program (C data,
+// amber_fused_program in core/backend.h) over broadcast f32 inputs. Each 1-D run is processed in blocks of
 // 256 elements; every instruction is a loop over the block (vectorised per ISA through
 // IsaVariants), reading inputs in place when contiguous, so intermediates never touch
 // memory beyond a few kilobytes of registers. Formulas are the op kernels' own
@@ -8,22 +8,21 @@
 
 #include <array>
 #include <cmath>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/pointwise_math.h"
 #include "amber/kernels/cpu/registry.h"
-#include "amber/schema/fused_program.h"
 
 namespace amber::cpu {
 namespace {
 
 constexpr int64_t kBlock = 256;
 
+constexpr int kMaxInputs = 8;  // the fused op's limit (docs/OPS.md)
+
 struct Ctx {
-  const FusedProgram* program;
+  const amber_fused_program* program;
   int num_inputs;
 };
 
@@ -62,15 +61,16 @@ inline void map2(float* o, Arg a, Arg b, int64_t m, F f) {
 struct FusedRun {
   static void run(char* const* p, const int64_t* s, int64_t n, const void* vc) {
     const Ctx& ctx = *static_cast<const Ctx*>(vc);
-    const auto& instrs = ctx.program->instrs;
+    const amber_fused_instr* instrs = ctx.program->instrs;
+    const int64_t n_instrs = ctx.program->n_instrs;
     const int k = ctx.num_inputs;
-    thread_local std::vector<float> scratch;
-    scratch.resize(size_t((k + int64_t(instrs.size())) * kBlock));
+    thread_local std::vector<float> scratch;  // a few KiB per worker thread, reused
+    scratch.resize(size_t((k + n_instrs) * kBlock));
     float* in_buf = scratch.data();
     float* tmp = scratch.data() + k * kBlock;
     for (int64_t base = 0; base < n; base += kBlock) {
       const int64_t m = std::min(kBlock, n - base);
-      Arg inputs[kMaxFusedInputs];
+      Arg inputs[kMaxInputs];
       for (int j = 0; j < k; ++j) {
         const char* src = p[j + 1] + base * s[j + 1];
         if (s[j + 1] == 0) {
@@ -83,35 +83,35 @@ struct FusedRun {
           inputs[j] = {dst, false};
         }
       }
-      auto arg = [&](const FusedOperand& o) -> Arg {
+      auto arg = [&](const amber_fused_operand& o) -> Arg {
         switch (o.kind) {
-          case FusedOperand::Kind::input:
+          case AMBER_OPERAND_INPUT:
             return inputs[o.index];
-          case FusedOperand::Kind::temp:
+          case AMBER_OPERAND_TEMP:
             return {tmp + o.index * kBlock, false};
-          case FusedOperand::Kind::imm:
+          default:
             break;
         }
         return {&o.imm, true};
       };
-      for (size_t t = 0; t < instrs.size(); ++t) {
-        const FusedInstr& in = instrs[t];
+      for (int64_t t = 0; t < n_instrs; ++t) {
+        const amber_fused_instr& in = instrs[t];
         float* o = tmp + int64_t(t) * kBlock;
         const Arg a = arg(in.a);
         switch (in.op) {
-          case FusedOp::add:
+          case AMBER_FUSED_ADD:
             map2(o, a, arg(in.b), m, [](float x, float y) { return x + y; });
             break;
-          case FusedOp::sub:
+          case AMBER_FUSED_SUB:
             map2(o, a, arg(in.b), m, [](float x, float y) { return x - y; });
             break;
-          case FusedOp::mul:
+          case AMBER_FUSED_MUL:
             map2(o, a, arg(in.b), m, [](float x, float y) { return x * y; });
             break;
-          case FusedOp::div:
+          case AMBER_FUSED_DIV:
             map2(o, a, arg(in.b), m, [](float x, float y) { return x / y; });
             break;
-          case FusedOp::pow: {
+          case AMBER_FUSED_POW: {
             const Arg b = arg(in.b);
             if (b.scalar) {
               const float e = *b.p;
@@ -121,52 +121,52 @@ struct FusedRun {
             }
             break;
           }
-          case FusedOp::neg:
+          case AMBER_FUSED_NEG:
             map1(o, a, m, [](float x) { return -x; });
             break;
-          case FusedOp::abs:
+          case AMBER_FUSED_ABS:
             map1(o, a, m, [](float x) { return std::fabs(x); });
             break;
-          case FusedOp::exp:
+          case AMBER_FUSED_EXP:
             map1(o, a, m, [](float x) { return vexp(x); });
             break;
-          case FusedOp::log:
+          case AMBER_FUSED_LOG:
             map1(o, a, m, [](float x) { return vlog(x); });
             break;
-          case FusedOp::sqrt:
+          case AMBER_FUSED_SQRT:
             map1(o, a, m, [](float x) { return std::sqrt(x); });
             break;
-          case FusedOp::rsqrt:
+          case AMBER_FUSED_RSQRT:
             map1(o, a, m, [](float x) { return pw::rsqrt(x); });
             break;
-          case FusedOp::tanh:
+          case AMBER_FUSED_TANH:
             map1(o, a, m, [](float x) { return vtanh(x); });
             break;
-          case FusedOp::sigmoid:
+          case AMBER_FUSED_SIGMOID:
             map1(o, a, m, [](float x) { return pw::sigmoid(x); });
             break;
-          case FusedOp::relu:
+          case AMBER_FUSED_RELU:
             map1(o, a, m, [](float x) { return pw::relu(x); });
             break;
-          case FusedOp::gelu:
+          case AMBER_FUSED_GELU:
             map1(o, a, m, [](float x) { return pw::gelu(x); });
             break;
-          case FusedOp::gelu_tanh:
+          case AMBER_FUSED_GELU_TANH:
             map1(o, a, m, [](float x) { return pw::gelu_tanh(x); });
             break;
-          case FusedOp::silu:
+          case AMBER_FUSED_SILU:
             map1(o, a, m, [](float x) { return pw::silu(x); });
             break;
-          case FusedOp::reciprocal:
+          case AMBER_FUSED_RECIPROCAL:
             map1(o, a, m, [](float x) { return pw::reciprocal(x); });
             break;
-          case FusedOp::clamp_min:
+          case AMBER_FUSED_CLAMP_MIN:
             map2(o, a, arg(in.b), m, [](float x, float lo) { return pw::clamp_min(x, lo); });
             break;
-          case FusedOp::clamp_max:
+          case AMBER_FUSED_CLAMP_MAX:
             map2(o, a, arg(in.b), m, [](float x, float hi) { return pw::clamp_max(x, hi); });
             break;
-          case FusedOp::clamp: {
+          case AMBER_FUSED_CLAMP: {
             const Arg lo = arg(in.b), hi = arg(in.c);
             map2(o, a, lo, m, [](float x, float l) { return pw::clamp_min(x, l); });
             map2(o, {o, false}, hi, m, [](float x, float h) { return pw::clamp_max(x, h); });
@@ -175,7 +175,7 @@ struct FusedRun {
         }
       }
       // The last result is the output.
-      const float* r = tmp + int64_t(instrs.size() - 1) * kBlock;
+      const float* r = tmp + (n_instrs - 1) * kBlock;
       char* out = p[0] + base * s[0];
       if (s[0] == sizeof(float)) {
         float* o = reinterpret_cast<float*>(out);
@@ -199,24 +199,28 @@ void run_fused(const amber_kernel_args* a, const Ctx& ctx) {
   it.run(inner, &ctx, a->num_threads, kGrainMath);
 }
 
-// Parsed programs, per thread (no lock on the hot path), keyed by text and input count.
-const FusedProgram& program_for(const char* text, int num_inputs) {
-  thread_local std::unordered_map<std::string, FusedProgram> cache;
-  std::string key(text);
-  key += '#';
-  key += std::to_string(num_inputs);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  if (cache.size() > 256) cache.clear();
-  return cache.emplace(std::move(key), parse_fused_program(text, num_inputs)).first->second;
+// Checks what the kernel relies on: operand indices in range, temporaries defined before use.
+bool valid_program(const amber_fused_program* p, int num_inputs) {
+  if (!p || p->n_instrs < 1 || p->n_inputs != num_inputs) return false;
+  for (int32_t t = 0; t < p->n_instrs; ++t) {
+    const amber_fused_instr& in = p->instrs[t];
+    if (in.op < 0 || in.op >= AMBER_FUSED_NUM_OPCODES || in.arity < 1 || in.arity > 3) return false;
+    for (const amber_fused_operand* o : {&in.a, &in.b, &in.c}) {
+      if (o - &in.a >= in.arity) break;
+      if (o->kind == AMBER_OPERAND_INPUT && (o->index < 0 || o->index >= num_inputs)) return false;
+      if (o->kind == AMBER_OPERAND_TEMP && (o->index < 0 || o->index >= t)) return false;
+    }
+  }
+  return true;
 }
 
 template <typename T>
 struct FusedKernel {  // fused(inputs, program)
   static int run(const amber_kernel_args* a) {
     return guarded(a, [&] {
-      const FusedProgram& program = program_for(a->attrs[0].str, a->n_inputs);
-      const Ctx ctx{&program, a->n_inputs};
+      if (!valid_program(a->program, a->n_inputs))
+        return fail(a, "fused: the call carries no valid program for its %d inputs", a->n_inputs);
+      const Ctx ctx{a->program, a->n_inputs};
       switch (a->n_inputs) {
         case 1:
           run_fused<2>(a, ctx);
@@ -243,7 +247,7 @@ struct FusedKernel {  // fused(inputs, program)
           run_fused<9>(a, ctx);
           break;
         default:
-          return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxFusedInputs);
+          return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
       }
       return 0;
     });

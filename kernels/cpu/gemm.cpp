@@ -16,8 +16,9 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
-#include <tuple>
-#include <unordered_map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -215,59 +216,73 @@ int matmul_kernel(const amber_kernel_args* a) {
 // thread's memory objects (onednn::execute), so a tiny product costs within 1 us of sgemm's
 // (LeNet's 1 x 84 x 10: 0.9 us vs 0.2).
 
-struct IpKey {
-  int64_t rows, in, out;
-  bool bias;
-  int threads;
-  auto tie() const { return std::tie(rows, in, out, bias, threads); }
-  bool operator<(const IpKey& o) const { return tie() < o.tie(); }
-};
 struct IpPrim {
-  dnnl::inner_product_forward prim;
-  onednn::memory::desc src, wei, bias, dst, scratch;  // the primitive's layouts
-  uint64_t id;                                        // onednn::execute's key
+  std::unique_ptr<onednn::Primitive> prim;
+  onednn::memory::desc src, wei, bias, dst;  // the primitive's layouts
+  std::shared_ptr<onednn::PackedWeights> packed;
 };
 
-// y[rows, out] = x[rows, in] w[out, in]^T (+ bias); x dense rows, y dense. prepare_only:
-// create the primitive and pack the weights, compute nothing.
-int linear_ip(const amber_kernel_args* a, const float* x, int64_t rows, bool prepare_only) {
+// The state of a linear step on the inner product: a primitive per thread count, weights
+// packed once per target layout.
+struct LinearState {
+  int64_t rows = 0, in_f = 0, out_f = 0;
+  bool bias = false;
+  onednn::ByThreads<IpPrim> prims;
+  std::mutex pack_mutex;
+  std::vector<std::pair<onednn::memory::desc, std::shared_ptr<onednn::PackedWeights>>> packs;
+  size_t ws = 0;
+  size_t workspace_bytes() const { return ws; }
+
+  IpPrim& prim(int threads, const amber_tensor_view& w) {
+    using namespace onednn;
+    return prims.get(threads, [&](int t) {
+      omp_set_num_threads(t);
+      const memory::desc src_md({rows, in_f}, memory::data_type::f32, memory::format_tag::ab);
+      const memory::desc dst_md({rows, out_f}, memory::data_type::f32, memory::format_tag::ab);
+      const memory::desc wei_md({out_f, in_f}, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc bias_md =
+          bias ? memory::desc({out_f}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
+      dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src_md, wei_md, bias_md, dst_md);
+      dnnl::inner_product_forward::primitive_desc pd(d, user_scratchpad(), engine());
+      auto p = std::make_unique<IpPrim>();
+      p->prim = std::make_unique<Primitive>(dnnl::inner_product_forward(pd), pd.scratchpad_desc());
+      p->src = pd.src_desc();
+      p->wei = pd.weights_desc();
+      p->bias = pd.bias_desc();
+      p->dst = pd.dst_desc();
+      const memory::desc user_wei = user_weights(w);
+      if (user_wei != p->wei) {
+        std::lock_guard lock(pack_mutex);
+        for (auto& [desc, packed] : packs)
+          if (desc == p->wei) p->packed = packed;
+        if (!p->packed) {
+          p->packed = pack_weights(w.data, user_wei, p->wei);
+          packs.emplace_back(p->wei, p->packed);
+        }
+      }
+      return p;
+    });
+  }
+  onednn::memory::desc user_weights(const amber_tensor_view& w) const {
+    return onednn::memory::desc({out_f, in_f}, onednn::memory::data_type::f32,
+                                onednn::Dims{out_f == 1 ? in_f : w.strides[0], in_f == 1 ? 1 : w.strides[1]});
+  }
+};
+
+// y[rows, out] = x[rows, in] w[out, in]^T (+ bias); x dense rows, y dense.
+int linear_ip(const amber_kernel_args* a, LinearState& st, const float* x) {
   using namespace onednn;
   const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
-  const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
+  const int64_t out_f = st.out_f;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
-  static Lru<IpKey, IpPrim> prims(256);
-  auto prim = prims.get(IpKey{rows, in_f, out_f, present(bias), threads}, [&] {
-    const memory::desc src_md({rows, in_f}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc dst_md({rows, out_f}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc wei_md({out_f, in_f}, memory::data_type::f32, memory::format_tag::any);
-    const memory::desc bias_md =
-        present(bias) ? memory::desc({out_f}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
-    dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src_md, wei_md, bias_md, dst_md);
-    dnnl::inner_product_forward::primitive_desc pd(d, user_scratchpad(), engine());
-    return IpPrim{dnnl::inner_product_forward(pd),
-                  pd.src_desc(),
-                  pd.weights_desc(),
-                  pd.bias_desc(),
-                  pd.dst_desc(),
-                  pd.scratchpad_desc(),
-                  next_primitive_id()};
-  });
-  const memory::desc user_wei({out_f, in_f}, memory::data_type::f32,
-                              Dims{out_f == 1 ? in_f : w.strides[0], in_f == 1 ? 1 : w.strides[1]});
-  std::shared_ptr<PackedWeights> packed;
-  const void* wei = w.data;
-  if (user_wei != prim->wei) {
-    packed = packed_weights(w.cache_id, w.data, user_wei, prim->wei);
-    wei = packed->data;
-  }
-  if (prepare_only) return 0;
+  IpPrim& prim = st.prim(threads, w);
+  const void* wei = prim.packed ? prim.packed->data : w.data;
   if (!present(bias)) {
-    execute(prim->id, prim->prim,
-            {{DNNL_ARG_SRC, &prim->src, x},
-             {DNNL_ARG_WEIGHTS, &prim->wei, wei},
-             {DNNL_ARG_DST, &prim->dst, a->outputs[0].data}},
-            prim->scratch);
+    prim.prim->execute({{DNNL_ARG_SRC, &prim.src, x},
+                        {DNNL_ARG_WEIGHTS, &prim.wei, wei},
+                        {DNNL_ARG_DST, &prim.dst, a->outputs[0].data}},
+                       a->workspace, a->workspace_bytes);
     return 0;
   }
   const float* bp = static_cast<const float*>(bias.data);
@@ -278,14 +293,15 @@ int linear_ip(const amber_kernel_args* a, const float* x, int64_t rows, bool pre
     for (int64_t j = 0; j < out_f; ++j) bbuf[size_t(j)] = bp[j * bs];
     bp = bbuf.data();
   }
-  execute(prim->id, prim->prim,
-          {{DNNL_ARG_SRC, &prim->src, x},
-           {DNNL_ARG_WEIGHTS, &prim->wei, wei},
-           {DNNL_ARG_BIAS, &prim->bias, bp},
-           {DNNL_ARG_DST, &prim->dst, a->outputs[0].data}},
-          prim->scratch);
+  prim.prim->execute({{DNNL_ARG_SRC, &prim.src, x},
+                      {DNNL_ARG_WEIGHTS, &prim.wei, wei},
+                      {DNNL_ARG_BIAS, &prim.bias, bp},
+                      {DNNL_ARG_DST, &prim.dst, a->outputs[0].data}},
+                     a->workspace, a->workspace_bytes);
   return 0;
 }
+
+std::unique_ptr<LinearState> linear_state(const amber_kernel_args* a);
 
 bool use_ip(const amber_tensor_view& w, const amber_tensor_view& c, int64_t rows) {
   return w.cache_id != 0 && w.data && w.sizes[0] > 0 && w.sizes[1] > 0 && rows > 0 && c.ndim >= 1 &&
@@ -336,7 +352,10 @@ int linear_kernel(const amber_kernel_args* a) {
         for (int64_t j = 0; j < in_f; ++j) packed[size_t(r * in_f + j)] = xp[r * rs + j * cs];
       xp = packed.data();
     }
-    return linear_ip(a, xp, rows, false);
+    std::unique_ptr<LinearState> own;  // a call without setup: a state for this call alone
+    LinearState* st = static_cast<LinearState*>(a->state);
+    if (!st) st = (own = linear_state(a)).get();
+    return linear_ip(a, *st, xp);
   }
   float beta = 0.0f;
   if (present(bias)) {  // C starts as the broadcast bias
@@ -351,23 +370,35 @@ int linear_kernel(const amber_kernel_args* a) {
   return sgemm(A, B, out, out_f, beta, a->num_threads) ? 0 : fail(a, "oneDNN sgemm failed");
 }
 
-// Setup of linear for the loader. On the inner product: the primitive for this shape and
-// thread count, and the weights packed into its layout. On sgemm: oneDNN generates its
-// kernels on first use, so one small product of the same kind (transposes, beta, at most 64
-// rows of zeros) runs now, reading the immutable weights once as well.
-int linear_prepare(const amber_kernel_args* a) {
+// Setup of linear. With immutable weights: the inner product's primitive for this shape and
+// thread count (and for one thread), the weights packed into its layout. On sgemm: oneDNN
+// generates its kernels on first use, so one small product of the same kind (transposes,
+// beta, at most 64 rows of zeros) runs now, reading the immutable weights once as well; that
+// leaves no state.
+std::unique_ptr<LinearState> linear_state(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2];
-  if (w.cache_id == 0 || !w.data) return 0;  // weights computed per call: nothing to do
+  if (w.cache_id == 0 || !w.data) return nullptr;  // weights computed per call: nothing to do
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
-  if (use_ip(w, a->outputs[0], rows)) return linear_ip(a, nullptr, rows, true);
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
+  if (use_ip(w, a->outputs[0], rows)) {
+    auto st = std::make_unique<LinearState>();
+    st->rows = rows;
+    st->in_f = in_f;
+    st->out_f = out_f;
+    st->bias = present(bias);
+    const int threads = std::max(1, a->num_threads);
+    st->ws = st->prim(threads, w).prim->scratch_bytes();
+    if (threads > 1) (void)st->prim(1, w);
+    return st;
+  }
   rows = std::clamp<int64_t>(rows, 1, 64);
   std::vector<float> zeros(size_t(rows * in_f)), out(size_t(rows * out_f));
   const Mat A{zeros.data(), rows, in_f, in_f, 1};
   const Mat B{static_cast<const float*>(w.data), in_f, out_f, w.strides[1], w.strides[0]};
-  return sgemm(A, B, out.data(), out_f, present(bias) ? 1.0f : 0.0f, a->num_threads) ? 0
-                                                                                     : fail(a, "oneDNN sgemm failed");
+  if (!sgemm(A, B, out.data(), out_f, present(bias) ? 1.0f : 0.0f, a->num_threads))
+    throw std::runtime_error("oneDNN sgemm failed");
+  return nullptr;
 }
 
 template <int (*F)(const amber_kernel_args*)>
@@ -384,8 +415,9 @@ AMBER_CPU_KERNELS(gemm) {
   register_typed<Guarded<mm_kernel>::Kernel, float>("mm");
   register_typed<Guarded<bmm_kernel>::Kernel, float>("bmm");
   register_typed<Guarded<matmul_kernel>::Kernel, float>("matmul");
-  register_typed<Guarded<linear_kernel>::Kernel, float>("linear");
-  register_prepare("linear", DType::f32, &Guarded<linear_prepare>::Kernel<float>::run);
+  using State = onednn::StateOf<LinearState, linear_state>;
+  register_kernel("linear", DType::f32,
+                  amber_kernel{&Guarded<linear_kernel>::Kernel<float>::run, State::setup, State::destroy, nullptr});
 }
 
 }  // namespace

@@ -1,20 +1,21 @@
-// What the CPU kernels built on oneDNN primitives (conv2d, linear) share: the engine, small
-// thread-safe LRU caches (primitives by shape), weights packed into a primitive's layout and
-// cached for the life of immutable weights, and per-thread scratchpads. Cached primitives run
-// from many threads at once (the loader's concurrent calls): every primitive, reorders
-// included, is created with a user-managed scratchpad and each execution passes its own
-// thread's, as oneDNN requires for concurrent execution of one primitive.
+// What the CPU kernels built on oneDNN primitives (conv2d, linear, attention) share: the
+// engine, weights packed into a primitive's layout, and Primitive, a primitive made at a
+// step's setup together with what its executions reuse. Everything lives in the kernel state
+// of the plan step (or eager call) that made it and goes with it: nothing is cached process
+// wide. Primitives run from many threads at once (the loader's concurrent calls, attention's
+// workers): every primitive, reorders included, uses a user-managed scratchpad, and each
+// execution passes its own, as oneDNN requires for concurrent execution of one primitive.
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <string>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "amber/kernels/cpu/kernel_util.h"
 
@@ -27,69 +28,22 @@ dnnl::engine& engine();
 
 // Serialises primitive creation: oneDNN's own primitive cache synchronises concurrent
 // creations with code ThreadSanitizer cannot see (concurrent loads raised reports there);
-// creations are rare (load time), lookups never take it.
+// creations happen at setup, never on a call's path once the step is set up.
 std::mutex& creation_mutex();
 
-// A small thread-safe LRU cache: get(k, make) returns the cached value or make()'s.
-template <typename K, typename V>
-class Lru {
- public:
-  explicit Lru(size_t cap) : cap_(cap) {}
-  template <typename Make>
-  std::shared_ptr<V> get(const K& k, Make make) {
-    {
-      std::lock_guard lock(m_);
-      auto it = map_.find(k);
-      if (it != map_.end()) {
-        order_.splice(order_.begin(), order_, it->second.second);
-        return it->second.first;
-      }
-    }
-    std::lock_guard creating(creation_mutex());
-    {
-      std::lock_guard lock(m_);
-      auto it = map_.find(k);  // made by another thread meanwhile
-      if (it != map_.end()) return it->second.first;
-    }
-    auto v = std::make_shared<V>(make());
-    std::lock_guard lock(m_);
-    auto [it, inserted] = map_.try_emplace(k, v, order_.end());
-    if (inserted) {
-      order_.push_front(k);
-      it->second.second = order_.begin();
-      if (map_.size() > cap_) {
-        map_.erase(order_.back());
-        order_.pop_back();
-      }
-    }
-    return it->second.first;
-  }
-
- private:
-  size_t cap_;
-  std::mutex m_;
-  std::list<K> order_;
-  std::map<K, std::pair<std::shared_ptr<V>, typename std::list<K>::iterator>> map_;
-};
-
-// Weights in a primitive's layout (cpu_allocate_long_lived).
+// Weights in a primitive's layout (cpu_allocate_long_lived), owned by a kernel state.
 struct PackedWeights {
   float* data = nullptr;
   size_t bytes = 0;
   explicit PackedWeights(size_t bytes);
-  PackedWeights(PackedWeights&& o) noexcept : data(std::exchange(o.data, nullptr)), bytes(o.bytes) {}
   PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
   ~PackedWeights();
 };
 
-// `user` weights (immutable: cache_id != 0 names their storage) reordered into `target`,
-// cached by storage, address, layout and target for as long as the cache keeps them. Pages
-// of weights mapped from a file are dropped after packing (core/mapped_pages.h).
-std::shared_ptr<PackedWeights> packed_weights(uint64_t cache_id, const void* data, const memory::desc& user,
-                                              const memory::desc& target);
-
-// A new id for a primitive being created: keys its per-thread execution objects below.
-uint64_t next_primitive_id();
+// `user` weights reordered into `target`. Pages of weights mapped from a file are dropped
+// after packing (core/mapped_pages.h): the packed copy is what calls read.
+std::unique_ptr<PackedWeights> pack_weights(const void* data, const memory::desc& user, const memory::desc& target);
 
 // One execution argument: DNNL_ARG_* kind, its memory desc (alive while the primitive is) and
 // this call's buffer.
@@ -98,13 +52,62 @@ struct Arg {
   const memory::desc* desc;
   const void* data;
 };
-// Runs primitive `id` with args (and this thread's scratchpad, of scratch_desc) on this
-// thread's stream, and waits. The memory objects are made on this thread's first run of the
-// primitive and only re-pointed at the buffers afterwards: creating a stream and the memory
-// objects per call cost about 1.4 us here, as much as a whole 1 x 120 x 84 product. The
-// args of one primitive must be the same kinds on every call.
-void execute(uint64_t id, const dnnl::primitive& prim, std::initializer_list<Arg> args,
-             const memory::desc& scratch_desc);
+
+// A primitive and its scratchpad layout, with a free list of execution contexts (stream,
+// memory objects, scratchpad): a call borrows one, re-points its memory objects at its
+// buffers and gives it back. Creating a stream and the memory objects per call cost about
+// 1.4 us here, as much as a whole 1 x 120 x 84 product. The args of one primitive must be the
+// same kinds on every call. Thread-safe.
+class Primitive {
+ public:
+  Primitive(dnnl::primitive prim, memory::desc scratch) : prim_(std::move(prim)), scratch_(std::move(scratch)) {}
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+  // Runs and waits. scratch: the call's workspace when at least scratch_bytes() (else the
+  // context's own scratchpad is used).
+  void execute(std::initializer_list<Arg> args, void* scratch = nullptr, size_t scratch_bytes = 0);
+  size_t scratch_bytes() const { return scratch_.get_size(); }
+
+ private:
+  struct Context {
+    dnnl::stream strm;
+    std::unordered_map<int, memory> mem;
+    std::vector<char> pad;
+  };
+  dnnl::primitive prim_;
+  memory::desc scratch_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Context>> idle_;
+};
+
+// Per thread count variants of a step's primitive, made on first use (oneDNN tunes a
+// primitive for the threads it is created with; a call's thread count depends on how many
+// calls share the cores). make(threads) runs under creation_mutex().
+template <typename V>
+class ByThreads {
+ public:
+  template <typename Make>
+  V& get(int threads, Make make) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = map_.find(threads);
+      if (it != map_.end()) return *it->second;
+    }
+    std::lock_guard creating(creation_mutex());
+    {
+      std::lock_guard lock(mutex_);
+      auto it = map_.find(threads);
+      if (it != map_.end()) return *it->second;
+    }
+    std::unique_ptr<V> v = make(threads);
+    std::lock_guard lock(mutex_);
+    return *map_.emplace(threads, std::move(v)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::unique_ptr<V>> map_;
+};
 
 // Runs a kernel body f like guarded() (kernel_util.h), reporting a oneDNN failure as
 // "<what>: <oneDNN's message> (status <n>)".
@@ -121,13 +124,22 @@ int guarded_onednn(const amber_kernel_args* a, const char* what, F&& f) {
 
 // Primitive attributes asking for a user-managed scratchpad.
 dnnl::primitive_attr user_scratchpad();
-// This thread's scratchpad, grown to at least `bytes` / d's size (one execution per thread
-// at a time; the buffer moves when it grows).
-void* scratch_buffer(size_t bytes);
-memory scratchpad(const memory::desc& d);
-// A reorder from `from` to `to` (from oneDNN's primitive cache after the first).
-dnnl::reorder::primitive_desc reorder_pd(const memory::desc& from, const memory::desc& to);
-// Runs that reorder with this thread's scratchpad (and waits for it).
-void run_reorder(const memory& from, const memory& to, dnnl::stream& strm);
+// Runs a reorder from `from` to `to` once (a scratchpad of its own; waits for it).
+void run_reorder(const memory& from, const memory& to);
+
+// The state of a kernel with a setup, made by make(args) (which returns a std::unique_ptr of
+// a type with `size_t workspace_bytes() const`), as the amber_kernel setup/destroy pair.
+template <typename State, auto Make>
+struct StateOf {
+  static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+    return guarded_onednn(a, "oneDNN setup failed", [&] {
+      std::unique_ptr<State> s = Make(a);
+      *workspace_bytes = s ? s->workspace_bytes() : 0;
+      *state = s.release();
+      return 0;
+    });
+  }
+  static void destroy(void* state) { delete static_cast<State*>(state); }
+};
 
 }  // namespace amber::cpu::onednn

@@ -12,10 +12,10 @@
 namespace amber::cpu {
 
 void register_kernel(std::string_view op, DType dtype, amber_kernel_fn fn, int version = 1);
-amber_kernel_fn find_kernel(std::string_view op, int version, DType dtype);
-// The optional one-time setup of a kernel (amber_backend::lookup_prepare).
-void register_prepare(std::string_view op, DType dtype, amber_kernel_fn fn, int version = 1);
-amber_kernel_fn find_prepare(std::string_view op, int version, DType dtype);
+// A kernel with a one-time setup and per-step state (amber_kernel in core/backend.h).
+void register_kernel(std::string_view op, DType dtype, const amber_kernel& kernel, int version = 1);
+// The kernel entry, or nullptr.
+const amber_kernel* find_kernel(std::string_view op, int version, DType dtype);
 const amber_backend* cpu_backend();
 
 // Registers K<T>::run for every T in Ts under op.
