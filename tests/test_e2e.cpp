@@ -1,7 +1,8 @@
 // The end-to-end conformance matrix: for every model (the seed programs of DESIGN.md section
 // 9, LeNet, the Elman RNN, torchvision's ResNet-18, the transformer encoder) at batch 1 and 8,
-// PyTorch's reference == Amber eager == traced == saved-then-loaded on CPU == loaded on CUDA
-// (where a GPU and the CUDA backend exist), |amber - ref| <= atol + rtol * |ref| per model.
+// PyTorch's reference == Amber eager == traced == saved-then-loaded on CPU == loaded on the
+// simulated device (tests/sim: never skipped; bit for bit the CPU's) == loaded on CUDA (where a
+// GPU and the CUDA backend exist), |amber - ref| <= atol + rtol * |ref| per model.
 // Each model is traced once at batch 1 with a dynamic batch and that one archive serves every
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
@@ -18,8 +19,8 @@ using namespace amber;
 
 namespace {
 
-enum Path { kEager, kTraced, kLoadedCpu, kLoadedCuda, kPaths };
-const char* const kPathNames[kPaths] = {"eager", "traced", "loaded CPU", "loaded CUDA"};
+enum Path { kEager, kTraced, kLoadedCpu, kLoadedSim, kLoadedCuda, kPaths };
+const char* const kPathNames[kPaths] = {"eager", "traced", "loaded CPU", "loaded sim", "loaded CUDA"};
 
 struct Cell {
   bool run = false, ok = true;
@@ -93,6 +94,7 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
   const std::string path = "e2e_" + name + ".amber";
   traced.save(path);
   const Model cpu = load(path);
+  const Model sim = load(path, LoadOptions{.device = Device::sim(1)});
   Model cuda;
   if (cuda_skip_reason().empty()) cuda = load(path, LoadOptions{.device = Device::cuda(0)});
   for (const Batch& b : batches) {
@@ -105,7 +107,13 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     };
     check(kEager, eager(b.inputs));
     check(kTraced, traced.forward(b.inputs)[0]);
-    check(kLoadedCpu, cpu.forward(b.inputs)[0]);
+    const Tensor on_cpu = cpu.forward(b.inputs)[0];
+    check(kLoadedCpu, on_cpu);
+    const Tensor on_sim = sim.forward(b.inputs)[0];
+    CHECK(on_sim.device() == Device::sim(1));
+    check(kLoadedSim, on_sim.to(Device::cpu()));
+    INFO(name << " batch " << b.label << ": loaded sim vs loaded CPU");
+    CHECK(test::compare(on_sim.to(Device::cpu()), on_cpu, 0, 0).ok);  // the same kernels on the same threads
     if (cuda.defined()) check(kLoadedCuda, cuda.forward(b.inputs)[0].to(Device::cpu()));
     matrix().push_back(row);
   }

@@ -1,11 +1,14 @@
 // Table-driven op tests against PyTorch: every case of tests/gen_reference.py runs through
 // the generic dispatcher with attributes converted by the op table's own argument kinds,
 // and is compared with torch's output (or must raise the error torch raises). Prints one
-// line per op with its case count and worst errors.
+// line per op with its case count and worst errors. Then every case runs again on every
+// other device available (the simulated device always; CUDA where present) and must equal
+// the CPU's result, ggml-style.
 
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "amber/core/backend_registry.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/serialize/safetensors.h"
 #include "test_util.h"
@@ -69,6 +72,36 @@ struct OpStats {
 };
 
 }  // namespace
+
+// The inputs and attributes of one case, its inputs on `device` with the case's layouts.
+struct Case {
+  std::vector<Tensor> inputs;  // an undefined tensor stands for an absent optional input
+  std::vector<const Tensor*> ptrs;
+  std::vector<Attr> attrs;
+};
+
+Case make_case(const OpSchema& op, const Json& c, SafetensorsFile& file, Device device) {
+  const std::string name = c["name"];
+  Case k;
+  for (size_t i = 0; i < c["inputs"].size(); ++i) {
+    const Json& spec = c["inputs"][i];
+    if (spec.contains("absent")) {
+      k.inputs.emplace_back();
+      continue;
+    }
+    k.inputs.push_back(rebuild_layout(file.tensor(name + ".input" + std::to_string(i)).to(device), spec["layout"]));
+  }
+  for (const Tensor& t : k.inputs) k.ptrs.push_back(t.defined() ? &t : nullptr);
+  while (!op.has_tensor_list && int(k.ptrs.size()) < op.num_tensor_args) k.ptrs.push_back(nullptr);
+  for (int i = 0; i < op.num_attrs(); ++i) {
+    const ArgSpec& spec = op.attr_spec(i);
+    if (c["attrs"].contains(spec.name))
+      k.attrs.push_back(attr_from_json(op, spec, c["attrs"][spec.name]));
+    else if (spec.default_value)
+      k.attrs.push_back(*spec.default_value);
+  }
+  return k;
+}
 
 TEST_CASE("ops match PyTorch", "[ops]") {
   const std::string dir = test::refdata_dir();
@@ -136,4 +169,49 @@ TEST_CASE("ops match PyTorch", "[ops]") {
   for (auto& [name, s] : stats)
     std::printf("%-14s %6d %7d %12.3g %12.3g\n", name.c_str(), s.cases, s.errors, s.max_abs, s.max_rel);
   std::printf("%d cases against torch %s\n", total, file.metadata().at("torch").c_str());
+}
+
+TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
+  SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
+  const Json cases = Json::parse(file.metadata().at("cases"));
+  std::vector<Device> devices = {Device::sim(0)};  // the simulated device is always built with the tests
+  try {
+    (void)backend(Device::cuda(0));
+    devices.push_back(Device::cuda(0));
+  } catch (const Error& e) {
+    std::printf("devices: cuda skipped: %s\n", e.what());
+  }
+  for (const Device& device : devices) {
+    std::map<std::string, int> ran;
+    for (const Json& c : cases) {
+      if (!c["error"].is_null()) continue;
+      const std::string name = c["name"], opname = c["op"];
+      const OpSchema& op = op_schema(opname);
+      if (op.flags & op_flags::nondeterministic) continue;
+      INFO("case " << name << " (op " << opname << ") on " << device);
+      Case on_cpu = make_case(op, c, file, Device::cpu());
+      Case on_dev = make_case(op, c, file, device);
+      const bool factory = on_cpu.inputs.empty();
+      const std::vector<Tensor> want = dispatch(op, on_cpu.ptrs, on_cpu.attrs, SrcLoc::none());
+      const std::vector<Tensor> got =
+          dispatch(op, on_dev.ptrs, on_dev.attrs, SrcLoc::none(), factory ? device : Device::cpu());
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        CHECK(got[k].device() == device);
+        const test::Diff d = test::compare(got[k].to(Device::cpu()), want[k], 0, 0);
+        INFO("output " << k << ": " << d.message);
+        CHECK(d.ok);
+      }
+      ++ran[opname];
+    }
+    std::printf("%s: %zu ops (%d cases) equal to the CPU, bit for bit:", device.str().c_str(), ran.size(), [&] {
+      int n = 0;
+      for (auto& [op, k] : ran) n += k;
+      return n;
+    }());
+    for (auto& [op, k] : ran) std::printf(" %s", op.c_str());
+    std::printf("\n");
+  }
 }

@@ -1,0 +1,488 @@
+// The simulated device (libamber_sim.so, Device::sim): a backend loaded through the same
+// registry as any backend library, which proves the device seam without a GPU. Its memory is
+// host memory the host cannot touch: every allocation is a PROT_NONE mapping, opened only
+// inside the backend's own kernel, copy and fill operations, so a host dereference of device
+// memory crashes. Its streams defer work until synchronize (or a deallocation, which waits
+// like cudaFree), so a missing synchronisation returns stale data. Kernels are the CPU
+// backend's, run on that memory; a kernel given memory that is not this device's fails. It
+// counts allocations, copies, fills, kernels and syncs, and can fail the k-th allocation
+// (at once), copy (at enqueue) or kernel (when it runs, like an asynchronous GPU error).
+// AMBER_SIM_DEVICES sets the device count (default 2). Control: sim_control.h.
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "amber/core/backend.h"
+#include "amber/core/backend_registry.h"
+#include "amber/core/dtype.h"
+#include "amber/core/parallel.h"
+#include "sim_control.h"
+
+namespace {
+
+constexpr int kMaxDevices = 16;
+
+struct Alloc {
+  char* base;
+  size_t bytes, mapped;
+  int device;
+};
+
+using Op = std::function<bool(std::string& error)>;  // false: failed, error says why
+
+struct Stream {
+  int device;
+  std::deque<Op> queue;
+  std::string pending_error;  // from work run by another thread's flush; reported at the next sync
+};
+
+std::mutex g_mutex;  // guards everything below; the simulated devices run one operation at a time
+std::map<uintptr_t, Alloc> g_allocs;  // by base address
+std::set<Stream*> g_streams;
+Stream g_default[kMaxDevices];
+amber_sim_counters g_counters{};
+uint64_t g_fail_at[3] = {0, 0, 0};  // countdown to the failing operation of each kind, 0: none
+thread_local std::string t_error;
+
+int device_count_from_env() {
+  const char* env = std::getenv("AMBER_SIM_DEVICES");
+  const int n = env ? std::atoi(env) : 2;
+  return n < 0 ? 0 : n > kMaxDevices ? kMaxDevices : n;
+}
+const int g_device_count = device_count_from_env();
+
+const amber_backend& cpu() { return amber::backend(amber::Device::cpu()); }
+
+bool injected(amber_sim_fault kind) {
+  uint64_t& c = g_fail_at[kind];
+  if (c == 0) return false;
+  return --c == 0;
+}
+
+// The allocation containing [p, p + n), or nullptr. Caller holds g_mutex.
+Alloc* find(const void* p, size_t n) {
+  const auto a = uintptr_t(p);
+  auto it = g_allocs.upper_bound(a);
+  if (it == g_allocs.begin()) return nullptr;
+  --it;
+  Alloc& al = it->second;
+  if (a < uintptr_t(al.base) || a + n > uintptr_t(al.base) + al.bytes || a + n < a) return nullptr;
+  return &al;
+}
+
+// The allocations an operation may touch, opened (read-write) while it runs.
+class Opened {
+ public:
+  Opened() = default;
+  Opened(const Opened&) = delete;
+  Opened& operator=(const Opened&) = delete;
+  ~Opened() {
+    for (Alloc* a : open_) mprotect(a->base, a->mapped, PROT_NONE);
+  }
+  void add(Alloc* a) {
+    for (Alloc* o : open_)
+      if (o == a) return;
+    mprotect(a->base, a->mapped, PROT_READ | PROT_WRITE);
+    open_.push_back(a);
+  }
+
+ private:
+  std::vector<Alloc*> open_;
+};
+
+// Bytes from the lowest to one past the highest element of a view.
+bool view_span(const amber_tensor_view& v, const char*& lo, size_t& n) {
+  if (!v.data || v.ndim < 0) return false;
+  int64_t low = 0, high = 0;
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.sizes[d] == 0) return false;
+    const int64_t span = (v.sizes[d] - 1) * v.strides[d];
+    (span < 0 ? low : high) += span;
+  }
+  const int64_t item = int64_t(amber::itemsize(amber::DType(v.dtype)));
+  lo = static_cast<const char*>(v.data) + low * item;
+  n = size_t((high - low + 1) * item);
+  return true;
+}
+
+// Runs the queued work of s in order; the first failure drops the rest. Caller holds g_mutex.
+void run_queue(Stream& s) {
+  while (!s.queue.empty()) {
+    Op op = std::move(s.queue.front());
+    s.queue.pop_front();
+    std::string error;
+    if (!op(error)) {
+      if (s.pending_error.empty()) s.pending_error = error;
+      s.queue.clear();
+    }
+  }
+}
+
+void flush_all() {
+  for (int d = 0; d < g_device_count; ++d) run_queue(g_default[d]);
+  for (Stream* s : g_streams) run_queue(*s);
+}
+
+Stream* stream_of(int device, void* stream) {
+  return stream ? static_cast<Stream*>(stream) : &g_default[device];
+}
+
+bool valid_device(int32_t d) {
+  if (d >= 0 && d < g_device_count) return true;
+  t_error = "sim: no device " + std::to_string(d) + " (" + std::to_string(g_device_count) + " configured)";
+  return false;
+}
+
+// ---- The backend table ----
+
+int32_t sim_device_count() {
+  if (g_device_count == 0) t_error = "sim: AMBER_SIM_DEVICES is 0";
+  return g_device_count;
+}
+
+void* sim_allocate(int32_t device, size_t nbytes, uint32_t) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return nullptr;
+  if (injected(AMBER_SIM_FAIL_ALLOCATION)) {
+    t_error = "sim: out of memory (injected failure): asked for " + std::to_string(nbytes) + " bytes";
+    return nullptr;
+  }
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t mapped = (std::max<size_t>(nbytes, 1) + page - 1) / page * page;
+  void* p = mmap(nullptr, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    t_error = "sim: out of memory: asked for " + std::to_string(nbytes) + " bytes";
+    return nullptr;
+  }
+  g_allocs[uintptr_t(p)] = Alloc{static_cast<char*>(p), nbytes, mapped, device};
+  ++g_counters.allocations;
+  ++g_counters.live_allocations;
+  g_counters.live_bytes += nbytes;
+  return p;
+}
+
+void sim_deallocate(int32_t, void* ptr, size_t, uint32_t) {
+  if (!ptr) return;
+  std::lock_guard lock(g_mutex);
+  flush_all();  // queued work may still use it (like cudaFree, this waits for the device)
+  auto it = g_allocs.find(uintptr_t(ptr));
+  if (it == g_allocs.end()) std::abort();  // freeing what was never allocated here: a bug in the caller
+  munmap(it->second.base, it->second.mapped);
+  ++g_counters.frees;
+  --g_counters.live_allocations;
+  g_counters.live_bytes -= it->second.bytes;
+  g_allocs.erase(it);
+}
+
+int sim_copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, int32_t src_type, int32_t src_device,
+             size_t nbytes, void* stream) {
+  std::lock_guard lock(g_mutex);
+  const int32_t sim = int32_t(amber::DeviceType::sim), host = int32_t(amber::DeviceType::cpu);
+  const bool dst_sim = dst_type == sim, src_sim = src_type == sim;
+  if ((!dst_sim && dst_type != host) || (!src_sim && src_type != host) || (!dst_sim && !src_sim)) {
+    t_error = "sim: copies go between host memory and sim devices";
+    return 1;
+  }
+  const int device = src_sim ? src_device : dst_device;
+  if (!valid_device(device) || (dst_sim && !valid_device(dst_device))) return 1;
+  if (injected(AMBER_SIM_FAIL_COPY)) {
+    t_error = "sim: injected failure of a copy of " + std::to_string(nbytes) + " bytes";
+    return 1;
+  }
+  if (nbytes == 0) return 0;
+  Alloc* d = dst_sim ? find(dst, nbytes) : nullptr;
+  Alloc* s = src_sim ? find(src, nbytes) : nullptr;
+  if ((dst_sim && (!d || d->device != dst_device)) || (src_sim && (!s || s->device != src_device))) {
+    t_error = "sim: copy of " + std::to_string(nbytes) + " bytes names memory that is not on the sim device it claims";
+    return 1;
+  }
+  if (dst_sim && src_sim)
+    ++g_counters.device_copies;
+  else if (dst_sim)
+    ++g_counters.uploads, g_counters.upload_bytes += nbytes;
+  else
+    ++g_counters.downloads, g_counters.download_bytes += nbytes;
+  stream_of(device, stream)->queue.push_back([=](std::string&) {
+    Opened open;
+    if (d) open.add(d);
+    if (s) open.add(s);
+    std::memmove(dst, src, nbytes);
+    return true;
+  });
+  return 0;
+}
+
+int sim_fill(int32_t device, void* ptr, int value, size_t nbytes, void* stream) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  if (nbytes == 0) return 0;
+  Alloc* a = find(ptr, nbytes);
+  if (!a || a->device != device) {
+    t_error = "sim: fill of memory that is not on sim:" + std::to_string(device);
+    return 1;
+  }
+  ++g_counters.fills;
+  stream_of(device, stream)->queue.push_back([=](std::string&) {
+    Opened open;
+    open.add(a);
+    std::memset(ptr, value, nbytes);
+    return true;
+  });
+  return 0;
+}
+
+int sim_stream_create(int32_t device, void** stream) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  auto* s = new Stream{device, {}, {}};
+  g_streams.insert(s);
+  ++g_counters.streams_created;
+  ++g_counters.streams_live;
+  *stream = s;
+  return 0;
+}
+
+void sim_stream_destroy(int32_t, void* stream) {
+  std::lock_guard lock(g_mutex);
+  auto* s = static_cast<Stream*>(stream);
+  run_queue(*s);
+  g_streams.erase(s);
+  --g_counters.streams_live;
+  delete s;
+}
+
+int sim_synchronize(int32_t device, void* stream) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  ++g_counters.syncs;
+  Stream& s = *stream_of(device, stream);
+  run_queue(s);
+  if (s.pending_error.empty()) return 0;
+  t_error = std::move(s.pending_error);
+  s.pending_error.clear();
+  return 1;
+}
+
+// ---- Kernels: the CPU backend's, deferred and run on opened device memory ----
+
+struct SimState {
+  const amber_kernel* cpu;
+  void* state;
+};
+
+// An owned copy of a kernel call's arguments (the caller's arrays may be gone by the time the
+// stream runs it, as with a GPU's kernel launch).
+struct Launch {
+  const amber_kernel* cpu;
+  std::vector<amber_tensor_view> views;  // inputs then outputs
+  int n_inputs, n_outputs;
+  std::vector<amber_attr> attrs;
+  std::vector<std::vector<int64_t>> ints;
+  std::vector<std::vector<double>> floats;
+  std::vector<std::string> strs;
+  std::vector<amber_fused_instr> program_instrs;
+  amber_fused_program program{};
+  bool has_program = false;
+  int num_threads;
+  void* state;
+  void* workspace;
+  size_t workspace_bytes;
+  std::string label;
+  bool fail;  // injected failure
+};
+
+// Checks that every buffer of a call is memory of `device`, and opens it.
+bool open_call(Opened& open, const amber_tensor_view* views, int n, void* workspace, size_t workspace_bytes,
+               int device, const std::string& label, std::string& error) {
+  for (int i = 0; i < n; ++i) {
+    const char* lo;
+    size_t bytes;
+    if (!view_span(views[i], lo, bytes)) continue;
+    Alloc* a = find(lo, bytes);
+    if (!a || a->device != device) {
+      error = "sim:" + std::to_string(device) + ": " + label + ": argument " + std::to_string(i) +
+              (a ? " is memory of sim:" + std::to_string(a->device) : " is not device memory (a host pointer?)");
+      return false;
+    }
+    open.add(a);
+  }
+  if (workspace && workspace_bytes) {
+    Alloc* a = find(workspace, workspace_bytes);
+    if (!a || a->device != device) {
+      error = "sim:" + std::to_string(device) + ": " + label + ": the workspace is not memory of this device";
+      return false;
+    }
+    open.add(a);
+  }
+  return true;
+}
+
+// The device of a call: that of its first buffer (eager calls come on the default stream).
+int device_of(const amber_tensor_view* views, int n) {
+  for (int i = 0; i < n; ++i) {
+    const char* lo;
+    size_t bytes;
+    if (!view_span(views[i], lo, bytes)) continue;
+    if (Alloc* a = find(lo, bytes)) return a->device;
+  }
+  return 0;
+}
+
+int sim_run(const amber_kernel_args* a) {
+  const auto* cpu_kernel = static_cast<const amber_kernel*>(a->context);
+  auto L = std::make_shared<Launch>();
+  L->cpu = cpu_kernel;
+  L->n_inputs = a->n_inputs;
+  L->n_outputs = a->n_outputs;
+  L->views.assign(a->inputs, a->inputs + a->n_inputs);
+  L->views.insert(L->views.end(), a->outputs, a->outputs + a->n_outputs);
+  L->attrs.assign(a->attrs, a->attrs + a->n_attrs);
+  L->ints.resize(size_t(a->n_attrs));
+  L->floats.resize(size_t(a->n_attrs));
+  L->strs.resize(size_t(a->n_attrs));
+  for (size_t i = 0; i < L->attrs.size(); ++i) {
+    amber_attr& at = L->attrs[i];
+    if (at.kind == AMBER_ATTR_INTS) at.ints = (L->ints[i].assign(at.ints, at.ints + at.count), L->ints[i].data());
+    if (at.kind == AMBER_ATTR_FLOATS)
+      at.floats = (L->floats[i].assign(at.floats, at.floats + at.count), L->floats[i].data());
+    if (at.kind == AMBER_ATTR_STRING) at.str = (L->strs[i] = std::string(at.str, size_t(at.count))).c_str();
+  }
+  if (a->program) {
+    L->program_instrs.assign(a->program->instrs, a->program->instrs + a->program->n_instrs);
+    L->program = *a->program;
+    L->program.instrs = L->program_instrs.data();
+    L->has_program = true;
+  }
+  L->num_threads = a->num_threads;
+  L->state = a->state ? static_cast<SimState*>(a->state)->state : nullptr;
+  L->workspace = a->workspace;
+  L->workspace_bytes = a->workspace_bytes;
+  L->label = a->label ? a->label : "kernel";
+  std::lock_guard lock(g_mutex);
+  L->fail = injected(AMBER_SIM_FAIL_KERNEL);
+  ++g_counters.kernels;
+  const int device = a->stream ? static_cast<Stream*>(a->stream)->device : device_of(L->views.data(), int(L->views.size()));
+  stream_of(device, a->stream)->queue.push_back([L, device](std::string& error) {
+    if (L->fail) {
+      error = "sim:" + std::to_string(device) + ": " + L->label + ": injected kernel failure";
+      return false;
+    }
+    Opened open;
+    if (!open_call(open, L->views.data(), int(L->views.size()), L->workspace, L->workspace_bytes, device, L->label,
+                   error))
+      return false;
+    char message[512] = "";
+    amber_kernel_args c{};
+    c.inputs = L->views.data();
+    c.n_inputs = L->n_inputs;
+    c.n_outputs = L->n_outputs;
+    c.outputs = L->views.data() + L->n_inputs;
+    c.attrs = L->attrs.data();
+    c.n_attrs = int32_t(L->attrs.size());
+    c.num_threads = L->num_threads;
+    c.error = message;
+    c.error_capacity = sizeof message;
+    c.state = L->state;
+    c.workspace = L->workspace;
+    c.workspace_bytes = L->workspace_bytes;
+    c.program = L->has_program ? &L->program : nullptr;
+    c.context = L->cpu->context;
+    c.label = L->label.c_str();
+    amber::ThreadLimit limit(std::max(1, L->num_threads));
+    if (L->cpu->run(&c) != 0) {
+      error = "sim:" + std::to_string(device) + ": " + L->label + ": " + message;
+      return false;
+    }
+    return true;
+  });
+  return 0;
+}
+
+int sim_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  const auto* cpu_kernel = static_cast<const amber_kernel*>(a->context);
+  std::lock_guard lock(g_mutex);
+  // Setup reads immutable inputs (weights it packs) now, synchronously: they must already be
+  // on the device, which the caller ensures by synchronising after uploading them.
+  Opened open;
+  std::vector<amber_tensor_view> views(a->inputs, a->inputs + a->n_inputs);
+  std::string error;
+  const int device = device_of(views.data(), int(views.size()));
+  if (!open_call(open, views.data(), int(views.size()), nullptr, 0, device, a->label ? a->label : "setup", error)) {
+    std::snprintf(a->error, a->error_capacity, "%s", error.c_str());
+    return 1;
+  }
+  amber_kernel_args c = *a;
+  c.context = cpu_kernel->context;
+  void* cpu_state = nullptr;
+  if (cpu_kernel->setup(&c, &cpu_state, workspace_bytes) != 0) return 1;
+  *state = new SimState{cpu_kernel, cpu_state};
+  return 0;
+}
+
+void sim_destroy(void* state) {
+  auto* s = static_cast<SimState*>(state);
+  {
+    std::lock_guard lock(g_mutex);
+    flush_all();  // queued calls may still use the state
+  }
+  if (s->state && s->cpu->destroy_state) s->cpu->destroy_state(s->state);
+  delete s;
+}
+
+const amber_kernel* sim_lookup(const char* op, int32_t version, int32_t dtype) {
+  const amber_kernel* k = cpu().lookup_kernel(op, version, dtype);
+  if (!k) return nullptr;
+  static std::mutex m;
+  static std::map<const amber_kernel*, amber_kernel>* wrapped = new std::map<const amber_kernel*, amber_kernel>();
+  std::lock_guard lock(m);
+  auto [it, fresh] = wrapped->try_emplace(k);
+  if (fresh) it->second = amber_kernel{sim_run, k->setup ? sim_setup : nullptr, k->setup ? sim_destroy : nullptr, k};
+  return &it->second;
+}
+
+const char* sim_last_error() { return t_error.c_str(); }
+
+const amber_backend kSim = {
+    AMBER_BACKEND_ABI_VERSION,
+    sizeof(amber_backend),
+    "sim",
+    0,
+    sim_device_count,
+    sim_allocate,
+    sim_deallocate,
+    sim_copy,
+    sim_fill,
+    sim_stream_create,
+    sim_stream_destroy,
+    sim_synchronize,
+    sim_lookup,
+    sim_last_error,
+};
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) const amber_backend* amber_backend_entry() {
+  for (int d = 0; d < kMaxDevices; ++d) g_default[d].device = d;
+  return &kSim;
+}
+__attribute__((visibility("default"))) void amber_sim_get_counters(amber_sim_counters* out) {
+  std::lock_guard lock(g_mutex);
+  *out = g_counters;
+}
+__attribute__((visibility("default"))) void amber_sim_fail(int kind, uint64_t k) {
+  std::lock_guard lock(g_mutex);
+  if (kind >= 0 && kind < 3) g_fail_at[kind] = k;
+}
+}

@@ -1,0 +1,278 @@
+// The device seam on the simulated device (libamber_sim.so, tests/sim): memory the host
+// cannot touch, streams that defer work until synchronised, two devices, counters and fault
+// injection. Loaded models on sim equal the CPU bit for bit (same kernels, same thread
+// counts); inputs on the host or the device; outputs on the device or the host; 8 threads on
+// one model; models on sim:0 and sim:1; every allocation, copy and kernel of a load and a
+// call failed in turn (a clear error, no device memory leaked, the model usable after); a
+// steady-state call allocates nothing and uploads no weights; replicas over two devices.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <thread>
+
+#include "amber/core/backend_registry.h"
+#include "amber/loader/replicas.h"
+#include "models/small.h"
+#include "sim_control.h"
+#include "test_util.h"
+
+using namespace amber;
+namespace sim = amber::test::sim;
+
+namespace {
+
+TraceOptions quiet(bool dynamic = false) {
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = dynamic;
+  return o;
+}
+
+void check_equal(const Tensor& got, const Tensor& want, const std::string& what) {
+  REQUIRE(got.device().is_cpu());
+  const test::Diff d = test::compare(got, want, 0, 0);
+  INFO(what << ": " << d.message);
+  CHECK(d.ok);
+}
+
+// LeNet with seeded weights, traced at batch 1 with a dynamic batch: convolutions (set up
+// with packed weights), linear layers, pooling and fused pointwise steps.
+const std::vector<uint8_t>& lenet_archive() {
+  static const std::vector<uint8_t> bytes = [] {
+    manual_seed(7);
+    models::LeNet net;
+    net.eval();
+    return trace(net, {randn({1, 1, 32, 32})}, quiet(true)).save_to_bytes();
+  }();
+  return bytes;
+}
+
+Tensor lenet_input(int64_t batch, uint64_t seed = 11) {
+  manual_seed(seed);
+  return randn({batch, 1, 32, 32});
+}
+
+uint64_t live_allocations() { return sim::counters().live_allocations; }
+
+}  // namespace
+
+TEST_CASE("sim: tensors move to a device whose memory the host cannot touch, and back", "[sim]") {
+  const Tensor x = randn({3, 5});
+  const Tensor d = x.to(Device::sim(0));
+  CHECK(d.device() == Device::sim(0));
+  check_equal(d.to(Device::cpu()), x, "round trip");
+  check_equal((d * 2 + 1).to(Device::cpu()), x * 2 + 1, "eager ops on sim");
+  check_equal(d.sum({1}).to(Device::cpu()), x.sum({1}), "a reduction on sim");
+  CHECK(d.at<float>({1, 2}) == x.at<float>({1, 2}));  // host reads copy through the backend
+
+  // The host touching device memory crashes (in a child process).
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);  // not Catch's handler: the child just dies
+    volatile float v = *static_cast<const float*>(d.data());
+    (void)v;
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGSEGV);
+
+  AMBER_REQUIRE_ERROR(add(x, d), "expected all tensors on the same device, got cpu and sim:0");
+  AMBER_REQUIRE_ERROR(ones({2}, Device::sim(7)), "sim:7 requested but only 2 sim devices are present");
+  AMBER_REQUIRE_ERROR(Device::parse("sim:x"), "expected cpu, cuda, cuda:N, sim or sim:N");
+  CHECK(Device::parse("sim:1") == Device::sim(1));
+}
+
+TEST_CASE("sim: a loaded model equals the CPU, with inputs and outputs on either side", "[sim]") {
+  const Model cpu = load(lenet_archive());
+  const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+  CHECK(dev.device() == Device::sim(0));
+  for (int64_t batch : {1, 8, 3}) {
+    const Tensor x = lenet_input(batch);
+    const Tensor want = cpu.forward({x})[0];
+    const Tensor out = dev.forward({x})[0];
+    CHECK(out.device() == Device::sim(0));
+    check_equal(out.to(Device::cpu()), want, str("batch ", batch, ", host input"));
+    check_equal(dev.forward({x.to(Device::sim(0))})[0].to(Device::cpu()), want, "device input");
+    const Tensor host = dev.forward({x}, CallOptions{.outputs_on_host = true})[0];
+    CHECK(host.device().is_cpu());
+    check_equal(host, want, "outputs on the host");
+    // A non-contiguous input on either side.
+    const Tensor wide = lenet_input(batch).expand({batch, 1, 32, 32}).transpose(2, 3);
+    check_equal(dev.forward({wide})[0].to(Device::cpu()), cpu.forward({wide})[0], "strided host input");
+    check_equal(dev.forward({wide.to(Device::sim(0)).transpose(2, 3).transpose(2, 3)})[0].to(Device::cpu()),
+                cpu.forward({wide})[0], "device input");
+  }
+  const Model host_out = load(lenet_archive(), LoadOptions{.device = Device::sim(1), .outputs_on_host = true});
+  check_equal(host_out.forward({lenet_input(2)})[0], cpu.forward({lenet_input(2)})[0], "LoadOptions::outputs_on_host");
+  AMBER_REQUIRE_ERROR(dev.forward({lenet_input(1).to(Device::sim(1))}),
+                      "input input0 is on sim:1 but the model runs on sim:0");
+}
+
+TEST_CASE("sim: a steady-state call allocates nothing and uploads only its inputs", "[sim]") {
+  const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+  const Tensor x = lenet_input(1);
+  (void)dev.forward({x});
+  const amber_sim_counters before = sim::counters();
+  for (int i = 0; i < 5; ++i) (void)dev.forward({x});
+  const amber_sim_counters after = sim::counters();
+  std::printf(
+      "sim: 5 steady-state calls: %llu allocations, %llu uploads (%llu bytes; inputs %zu bytes each), %llu "
+      "kernels, %llu syncs\n",
+      (unsigned long long)(after.allocations - before.allocations),
+      (unsigned long long)(after.uploads - before.uploads),
+      (unsigned long long)(after.upload_bytes - before.upload_bytes), x.nbytes(),
+      (unsigned long long)(after.kernels - before.kernels), (unsigned long long)(after.syncs - before.syncs));
+  CHECK(after.allocations == before.allocations);
+  CHECK(after.uploads - before.uploads == 5);
+  CHECK(after.upload_bytes - before.upload_bytes == 5 * x.nbytes());
+  CHECK(after.syncs - before.syncs == 5);  // one per call, before it returns
+  CHECK(after.streams_created == before.streams_created);
+}
+
+TEST_CASE("sim: 8 threads x calls on one model, each output equal to a lone call's", "[sim][threads]") {
+  const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+  std::vector<Tensor> inputs, want;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(lenet_input(1 + i % 2 * 3, 100 + i));
+    want.push_back(dev.forward({inputs.back()})[0].to(Device::cpu()));
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        const size_t k = size_t(t + i) % inputs.size();
+        const Tensor out = dev.forward({inputs[k]})[0].to(Device::cpu());
+        if (test::compare(out, want[k], 0, 0).ok == false) ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+}
+
+TEST_CASE("sim: models on sim:0 and sim:1 at once", "[sim]") {
+  const Model a = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+  const Model b = load(lenet_archive(), LoadOptions{.device = Device::sim(1)});
+  const Tensor x = lenet_input(2);
+  const Tensor ya = a.forward({x})[0], yb = b.forward({x.to(Device::sim(1))})[0];
+  CHECK(ya.device() == Device::sim(0));
+  CHECK(yb.device() == Device::sim(1));
+  check_equal(yb.to(Device::cpu()), ya.to(Device::cpu()), "sim:1 vs sim:0");
+  check_equal(ya.to(Device::sim(1)).to(Device::cpu()), ya.to(Device::cpu()), "device to device copy");
+}
+
+TEST_CASE("sim: every allocation, copy and kernel of a load and a call failed in turn", "[sim][faults]") {
+  const Tensor x = lenet_input(1);
+  const Tensor want = load(lenet_archive()).forward({x})[0];
+  const uint64_t live0 = live_allocations();
+  struct Kind {
+    amber_sim_fault kind;
+    const char* name;
+  };
+  for (const Kind& k : {Kind{AMBER_SIM_FAIL_ALLOCATION, "allocation"}, Kind{AMBER_SIM_FAIL_COPY, "copy"},
+                        Kind{AMBER_SIM_FAIL_KERNEL, "kernel"}}) {
+    // How many operations of this kind a load (with its warm-up) does.
+    uint64_t n_load = 0;
+    {
+      const uint64_t c0 = sim::count(k.kind);
+      const Model m = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+      n_load = sim::count(k.kind) - c0;
+    }
+    REQUIRE(live_allocations() == live0);
+    int failed_loads = 0;
+    for (uint64_t i = 1; i <= n_load; ++i) {
+      INFO(k.name << " " << i << " of " << n_load << " during load");
+      sim::fail(k.kind, i);
+      try {
+        const Model m = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+        // The failure hit the warm-up call, which load tolerates: the model works.
+        sim::fail(k.kind, 0);
+        check_equal(m.forward({x})[0].to(Device::cpu()), want, "after a failure in the warm-up");
+      } catch (const Error& e) {
+        ++failed_loads;
+        const std::string what = e.what();
+        CHECK(what.find("sim") != std::string::npos);
+      }
+      sim::fail(k.kind, 0);
+      CHECK(live_allocations() == live0);  // nothing leaked on the device
+    }
+    // A call: its own operations failed in turn; the model keeps working.
+    const Model m = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+    for (int64_t batch : {1, 5}) {  // batch 5: a new plan, made by this call
+      const Tensor in = lenet_input(batch);
+      const Tensor ref = load(lenet_archive()).forward({in})[0];
+      const uint64_t c0 = sim::count(k.kind);
+      (void)load(lenet_archive(), LoadOptions{.device = Device::sim(1), .warm_up = false}).forward({in});
+      const uint64_t n_call = sim::count(k.kind) - c0;  // an upper bound for a call on a warm model
+      int failed_calls = 0;
+      for (uint64_t i = 1; i <= n_call; ++i) {
+        INFO(k.name << " " << i << " of " << n_call << " during a call at batch " << batch);
+        sim::fail(k.kind, i);
+        try {
+          (void)m.forward({in}, CallOptions{.outputs_on_host = true});
+        } catch (const Error& e) {
+          ++failed_calls;
+          CHECK(std::string(e.what()).find("sim") != std::string::npos);
+        }
+        sim::fail(k.kind, 0);
+        check_equal(m.forward({in}, CallOptions{.outputs_on_host = true})[0], ref, "the call after");
+      }
+      std::printf("sim faults: %s, batch %lld: %d of %llu failures made the call fail\n", k.name, (long long)batch,
+                  failed_calls, (unsigned long long)n_call);
+      if (k.kind != AMBER_SIM_FAIL_ALLOCATION || batch == 5) CHECK(failed_calls > 0);
+    }
+    std::printf("sim faults: %s: %d of %llu failures during load made it fail\n", k.name, failed_loads,
+                (unsigned long long)n_load);
+    // Load runs kernels only in its warm-up call, which tolerates failures (the model works).
+    if (k.kind != AMBER_SIM_FAIL_KERNEL) CHECK(failed_loads > 0);
+  }
+  CHECK(live_allocations() == live0);
+}
+
+TEST_CASE("sim: anomaly mode and the profile work through the backend", "[sim]") {
+  auto fn = [](const Tensor& a) { return log(a) * 2; };
+  const auto bytes = trace(fn, {ones({4})}, quiet()).save_to_bytes();
+  const Model m = load(bytes, LoadOptions{.device = Device::sim(0), .anomaly_mode = true, .profile = true});
+  check_equal(m.forward({tensor({1.f, 2.f, 3.f, 4.f})})[0].to(Device::cpu()), fn(tensor({1.f, 2.f, 3.f, 4.f})),
+              "finite");
+  AMBER_REQUIRE_ERROR(m.forward({tensor({1.f, -2.f, 3.f, 4.f})}), "anomaly:");
+  const auto profile = m.profile();
+  REQUIRE(!profile.empty());
+  CHECK(profile[0].calls >= 1);
+}
+
+TEST_CASE("sim: replicas over sim:0 and sim:1 equal one device", "[sim][replicas]") {
+  const Model one = load(lenet_archive());
+  ReplicaOptions ro;
+  ro.devices = {Device::sim(0), Device::sim(1)};
+  const Replicas split = Replicas::load(lenet_archive(), ro);
+  REQUIRE(split.size() == 2);
+  CHECK(split.replica(1).device() == Device::sim(1));
+  for (int64_t batch : {1, 2, 7, 8}) {
+    const Tensor x = lenet_input(batch);
+    const Tensor want = one.forward({x})[0];
+    const Tensor got = split.forward({x})[0];
+    CHECK(got.device().is_cpu());
+    check_equal(got, want, str("split batch ", batch));
+  }
+  ro.policy = ReplicaPolicy::round_robin;
+  const Replicas rr = Replicas::load(lenet_archive(), ro);
+  const Tensor x = lenet_input(3);
+  const Tensor want = one.forward({x})[0];
+  for (int i = 0; i < 4; ++i) check_equal(rr.forward({x})[0].to(Device::cpu()), want, "round robin");
+  // Many threads through one set of replicas.
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 6; ++i)
+        if (!test::compare(split.forward({x})[0], want, 0, 0).ok) ++bad;
+    });
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+}
