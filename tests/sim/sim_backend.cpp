@@ -256,7 +256,9 @@ int sim_stream_create(int32_t device, void** stream) {
 void sim_stream_destroy(int32_t, void* stream) {
   std::lock_guard lock(g_mutex);
   auto* s = static_cast<Stream*>(stream);
-  run_queue(*s);
+  // Like a GPU, the stream's queued work still runs, later: it moves to the default stream.
+  Stream& d = g_default[s->device];
+  for (Op& op : s->queue) d.queue.push_back(std::move(op));
   g_streams.erase(s);
   --g_counters.streams_live;
   delete s;
