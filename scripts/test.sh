@@ -25,7 +25,9 @@ stage "asan+ubsan: build (-j2)" cmake --build build-asan -j2
 stage "asan+ubsan: tests" env ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure -E '^(install_and_service|guide)$'
 stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
 stage "tsan: configure" cmake -S . -B build-tsan "${san[@]}" -DAMBER_SANITIZE=thread
-stage "tsan: build (-j2)" cmake --build build-tsan -j2 --target test_loader
+stage "tsan: build (-j2)" cmake --build build-tsan -j2 --target test_loader test_sim
 # One core, so one intra-op thread: the OpenMP runtimes are not instrumented (tests/tsan.supp).
 stage "tsan: concurrency tests" env TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
   taskset -c 0 build-tsan/tests/test_loader "[threads]"
+stage "tsan: concurrency on the simulated device" env TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
+  taskset -c 0 build-tsan/tests/test_sim "[threads],[replicas]"

@@ -229,6 +229,15 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
   ThreadLimit limit(threads);
   if (m >= threads || l < 32768) {
     parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+      if (p.kept.n == 1 && p.red.n == 1) {  // one kept dim, one run per output: a plain loop
+        const int64_t is = p.kept.in_stride[0], os = p.kept.out_stride[0], rs = p.red.in_stride[0];
+        for (int64_t i = b; i < e; ++i) {
+          typename R::Acc acc = R::init();
+          R::fold_run(acc, x + i * is, l, rs, 0);
+          finish(acc, y + i * os);
+        }
+        return;
+      }
       // Walk the kept dims with an index counter (no divisions per output).
       int64_t idx[AMBER_MAX_DIMS] = {}, io = 0, oo = 0;
       p.kept.offsets(b, io, oo);
