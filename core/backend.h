@@ -121,6 +121,7 @@ typedef struct amber_kernel_args {
   const amber_attr* attrs;
   int32_t n_attrs;
   int32_t num_threads; /* intra-op threads the kernel may use (CPU) */
+  int32_t device;      /* the device index the buffers and the stream belong to */
   void* stream;        /* the call's stream (from stream_create), NULL for the default one */
   char* error;
   size_t error_capacity;

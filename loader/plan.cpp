@@ -250,6 +250,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     a.attrs = s.attrs.data();
     a.n_attrs = int32_t(s.attrs.size());
     a.num_threads = s.single_thread ? 1 : std::max(1, setup_threads);
+    a.device = device_.index;
     a.error = error;
     a.error_capacity = sizeof error;
     a.program = s.program ? s.program->get() : nullptr;
@@ -454,6 +455,7 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOption
       a.attrs = s.attrs.data();
       a.n_attrs = int32_t(s.attrs.size());
       a.num_threads = threads;
+      a.device = device_.index;
       a.stream = stream;
       a.error = error;
       a.error_capacity = sizeof error;

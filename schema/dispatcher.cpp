@@ -269,6 +269,7 @@ void launch_kernel(const OpSchema& op, const amber_kernel& kernel, std::span<con
   args.attrs = at;
   args.n_attrs = int32_t(attrs.size());
   args.num_threads = get_num_threads();
+  args.device = device.index;
   args.error = error;
   args.error_capacity = sizeof error;
   args.context = kernel.context;

@@ -8,13 +8,15 @@
 #include <cstring>
 #include <type_traits>
 
-#include "amber/kernels/cpu/arith.h"
+#include "amber/kernels/arith.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
 
 namespace amber::cpu {
 namespace {
+
+using namespace pw;  // the shared formulas (kernels/arith.h, kernels/pointwise_math.h)
 
 enum class DivMode { true_div, trunc, floor };
 

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "amber/kernels/cpu/loops.h"
-#include "amber/kernels/cpu/pointwise_math.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/pointwise_math.h"
 
 namespace amber::cpu {
 namespace {
+
+using namespace pw;  // the shared formulas (kernels/arith.h, kernels/pointwise_math.h)
 
 constexpr int64_t kBlock = 256;
 

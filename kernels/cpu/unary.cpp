@@ -7,14 +7,16 @@
 #include <cstring>
 #include <type_traits>
 
-#include "amber/kernels/cpu/arith.h"
+#include "amber/kernels/arith.h"
 #include "amber/kernels/cpu/loops.h"
-#include "amber/kernels/cpu/pointwise_math.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
+#include "amber/kernels/pointwise_math.h"
 
 namespace amber::cpu {
 namespace {
+
+using namespace pw;  // the shared formulas (kernels/arith.h, kernels/pointwise_math.h)
 
 template <typename T>
 struct UnaryCtx {

@@ -47,7 +47,7 @@ struct Stream {
   std::string pending_error;  // from work run by another thread's flush; reported at the next sync
 };
 
-std::mutex g_mutex;  // guards everything below; the simulated devices run one operation at a time
+std::mutex g_mutex;                   // guards everything below; the simulated devices run one operation at a time
 std::map<uintptr_t, Alloc> g_allocs;  // by base address
 std::set<Stream*> g_streams;
 Stream g_default[kMaxDevices];
@@ -134,9 +134,7 @@ void flush_all() {
   for (Stream* s : g_streams) run_queue(*s);
 }
 
-Stream* stream_of(int device, void* stream) {
-  return stream ? static_cast<Stream*>(stream) : &g_default[device];
-}
+Stream* stream_of(int device, void* stream) { return stream ? static_cast<Stream*>(stream) : &g_default[device]; }
 
 bool valid_device(int32_t d) {
   if (d >= 0 && d < g_device_count) return true;
@@ -305,8 +303,8 @@ struct Launch {
 };
 
 // Checks that every buffer of a call is memory of `device`, and opens it.
-bool open_call(Opened& open, const amber_tensor_view* views, int n, void* workspace, size_t workspace_bytes,
-               int device, const std::string& label, std::string& error) {
+bool open_call(Opened& open, const amber_tensor_view* views, int n, void* workspace, size_t workspace_bytes, int device,
+               const std::string& label, std::string& error) {
   for (int i = 0; i < n; ++i) {
     const char* lo;
     size_t bytes;
@@ -328,17 +326,6 @@ bool open_call(Opened& open, const amber_tensor_view* views, int n, void* worksp
     open.add(a);
   }
   return true;
-}
-
-// The device of a call: that of its first buffer (eager calls come on the default stream).
-int device_of(const amber_tensor_view* views, int n) {
-  for (int i = 0; i < n; ++i) {
-    const char* lo;
-    size_t bytes;
-    if (!view_span(views[i], lo, bytes)) continue;
-    if (Alloc* a = find(lo, bytes)) return a->device;
-  }
-  return 0;
 }
 
 int sim_run(const amber_kernel_args* a) {
@@ -374,7 +361,11 @@ int sim_run(const amber_kernel_args* a) {
   std::lock_guard lock(g_mutex);
   L->fail = injected(AMBER_SIM_FAIL_KERNEL);
   ++g_counters.kernels;
-  const int device = a->stream ? static_cast<Stream*>(a->stream)->device : device_of(L->views.data(), int(L->views.size()));
+  const int device = a->device;
+  if (!valid_device(device)) {
+    std::snprintf(a->error, a->error_capacity, "%s", t_error.c_str());
+    return 1;
+  }
   stream_of(device, a->stream)->queue.push_back([L, device](std::string& error) {
     if (L->fail) {
       error = "sim:" + std::to_string(device) + ": " + L->label + ": injected kernel failure";
@@ -419,7 +410,7 @@ int sim_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes)
   Opened open;
   std::vector<amber_tensor_view> views(a->inputs, a->inputs + a->n_inputs);
   std::string error;
-  const int device = device_of(views.data(), int(views.size()));
+  const int device = a->device;
   if (!open_call(open, views.data(), int(views.size()), nullptr, 0, device, a->label ? a->label : "setup", error)) {
     std::snprintf(a->error, a->error_capacity, "%s", error.c_str());
     return 1;

@@ -1,0 +1,222 @@
+// The CUDA backend's C table (core/backend.h), exported as amber_backend_entry() from
+// libamber_cuda.so: devices, memory, copies, fills, streams and synchronisation through the
+// CUDA runtime, and the kernel lookup (registry.h).
+//
+// Memory: CUDA's stream-ordered allocator (cudaMallocAsync on each device's default memory
+// pool, with the release threshold raised so freed blocks stay cached for reuse) is the
+// caching allocator: a well-kept library that already does what a hand-written one would.
+// Allocations and frees are ordered on the legacy default stream, which every stream Amber
+// creates (blocking streams) synchronises with, so a free waits for the work that may still
+// use the block. AMBER_CUDA_MEMORY_LIMIT (bytes, or with a K/M/G suffix) caps the bytes
+// Amber holds per device; running out names the bytes asked, held and free.
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "amber/kernels/cuda/registry.h"
+
+namespace amber::cuda {
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr int32_t kHost = 0, kCuda = 1;  // amber::DeviceType codes
+
+thread_local std::string t_error;
+
+// Decimal text of n (std::to_string would export libstdc++'s unique symbols from this library).
+std::string num(uint64_t n) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  t_error = std::string(what) + ": " + cudaGetErrorString(e);
+  (void)cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  return false;
+}
+
+// Makes `device` current for the calling thread while alive.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) ok_ = cuda::ok(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = -1;
+  bool ok_ = true;
+};
+
+size_t memory_limit() {
+  static const size_t limit = [] {
+    const char* env = std::getenv("AMBER_CUDA_MEMORY_LIMIT");
+    if (!env || !*env) return size_t(0);
+    char* end = nullptr;
+    double v = std::strtod(env, &end);
+    if (end && (*end == 'k' || *end == 'K')) v *= 1024.0;
+    if (end && (*end == 'm' || *end == 'M')) v *= 1024.0 * 1024.0;
+    if (end && (*end == 'g' || *end == 'G')) v *= 1024.0 * 1024.0 * 1024.0;
+    return v > 0 ? size_t(v) : size_t(0);
+  }();
+  return limit;
+}
+
+std::atomic<size_t> g_held[kMaxDevices];
+std::atomic<bool> g_pool_ready[kMaxDevices];
+
+int32_t device_count() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    t_error = std::string("the CUDA runtime found no usable GPU (is an NVIDIA GPU with its driver present?): ") +
+              cudaGetErrorString(e);
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (n == 0) t_error = "the CUDA runtime reports no device";
+  return n > kMaxDevices ? kMaxDevices : n;
+}
+
+void keep_freed_blocks(int device) {
+  if (g_pool_ready[device].load(std::memory_order_acquire)) return;
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    uint64_t threshold = UINT64_MAX;
+    (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  }
+  (void)cudaGetLastError();
+  g_pool_ready[device].store(true, std::memory_order_release);
+}
+
+void* allocate(int32_t device, size_t nbytes, uint32_t) {
+  if (device < 0 || device >= kMaxDevices) return t_error = "invalid CUDA device index", nullptr;
+  DeviceGuard guard(device);
+  if (!guard.ok()) return nullptr;
+  keep_freed_blocks(device);
+  const size_t limit = memory_limit();
+  const size_t held = g_held[device].load(std::memory_order_relaxed);
+  if (limit && held + nbytes > limit) {
+    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) +
+              " bytes with " + num(held) + " held, over AMBER_CUDA_MEMORY_LIMIT (" + num(limit) +
+              " bytes)";
+    return nullptr;
+  }
+  void* p = nullptr;
+  cudaError_t e = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
+  if (e == cudaErrorMemoryAllocation) {  // give cached blocks back to the device and try once more
+    (void)cudaGetLastError();
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+      (void)cudaStreamSynchronize(cudaStreamLegacy);
+      (void)cudaMemPoolTrimTo(pool, 0);
+    }
+    e = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    size_t free_bytes = 0, total = 0;
+    (void)cudaMemGetInfo(&free_bytes, &total);
+    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) +
+              " bytes; " + num(free_bytes) + " of " + num(total) + " bytes free, " +
+              num(held) + " held by Amber (" + cudaGetErrorString(e) + ")";
+    return nullptr;
+  }
+  g_held[device].fetch_add(nbytes, std::memory_order_relaxed);
+  return p;
+}
+
+void deallocate(int32_t device, void* ptr, size_t nbytes, uint32_t) {
+  if (!ptr) return;
+  DeviceGuard guard(device);
+  (void)cudaFreeAsync(ptr, cudaStreamLegacy);
+  (void)cudaGetLastError();
+  g_held[device].fetch_sub(nbytes, std::memory_order_relaxed);
+}
+
+int copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, int32_t src_type, int32_t src_device,
+         size_t nbytes, void* stream) {
+  if ((dst_type != kHost && dst_type != kCuda) || (src_type != kHost && src_type != kCuda)) {
+    t_error = "the CUDA backend copies between host memory and CUDA devices only";
+    return 1;
+  }
+  if (nbytes == 0) return 0;
+  DeviceGuard guard(src_type == kCuda ? src_device : dst_device);
+  if (!guard.ok()) return 1;
+  cudaError_t e;
+  if (dst_type == kCuda && src_type == kCuda && dst_device != src_device)
+    e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, nbytes, static_cast<cudaStream_t>(stream));
+  else
+    e = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream));
+  return ok(e, "cudaMemcpyAsync") ? 0 : 1;
+}
+
+int fill(int32_t device, void* ptr, int value, size_t nbytes, void* stream) {
+  if (nbytes == 0) return 0;
+  DeviceGuard guard(device);
+  return guard.ok() && ok(cudaMemsetAsync(ptr, value, nbytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync")
+             ? 0
+             : 1;
+}
+
+int stream_create(int32_t device, void** stream) {
+  DeviceGuard guard(device);
+  cudaStream_t s = nullptr;
+  if (!guard.ok() || !ok(cudaStreamCreate(&s), "cudaStreamCreate")) return 1;
+  *stream = s;
+  return 0;
+}
+
+void stream_destroy(int32_t device, void* stream) {
+  DeviceGuard guard(device);
+  (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+  (void)cudaGetLastError();
+}
+
+int synchronize(int32_t device, void* stream) {
+  DeviceGuard guard(device);
+  if (!guard.ok()) return 1;
+  const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+  return ok(e, "running the work queued on the stream") ? 0 : 1;
+}
+
+const amber_kernel* lookup_kernel(const char* op, int32_t version, int32_t dtype) {
+  return op ? find_kernel(op, version, dtype) : nullptr;
+}
+
+const char* last_error() { return t_error.c_str(); }
+
+const amber_backend kBackend = {
+    AMBER_BACKEND_ABI_VERSION,
+    sizeof(amber_backend),
+    "cuda",
+    0,
+    device_count,
+    allocate,
+    deallocate,
+    copy,
+    fill,
+    stream_create,
+    stream_destroy,
+    synchronize,
+    lookup_kernel,
+    last_error,
+};
+
+}  // namespace
+}  // namespace amber::cuda
+
+extern "C" __attribute__((visibility("default"))) const amber_backend* amber_backend_entry() {
+  return &amber::cuda::kBackend;
+}

@@ -1,0 +1,206 @@
+// What the CUDA kernels share: the dtype codes and their C++ types, error reporting through
+// the kernel args (kernels never throw across the C ABI), scalar attributes converted as
+// PyTorch converts a number, element conversion between dtypes (cast_value's rules), and
+// the generic strided elementwise launcher: every operand broadcast to the output's shape,
+// addressed by byte strides, one thread per output element (a dense fast path when every
+// operand is contiguous in the output's order).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+
+#include "amber/core/backend.h"
+
+namespace amber::cuda {
+
+// amber::DType codes (core/dtype.h).
+enum : int32_t { kF32 = 0, kF64 = 1, kF16 = 2, kBF16 = 3, kI64 = 4, kI32 = 5, kI16 = 6, kI8 = 7, kU8 = 8, kBool = 9 };
+
+template <typename T>
+constexpr int32_t dtype_code() {
+  if constexpr (std::is_same_v<T, float>) return kF32;
+  if constexpr (std::is_same_v<T, double>) return kF64;
+  if constexpr (std::is_same_v<T, __half>) return kF16;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return kBF16;
+  if constexpr (std::is_same_v<T, int64_t>) return kI64;
+  if constexpr (std::is_same_v<T, int32_t>) return kI32;
+  if constexpr (std::is_same_v<T, int16_t>) return kI16;
+  if constexpr (std::is_same_v<T, int8_t>) return kI8;
+  if constexpr (std::is_same_v<T, uint8_t>) return kU8;
+  if constexpr (std::is_same_v<T, bool>) return kBool;
+  return -1;
+}
+
+inline size_t itemsize(int32_t code) {
+  constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 2, 1, 1, 1};
+  return code >= 0 && code < 10 ? sizes[code] : 0;
+}
+
+// Writes a printf-style message to the args' error buffer; returns 1 for `return fail(...)`.
+[[gnu::format(printf, 2, 3)]] inline int fail(const amber_kernel_args* a, const char* fmt, ...) {
+  if (a->error && a->error_capacity) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(a->error, a->error_capacity, fmt, ap);
+    va_end(ap);
+  }
+  return 1;
+}
+
+inline cudaStream_t stream_of(const amber_kernel_args* a) { return static_cast<cudaStream_t>(a->stream); }
+
+// After a launch: 0, or the launch error reported as the kernel's failure.
+inline int launched(const amber_kernel_args* a, const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : fail(a, "%s: %s", what, cudaGetErrorString(e));
+}
+
+// Makes the call's device current while alive (a thread may serve models on several GPUs).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) (void)cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+inline int64_t numel(const amber_tensor_view& v) {
+  int64_t n = 1;
+  for (int i = 0; i < v.ndim; ++i) n *= v.sizes[i];
+  return n;
+}
+inline bool present(const amber_tensor_view& v) { return v.ndim >= 0; }
+
+// ---- Element conversion with PyTorch's rules (core/dtype_cast.h's cast_value) ----
+template <typename T>
+__host__ __device__ inline auto widen(T v) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(v);
+  else
+    return v;
+}
+__host__ __device__ inline int64_t float_to_int64(double v) {
+  if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) return int64_t(v);
+  return INT64_MIN;  // NaN and out of range, as x86
+}
+template <typename To, typename From>
+__host__ __device__ inline To cast_value(From from) {
+  auto v = widen(from);
+  using W = decltype(v);
+  if constexpr (std::is_same_v<To, W>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != W(0);
+  } else if constexpr (std::is_same_v<To, __half>) {
+    return __float2half_rn(float(v));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16_rn(float(v));
+  } else if constexpr (std::is_floating_point_v<To>) {
+    return To(v);
+  } else if constexpr (std::is_floating_point_v<W>) {
+    return To(uint64_t(float_to_int64(double(v))));  // narrowing from uint64 is modular
+  } else {
+    return To(v);
+  }
+}
+
+// A Scalar attribute converted to T exactly as PyTorch converts a Python number.
+template <typename T>
+inline T attr_scalar(const amber_kernel_args* a, int i) {
+  const amber_attr& at = a->attrs[i];
+  if (at.kind == AMBER_ATTR_FLOAT) return cast_value<T>(at.f);
+  if (at.kind == AMBER_ATTR_BOOL) return cast_value<T>(bool(at.i != 0));
+  return cast_value<T>(at.i);
+}
+inline bool attr_none(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_NONE; }
+
+// ---- The strided elementwise launcher ----
+constexpr int kMaxOperands = 9;  // the output and up to eight inputs (a fused node's limit)
+
+template <int N>
+struct Operands {
+  int ndim = 0;
+  bool dense = true;  // every operand contiguous in the output's order: offset = i * itemsize
+  int64_t sizes[AMBER_MAX_DIMS] = {};
+  char* ptr[N] = {};
+  int64_t item[N] = {};
+  int64_t bytes[N][AMBER_MAX_DIMS] = {};  // byte strides in the output's dims (0: broadcast)
+};
+
+// Operand k of views (0: the output) broadcast to the output's shape, right-aligned.
+template <int N>
+Operands<N> operands(const amber_tensor_view* const* views, const int64_t* items) {
+  Operands<N> o;
+  const amber_tensor_view& out = *views[0];
+  o.ndim = out.ndim;
+  for (int d = 0; d < out.ndim; ++d) o.sizes[d] = out.sizes[d];
+  for (int k = 0; k < N; ++k) {
+    const amber_tensor_view& v = *views[k];
+    o.ptr[k] = static_cast<char*>(v.data);
+    o.item[k] = items[k];
+    int64_t expect = items[k];
+    for (int d = out.ndim - 1; d >= 0; --d) {
+      const int vd = d - (out.ndim - v.ndim);
+      const int64_t stride = vd < 0 || v.sizes[vd] == 1 ? 0 : v.strides[vd] * items[k];
+      o.bytes[k][d] = stride;
+      if (out.sizes[d] != 1 && stride != expect) o.dense = false;
+      expect *= out.sizes[d];
+    }
+  }
+  return o;
+}
+
+template <int N, typename F>
+__global__ void map_kernel(int64_t n, Operands<N> o, F f) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    char* p[N];
+    if (o.dense) {
+      for (int k = 0; k < N; ++k) p[k] = o.ptr[k] + i * o.item[k];
+    } else {
+      for (int k = 0; k < N; ++k) p[k] = o.ptr[k];
+      int64_t rest = i;
+      for (int d = o.ndim - 1; d >= 0; --d) {
+        const int64_t idx = rest % o.sizes[d];
+        rest /= o.sizes[d];
+        for (int k = 0; k < N; ++k) p[k] += idx * o.bytes[k][d];
+      }
+    }
+    f(p);
+  }
+}
+
+// Copies src into dst (same shape, any strides), converting dtypes with cast_value's rules
+// (pointwise.cu).
+int copy_convert(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src);
+
+inline unsigned grid_for(int64_t n, unsigned block = 256) {
+  const int64_t blocks = (n + block - 1) / block;
+  return unsigned(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+}
+
+// Runs f(char* p[N]) for every output element: p[0] the output element, p[k] operand k's.
+template <int N, typename F>
+int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const int64_t* items, F f,
+        const char* what) {
+  const int64_t n = numel(*views[0]);
+  if (n == 0) return 0;
+  DeviceScope scope(a->device);
+  map_kernel<N><<<grid_for(n), 256, 0, stream_of(a)>>>(n, operands<N>(views, items), f);
+  return launched(a, what);
+}
+
+}  // namespace amber::cuda

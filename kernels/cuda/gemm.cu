@@ -1,0 +1,280 @@
+// CUDA kernels for matrix products: mm, bmm, matmul (torch.matmul's broadcasting and 1-D
+// operands) and linear (bias in cuBLASLt's epilogue), on cuBLASLt in plain f32 (no TF32).
+// Row-major C = A B is computed as column-major C^T = B^T A^T, so an operand with a unit
+// column stride is used as is and one with a unit row stride through a transpose; an
+// operand with neither is copied to dense rows first (in the call's workspace). Batches whose
+// offsets follow one stride run as one strided-batched product, others one product each.
+// The step's state holds the cuBLASLt handle.
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/registry.h"
+
+namespace amber::cuda {
+namespace {
+
+struct GemmState {
+  cublasLtHandle_t handle = nullptr;
+  ~GemmState() {
+    if (handle) cublasLtDestroy(handle);
+  }
+};
+
+int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  DeviceScope scope(a->device);
+  auto s = std::make_unique<GemmState>();
+  const cublasStatus_t st = cublasLtCreate(&s->handle);
+  if (st != CUBLAS_STATUS_SUCCESS) return fail(a, "cublasLtCreate failed (status %d)", int(st));
+  // Room to copy operands that have no unit stride into dense rows.
+  size_t bytes = 0;
+  for (int i = 0; i < 2 && i < a->n_inputs; ++i)
+    if (present(a->inputs[i])) bytes += (size_t(numel(a->inputs[i])) * sizeof(float) + 255) / 256 * 256;
+  *workspace_bytes = bytes;
+  *state = s.release();
+  return 0;
+}
+void destroy(void* state) { delete static_cast<GemmState*>(state); }
+
+// A batch of [rows, cols] f32 matrices: element strides, and each batch's element offset.
+struct Mat {
+  const float* data;
+  int64_t rows, cols, rs, cs;
+  std::vector<int64_t> offsets;  // per batch
+};
+
+// Dense row copy of the matrices that have no unit stride (into dst); the matrix then views it.
+struct PackF {
+  __device__ void operator()(char* const* p) const { *reinterpret_cast<float*>(p[0]) = *reinterpret_cast<const float*>(p[1]); }
+};
+
+int pack(const amber_kernel_args* a, Mat& m, float* dst) {
+  // Every batch's matrix copied to dst in order, as [batches, rows, cols] dense.
+  const int64_t batches = int64_t(m.offsets.size());
+  for (int64_t b = 0; b < batches; ++b) {
+    amber_tensor_view src{}, out{};
+    src.data = const_cast<float*>(m.data + m.offsets[size_t(b)]);
+    src.dtype = out.dtype = kF32;
+    src.ndim = out.ndim = 2;
+    src.sizes[0] = out.sizes[0] = m.rows;
+    src.sizes[1] = out.sizes[1] = m.cols;
+    src.strides[0] = m.rs;
+    src.strides[1] = m.cs;
+    out.strides[0] = m.cols;
+    out.strides[1] = 1;
+    out.data = dst + b * m.rows * m.cols;
+    const amber_tensor_view* v[2] = {&out, &src};
+    const int64_t items[2] = {sizeof(float), sizeof(float)};
+    if (map<2>(a, v, items, PackF{}, "matmul: packing an operand") != 0) return 1;
+  }
+  m.data = dst;
+  m.rs = m.cols;
+  m.cs = 1;
+  for (int64_t b = 0; b < batches; ++b) m.offsets[size_t(b)] = b * m.rows * m.cols;
+  return 0;
+}
+
+bool usable(const Mat& m) {
+  return (m.cs == 1 || m.cols == 1) || (m.rs == 1 || m.rows == 1);
+}
+
+// The stride between consecutive batches when the offsets follow one, else -1.
+int64_t batch_stride(const std::vector<int64_t>& o) {
+  if (o.size() < 2) return 0;
+  const int64_t s = o[1] - o[0];
+  for (size_t i = 2; i < o.size(); ++i)
+    if (o[i] - o[i - 1] != s) return -1;
+  return s;
+}
+
+struct Layout {
+  cublasLtMatrixLayout_t l = nullptr;
+  ~Layout() {
+    if (l) cublasLtMatrixLayoutDestroy(l);
+  }
+};
+
+// One operand of the column-major product: `m` (row-major) seen transposed. Returns the op.
+cublasOperation_t describe(const Mat& m, int64_t batches, int64_t bstride, Layout& out) {
+  // m^T column-major is m row-major: with a unit column stride it is stored as is.
+  const bool direct = m.cs == 1 || m.cols == 1;
+  const uint64_t rows = uint64_t(direct ? m.cols : m.rows), cols = uint64_t(direct ? m.rows : m.cols);
+  int64_t ld = direct ? m.rs : m.cs;
+  ld = std::max<int64_t>({ld, int64_t(rows), 1});
+  cublasLtMatrixLayoutCreate(&out.l, CUDA_R_32F, rows, cols, ld);
+  if (batches > 1) {
+    const int32_t count = int32_t(batches);
+    cublasLtMatrixLayoutSetAttribute(out.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    cublasLtMatrixLayoutSetAttribute(out.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &bstride, sizeof bstride);
+  }
+  return direct ? CUBLAS_OP_N : CUBLAS_OP_T;
+}
+
+// C[b] (rows m, dense, row stride ldc, batch stride cstride) = A[b] B[b] (+ bias[n]).
+int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_t cstride, const float* bias) {
+  const auto* st = static_cast<const GemmState*>(a->state);
+  if (!st) return fail(a, "matmul: called without its setup");
+  const int64_t m = A.rows, k = A.cols, n = B.cols, batches = int64_t(A.offsets.size());
+  if (m == 0 || n == 0 || batches == 0) return 0;
+  char* ws = static_cast<char*>(a->workspace);
+  size_t used = 0;
+  for (Mat* x : {&A, &B})
+    if (!usable(*x)) {
+      const size_t need = size_t(batches * x->rows * x->cols) * sizeof(float);
+      if (used + need > a->workspace_bytes) return fail(a, "matmul: the workspace is too small to pack an operand");
+      if (pack(a, *x, reinterpret_cast<float*>(ws + used)) != 0) return 1;
+      used += (need + 255) / 256 * 256;
+    }
+  DeviceScope scope(a->device);
+  const int64_t sa = batch_stride(A.offsets), sb = batch_stride(B.offsets);
+  const bool one_call = batches == 1 || (sa >= 0 && sb >= 0);
+  const int64_t calls = one_call ? 1 : batches, per_call = one_call ? batches : 1;
+
+  cublasLtMatmulDesc_t desc = nullptr;
+  if (cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+    return fail(a, "cublasLtMatmulDescCreate failed");
+  struct DescGuard {
+    cublasLtMatmulDesc_t d;
+    ~DescGuard() { cublasLtMatmulDescDestroy(d); }
+  } guard{desc};
+  // D^T (n x m) = op(B^T) (n x k) * op(A^T) (k x m): cuBLASLt's A is our B, its B our A.
+  Layout lb, la, lc;
+  const cublasOperation_t opb = describe(B, per_call, sb, lb), opa = describe(A, per_call, sa, la);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opb, sizeof opb);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof opa);
+  if (bias) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+  }
+  cublasLtMatrixLayoutCreate(&lc.l, CUDA_R_32F, uint64_t(n), uint64_t(m), std::max<int64_t>(ldc, n));
+  if (per_call > 1) {
+    const int32_t count = int32_t(per_call);
+    cublasLtMatrixLayoutSetAttribute(lc.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    cublasLtMatrixLayoutSetAttribute(lc.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &cstride, sizeof cstride);
+  }
+  const float one = 1.0f, zero = 0.0f;
+  for (int64_t c = 0; c < calls; ++c) {
+    const float* ap = A.data + A.offsets[size_t(c)];
+    const float* bp = B.data + B.offsets[size_t(c)];
+    float* cp = C + c * cstride;
+    const cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
+                                            nullptr, ws + used, a->workspace_bytes - used, stream_of(a));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return fail(a, "cublasLtMatmul failed (status %d) for [%lld, %lld] x [%lld, %lld]", int(s), (long long)m,
+                  (long long)k, (long long)k, (long long)n);
+  }
+  return launched(a, "matmul");
+}
+
+Mat mat_of(const amber_tensor_view& v) {
+  const int r = v.ndim;
+  return {static_cast<const float*>(v.data), v.sizes[r - 2], v.sizes[r - 1], v.strides[r - 2], v.strides[r - 1], {0}};
+}
+
+int mm_kernel(const amber_kernel_args* a) {
+  const amber_tensor_view& c = a->outputs[0];
+  return gemm(a, mat_of(a->inputs[0]), mat_of(a->inputs[1]), static_cast<float*>(c.data), c.strides[0], 0, nullptr);
+}
+
+int bmm_kernel(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &y = a->inputs[1], &c = a->outputs[0];
+  Mat A = mat_of(x), B = mat_of(y);
+  A.offsets.clear();
+  B.offsets.clear();
+  for (int64_t i = 0; i < x.sizes[0]; ++i) {
+    A.offsets.push_back(i * x.strides[0]);
+    B.offsets.push_back(i * y.strides[0]);
+  }
+  return gemm(a, A, B, static_cast<float*>(c.data), c.strides[1], c.strides[0], nullptr);
+}
+
+// torch.matmul: a 1-D left operand is a row [1, k], a 1-D right operand a column [k, 1];
+// batch dims broadcast; the output is contiguous [batch..., n, m].
+int matmul_kernel(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &y = a->inputs[1], &c = a->outputs[0];
+  const int64_t k = x.sizes[x.ndim - 1];
+  const int64_t n = x.ndim >= 2 ? x.sizes[x.ndim - 2] : 1, m = y.ndim >= 2 ? y.sizes[y.ndim - 1] : 1;
+  Mat A{static_cast<const float*>(x.data), n, k, x.ndim >= 2 ? x.strides[x.ndim - 2] : k, x.strides[x.ndim - 1], {}};
+  Mat B{static_cast<const float*>(y.data), k, m, y.ndim >= 2 ? y.strides[y.ndim - 2] : y.strides[0],
+        y.ndim >= 2 ? y.strides[y.ndim - 1] : 1, {}};
+  const int obatch = std::max(0, c.ndim - (x.ndim >= 2 ? 1 : 0) - (y.ndim >= 2 ? 1 : 0));
+  int64_t batches = 1;
+  for (int d = 0; d < obatch; ++d) batches *= c.sizes[d];
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t rem = b, xo = 0, yo = 0;
+    for (int d = obatch - 1; d >= 0; --d) {
+      const int64_t j = rem % c.sizes[d];
+      rem /= c.sizes[d];
+      const int xd = d - (obatch - std::max(0, x.ndim - 2)), yd = d - (obatch - std::max(0, y.ndim - 2));
+      if (xd >= 0 && x.sizes[xd] != 1) xo += j * x.strides[xd];
+      if (yd >= 0 && y.sizes[yd] != 1) yo += j * y.strides[yd];
+    }
+    A.offsets.push_back(xo);
+    B.offsets.push_back(yo);
+  }
+  return gemm(a, A, B, static_cast<float*>(c.data), m, n * m, nullptr);
+}
+
+struct AddBiasF {
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<float*>(p[0]) += *reinterpret_cast<const float*>(p[1]);
+  }
+};
+
+// linear(input, weight, bias): [*, in] x [out, in]^T + bias. The leading dims of input
+// become rows (one batch of rows when their strides allow, else one product per row).
+int linear_kernel(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &c = a->outputs[0];
+  const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
+  int64_t rs = in_f;
+  bool uniform = true;
+  if (x.ndim >= 2) {
+    rs = x.strides[x.ndim - 2];
+    int64_t expect = rs;
+    for (int d = x.ndim - 2; d >= 0 && uniform; --d) {
+      uniform = x.sizes[d] == 1 || x.strides[d] == expect;
+      expect *= x.sizes[d];
+    }
+  }
+  Mat A{static_cast<const float*>(x.data), rows, in_f, rs, x.strides[x.ndim - 1], {0}};
+  if (!uniform) {  // one row per product, at each row's offset
+    A.rows = 1;
+    A.offsets.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t rem = r, off = 0;
+      for (int d = x.ndim - 2; d >= 0; --d) {
+        off += (rem % x.sizes[d]) * x.strides[d];
+        rem /= x.sizes[d];
+      }
+      A.offsets.push_back(off);
+    }
+  }
+  // B = weight^T: [in, out] with strides (w.strides[1], w.strides[0]).
+  Mat B{static_cast<const float*>(w.data), in_f, out_f, w.strides[1], w.strides[0],
+        std::vector<int64_t>(A.offsets.size(), 0)};
+  const bool dense_bias = present(bias) && (bias.ndim == 0 || bias.sizes[0] == 1 || bias.strides[0] == 1) &&
+                          (bias.ndim == 1 && bias.sizes[0] == out_f);
+  float* out = static_cast<float*>(c.data);
+  const int rc = gemm(a, A, B, out, out_f, uniform ? 0 : out_f, dense_bias ? static_cast<const float*>(bias.data) : nullptr);
+  if (rc != 0 || !present(bias) || dense_bias) return rc;
+  const amber_tensor_view* v[2] = {&c, &bias};
+  const int64_t items[2] = {sizeof(float), sizeof(float)};
+  return map<2>(a, v, items, AddBiasF{}, "linear: adding the bias");
+}
+
+AMBER_CUDA_KERNELS(gemm) {
+  register_kernel("mm", kF32, amber_kernel{mm_kernel, setup, destroy, nullptr});
+  register_kernel("bmm", kF32, amber_kernel{bmm_kernel, setup, destroy, nullptr});
+  register_kernel("matmul", kF32, amber_kernel{matmul_kernel, setup, destroy, nullptr});
+  register_kernel("linear", kF32, amber_kernel{linear_kernel, setup, destroy, nullptr});
+}
+
+}  // namespace
+}  // namespace amber::cuda

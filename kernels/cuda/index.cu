@@ -1,0 +1,161 @@
+// CUDA kernels that gather or assemble: embedding, index_select (i64 or i32 indices), cat and
+// stack (converting dtypes as their inference promotes without casting first). An index out of
+// range gives zeros here: the CPU reports it, which a GPU kernel could only do through a
+// device-to-host read per call.
+
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/registry.h"
+
+namespace amber::cuda {
+namespace {
+
+template <template <typename> class K, typename... Ts>
+void register_typed(const char* op) {
+  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
+}
+
+// The view of v narrowed to [start, start + len) along dim (or with dim removed: select).
+amber_tensor_view narrow(amber_tensor_view v, int dim, int64_t start, int64_t len, bool select) {
+  v.data = static_cast<char*>(v.data) + start * v.strides[dim] * int64_t(itemsize(v.dtype));
+  if (!select) {
+    v.sizes[dim] = len;
+    return v;
+  }
+  for (int d = dim; d + 1 < v.ndim; ++d) {
+    v.sizes[d] = v.sizes[d + 1];
+    v.strides[d] = v.strides[d + 1];
+  }
+  --v.ndim;
+  return v;
+}
+
+struct Index {  // an i64 or i32 index view, up to 8 dims
+  const void* data;
+  bool i32;
+  int ndim;
+  int64_t sizes[AMBER_MAX_DIMS], strides[AMBER_MAX_DIMS];
+  __device__ int64_t at(int64_t k) const {
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      off += (k % sizes[d]) * strides[d];
+      k /= sizes[d];
+    }
+    return i32 ? static_cast<const int32_t*>(data)[off] : static_cast<const int64_t*>(data)[off];
+  }
+};
+Index index_of(const amber_tensor_view& v) {
+  Index ix{v.data, v.dtype == kI32, v.ndim, {}, {}};
+  for (int d = 0; d < v.ndim; ++d) ix.sizes[d] = v.sizes[d], ix.strides[d] = v.strides[d];
+  return ix;
+}
+
+// embedding: output [indices..., dim] (contiguous) = weight[index, :].
+template <typename T>
+__global__ void embedding_kernel(const T* w, int64_t rows, int64_t dim, int64_t ws0, int64_t ws1, Index idx, T* y,
+                                 int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i / dim, j = i % dim, row = idx.at(k);
+    y[i] = row >= 0 && row < rows ? w[row * ws0 + j * ws1] : T(0);
+  }
+}
+template <typename T>
+struct EmbeddingKernel {  // embedding(weight, indices, padding_idx)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &w = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    const int64_t n = numel(y);
+    if (n == 0) return 0;
+    DeviceScope scope(a->device);
+    embedding_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(w.data), w.sizes[0], w.sizes[1],
+                                                               w.strides[0], w.strides[1], index_of(idx),
+                                                               static_cast<T*>(y.data), n);
+    return launched(a, "embedding");
+  }
+};
+
+// index_select: y[..., k, ...] = x[..., index[k], ...] along dim.
+template <typename T>
+__global__ void index_select_kernel(const T* x, T* y, Operands<2> o, int dim, int64_t size, int64_t xstride,
+                                    Index idx, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, yo = 0, xo = 0;
+    bool inside = true;
+    for (int d = o.ndim - 1; d >= 0; --d) {
+      const int64_t c = rest % o.sizes[d];
+      rest /= o.sizes[d];
+      yo += c * o.bytes[0][d];
+      if (d == dim) {
+        const int64_t src = idx.at(c);
+        inside = src >= 0 && src < size;
+        xo += (inside ? src : 0) * xstride;
+      } else {
+        xo += c * o.bytes[1][d];
+      }
+    }
+    *reinterpret_cast<T*>(reinterpret_cast<char*>(y) + yo) =
+        inside ? *reinterpret_cast<const T*>(reinterpret_cast<const char*>(x) + xo) : T(0);
+  }
+}
+template <typename T>
+struct IndexSelectKernel {  // index_select(self, index, dim)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    const int64_t n = numel(y);
+    if (n == 0) return 0;
+    if (x.ndim == 0) return copy_convert(a, y, x);  // a 0-D self: the index must be 0
+    int dim = int(a->attrs[0].i);
+    if (dim < 0) dim += x.ndim;
+    // x's strides in y's dims (the same rank), dim's replaced by the gather.
+    const amber_tensor_view* v[2] = {&y, &x};
+    const int64_t items[2] = {sizeof(T), sizeof(T)};
+    amber_tensor_view xs = x;
+    xs.sizes[dim] = y.sizes[dim];  // only the strides of the other dims are read
+    v[1] = &xs;
+    const Operands<2> o = operands<2>(v, items);
+    DeviceScope scope(a->device);
+    index_select_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
+                                                                  static_cast<T*>(y.data), o, dim, x.sizes[dim],
+                                                                  x.strides[dim] * int64_t(sizeof(T)), index_of(idx), n);
+    return launched(a, "index_select");
+  }
+};
+
+template <typename T>
+struct CatKernel {  // cat(tensors, dim): inputs of any dtype, converted to the output's
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view& y = a->outputs[0];
+    if (numel(y) == 0) return 0;
+    int dim = int(a->attrs[0].i);
+    if (dim < 0) dim += y.ndim;
+    int64_t offset = 0;
+    for (int i = 0; i < a->n_inputs; ++i) {
+      const amber_tensor_view& x = a->inputs[i];
+      if (x.ndim == 1 && x.sizes[0] == 0) continue;  // empty 1-D inputs are skipped, as PyTorch
+      if (copy_convert(a, narrow(y, dim, offset, x.sizes[dim], false), x) != 0) return 1;
+      offset += x.sizes[dim];
+    }
+    return 0;
+  }
+};
+
+template <typename T>
+struct StackKernel {  // stack(tensors, dim)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view& y = a->outputs[0];
+    int dim = int(a->attrs[0].i);
+    if (dim < 0) dim += y.ndim;
+    for (int i = 0; i < a->n_inputs; ++i)
+      if (copy_convert(a, narrow(y, dim, i, 1, true), a->inputs[i]) != 0) return 1;
+    return 0;
+  }
+};
+
+#define AMBER_CUDA_ALL float, double, __half, __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
+AMBER_CUDA_KERNELS(index) {
+  register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
+  register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");
+  register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
+  register_typed<StackKernel, AMBER_CUDA_ALL>("stack");
+}
+
+}  // namespace
+}  // namespace amber::cuda

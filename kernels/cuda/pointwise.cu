@@ -1,0 +1,720 @@
+// CUDA kernels for elementwise ops: unary (neg, abs, relu, clamp, hardtanh, pow.Scalar on
+// every numeric dtype; exp, log, sqrt, rsqrt, tanh, sigmoid, silu, reciprocal, gelu on f32
+// and f64), binary (add, sub, mul, div, pow and their scalar forms, rsub.Scalar),
+// comparisons, where, to (dtype conversion), clone, full, arange, and the generic kernel of
+// `fused` nodes. The formulas are the CPU kernels' own (kernels/arith.h,
+// kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0
+// here (the CPU reports an error; checking would need a device-to-host read per call).
+
+#include <cstring>
+
+#include "amber/kernels/arith.h"
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/pointwise_math.h"
+
+namespace amber::cuda {
+namespace {
+
+template <template <typename> class K, typename... Ts>
+void register_typed(const char* op) {
+  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
+}
+
+#define AMBER_CUDA_NUMERIC float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
+#define AMBER_CUDA_ALL float, double, __half, __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
+
+// ---- Unary ----
+template <typename T, typename Op>
+struct UnaryF {
+  Op op;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]));
+  }
+};
+
+template <typename T, typename Op>
+int run_unary(const amber_kernel_args* a, Op op, const char* what) {
+  const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
+  const int64_t items[2] = {sizeof(T), sizeof(T)};
+  return map<2>(a, v, items, UnaryF<T, Op>{op}, what);
+}
+
+struct NegOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::wrap_neg(x);
+  }
+};
+struct AbsOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::fabs(x);
+    else if constexpr (std::is_signed_v<T>)
+      return x < 0 ? pw::wrap_neg(x) : x;
+    else
+      return x;
+  }
+};
+struct ReluOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::relu(x);
+  }
+};
+template <typename T>
+struct ClampOp {
+  T lo, hi;
+  bool has_lo, has_hi;
+  __device__ T operator()(T x) const {
+    T r = x;
+    if (has_lo) r = r < lo ? lo : r;
+    if (has_hi) r = hi < r ? hi : r;
+    return r;
+  }
+};
+struct ExpOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::exp_(x);
+  }
+};
+struct LogOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::log_(x);
+  }
+};
+struct SqrtOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return std::sqrt(x);
+  }
+};
+struct RsqrtOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::rsqrt(x);
+  }
+};
+struct TanhOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::tanh_(x);
+  }
+};
+struct SigmoidOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::sigmoid(x);
+  }
+};
+struct SiluOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::silu(x);
+  }
+};
+struct ReciprocalOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::reciprocal(x);
+  }
+};
+struct GeluOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::gelu(x);
+  }
+};
+struct GeluTanhOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return pw::gelu_tanh(x);
+  }
+};
+template <typename T>
+struct PowScalarOp {
+  T e;
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return pw::pow_scalar(x, e);
+    } else {
+      if (e == T(2)) return pw::wrap_mul(x, x);
+      if (e == T(3)) return pw::wrap_mul(pw::wrap_mul(x, x), x);
+      return pw::int_pow(x, e);
+    }
+  }
+};
+
+template <typename Op>
+struct Unary {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) { return run_unary<T>(a, Op{}, "unary kernel launch"); }
+  };
+};
+template <typename T>
+struct GeluKernel {  // gelu(self, approximate)
+  static int run(const amber_kernel_args* a) {
+    return std::strcmp(a->attrs[0].str, "tanh") == 0 ? run_unary<T>(a, GeluTanhOp{}, "gelu")
+                                                      : run_unary<T>(a, GeluOp{}, "gelu");
+  }
+};
+template <typename T>
+struct ClampKernel {  // clamp(self, min, max)
+  static int run(const amber_kernel_args* a) {
+    ClampOp<T> c{T(0), T(0), !attr_none(a, 0), !attr_none(a, 1)};
+    if (c.has_lo) c.lo = attr_scalar<T>(a, 0);
+    if (c.has_hi) c.hi = attr_scalar<T>(a, 1);
+    return run_unary<T>(a, c, "clamp");
+  }
+};
+template <typename T>
+struct HardtanhKernel {  // hardtanh(self, min_val, max_val)
+  static int run(const amber_kernel_args* a) {
+    return run_unary<T>(a, ClampOp<T>{attr_scalar<T>(a, 0), attr_scalar<T>(a, 1), true, true}, "hardtanh");
+  }
+};
+template <typename T>
+struct PowScalarKernel {  // pow.Scalar(self, exponent)
+  static int run(const amber_kernel_args* a) {
+    return run_unary<T>(a, PowScalarOp<T>{attr_scalar<T>(a, 0)}, "pow.Scalar");
+  }
+};
+
+// ---- Binary ----
+enum class DivMode : int { true_div, trunc, floor };
+
+template <typename T>
+__device__ inline T div_value(T x, T y, DivMode mode) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (mode == DivMode::trunc) return std::trunc(x / y);
+    if (mode == DivMode::floor) return pw::div_floor_float(x, y);
+    return x / y;
+  } else {
+    if (y == 0) return 0;
+    return mode == DivMode::floor ? pw::div_floor_int(x, y) : pw::div_trunc_int(x, y);
+  }
+}
+
+enum class Bin : int { add, sub, mul, div, pow, rsub };
+
+template <typename T>
+struct BinaryOp {
+  Bin op;
+  T alpha;
+  bool alpha_one;
+  DivMode mode;
+  __device__ T operator()(T x, T y) const {
+    switch (op) {
+      case Bin::add:
+        return alpha_one ? pw::wrap_add(x, y) : pw::wrap_add(x, pw::wrap_mul(alpha, y));
+      case Bin::sub:
+        return alpha_one ? pw::wrap_sub(x, y) : pw::wrap_sub(x, pw::wrap_mul(alpha, y));
+      case Bin::rsub:  // other - alpha * self, with `other` in y
+        return pw::wrap_sub(y, pw::wrap_mul(alpha, x));
+      case Bin::mul:
+        return pw::wrap_mul(x, y);
+      case Bin::div:
+        return div_value(x, y, mode);
+      case Bin::pow:
+        if constexpr (std::is_floating_point_v<T>)
+          return std::pow(x, y);
+        else
+          return pw::int_pow(x, y);
+    }
+    return x;
+  }
+};
+
+template <typename T>
+struct BinaryF {
+  BinaryOp<T> op;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), *reinterpret_cast<const T*>(p[2]));
+  }
+};
+template <typename T>
+struct ScalarF {  // the second operand is a number
+  BinaryOp<T> op;
+  T y;
+  __device__ void operator()(char* const* p) const { *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), y); }
+};
+
+DivMode div_mode(const amber_kernel_args* a, int i) {
+  if (attr_none(a, i)) return DivMode::true_div;
+  return std::strcmp(a->attrs[i].str, "floor") == 0 ? DivMode::floor : DivMode::trunc;
+}
+
+template <typename T>
+int run_binary(const amber_kernel_args* a, BinaryOp<T> op) {
+  const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
+  const int64_t items[3] = {sizeof(T), sizeof(T), sizeof(T)};
+  return map<3>(a, v, items, BinaryF<T>{op}, "binary kernel launch");
+}
+template <typename T>
+int run_scalar(const amber_kernel_args* a, BinaryOp<T> op, T y) {
+  const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
+  const int64_t items[2] = {sizeof(T), sizeof(T)};
+  return map<2>(a, v, items, ScalarF<T>{op, y}, "scalar kernel launch");
+}
+
+template <typename T>
+BinaryOp<T> with_alpha(Bin op, T alpha) {
+  return BinaryOp<T>{op, alpha, alpha == T(1), DivMode::true_div};
+}
+
+template <typename T>
+struct AddKernel {
+  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::add, attr_scalar<T>(a, 0))); }
+};
+template <typename T>
+struct SubKernel {
+  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::sub, attr_scalar<T>(a, 0))); }
+};
+template <typename T>
+struct MulKernel {
+  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::mul, T(1))); }
+};
+template <typename T>
+struct DivKernel {
+  static int run(const amber_kernel_args* a) {
+    return run_binary<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, 0)});
+  }
+};
+template <typename T>
+struct PowKernel {
+  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::pow, T(1))); }
+};
+template <typename T>
+struct AddScalarKernel {  // add.Scalar(self, other, alpha): self + alpha * other, the product made once
+  static int run(const amber_kernel_args* a) {
+    return run_scalar<T>(a, with_alpha(Bin::add, T(1)), pw::wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0)));
+  }
+};
+template <typename T>
+struct SubScalarKernel {
+  static int run(const amber_kernel_args* a) {
+    return run_scalar<T>(a, with_alpha(Bin::sub, T(1)), pw::wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0)));
+  }
+};
+template <typename T>
+struct RsubScalarKernel {  // rsub.Scalar(self, other, alpha): other - alpha * self
+  static int run(const amber_kernel_args* a) {
+    return run_scalar<T>(a, with_alpha(Bin::rsub, attr_scalar<T>(a, 1)), attr_scalar<T>(a, 0));
+  }
+};
+template <typename T>
+struct MulScalarKernel {
+  static int run(const amber_kernel_args* a) {
+    return run_scalar<T>(a, with_alpha(Bin::mul, T(1)), attr_scalar<T>(a, 0));
+  }
+};
+template <typename T>
+struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
+  static int run(const amber_kernel_args* a) {
+    return run_scalar<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, 1)}, attr_scalar<T>(a, 0));
+  }
+};
+
+// ---- Comparisons and where ----
+enum class Cmp : int { eq, ne, lt, le, gt, ge };
+template <typename T>
+__device__ inline bool compare(Cmp c, T x, T y) {
+  switch (c) {
+    case Cmp::eq:
+      return x == y;
+    case Cmp::ne:
+      return x != y;
+    case Cmp::lt:
+      return x < y;
+    case Cmp::le:
+      return x <= y;
+    case Cmp::gt:
+      return x > y;
+    case Cmp::ge:
+      return x >= y;
+  }
+  return false;
+}
+template <typename T>
+struct CompareF {
+  Cmp c;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<bool*>(p[0]) = compare(c, *reinterpret_cast<const T*>(p[1]), *reinterpret_cast<const T*>(p[2]));
+  }
+};
+template <typename T>
+struct CompareScalarF {
+  Cmp c;
+  T y;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<bool*>(p[0]) = compare(c, *reinterpret_cast<const T*>(p[1]), y);
+  }
+};
+template <Cmp C>
+struct Compare {
+  template <typename T>
+  struct Tensor {
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
+      const int64_t items[3] = {1, sizeof(T), sizeof(T)};
+      return map<3>(a, v, items, CompareF<T>{C}, "comparison kernel launch");
+    }
+  };
+  template <typename T>
+  struct Scalar {
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
+      const int64_t items[2] = {1, sizeof(T)};
+      return map<2>(a, v, items, CompareScalarF<T>{C, attr_scalar<T>(a, 0)}, "comparison kernel launch");
+    }
+  };
+};
+
+template <typename T>
+struct WhereF {
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const bool*>(p[1]) ? *reinterpret_cast<const T*>(p[2])
+                                                                         : *reinterpret_cast<const T*>(p[3]);
+  }
+};
+template <typename T>
+struct WhereKernel {  // where(condition, self, other), keyed by the result dtype
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view* v[4] = {&a->outputs[0], &a->inputs[0], &a->inputs[1], &a->inputs[2]};
+    const int64_t items[4] = {sizeof(T), 1, sizeof(T), sizeof(T)};
+    return map<4>(a, v, items, WhereF<T>{}, "where kernel launch");
+  }
+};
+
+// ---- Moving and making values ----
+template <typename S, typename D>
+struct CastF {
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<D*>(p[0]) = cast_value<D>(*reinterpret_cast<const S*>(p[1]));
+  }
+};
+template <typename S, typename D>
+int cast(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src) {
+  const amber_tensor_view* v[2] = {&dst, &src};
+  const int64_t items[2] = {sizeof(D), sizeof(S)};
+  return map<2>(a, v, items, CastF<S, D>{}, "conversion kernel launch");
+}
+template <typename S>
+int convert_from(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src) {
+  switch (dst.dtype) {
+    case kF32:
+      return cast<S, float>(a, dst, src);
+    case kF64:
+      return cast<S, double>(a, dst, src);
+    case kF16:
+      return cast<S, __half>(a, dst, src);
+    case kBF16:
+      return cast<S, __nv_bfloat16>(a, dst, src);
+    case kI64:
+      return cast<S, int64_t>(a, dst, src);
+    case kI32:
+      return cast<S, int32_t>(a, dst, src);
+    case kI16:
+      return cast<S, int16_t>(a, dst, src);
+    case kI8:
+      return cast<S, int8_t>(a, dst, src);
+    case kU8:
+      return cast<S, uint8_t>(a, dst, src);
+    case kBool:
+      return cast<S, bool>(a, dst, src);
+  }
+  return fail(a, "unknown target dtype %d", int(dst.dtype));
+}
+template <typename S>
+struct ToKernel {  // to(self, dtype): keyed by the source dtype; the output's dtype is the target
+  static int run(const amber_kernel_args* a) { return convert_from<S>(a, a->outputs[0], a->inputs[0]); }
+};
+
+template <typename W>
+struct CopyF {
+  __device__ void operator()(char* const* p) const { *reinterpret_cast<W*>(p[0]) = *reinterpret_cast<const W*>(p[1]); }
+};
+template <typename T>
+struct CloneKernel {  // a copy moves bytes: one instantiation per element width
+  static int run(const amber_kernel_args* a) {
+    using W = std::conditional_t<sizeof(T) == 8, uint64_t,
+                                 std::conditional_t<sizeof(T) == 4, uint32_t,
+                                                    std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+    const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
+    const int64_t items[2] = {sizeof(W), sizeof(W)};
+    return map<2>(a, v, items, CopyF<W>{}, "clone kernel launch");
+  }
+};
+
+template <typename T>
+struct FillF {
+  T value;
+  __device__ void operator()(char* const* p) const { *reinterpret_cast<T*>(p[0]) = value; }
+};
+template <typename T>
+struct FullKernel {  // full(size, fill_value, dtype)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view* v[1] = {&a->outputs[0]};
+    const int64_t items[1] = {sizeof(T)};
+    return map<1>(a, v, items, FillF<T>{attr_scalar<T>(a, 1)}, "full kernel launch");
+  }
+};
+
+template <typename T>
+__global__ void arange_kernel(T* out, int64_t n, double fstart, double fstep, int64_t istart, int64_t istep) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_floating_point_v<T>)
+      out[i] = T(fstart + fstep * double(i));
+    else
+      out[i] = T(uint64_t(istart) + uint64_t(istep) * uint64_t(i));
+  }
+}
+template <typename T>
+struct ArangeKernel {  // arange(start, end, step, dtype): in double for floats, int64 for integers
+  static int run(const amber_kernel_args* a) {
+    const int64_t n = numel(a->outputs[0]);
+    if (n == 0) return 0;
+    DeviceScope scope(a->device);
+    arange_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<T*>(a->outputs[0].data), n, a->attrs[0].f,
+                                                            a->attrs[2].f, a->attrs[0].i, a->attrs[2].i);
+    return launched(a, "arange kernel launch");
+  }
+};
+
+// ---- fused: the program travels by value in the kernel's parameters ----
+constexpr int kMaxInstrs = 64;
+constexpr int kMaxInputs = 8;
+
+struct Code {
+  int32_t n_instrs = 0;
+  struct Instr {
+    uint8_t op, arity, kind[3], index[3];
+    float imm[3];
+  } instrs[kMaxInstrs];
+};
+
+template <int K>
+struct FusedF {
+  Code code;
+  __device__ void operator()(char* const* p) const {
+    float in[K > 0 ? K : 1];
+    for (int k = 0; k < K; ++k) in[k] = *reinterpret_cast<const float*>(p[k + 1]);
+    float t[kMaxInstrs];
+    for (int i = 0; i < code.n_instrs; ++i) {
+      const Code::Instr& c = code.instrs[i];
+      float x[3];
+      for (int j = 0; j < 3; ++j)
+        x[j] = c.kind[j] == AMBER_OPERAND_INPUT ? in[c.index[j]] : c.kind[j] == AMBER_OPERAND_TEMP ? t[c.index[j]] : c.imm[j];
+      float r = 0;
+      switch (c.op) {
+        case AMBER_FUSED_ADD:
+          r = x[0] + x[1];
+          break;
+        case AMBER_FUSED_SUB:
+          r = x[0] - x[1];
+          break;
+        case AMBER_FUSED_MUL:
+          r = x[0] * x[1];
+          break;
+        case AMBER_FUSED_DIV:
+          r = x[0] / x[1];
+          break;
+        case AMBER_FUSED_POW:
+          r = c.kind[1] == AMBER_OPERAND_IMM ? pw::pow_scalar(x[0], x[1]) : std::pow(x[0], x[1]);
+          break;
+        case AMBER_FUSED_NEG:
+          r = -x[0];
+          break;
+        case AMBER_FUSED_ABS:
+          r = std::fabs(x[0]);
+          break;
+        case AMBER_FUSED_EXP:
+          r = pw::exp_(x[0]);
+          break;
+        case AMBER_FUSED_LOG:
+          r = pw::log_(x[0]);
+          break;
+        case AMBER_FUSED_SQRT:
+          r = std::sqrt(x[0]);
+          break;
+        case AMBER_FUSED_RSQRT:
+          r = pw::rsqrt(x[0]);
+          break;
+        case AMBER_FUSED_TANH:
+          r = pw::tanh_(x[0]);
+          break;
+        case AMBER_FUSED_SIGMOID:
+          r = pw::sigmoid(x[0]);
+          break;
+        case AMBER_FUSED_RELU:
+          r = pw::relu(x[0]);
+          break;
+        case AMBER_FUSED_GELU:
+          r = pw::gelu(x[0]);
+          break;
+        case AMBER_FUSED_GELU_TANH:
+          r = pw::gelu_tanh(x[0]);
+          break;
+        case AMBER_FUSED_SILU:
+          r = pw::silu(x[0]);
+          break;
+        case AMBER_FUSED_RECIPROCAL:
+          r = pw::reciprocal(x[0]);
+          break;
+        case AMBER_FUSED_CLAMP_MIN:
+          r = pw::clamp_min(x[0], x[1]);
+          break;
+        case AMBER_FUSED_CLAMP_MAX:
+          r = pw::clamp_max(x[0], x[1]);
+          break;
+        case AMBER_FUSED_CLAMP:
+          r = pw::clamp_max(pw::clamp_min(x[0], x[1]), x[2]);
+          break;
+        default:
+          break;
+      }
+      t[i] = r;
+    }
+    *reinterpret_cast<float*>(p[0]) = t[code.n_instrs - 1];
+  }
+};
+
+template <int K>
+int run_fused(const amber_kernel_args* a, const Code& code) {
+  const amber_tensor_view* v[K + 1];
+  int64_t items[K + 1];
+  v[0] = &a->outputs[0];
+  items[0] = sizeof(float);
+  for (int k = 0; k < K; ++k) {
+    v[k + 1] = &a->inputs[k];
+    items[k + 1] = sizeof(float);
+  }
+  return map<K + 1>(a, v, items, FusedF<K>{code}, "fused kernel launch");
+}
+
+int fused_kernel(const amber_kernel_args* a) {
+  const amber_fused_program* p = a->program;
+  if (!p || p->n_instrs < 1 || p->n_instrs > kMaxInstrs || p->n_inputs != a->n_inputs || a->n_inputs > kMaxInputs)
+    return fail(a, "fused: the call carries no valid program for its %d inputs", a->n_inputs);
+  Code code;
+  code.n_instrs = p->n_instrs;
+  for (int i = 0; i < p->n_instrs; ++i) {
+    const amber_fused_instr& in = p->instrs[i];
+    Code::Instr& c = code.instrs[i];
+    c.op = uint8_t(in.op);
+    c.arity = uint8_t(in.arity);
+    const amber_fused_operand* ops[3] = {&in.a, &in.b, &in.c};
+    for (int j = 0; j < 3; ++j) {
+      const bool used = j < in.arity;
+      const int32_t kind = used ? ops[j]->kind : AMBER_OPERAND_IMM;
+      const int32_t index = used ? ops[j]->index : 0;
+      if (kind == AMBER_OPERAND_INPUT && (index < 0 || index >= a->n_inputs))
+        return fail(a, "fused: instruction %d reads input %d of %d", i, index, a->n_inputs);
+      if (kind == AMBER_OPERAND_TEMP && (index < 0 || index >= i))
+        return fail(a, "fused: instruction %d reads result %d before it exists", i, index);
+      c.kind[j] = uint8_t(kind);
+      c.index[j] = uint8_t(index);
+      c.imm[j] = used ? ops[j]->imm : 0.0f;
+    }
+  }
+  switch (a->n_inputs) {
+    case 1:
+      return run_fused<1>(a, code);
+    case 2:
+      return run_fused<2>(a, code);
+    case 3:
+      return run_fused<3>(a, code);
+    case 4:
+      return run_fused<4>(a, code);
+    case 5:
+      return run_fused<5>(a, code);
+    case 6:
+      return run_fused<6>(a, code);
+    case 7:
+      return run_fused<7>(a, code);
+    case 8:
+      return run_fused<8>(a, code);
+  }
+  return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
+}
+
+AMBER_CUDA_KERNELS(pointwise) {
+  register_typed<Unary<NegOp>::Kernel, AMBER_CUDA_NUMERIC>("neg");
+  register_typed<Unary<AbsOp>::Kernel, AMBER_CUDA_NUMERIC>("abs");
+  register_typed<Unary<ReluOp>::Kernel, AMBER_CUDA_NUMERIC>("relu");
+  register_typed<ClampKernel, AMBER_CUDA_NUMERIC>("clamp");
+  register_typed<HardtanhKernel, AMBER_CUDA_NUMERIC>("hardtanh");
+  register_typed<PowScalarKernel, AMBER_CUDA_NUMERIC>("pow.Scalar");
+  register_typed<Unary<ExpOp>::Kernel, float, double>("exp");
+  register_typed<Unary<LogOp>::Kernel, float, double>("log");
+  register_typed<Unary<SqrtOp>::Kernel, float, double>("sqrt");
+  register_typed<Unary<RsqrtOp>::Kernel, float, double>("rsqrt");
+  register_typed<Unary<TanhOp>::Kernel, float, double>("tanh");
+  register_typed<Unary<SigmoidOp>::Kernel, float, double>("sigmoid");
+  register_typed<Unary<SiluOp>::Kernel, float, double>("silu");
+  register_typed<Unary<ReciprocalOp>::Kernel, float, double>("reciprocal");
+  register_typed<GeluKernel, float, double>("gelu");
+
+  register_typed<AddKernel, AMBER_CUDA_NUMERIC>("add");
+  register_typed<SubKernel, AMBER_CUDA_NUMERIC>("sub");
+  register_typed<MulKernel, AMBER_CUDA_NUMERIC>("mul");
+  register_typed<DivKernel, AMBER_CUDA_NUMERIC>("div");
+  register_typed<PowKernel, AMBER_CUDA_NUMERIC>("pow");
+  register_typed<AddScalarKernel, AMBER_CUDA_NUMERIC>("add.Scalar");
+  register_typed<SubScalarKernel, AMBER_CUDA_NUMERIC>("sub.Scalar");
+  register_typed<RsubScalarKernel, AMBER_CUDA_NUMERIC>("rsub.Scalar");
+  register_typed<MulScalarKernel, AMBER_CUDA_NUMERIC>("mul.Scalar");
+  register_typed<DivScalarKernel, AMBER_CUDA_NUMERIC>("div.Scalar");
+
+#define AMBER_CUDA_COMPARE(name, C)                                                             \
+  register_typed<Compare<C>::Tensor, AMBER_CUDA_NUMERIC, bool>(#name);                          \
+  register_typed<Compare<C>::Scalar, AMBER_CUDA_NUMERIC, bool>(#name ".Scalar")
+  AMBER_CUDA_COMPARE(eq, Cmp::eq);
+  AMBER_CUDA_COMPARE(ne, Cmp::ne);
+  AMBER_CUDA_COMPARE(lt, Cmp::lt);
+  AMBER_CUDA_COMPARE(le, Cmp::le);
+  AMBER_CUDA_COMPARE(gt, Cmp::gt);
+  AMBER_CUDA_COMPARE(ge, Cmp::ge);
+#undef AMBER_CUDA_COMPARE
+  register_typed<WhereKernel, AMBER_CUDA_ALL>("where");
+
+  register_typed<ToKernel, AMBER_CUDA_ALL>("to");
+  register_typed<CloneKernel, AMBER_CUDA_ALL>("clone");
+  register_typed<FullKernel, AMBER_CUDA_ALL>("full");
+  register_typed<ArangeKernel, AMBER_CUDA_NUMERIC>("arange");
+  register_kernel("fused", kF32, &fused_kernel);
+}
+
+}  // namespace
+
+int copy_convert(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src) {
+  switch (src.dtype) {
+    case kF32:
+      return convert_from<float>(a, dst, src);
+    case kF64:
+      return convert_from<double>(a, dst, src);
+    case kF16:
+      return convert_from<__half>(a, dst, src);
+    case kBF16:
+      return convert_from<__nv_bfloat16>(a, dst, src);
+    case kI64:
+      return convert_from<int64_t>(a, dst, src);
+    case kI32:
+      return convert_from<int32_t>(a, dst, src);
+    case kI16:
+      return convert_from<int16_t>(a, dst, src);
+    case kI8:
+      return convert_from<int8_t>(a, dst, src);
+    case kU8:
+      return convert_from<uint8_t>(a, dst, src);
+    case kBool:
+      return convert_from<bool>(a, dst, src);
+  }
+  return fail(a, "unknown source dtype %d", int(src.dtype));
+}
+
+}  // namespace amber::cuda

@@ -1,0 +1,165 @@
+// CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
+// propagates, dilation, ceil_mode through the output size), avg_pool2d (count_include_pad,
+// divisor_override) and adaptive_avg_pool2d. One thread per output element, any strides
+// (3-D inputs are one image). Own kernels rather than cuDNN's pooling, which has no dilation
+// and other rounding rules.
+
+#include <cmath>
+
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/registry.h"
+
+namespace amber::cuda {
+namespace {
+
+struct Geometry {  // N, C, H, W of input and output, element strides
+  int64_t n, c, h, w, oh, ow;
+  int64_t sn, sc, sh, sw, on, oc, osh, osw;
+};
+Geometry geometry(const amber_tensor_view& x, const amber_tensor_view& y) {
+  const int o = x.ndim == 4 ? 1 : 0;
+  Geometry g{};
+  g.n = o ? x.sizes[0] : 1;
+  g.sn = o ? x.strides[0] : 0;
+  g.on = o ? y.strides[0] : 0;
+  g.c = x.sizes[o];
+  g.h = x.sizes[o + 1];
+  g.w = x.sizes[o + 2];
+  g.sc = x.strides[o];
+  g.sh = x.strides[o + 1];
+  g.sw = x.strides[o + 2];
+  g.oh = y.sizes[o + 1];
+  g.ow = y.sizes[o + 2];
+  g.oc = y.strides[o];
+  g.osh = y.strides[o + 1];
+  g.osw = y.strides[o + 2];
+  return g;
+}
+
+struct Params {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  bool include_pad, has_override;
+  int64_t override_div;
+};
+
+enum class Kind : int { max, avg, adaptive };
+
+template <typename T, Kind K>
+__global__ void pool_kernel(const T* x, T* y, Geometry g, Params p) {
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i;
+    const int64_t ow = rest % g.ow;
+    rest /= g.ow;
+    const int64_t oh = rest % g.oh;
+    rest /= g.oh;
+    const int64_t c = rest % g.c, n = rest / g.c;
+    const T* base = x + n * g.sn + c * g.sc;
+    T out;
+    if constexpr (K == Kind::max) {
+      int64_t h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
+      const int64_t h1 = min(h0 + (p.kh - 1) * p.dh + 1, g.h), w1 = min(w0 + (p.kw - 1) * p.dw + 1, g.w);
+      while (h0 < 0) h0 += p.dh;
+      while (w0 < 0) w0 += p.dw;
+      T m = -INFINITY;
+      for (int64_t r = h0; r < h1; r += p.dh)
+        for (int64_t s = w0; s < w1; s += p.dw) {
+          const T v = base[r * g.sh + s * g.sw];
+          m = (v > m || v != v) ? v : m;
+        }
+      out = m;
+    } else {
+      int64_t h0, h1, w0, w1;
+      double div;
+      if constexpr (K == Kind::avg) {
+        h0 = oh * p.sh - p.ph;
+        w0 = ow * p.sw - p.pw;
+        h1 = min(h0 + p.kh, g.h + p.ph);
+        w1 = min(w0 + p.kw, g.w + p.pw);
+        const int64_t pool_size = (h1 - h0) * (w1 - w0);
+        h0 = max(h0, int64_t(0));
+        w0 = max(w0, int64_t(0));
+        h1 = min(h1, g.h);
+        w1 = min(w1, g.w);
+        div = p.has_override ? double(p.override_div) : p.include_pad ? double(pool_size) : double((h1 - h0) * (w1 - w0));
+      } else {
+        h0 = oh * g.h / g.oh;
+        h1 = ((oh + 1) * g.h + g.oh - 1) / g.oh;
+        w0 = ow * g.w / g.ow;
+        w1 = ((ow + 1) * g.w + g.ow - 1) / g.ow;
+        div = double((h1 - h0) * (w1 - w0));
+      }
+      T acc = 0;
+      for (int64_t r = h0; r < h1; ++r)
+        for (int64_t s = w0; s < w1; ++s) acc += base[r * g.sh + s * g.sw];
+      out = (h0 >= h1 || w0 >= w1 || div == 0) ? T(0) : acc / T(div);
+    }
+    y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = out;
+  }
+}
+
+void ints2(const amber_kernel_args* a, int i, int64_t fallback0, int64_t fallback1, int64_t& v0, int64_t& v1) {
+  const amber_attr& at = a->attrs[i];
+  if (at.count == 0) {
+    v0 = fallback0;
+    v1 = fallback1;
+  } else {
+    v0 = at.ints[0];
+    v1 = at.count > 1 ? at.ints[1] : at.ints[0];
+  }
+}
+
+template <typename T, Kind K>
+int run_pool(const amber_kernel_args* a, const Params& p, const char* what) {
+  const Geometry g = geometry(a->inputs[0], a->outputs[0]);
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  if (total == 0) return 0;
+  DeviceScope scope(a->device);
+  pool_kernel<T, K><<<grid_for(total), 256, 0, stream_of(a)>>>(static_cast<const T*>(a->inputs[0].data),
+                                                                static_cast<T*>(a->outputs[0].data), g, p);
+  return launched(a, what);
+}
+
+template <typename T>
+struct MaxPoolKernel {  // max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)
+  static int run(const amber_kernel_args* a) {
+    Params p{};
+    ints2(a, 0, 1, 1, p.kh, p.kw);
+    ints2(a, 1, p.kh, p.kw, p.sh, p.sw);
+    ints2(a, 2, 0, 0, p.ph, p.pw);
+    ints2(a, 3, 1, 1, p.dh, p.dw);
+    return run_pool<T, Kind::max>(a, p, "max_pool2d");
+  }
+};
+template <typename T>
+struct AvgPoolKernel {  // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+  static int run(const amber_kernel_args* a) {
+    Params p{};
+    ints2(a, 0, 1, 1, p.kh, p.kw);
+    ints2(a, 1, p.kh, p.kw, p.sh, p.sw);
+    ints2(a, 2, 0, 0, p.ph, p.pw);
+    p.include_pad = a->attrs[4].i != 0;
+    p.has_override = a->attrs[5].kind != AMBER_ATTR_NONE;
+    p.override_div = p.has_override ? a->attrs[5].i : 0;
+    return run_pool<T, Kind::avg>(a, p, "avg_pool2d");
+  }
+};
+template <typename T>
+struct AdaptiveAvgPoolKernel {  // adaptive_avg_pool2d(self, output_size)
+  static int run(const amber_kernel_args* a) { return run_pool<T, Kind::adaptive>(a, Params{}, "adaptive_avg_pool2d"); }
+};
+
+template <template <typename> class K>
+void register_floats(const char* op) {
+  register_kernel(op, kF32, &K<float>::run);
+  register_kernel(op, kF64, &K<double>::run);
+}
+
+AMBER_CUDA_KERNELS(pool) {
+  register_floats<MaxPoolKernel>("max_pool2d");
+  register_floats<AvgPoolKernel>("avg_pool2d");
+  register_floats<AdaptiveAvgPoolKernel>("adaptive_avg_pool2d");
+}
+
+}  // namespace
+}  // namespace amber::cuda

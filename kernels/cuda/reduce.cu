@@ -1,0 +1,441 @@
+// CUDA kernels that work along rows: reductions (sum, mean, amax, amin, argmax over any dims),
+// softmax and log_softmax along one dim, layer_norm over the last dims, and batch_norm
+// (inference: per-channel affine). One block per row, 256 threads striding over its elements,
+// then a tree in shared memory in a fixed order, so results are deterministic (not the CPU's
+// order: within tolerance of it, not bit for bit). Floats accumulate in double, integers in
+// int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
+
+#include <cstring>
+
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/pointwise_math.h"
+
+namespace amber::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <template <typename> class K, typename... Ts>
+void register_typed(const char* op) {
+  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
+}
+
+// The rows of a view: `kept` dims index rows, `red` dims the elements of a row; strides in
+// elements for the input and the output (the output of a reduction has zero `red` strides).
+struct Rows {
+  int nk = 0, nr = 0;
+  int64_t ksize[AMBER_MAX_DIMS], kin[AMBER_MAX_DIMS], kout[AMBER_MAX_DIMS];
+  int64_t rsize[AMBER_MAX_DIMS], rin[AMBER_MAX_DIMS], rout[AMBER_MAX_DIMS];
+  int64_t rows = 1, len = 1;
+};
+
+__device__ inline void row_base(const Rows& r, int64_t row, int64_t& in, int64_t& out) {
+  in = out = 0;
+  for (int d = r.nk - 1; d >= 0; --d) {
+    const int64_t i = row % r.ksize[d];
+    row /= r.ksize[d];
+    in += i * r.kin[d];
+    out += i * r.kout[d];
+  }
+}
+__device__ inline void elem_offset(const Rows& r, int64_t j, int64_t& in, int64_t& out) {
+  in = out = 0;
+  for (int d = r.nr - 1; d >= 0; --d) {
+    const int64_t i = j % r.rsize[d];
+    j /= r.rsize[d];
+    in += i * r.rin[d];
+    out += i * r.rout[d];
+  }
+}
+
+// Rows of `in` reducing the dims in mask; out is the reduction's output (keepdim or not) or,
+// with same_shape, a tensor of in's shape (softmax, layer_norm).
+Rows rows_of(const amber_tensor_view& in, const amber_tensor_view& out, uint32_t mask, bool same_shape) {
+  Rows r;
+  int od = 0;
+  const bool keepdim = !same_shape && out.ndim == in.ndim;
+  for (int d = 0; d < in.ndim; ++d) {
+    const bool reduced = mask & (1u << d);
+    int64_t ostride = 0;
+    if (same_shape) {
+      ostride = out.strides[d];
+    } else if (!reduced || keepdim) {
+      ostride = reduced ? 0 : out.strides[od];
+      ++od;
+    }
+    if (reduced) {
+      r.rsize[r.nr] = in.sizes[d];
+      r.rin[r.nr] = in.strides[d];
+      r.rout[r.nr] = same_shape ? ostride : 0;
+      r.len *= in.sizes[d];
+      ++r.nr;
+    } else {
+      r.ksize[r.nk] = in.sizes[d];
+      r.kin[r.nk] = in.strides[d];
+      r.kout[r.nk] = ostride;
+      r.rows *= in.sizes[d];
+      ++r.nk;
+    }
+  }
+  return r;
+}
+
+// The dims a reduction's int[] attribute names (none or empty: all).
+uint32_t dims_mask(const amber_attr& at, int ndim) {
+  if (at.kind != AMBER_ATTR_INTS || at.count == 0) return ndim == 0 ? 0 : (1u << ndim) - 1;
+  uint32_t m = 0;
+  for (int i = 0; i < at.count; ++i) {
+    int64_t d = at.ints[i];
+    if (d < 0) d += ndim;
+    if (d >= 0 && d < ndim) m |= 1u << d;
+  }
+  return m;
+}
+
+template <typename T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// ---- sum and mean ----
+template <typename T, bool Mean>
+__global__ void sum_kernel(const T* x, T* y, Rows r) {
+  __shared__ Acc<T> part[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    Acc<T> acc = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      acc += Acc<T>(x[ib + io]);
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s) part[threadIdx.x] += part[threadIdx.x + s];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if constexpr (Mean)
+        y[ob] = T(part[0] / Acc<T>(r.len));
+      else
+        y[ob] = T(part[0]);
+    }
+    __syncthreads();
+  }
+}
+
+unsigned blocks_for(int64_t rows) { return unsigned(rows < 65535 ? (rows > 0 ? rows : 1) : 65535); }
+
+template <typename T, bool Mean>
+int run_sum(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+  const Rows r = rows_of(x, y, dims_mask(a->attrs[0], x.ndim), false);
+  if (r.rows == 0) return 0;
+  DeviceScope scope(a->device);
+  sum_kernel<T, Mean><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
+                                                                         static_cast<T*>(y.data), r);
+  return launched(a, Mean ? "mean" : "sum");
+}
+template <typename T>
+struct SumKernel {
+  static int run(const amber_kernel_args* a) { return run_sum<T, false>(a); }
+};
+template <typename T>
+struct MeanKernel {
+  static int run(const amber_kernel_args* a) { return run_sum<T, true>(a); }
+};
+
+// ---- amax, amin, argmax ----
+template <typename T>
+__device__ inline bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+// Whether (v, i) wins over (w, j): NaN first (earliest), then the extremum, then the earliest index.
+template <typename T, bool Max>
+__device__ inline bool better(T v, int64_t i, T w, int64_t j) {
+  if (j < 0) return i >= 0;
+  if (i < 0) return false;
+  const bool vn = is_nan(v), wn = is_nan(w);
+  if (vn || wn) return vn && (!wn || i < j);
+  if (v == w) return i < j;
+  return Max ? v > w : v < w;
+}
+
+template <typename T, bool Max, bool Index>
+__global__ void extremum_kernel(const T* x, void* y, Rows r) {
+  __shared__ T val[kThreads];
+  __shared__ int64_t idx[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    T best = T(0);
+    int64_t bi = -1;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const T v = x[ib + io];
+      if (better<T, Max>(v, j, best, bi)) best = v, bi = j;
+    }
+    val[threadIdx.x] = best;
+    idx[threadIdx.x] = bi;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s && better<T, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
+        val[threadIdx.x] = val[threadIdx.x + s];
+        idx[threadIdx.x] = idx[threadIdx.x + s];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if constexpr (Index)
+        static_cast<int64_t*>(y)[ob] = idx[0] < 0 ? 0 : idx[0];
+      else
+        static_cast<T*>(y)[ob] = val[0];
+    }
+    __syncthreads();
+  }
+}
+
+template <bool Max>
+struct Extremum {
+  template <typename T>
+  struct Kernel {  // amax/amin(self, dim, keepdim)
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+      const Rows r = rows_of(x, y, dims_mask(a->attrs[0], x.ndim), false);
+      if (r.rows == 0) return 0;
+      DeviceScope scope(a->device);
+      extremum_kernel<T, Max, false><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
+                                                                                        y.data, r);
+      return launched(a, Max ? "amax" : "amin");
+    }
+  };
+};
+
+template <typename T>
+struct ArgmaxKernel {  // argmax(self, dim?, keepdim): over everything (flattened) without a dim
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+    Rows r;
+    if (a->attrs[0].kind == AMBER_ATTR_NONE || x.ndim == 0) {
+      r = rows_of(x, y, x.ndim == 0 ? 0 : (1u << x.ndim) - 1, false);
+      r.nk = 0;
+      r.rows = 1;
+    } else {
+      int64_t d = a->attrs[0].i;
+      if (d < 0) d += x.ndim;
+      r = rows_of(x, y, 1u << d, false);
+    }
+    if (r.rows == 0 || r.len == 0) return 0;
+    DeviceScope scope(a->device);
+    extremum_kernel<T, true, true><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
+                                                                                      y.data, r);
+    return launched(a, "argmax");
+  }
+};
+
+// ---- softmax, log_softmax ----
+template <typename T, bool Log>
+__global__ void softmax_kernel(const T* x, T* y, Rows r) {
+  __shared__ T part[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    T mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const T v = x[ib + io];
+      mx = (v > mx || v != v) ? v : mx;
+    }
+    part[threadIdx.x] = mx;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s) {
+        const T o = part[threadIdx.x + s];
+        if (o > part[threadIdx.x] || o != o) part[threadIdx.x] = o;
+      }
+      __syncthreads();
+    }
+    mx = part[0];
+    __syncthreads();
+    T sum = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      sum += pw::exp_(x[ib + io] - mx);
+    }
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s) part[threadIdx.x] += part[threadIdx.x + s];
+      __syncthreads();
+    }
+    sum = part[0];
+    __syncthreads();
+    const T shift = mx + pw::log_(sum), inv = T(1) / sum;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const T v = x[ib + io];
+      y[ob + oo] = Log ? v - shift : pw::exp_(v - mx) * inv;
+    }
+  }
+}
+
+template <bool Log>
+struct Softmax {
+  template <typename T>
+  struct Kernel {  // softmax(self, dim, dtype)
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+      if (numel(x) == 0) return 0;
+      int64_t d = a->attrs[0].i;
+      if (x.ndim > 0 && d < 0) d += x.ndim;
+      const Rows r = rows_of(x, y, x.ndim == 0 ? 0 : 1u << d, true);
+      DeviceScope scope(a->device);
+      softmax_kernel<T, Log><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
+                                                                                static_cast<T*>(y.data), r);
+      return launched(a, Log ? "log_softmax" : "softmax");
+    }
+  };
+};
+
+// ---- layer_norm(input, weight, bias, normalized_shape, eps) ----
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows r, Rows wr, double eps) {
+  __shared__ double part[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      s += double(x[ib + io]);
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = kThreads / 2; k > 0; k /= 2) {
+      if (int(threadIdx.x) < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    const double mu = part[0] / double(r.len);
+    __syncthreads();
+    double q = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const double d = double(x[ib + io]) - mu;
+      q += d * d;
+    }
+    part[threadIdx.x] = q;
+    __syncthreads();
+    for (int k = kThreads / 2; k > 0; k /= 2) {
+      if (int(threadIdx.x) < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    const T rstd = T(1.0 / sqrt(part[0] / double(r.len) + eps));
+    const T m = T(mu);
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo, wo, unused;
+      elem_offset(r, j, io, oo);
+      elem_offset(wr, j, wo, unused);
+      T v = (x[ib + io] - m) * rstd;
+      if (w) v = v * w[wo];
+      if (b) v = v + b[wo];
+      y[ob + oo] = v;
+    }
+  }
+}
+
+template <typename T>
+struct LayerNormKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
+    const int nn = a->attrs[0].count;
+    uint32_t mask = 0;
+    for (int d = x.ndim - nn; d < x.ndim; ++d) mask |= 1u << d;
+    const Rows r = rows_of(x, y, mask, true);
+    if (r.rows == 0 || r.len == 0) return 0;
+    // The weight's (and bias's) strides over the normalised dims; both share a shape.
+    Rows wr;
+    const amber_tensor_view& p = present(w) ? w : b;
+    wr.nr = nn;
+    for (int i = 0; i < nn; ++i) {
+      wr.rsize[i] = x.sizes[x.ndim - nn + i];
+      wr.rin[i] = present(p) ? p.strides[p.ndim - nn + i] : 0;
+      wr.rout[i] = 0;
+    }
+    if (present(w) && present(b))
+      for (int i = 0; i < nn; ++i)
+        if (w.strides[w.ndim - nn + i] != b.strides[b.ndim - nn + i] && wr.rsize[i] > 1)
+          return fail(a, "layer_norm: weight and bias with different strides are not supported on CUDA");
+    DeviceScope scope(a->device);
+    layer_norm_kernel<T><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(
+        static_cast<const T*>(x.data), static_cast<T*>(y.data), present(w) ? static_cast<const T*>(w.data) : nullptr,
+        present(b) ? static_cast<const T*>(b.data) : nullptr, r, wr, a->attrs[1].f);
+    return launched(a, "layer_norm");
+  }
+};
+
+// ---- batch_norm (inference): y = x * alpha[c] + beta[c], alpha = w / sqrt(var + eps),
+// beta = b - mean * alpha, as the CPU computes them ----
+template <typename T>
+struct BatchNormF {
+  double eps;
+  __device__ void operator()(char* const* p) const {
+    const T* w = reinterpret_cast<const T*>(p[2]);
+    const T* bi = reinterpret_cast<const T*>(p[3]);
+    const T* mean = reinterpret_cast<const T*>(p[4]);
+    const T* var = reinterpret_cast<const T*>(p[5]);
+    const T invstd = T(1) / std::sqrt((var ? *var : T(1)) + T(eps));
+    const T alpha = invstd * (w ? *w : T(1));
+    const T beta = (bi ? *bi : T(0)) - (mean ? *mean : T(0)) * alpha;
+    *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const T*>(p[1]) * alpha + beta;
+  }
+};
+
+template <typename T>
+struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view& x = a->inputs[0];
+    // Each per-channel vector as a view along dim 1 (absent ones: a null pointer the functor
+    // treats as the neutral value, with zero strides).
+    amber_tensor_view ch[4];
+    for (int i = 0; i < 4; ++i) {
+      const amber_tensor_view& v = a->inputs[i + 1];
+      ch[i] = amber_tensor_view{};
+      ch[i].ndim = x.ndim;
+      ch[i].dtype = x.dtype;
+      for (int d = 0; d < x.ndim; ++d) {
+        ch[i].sizes[d] = d == 1 && present(v) ? x.sizes[1] : 1;
+        ch[i].strides[d] = d == 1 && present(v) ? v.strides[0] : 0;
+      }
+      ch[i].data = present(v) ? v.data : nullptr;
+    }
+    const amber_tensor_view* v[6] = {&a->outputs[0], &x, &ch[0], &ch[1], &ch[2], &ch[3]};
+    const int64_t items[6] = {sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T)};
+    return map<6>(a, v, items, BatchNormF<T>{a->attrs[2].f}, "batch_norm");
+  }
+};
+
+AMBER_CUDA_KERNELS(reduce) {
+  register_typed<SumKernel, float, double, int64_t>("sum");
+  register_typed<MeanKernel, float, double>("mean");
+  register_typed<Extremum<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("amax");
+  register_typed<Extremum<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("amin");
+  register_typed<ArgmaxKernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("argmax");
+  register_typed<Softmax<false>::Kernel, float, double>("softmax");
+  register_typed<Softmax<true>::Kernel, float, double>("log_softmax");
+  register_typed<LayerNormKernel, float, double>("layer_norm");
+  register_typed<BatchNormKernel, float, double>("batch_norm");
+}
+
+}  // namespace
+}  // namespace amber::cuda

@@ -1,0 +1,131 @@
+// CUDA device tests (ctest label `gpu`). Without a GPU every case says why it is skipped and
+// passes; what runs then is the refusal: asking for a CUDA device gives one clear error and
+// the CPU path is unaffected. With a GPU: a loaded LeNet on cuda:0 equals the CPU within the
+// e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
+// steady state that allocates nothing, an out-of-memory call that fails alone (the next call
+// works), weights that do not fit refused naming bytes, a bad device index, and replicas over
+// every GPU present.
+
+#include <thread>
+
+#include "amber/core/backend_registry.h"
+#include "amber/loader/replicas.h"
+#include "models/small.h"
+#include "test_util.h"
+
+using namespace amber;
+
+namespace {
+
+// Why the GPU cases cannot run here ("" when they can).
+const std::string& no_gpu() {
+  static const std::string why = [] {
+    try {
+      (void)backend(Device::cuda(0));
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }();
+  return why;
+}
+
+bool skip(const char* what) {
+  if (no_gpu().empty()) return false;
+  std::printf("SKIPPED (no GPU here): %s: %s\n", what, no_gpu().c_str());
+  return true;
+}
+
+const std::vector<uint8_t>& lenet_archive() {
+  static const std::vector<uint8_t> bytes = [] {
+    manual_seed(7);
+    models::LeNet net;
+    net.eval();
+    TraceOptions o;
+    o.print_warnings = false;
+    o.dynamic_batch = true;
+    return trace(net, {randn({1, 1, 32, 32})}, o).save_to_bytes();
+  }();
+  return bytes;
+}
+
+Tensor input(int64_t batch, uint64_t seed = 11) {
+  manual_seed(seed);
+  return randn({batch, 1, 32, 32});
+}
+
+void check_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  const test::Diff d = test::compare(got.to(Device::cpu()), want, 1e-5, 1e-4);
+  INFO(what << ": " << d.message);
+  CHECK(d.ok);
+}
+
+}  // namespace
+
+TEST_CASE("cuda: without a GPU, one clear error and the CPU unaffected", "[cuda][gpu]") {
+  if (!no_gpu().empty()) {
+    std::printf("cuda: not available here: %s\n", no_gpu().c_str());
+    AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::cuda(0)}), "cuda:0 requested but");
+    AMBER_REQUIRE_ERROR(ones({2}, Device::cuda(0)), "cuda:0 requested but");
+    const Model cpu = load(lenet_archive());
+    CHECK(cpu.forward({input(1)})[0].sizes() == DimVec{1, 10});
+    return;
+  }
+  const int32_t n = backend(Device::cuda(0)).device_count();
+  AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::cuda(n)}),
+                      str("cuda:", n, " requested but only ", n));
+}
+
+TEST_CASE("cuda: a loaded model equals the CPU, inputs and outputs on either side", "[cuda][gpu]") {
+  if (skip("loaded model vs CPU")) return;
+  const Model cpu = load(lenet_archive());
+  const Model gpu = load(lenet_archive(), LoadOptions{.device = Device::cuda(0)});
+  for (int64_t batch : {1, 8, 3}) {
+    const Tensor x = input(batch), want = cpu.forward({x})[0];
+    const Tensor out = gpu.forward({x})[0];
+    CHECK(out.device() == Device::cuda(0));
+    check_close(out, want, str("batch ", batch));
+    check_close(gpu.forward({x.to(Device::cuda(0))})[0], want, "device input");
+    check_close(gpu.forward({x}, CallOptions{.outputs_on_host = true})[0], want, "host output");
+  }
+}
+
+TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
+  if (skip("8 threads on one model")) return;
+  const Model gpu = load(lenet_archive(), LoadOptions{.device = Device::cuda(0)});
+  std::vector<Tensor> inputs, want;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(input(1 + i % 2 * 3, 100 + i));
+    want.push_back(gpu.forward({inputs.back()}, CallOptions{.outputs_on_host = true})[0]);
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const size_t k = size_t(t + i) % inputs.size();
+        if (!test::compare(gpu.forward({inputs[k]}, CallOptions{.outputs_on_host = true})[0], want[k], 0, 0).ok) ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+}
+
+TEST_CASE("cuda: out of memory fails the call alone; weights that do not fit are refused", "[cuda][gpu]") {
+  if (skip("out of memory")) return;
+  const Model gpu = load(lenet_archive(), LoadOptions{.device = Device::cuda(0)});
+  // A batch whose intermediates cannot fit: the call fails naming bytes, the next one works.
+  AMBER_REQUIRE_ERROR(gpu.forward({input(1).to(Device::cuda(0)).expand({int64_t(1) << 26, 1, 32, 32})}), "bytes");
+  check_close(gpu.forward({input(2)})[0], load(lenet_archive()).forward({input(2)})[0], "the call after");
+  AMBER_REQUIRE_ERROR(empty({int64_t(1) << 45}, {DType::f32, Device::cuda(0)}), "out of memory");
+}
+
+TEST_CASE("cuda: replicas over every GPU present", "[cuda][gpu][replicas]") {
+  if (skip("replicas")) return;
+  ReplicaOptions ro;
+  const int32_t n = backend(Device::cuda(0)).device_count();
+  for (int32_t i = 0; i < std::max(n, 2); ++i) ro.devices.push_back(Device::cuda(i % n));
+  const Replicas r = Replicas::load(lenet_archive(), ro);
+  const Tensor x = input(7);
+  check_close(r.forward({x})[0], load(lenet_archive()).forward({x})[0], "split batch");
+}
