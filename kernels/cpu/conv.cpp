@@ -91,8 +91,7 @@ struct ConvState {
   Geometry g;
   ByThreads<ConvPrim> prims;
   size_t ws = 0;
-  std::mutex pack_mutex;
-  std::vector<std::pair<memory::desc, std::shared_ptr<PackedWeights>>> packs;  // by target layout
+  PackedByLayout packs;
   size_t workspace_bytes() const { return ws; }
 
   // The primitive for `threads`, made (and the weights packed, when immutable) on first use.
@@ -114,15 +113,7 @@ struct ConvState {
       p->bias = pd.bias_desc();
       p->dst = pd.dst_desc();
       const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
-      if (w.cache_id != 0 && w.data && user_wei != p->wei) {
-        std::lock_guard lock(pack_mutex);
-        for (auto& [desc, packed] : packs)
-          if (desc == p->wei) p->packed = packed;
-        if (!p->packed) {
-          p->packed = pack_weights(w.data, user_wei, p->wei);
-          packs.emplace_back(p->wei, p->packed);
-        }
-      }
+      if (w.cache_id != 0 && w.data && user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
       // The reorders a call may need around the primitive, made now (oneDNN keeps them).
       const memory::desc user_src(g.xd, memory::data_type::f32, g.xs);
       if (strides_usable(g.xd, g.xs) && user_src != p->src)

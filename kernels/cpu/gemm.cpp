@@ -228,8 +228,7 @@ struct LinearState {
   int64_t rows = 0, in_f = 0, out_f = 0;
   bool bias = false;
   onednn::ByThreads<IpPrim> prims;
-  std::mutex pack_mutex;
-  std::vector<std::pair<onednn::memory::desc, std::shared_ptr<onednn::PackedWeights>>> packs;
+  onednn::PackedByLayout packs;
   size_t ws = 0;
   size_t workspace_bytes() const { return ws; }
 
@@ -251,15 +250,7 @@ struct LinearState {
       p->bias = pd.bias_desc();
       p->dst = pd.dst_desc();
       const memory::desc user_wei = user_weights(w);
-      if (user_wei != p->wei) {
-        std::lock_guard lock(pack_mutex);
-        for (auto& [desc, packed] : packs)
-          if (desc == p->wei) p->packed = packed;
-        if (!p->packed) {
-          p->packed = pack_weights(w.data, user_wei, p->wei);
-          packs.emplace_back(p->wei, p->packed);
-        }
-      }
+      if (user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
       return p;
     });
   }

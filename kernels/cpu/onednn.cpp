@@ -32,6 +32,16 @@ std::unique_ptr<PackedWeights> pack_weights(const void* data, const memory::desc
   return p;
 }
 
+std::shared_ptr<PackedWeights> PackedByLayout::get(const void* data, const memory::desc& user,
+                                                   const memory::desc& target) {
+  std::lock_guard lock(mutex_);
+  for (auto& [desc, packed] : packs_)
+    if (desc == target) return packed;
+  std::shared_ptr<PackedWeights> packed = pack_weights(data, user, target);
+  packs_.emplace_back(target, packed);
+  return packed;
+}
+
 void Primitive::execute(std::initializer_list<Arg> args, void* scratch, size_t scratch_bytes) {
   std::unique_ptr<Context> c;
   {

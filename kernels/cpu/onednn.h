@@ -45,6 +45,17 @@ struct PackedWeights {
 // after packing (core/mapped_pages.h): the packed copy is what calls read.
 std::unique_ptr<PackedWeights> pack_weights(const void* data, const memory::desc& user, const memory::desc& target);
 
+// A kernel state's packed weights, one copy per target layout: the state's primitives (one
+// per thread count) usually share one layout. Thread-safe.
+class PackedByLayout {
+ public:
+  std::shared_ptr<PackedWeights> get(const void* data, const memory::desc& user, const memory::desc& target);
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<memory::desc, std::shared_ptr<PackedWeights>>> packs_;
+};
+
 // One execution argument: DNNL_ARG_* kind, its memory desc (alive while the primitive is) and
 // this call's buffer.
 struct Arg {

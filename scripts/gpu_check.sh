@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Every GPU check in one command, for a machine with an NVIDIA GPU, the CUDA toolkit, a
+# python3 with PyTorch (cuDNN and cuBLAS possibly inside its `nvidia` packages), CMake and
+# ninja, but no package registry.
+#
+#   bash scripts/gpu_check.sh --prepare     here (Debian 12, apt): downloads the Debian packages
+#                                           Amber builds against into .gpu-debs/ (git-ignored)
+#   bash scripts/gpu_check.sh               there: unpacks .gpu-debs/ into a scratch prefix,
+#                                           builds with CUDA, runs every `gpu` test, the e2e
+#                                           matrix's CUDA column, every op on CUDA vs the CPU,
+#                                           many threads on one CUDA model, compute-sanitizer
+#                                           (memcheck) on the e2e test, and prints one summary
+#   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
+#                                           (how the non-GPU half is tested on a CPU machine)
+#
+# Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
+# (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores). Exit status 0 when
+# every step passed. With the device tool: carry .gpu-debs and the build is made there.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+debs=.gpu-debs
+prefix=${AMBER_GPU_PREFIX:-/tmp/amber-gpu-deps}
+build=${AMBER_GPU_BUILD:-build-gpu}
+jobs=${AMBER_GPU_JOBS:-$(nproc)}
+# What Amber builds and tests against that a CUDA image usually lacks (Debian 12 names).
+packages=(libdnnl-dev libdnnl2 libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
+  zlib1g-dev libxxhash-dev libxxhash0 catch2 nlohmann-json3-dev libzip-dev libzip4)
+
+if [[ ${1:-} == --prepare ]]; then
+  set -e
+  mkdir -p "$debs"
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -qq
+  (cd "$debs" && rm -f ./*.deb && apt-get download "${packages[@]}")
+  du -sh "$debs"
+  echo "prepared $(ls "$debs" | wc -l) packages in $debs (carry it to the GPU machine)"
+  exit 0
+fi
+
+declare -a names results times
+status=0
+step() {  # step NAME COMMAND...: runs, records PASS/FAIL and the time
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  echo "==> $name"
+  "$@" || rc=$?
+  names+=("$name")
+  times+=("$((SECONDS - t0))s")
+  if ((rc == 0)); then results+=(PASS); else
+    results+=("FAIL ($rc)")
+    status=1
+  fi
+  return $rc
+}
+summary() {
+  echo
+  echo "gpu_check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'))"
+  for i in "${!names[@]}"; do printf '  %-52s %-10s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"; done
+}
+trap summary EXIT
+
+# ---- Dependencies: the Debian packages, unpacked into a scratch prefix (never over /) ----
+unpack() {
+  [[ -d $debs ]] && compgen -G "$debs/*.deb" >/dev/null || {
+    echo "no $debs/*.deb: run 'bash scripts/gpu_check.sh --prepare' on a Debian machine and carry $debs" >&2
+    return 1
+  }
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  for f in "$debs"/*.deb; do
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$f" "$prefix"
+    else  # ar + tar where dpkg is missing
+      (cd "$(mktemp -d)" && ar x "$OLDPWD/$f" && tar -xf data.tar.* -C "$prefix")
+    fi
+  done
+}
+step "unpack $(ls $debs 2>/dev/null | wc -l) Debian packages into $prefix" unpack || exit 1
+libdir=$(dirname "$(find "$prefix" -name 'libprotobuf.so*' | head -1)")
+export PATH=$prefix/usr/bin:$PATH
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# ---- CUDA, cuDNN, cuBLASLt: the toolkit's, else the Python environment's nvidia packages ----
+nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+python=$(command -v python3)
+find_lib() {  # find_lib HEADER: the folder above include/HEADER, in the toolkit or site-packages
+  local cuda_root
+  cuda_root=$(dirname "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")")
+  for root in "$cuda_root" $("$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    local h
+    h=$(find "$root/" -name "$1" -path '*include*' 2>/dev/null | head -1)
+    [[ -n $h ]] && { dirname "$(dirname "$h")"; return; }
+  done
+}
+cudnn_root=$(find_lib cudnn.h)
+cublas_root=$(find_lib cublasLt.h)
+echo "nvcc: ${nvcc:-none}; cuDNN: ${cudnn_root:-none}; cuBLASLt: ${cublas_root:-none}; python3: $python"
+for r in "$cudnn_root" "$cublas_root"; do
+  [[ -n $r ]] && for l in lib lib64; do [[ -d $r/$l ]] && export LD_LIBRARY_PATH=$r/$l:$LD_LIBRARY_PATH; done
+done
+
+configure() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_BUILD_TESTS=ON -DAMBER_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_PREFIX_PATH="$prefix/usr" -DAMBER_PYTHON="$python" \
+    -DProtobuf_PROTOC_EXECUTABLE="$prefix/usr/bin/protoc" -DAMBER_CUDNN_ROOT="$cudnn_root" \
+    -DAMBER_CUBLAS_ROOT="$cublas_root"
+}
+step "configure ($build)" configure || exit 1
+step "build (-j$jobs)" cmake --build "$build" -j"$jobs" || exit 1
+[[ ${1:-} == --build-only ]] && exit $status
+
+# ---- The GPU checks ----
+export AMBER_REFDATA=$PWD/$build/refdata
+step "reference data (PyTorch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null))" \
+  ctest --test-dir "$build" -R '^refdata$' --output-on-failure
+step "nvidia-smi" nvidia-smi
+step "gpu-labelled tests (ctest -L gpu)" ctest --test-dir "$build" -L gpu --output-on-failure -V
+step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
+step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
+step "the e2e matrix (its CUDA column)" "$build/tests/test_e2e"
+step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
+step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$'
+if command -v compute-sanitizer >/dev/null; then
+  step "compute-sanitizer memcheck on test_e2e" compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$build/tests/test_e2e"
+else
+  names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
+fi
+if [[ -x $build/bench/bench_cuda ]]; then
+  step "GPU benchmark" "$build/bench/bench_cuda"
+else
+  names+=("GPU benchmark") results+=("NOT WRITTEN YET ([cuda] item 6)") times+=(0s)
+fi
+exit $status
