@@ -2,7 +2,9 @@
 // on the case's inputs (first call, then steady state), and print one JSON line (load,
 // first call, p50, p99, throughput, peak RSS, |amber - torch|). Links only amber_runtime.
 // Usage: bench_amber_case CASE.amber CASE.io.safetensors [--seconds S] [--iters N] [--threads N]
-//        [--no-verify] [--no-open]
+//        [--no-verify] [--no-open] [--device cuda:0]
+// On a device the inputs come from the host and the outputs stay on the device, as a service
+// would run; every call ends synchronised, so each timing is the call's whole latency.
 #include <amber/runtime.h>
 
 #include "bench_case.h"
@@ -12,13 +14,14 @@ int main(int argc, char** argv) {
   if (args.positional.size() != 2) {
     std::fprintf(stderr,
                  "usage: bench_amber_case CASE.amber CASE.io.safetensors [--seconds S] [--iters N] [--threads N] "
-                 "[--no-verify] [--no-open]\n");
+                 "[--no-verify] [--no-open] [--device D]\n");
     return 2;
   }
   try {
     amber::LoadOptions options;
     options.num_threads = args.threads;
     options.verify_checksums = !args.no_verify;
+    options.device = amber::Device::parse(args.device);
     auto t0 = bench::Clock::now();
     const amber::Model model = amber::load(args.positional[0], options);
     const double load_ms = bench::ms_since(t0);
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
       inputs.push_back(io.tensor("input" + std::to_string(i)).clone());
     std::vector<amber::Tensor> out;
     const bench::Timing t = bench::time_calls(args, [&] { out = model.forward(inputs); });
-    const float diff = (out[0] - io.tensor("expected0")).abs().amax().item<float>();
+    const float diff = (out[0].to(amber::Device::cpu()) - io.tensor("expected0")).abs().amax().item<float>();
     const double rss_mib = bench::peak_rss_mib();  // serving only: the opens below map the file again
     // Opening alone (parse, validate, map; no kernel setup), with and without checksums:
     // the best of 5 each, alternating.

@@ -29,6 +29,7 @@ struct Args {
   int iters = 0;       // > 0: exactly this many timed calls
   bool optimize = false, no_verify = false;
   bool no_open = false;  // Amber: skip timing read_archive (exec + load + one call + exit runs)
+  std::string device = "cpu";  // Amber: LoadOptions::device ("cuda:0", "sim:0")
 };
 
 inline Args parse(int argc, char** argv) {
@@ -48,6 +49,8 @@ inline Args parse(int argc, char** argv) {
       a.no_verify = true;
     else if (s == "--no-open")
       a.no_open = true;
+    else if (s == "--device")
+      a.device = value();
     else
       a.positional.push_back(s);
   }

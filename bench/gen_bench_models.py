@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The PyTorch side of the Amber-vs-libtorch benchmark (bench/run_vs_torch.py).
 
-Usage: /usr/bin/python3 bench/gen_bench_models.py OUT_DIR
+Usage: /usr/bin/python3 bench/gen_bench_models.py OUT_DIR [--gpu]
 
 For every benchmark case (model x batch) writes, from the same seeded PyTorch models the
 tests use (tests/gen_reference.py):
@@ -12,7 +12,8 @@ tests use (tests/gen_reference.py):
                       and PyTorch's output (read by bench_torch_case)
   CASE.io.safetensors the same tensors for Amber (bench_amber_case)
   MODEL.safetensors   the state_dict (bench/make_bench_archives builds Amber's archives from it)
-and cases.json listing the cases.
+and cases.json listing the cases. --gpu adds the cases only the GPU benchmark runs (ResNet-18 at
+batch 64).
 """
 import json
 import os
@@ -51,10 +52,11 @@ class Holder(torch.nn.Module):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--gpu"):
         print(__doc__, file=sys.stderr)
         return 2
     out = sys.argv[1]
+    gpu = len(sys.argv) == 3
     os.makedirs(out, exist_ok=True)
     models, _, _ = gen_reference.build_models()
     models["ten_mul"], models["pairwise"] = TenMul(), Pairwise()
@@ -70,6 +72,8 @@ def main():
         ("transformer_b8", "transformer", [torch.randn(8, 128, 256, generator=g)]),
         ("elman_rnn", "elman_rnn", [torch.randn(6, 1, 10, generator=g)]),
     ]
+    if gpu:
+        cases.append(("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)]))
     torch.set_num_threads(1)
     listed = []
     for case, name, inputs in cases:

@@ -9,7 +9,8 @@
 #                                           builds with CUDA, runs every `gpu` test, the e2e
 #                                           matrix's CUDA column, every op on CUDA vs the CPU,
 #                                           many threads on one CUDA model, compute-sanitizer
-#                                           (memcheck) on the e2e test, and prints one summary
+#                                           (memcheck) on the e2e test, the GPU benchmark
+#                                           (bench/run_vs_torch_cuda.py), and prints one summary
 #   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
 #                                           (how the non-GPU half is tested on a CPU machine)
 #
@@ -126,9 +127,5 @@ if command -v compute-sanitizer >/dev/null; then
 else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
-if [[ -x $build/bench/bench_cuda ]]; then
-  step "GPU benchmark" "$build/bench/bench_cuda"
-else
-  names+=("GPU benchmark") results+=("NOT WRITTEN YET ([cuda] item 6)") times+=(0s)
-fi
+step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build"
 exit $status

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Amber vs PyTorch CUDA on the same GPU, same seeded models, one run: one command, one table.
+
+Usage: python3 bench/run_vs_torch_cuda.py [--build DIR] [--device cuda:0] [--rounds R]
+                                          [--seconds S] [--cases a,b] [--no-torch]
+
+Writes the models (bench/gen_bench_models.py --gpu, with this python3's torch) and Amber's
+archives (make_bench_archives from DIR, default build-gpu) into DIR/bench-models-gpu, then for
+every case, round by round: Amber (bench_amber_case --device D: host inputs, outputs on the
+device, each call synchronised) and PyTorch (bench/torch_cuda_case.py: eager with
+cudnn.benchmark, channels_last where it applies, and CUDA-graphed). Each number is the minimum
+over rounds of a run's median. Ratios are Amber / PyTorch (below 1: Amber faster). --no-torch
+runs Amber's side alone (--device sim:0 checks the harness without a GPU).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = ["ten_mul", "lenet_b1", "resnet18_b1", "resnet18_b64", "transformer_b1", "transformer_b8"]
+
+
+def run_json(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-gpu"))
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--no-torch", action="store_true")
+    a = ap.parse_args()
+    models = os.path.join(a.build, "bench-models-gpu")
+    if not os.path.exists(os.path.join(models, "cases.json")):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_bench_models.py"), models, "--gpu"],
+                       check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.path.join(a.build, "bench", "make_bench_archives"), models], check=True,
+                   stdout=subprocess.DEVNULL)
+    amber = os.path.join(a.build, "bench", "bench_amber_case")
+    cases = a.cases.split(",")
+    res = {}
+
+    def keep(key, d):
+        cur = res.setdefault(key, {})
+        for k, v in d.items():
+            if isinstance(v, (int, float)) and k != "calls":
+                cur[k] = min(cur.get(k, float("inf")), v) if k != "max_abs_diff" else max(cur.get(k, 0), v)
+            elif not isinstance(v, (int, float)):
+                cur[k] = v
+
+    for r in range(a.rounds):
+        for c in cases:
+            print(f"round {r + 1}/{a.rounds}: {c}", file=sys.stderr)
+            keep((c, "amber"), run_json([amber, os.path.join(models, f"{c}.amber"),
+                                         os.path.join(models, f"{c}.io.safetensors"), "--device", a.device,
+                                         "--seconds", str(a.seconds), "--no-open"]))
+            if not a.no_torch:
+                t = run_json([sys.executable, os.path.join(ROOT, "bench", "torch_cuda_case.py"), models, c,
+                              "--seconds", str(a.seconds)])
+                for variant in ("eager", "eager_cl", "graphed"):
+                    if variant in t:
+                        keep((c, variant), t[variant])
+                res["device"], res["torch"] = t["device"], t["torch"]
+
+    print(f"\nAmber on {a.device} vs PyTorch {res.get('torch', '-')} on {res.get('device', '-')} "
+          f"(ms, min over {a.rounds} rounds of each run's median; host inputs, synchronised calls)")
+    head = f"{'case':16} {'amber':>9} {'first':>8} {'load':>8} {'eager':>9} {'eager cl':>9} {'graphed':>9} "
+    print(head + f"{'a/eager':>8} {'a/graph':>8} {'t GPU MiB':>10} {'|a-ref|':>9}")
+    for c in cases:
+        am = res[(c, "amber")]
+        e, ecl, g = res.get((c, "eager"), {}), res.get((c, "eager_cl"), {}), res.get((c, "graphed"), {})
+        best_eager = min([x["p50_ms"] for x in (e, ecl) if x] or [float("nan")])
+        fmt = lambda x: f"{x:9.4g}" if isinstance(x, float) else f"{'-':>9}"  # noqa: E731
+        ratio = lambda d: f"{am['p50_ms'] / d:8.2f}" if d == d and d else f"{'-':>8}"  # noqa: E731
+        print(f"{c:16} {am['p50_ms']:9.4g} {am['first_ms']:8.3g} {am['load_ms']:8.3g} {fmt(e.get('p50_ms'))} "
+              f"{fmt(ecl.get('p50_ms'))} {fmt(g.get('p50_ms'))} {ratio(best_eager)} "
+              f"{ratio(g.get('p50_ms', float('nan')))} {fmt(g.get('gpu_mib'))} {am['max_abs_diff']:9.2g}")
+    print("Amber's GPU memory is not measured yet (the runtime has no CUDA API to ask; nvidia-smi per process "
+          "is next).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
