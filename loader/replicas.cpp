@@ -2,7 +2,6 @@
 #include "amber/loader/replicas.h"
 
 #include <exception>
-#include <functional>
 #include <thread>
 
 #include "amber/graph/graph.h"

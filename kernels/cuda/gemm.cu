@@ -30,10 +30,17 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   auto s = std::make_unique<GemmState>();
   const cublasStatus_t st = cublasLtCreate(&s->handle);
   if (st != CUBLAS_STATUS_SUCCESS) return fail(a, "cublasLtCreate failed (status %d)", int(st));
-  // Room to copy operands that have no unit stride into dense rows.
+  // Room to copy the operands that have no unit stride in their matrix dims into dense rows
+  // (gemm() packs exactly those; 1-D operands are rows or columns, always usable).
   size_t bytes = 0;
-  for (int i = 0; i < 2 && i < a->n_inputs; ++i)
-    if (present(a->inputs[i])) bytes += (size_t(numel(a->inputs[i])) * sizeof(float) + 255) / 256 * 256;
+  for (int i = 0; i < 2 && i < a->n_inputs; ++i) {
+    const amber_tensor_view& v = a->inputs[i];
+    if (!present(v) || v.ndim < 2) continue;
+    // (No rows == 1 shortcut: linear flattens leading dims into rows.)
+    const int64_t cols = v.sizes[v.ndim - 1], rs = v.strides[v.ndim - 2], cs = v.strides[v.ndim - 1];
+    if (!(cs == 1 || cols == 1 || rs == 1))
+      bytes += (size_t(numel(v)) * sizeof(float) + 255) / 256 * 256;
+  }
   *workspace_bytes = bytes;
   *state = s.release();
   return 0;
