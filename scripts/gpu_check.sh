@@ -15,8 +15,11 @@
 #                                           (how the non-GPU half is tested on a CPU machine)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
-# (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores). Exit status 0 when
-# every step passed. With the device tool: carry .gpu-debs and the build is made there.
+# (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
+# extended regex: only the checks whose names match run, the rest print SKIPPED; unpack,
+# configure and build always run), AMBER_GPU_STEP_TIMEOUT (seconds per step, default 900).
+# Exit status 0 when every step passed. With the device tool: carry .gpu-debs and the build
+# is made there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 debs=.gpu-debs
@@ -41,11 +44,18 @@ fi
 
 declare -a names results times
 status=0
+only=${AMBER_GPU_ONLY:-}
+step_timeout=${AMBER_GPU_STEP_TIMEOUT:-900}
 step() {  # step NAME COMMAND...: runs, records PASS/FAIL and the time
   local name=$1 t0=$SECONDS rc=0
   shift
+  if [[ -n $only && ! $name =~ ^(unpack|configure|build) && ! $name =~ $only ]]; then
+    names+=("$name") results+=("SKIPPED (AMBER_GPU_ONLY)") times+=(0s)
+    return 0
+  fi
   echo "==> $name"
-  "$@" || rc=$?
+  if declare -F "$1" >/dev/null; then "$@" || rc=$?; else timeout "$step_timeout" "$@" || rc=$?; fi
+  ((rc == 124)) && echo "==> $name: stopped after ${step_timeout}s" >&2
   names+=("$name")
   times+=("$((SECONDS - t0))s")
   if ((rc == 0)); then results+=(PASS); else
@@ -121,7 +131,8 @@ step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
 step "the e2e matrix (its CUDA column)" "$build/tests/test_e2e"
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$'
-if command -v compute-sanitizer >/dev/null; then
+if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
+  PATH=$PATH:/usr/local/cuda/bin
   step "compute-sanitizer memcheck on test_e2e" compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$build/tests/test_e2e"
 else

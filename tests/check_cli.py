@@ -127,7 +127,8 @@ check("no tensor for model input(s) input0" in run("run", golden, "--inputs", in
 write_safetensors(inputs, {"input0": ([3, 3, 8, 9], [0.0] * (3 * 3 * 8 * 9))})
 check("input input0: expected f32[N, 3, 8, 8]" in run("run", golden, "--inputs", inputs, expect=1).stderr,
       "wrong shape message")
-check("CUDA" in run("run", golden, "--device", "cuda", expect=1).stderr, "no CUDA backend message")
+check("device cuda:4096 requested but" in run("run", golden, "--device", "cuda:4096", expect=1).stderr,
+      "no such CUDA device message")
 # Outputs that cannot be written: exit 3.
 run("run", golden, "--outputs", os.path.join(work, "no", "such", "dir", "out.safetensors"), expect=3)
 

@@ -1,9 +1,9 @@
-// CUDA kernel for conv2d on cuDNN 9 (its convolution API): activations with whatever
-// strides they come in (conv2d's own outputs are channels-last), weights packed once at the
-// step's setup into cuDNN's NHWC filter layout, bias added by cuDNN after the product. FMA
-// math only (no TF32). The step's state owns the handle, the descriptors, the algorithm
-// (cuDNN's heuristics, at setup), and the packed weights; concurrent calls share it under a
-// mutex around the launch (a cuDNN handle holds one stream at a time).
+// CUDA kernel for conv2d on cuDNN 9 (its convolution API): activations, filter and output
+// in dense channels-last (conv2d's own outputs are; other layouts are copied through the
+// workspace), weights packed once at the step's setup into cuDNN's NHWC filter layout, bias
+// added by cuDNN after the product. FMA math only (no TF32). The step's state owns the handle, the descriptors, the
+// algorithm (cuDNN's heuristics, at setup), and the packed weights; concurrent calls share it under a mutex around the
+// launch (a cuDNN handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -37,18 +37,46 @@ struct ConvState {
   }
 };
 
-// The 4-D (N, C, H, W) dims and strides of a view, treating 3-D (C, H, W) as N = 1.
-void nchw_of(const amber_tensor_view& v, int dims[4], int strides[4]) {
-  if (v.ndim == 4) {
-    for (int i = 0; i < 4; ++i) dims[i] = int(v.sizes[i]), strides[i] = int(v.strides[i]);
-  } else {
-    dims[0] = 1;
-    strides[0] = int(v.sizes[0] * v.strides[0]);
-    for (int i = 0; i < 3; ++i) dims[i + 1] = int(v.sizes[i]), strides[i + 1] = int(v.strides[i]);
-  }
-  for (int i = 0; i < 4; ++i)
-    if (dims[i] == 1 && strides[i] <= 0) strides[i] = 1;
+// The 4-D (N, C, H, W) dims of a view, treating 3-D (C, H, W) as N = 1.
+void nchw_of(const amber_tensor_view& v, int dims[4]) {
+  const int lead = v.ndim == 4 ? 0 : 1;
+  dims[0] = lead ? 1 : int(v.sizes[0]);
+  for (int i = 0; i < 3; ++i) dims[i + 1] = int(v.sizes[i + 1 - lead]);
 }
+
+// The strides (in elements, N, C, H, W order) of a dense channels-last tensor.
+void nhwc_strides(const int d[4], int s[4]) {
+  s[1] = 1;
+  s[3] = d[1];
+  s[2] = d[3] * d[1];
+  s[0] = d[2] * d[3] * d[1];
+}
+
+// True when the view is laid out as dense channels-last (dims of size 1 may have any stride).
+bool is_nhwc(const amber_tensor_view& v) {
+  int d[4], want[4];
+  nchw_of(v, d);
+  nhwc_strides(d, want);
+  const int lead = v.ndim == 4 ? 0 : 1;
+  for (int i = lead; i < 4; ++i)
+    if (d[i] != 1 && v.strides[i - lead] != want[i]) return false;
+  return true;
+}
+
+// The same shape as v, dense channels-last at data.
+amber_tensor_view nhwc_view(const amber_tensor_view& v, void* data) {
+  amber_tensor_view o = v;
+  o.data = data;
+  o.cache_id = 0;
+  int d[4], s[4];
+  nchw_of(v, d);
+  nhwc_strides(d, s);
+  const int lead = v.ndim == 4 ? 0 : 1;
+  for (int i = lead; i < 4; ++i) o.strides[i - lead] = s[i];
+  return o;
+}
+
+size_t padded(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // w[k, c, r, s] (any strides) -> out[k, r, s, c] dense.
 __global__ void pack_krsc(const float* w, float* out, int K, int C, int R, int S, int64_t sk, int64_t sc, int64_t sr,
@@ -66,9 +94,9 @@ __global__ void pack_krsc(const float* w, float* out, int K, int C, int R, int S
   }
 }
 
-#define CUDNN_TRY(call)                                                                   \
-  do {                                                                                    \
-    const cudnnStatus_t st_ = (call);                                                     \
+#define CUDNN_TRY(call)                                                                                 \
+  do {                                                                                                  \
+    const cudnnStatus_t st_ = (call);                                                                   \
     if (st_ != CUDNN_STATUS_SUCCESS) return fail(a, "conv2d: %s: %s", #call, cudnnGetErrorString(st_)); \
   } while (0)
 
@@ -79,6 +107,11 @@ int pair(const amber_kernel_args* a, int i, int which) {
 
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
+  // cuDNN describes a tensor with 32-bit sizes and at most 2^31 - 1 elements.
+  for (const amber_tensor_view* v : {&x, &y})
+    if (numel(*v) > int64_t(INT32_MAX))
+      return fail(a, "conv2d: a %s of %lld elements is more than cuDNN takes (2^31 - 1); split the batch",
+                  v == &x ? "input" : "output", static_cast<long long>(numel(*v)));
   DeviceScope scope(a->device);
   auto s = std::make_unique<ConvState>();
   CUDNN_TRY(cudnnCreate(&s->handle));
@@ -86,9 +119,13 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   CUDNN_TRY(cudnnCreateTensorDescriptor(&s->y));
   CUDNN_TRY(cudnnCreateFilterDescriptor(&s->w));
   CUDNN_TRY(cudnnCreateConvolutionDescriptor(&s->conv));
+  // Activations, filter and output all dense channels-last: the layout cuDNN's FP32 FMA
+  // engines take with every algorithm (other strides are copied at the call).
   int xd[4], xs[4], yd[4], ys[4];
-  nchw_of(x, xd, xs);
-  nchw_of(y, yd, ys);
+  nchw_of(x, xd);
+  nhwc_strides(xd, xs);
+  nchw_of(y, yd);
+  nhwc_strides(yd, ys);
   CUDNN_TRY(cudnnSetTensorNdDescriptor(s->x, CUDNN_DATA_FLOAT, 4, xd, xs));
   CUDNN_TRY(cudnnSetTensorNdDescriptor(s->y, CUDNN_DATA_FLOAT, 4, yd, ys));
   const int K = int(w.sizes[0]), C = int(w.sizes[1]), R = int(w.sizes[2]), S = int(w.sizes[3]);
@@ -103,17 +140,32 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     const int bd[4] = {1, K, 1, 1}, bs[4] = {K * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
     CUDNN_TRY(cudnnSetTensorNdDescriptor(s->b, CUDNN_DATA_FLOAT, 4, bd, bs));
   }
-  cudnnConvolutionFwdAlgoPerf_t perf[8];
+  // cuDNN's heuristics rank the algorithms; the first that is supported with FMA math and
+  // whose workspace can be sized wins.
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y, 8, &found, perf));
+  CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
   bool chosen = false;
-  for (int i = 0; i < found && !chosen; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
+  for (int pass = 0; pass < 2 && !chosen; ++pass)
+    for (int i = 0; i < found && !chosen; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || (pass == 0 && perf[i].mathType != CUDNN_FMA_MATH)) continue;
+      size_t bytes = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->w, s->conv, s->y, perf[i].algo, &bytes) !=
+          CUDNN_STATUS_SUCCESS)
+        continue;
       s->algo = perf[i].algo;
+      s->workspace = padded(bytes);
       chosen = true;
     }
-  if (!chosen && found > 0) s->algo = perf[0].algo;
-  CUDNN_TRY(cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->w, s->conv, s->y, s->algo, &s->workspace));
+  if (!chosen)
+    return fail(a,
+                "conv2d: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
+                "groups %d (%d candidates, none supported)",
+                xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, found);
+  // Room for the inputs and the output to be copied to channels-last when they come in
+  // another layout (decided per call, as the strides may differ between calls).
+  s->workspace += padded(size_t(numel(x)) * sizeof(float)) + padded(size_t(numel(y)) * sizeof(float));
   // Weights packed now when immutable; mutable ones are packed per call into the workspace.
   const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
   if (w.cache_id != 0 && w.data) {
@@ -121,13 +173,13 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
       (void)cudaGetLastError();
       return fail(a, "conv2d: out of memory packing %zu bytes of weights", wbytes);
     }
-    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256>>>(static_cast<const float*>(w.data), s->packed, K, C,
-                                                                   R, S, w.strides[0], w.strides[1], w.strides[2],
-                                                                   w.strides[3]);
+    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256>>>(static_cast<const float*>(w.data), s->packed, K, C, R,
+                                                                  S, w.strides[0], w.strides[1], w.strides[2],
+                                                                  w.strides[3]);
     if (cudaDeviceSynchronize() != cudaSuccess) return launched(a, "conv2d: packing the weights");
     s->weights_packed = true;
   } else {
-    s->workspace += (wbytes + 255) / 256 * 256;
+    s->workspace += padded(wbytes);
   }
   *workspace_bytes = s->workspace;
   *state = s.release();
@@ -143,26 +195,45 @@ int conv2d(const amber_kernel_args* a) {
   if (numel(y) == 0) return 0;
   DeviceScope scope(a->device);
   const int K = int(w.sizes[0]), C = int(w.sizes[1]), R = int(w.sizes[2]), S = int(w.sizes[3]);
-  const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
+  // The workspace, from its end: packed weights (mutable weights only), the output and the
+  // input in channels-last (when they come in another layout), cuDNN's own at the start.
   char* ws = static_cast<char*>(a->workspace);
   size_t ws_bytes = a->workspace_bytes;
+  auto take = [&](size_t bytes) -> void* {
+    const size_t room = padded(bytes);
+    if (ws_bytes < room) return nullptr;
+    ws_bytes -= room;
+    return ws + ws_bytes;
+  };
   const float* wp = s->packed;
-  if (!s->weights_packed) {  // mutable weights: packed into the end of the workspace
-    const size_t room = (wbytes + 255) / 256 * 256;
-    if (ws_bytes < room) return fail(a, "conv2d: the workspace is too small");
-    float* dst = reinterpret_cast<float*>(ws + ws_bytes - room);
+  if (!s->weights_packed) {
+    const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
+    auto* dst = static_cast<float*>(take(wbytes));
+    if (!dst) return fail(a, "conv2d: the workspace is too small");
     pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, stream_of(a)>>>(
         static_cast<const float*>(w.data), dst, K, C, R, S, w.strides[0], w.strides[1], w.strides[2], w.strides[3]);
     if (launched(a, "conv2d: packing the weights") != 0) return 1;
     wp = dst;
-    ws_bytes -= room;
+  }
+  void* yp = y.data;
+  const bool y_direct = is_nhwc(y);
+  if (!y_direct && !(yp = take(size_t(numel(y)) * sizeof(float)))) return fail(a, "conv2d: the workspace is too small");
+  const void* xp = x.data;
+  if (!is_nhwc(x)) {
+    void* dst = take(size_t(numel(x)) * sizeof(float));
+    if (!dst) return fail(a, "conv2d: the workspace is too small");
+    if (copy_convert(a, nhwc_view(x, dst), x) != 0) return 1;
+    xp = dst;
   }
   const float one = 1.0f, zero = 0.0f;
-  std::lock_guard lock(s->launch);
-  CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
-  CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, x.data, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
-                                    s->y, y.data));
-  if (present(bias)) CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, y.data));
+  {
+    std::lock_guard lock(s->launch);
+    CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
+    CUDNN_TRY(
+        cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero, s->y, yp));
+    if (present(bias)) CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
+  }
+  if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
   return launched(a, "conv2d");
 }
 
