@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 3
+#define AMBER_BACKEND_ABI_VERSION 4
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -193,6 +193,16 @@ typedef struct amber_backend {
   const amber_kernel* (*lookup_kernel)(const char* op, int32_t version, int32_t dtype);
   /* Message describing the last failure on the calling thread. */
   const char* (*last_error)(void);
+  /* Device graphs (CUDA graphs); all four NULL where the device has none. capture_begin
+   * returns in *stream a new stream whose queued work is recorded instead of run (it orders
+   * with no other stream); capture_end stops the recording, destroys that stream and returns
+   * the work as a graph that replays it on the same memory, or non-zero with last_error set
+   * when something queued could not be recorded (nothing was run). graph_launch queues the
+   * graph on any stream of the device. Copies from host memory cannot be recorded. */
+  int (*capture_begin)(int32_t device, void** stream);
+  int (*capture_end)(int32_t device, void* stream, void** graph);
+  int (*graph_launch)(int32_t device, void* graph, void* stream);
+  void (*graph_destroy)(int32_t device, void* graph);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

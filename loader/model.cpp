@@ -205,7 +205,8 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // Calls m on zeros at its traced batch size through the whole forward path, so that the
 // first real call finds code, caches, oneDNN's buffers and the output buffers warm. A model
 // whose call takes microseconds runs a few more times: its first calls are dominated by cold
-// caches and branch predictors, not by one-time setup. A kernel rejecting zeros ends the
+// caches and branch predictors, not by one-time setup; on a device with graphs, at least
+// twice (the second call records the graph). A kernel rejecting zeros ends the
 // warm-up quietly (real inputs may still be fine); profile counters start from zero after.
 void warm_up(const Model& m) {
   const int64_t batch = std::max<int64_t>(m.traced_batch(), 1);
@@ -226,6 +227,8 @@ void warm_up(const Model& m) {
     (void)m.forward(zeros);
     if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1))
       for (int i = 0; i < 3; ++i) (void)m.forward(zeros);
+    else if (!device.is_cpu() && m.options().device_graphs)
+      (void)m.forward(zeros);  // the second call records the device graph
   } catch (const Error&) {
   }
   if (m.options().profile) m.reset_profile();
@@ -288,6 +291,7 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, const Call
   ro.profile = m.options.profile;
   ro.stream = call.stream;
   ro.outputs_on_host = call.outputs_on_host || m.options.outputs_on_host;
+  ro.graphs = m.options.device_graphs;
   return plan.run(inputs, ro);
 }
 

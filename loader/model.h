@@ -45,6 +45,13 @@ struct LoadOptions {
   // call takes under 1 ms), so the first call costs what later ones do: load takes a call
   // longer. A model whose kernels reject zeros loads all the same, only without the warm-up.
   bool warm_up = true;
+  // On devices with graphs (CUDA graphs): each concurrent call slot of each batch size's plan
+  // records its kernels once, on its second call (the warm-up's, with warm_up), and later calls
+  // replay that one graph: a steady-state call is the input copies, one launch and the output
+  // copies. A slot then keeps its intermediate memory (and output buffers) rather than
+  // returning it to the model's pool between calls. Ignored on the CPU, and for calls made with
+  // anomaly_mode or profile.
+  bool device_graphs = true;
 };
 
 // A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size

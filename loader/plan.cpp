@@ -72,7 +72,16 @@ struct Plan::Workspace {
   ArenaPool::Arena arena;  // borrowed from the model's pool while the workspace is out
   std::vector<amber_tensor_view> args;
   std::vector<char*> data;
+  // Graph mode: the recorded graph, the arena and output buffers it replays on (kept while
+  // the workspace lives), and how the recording went.
+  void* graph = nullptr;
+  std::shared_ptr<ArenaPool> kept_arena_of;  // set while the workspace keeps its arena
+  std::vector<Storage> kept_outputs;
+  int calls = 0;
+  bool graph_refused = false;
   ~Workspace() {
+    if (graph) backend->graph_destroy(device.index, graph);
+    if (kept_arena_of) kept_arena_of->give(arena);
     if (stream) backend->stream_destroy(device.index, stream);
   }
 };
@@ -83,6 +92,8 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   using graph::Value;
   backend_ = &backend(device);
   host_memory_ = (backend_->flags & AMBER_BACKEND_HOST_MEMORY) != 0;
+  graphs_ = !host_memory_ && backend_->capture_begin && backend_->capture_end && backend_->graph_launch &&
+            backend_->graph_destroy;
   graph::materialize_casts(graph_);
   const graph::MemoryPlan mp = graph::plan_memory(graph_);
 
@@ -303,7 +314,7 @@ std::unique_ptr<Plan::Workspace> Plan::acquire() const {
     ws->data.resize(values_.size());
   }
   try {
-    ws->arena = arenas_->take(arena_bytes_);
+    if (!ws->kept_arena_of) ws->arena = arenas_->take(arena_bytes_);
   } catch (...) {
     release(std::move(ws));
     throw;
@@ -312,8 +323,10 @@ std::unique_ptr<Plan::Workspace> Plan::acquire() const {
 }
 
 void Plan::release(std::unique_ptr<Workspace> ws) const {
-  arenas_->give(ws->arena);
-  ws->arena = {};
+  if (!ws->kept_arena_of) {
+    arenas_->give(ws->arena);
+    ws->arena = {};
+  }
   Workspace* expected = nullptr;
   if (spare_.compare_exchange_strong(expected, ws.get(), std::memory_order_release)) {
     (void)ws.release();
@@ -398,6 +411,96 @@ void Plan::prepare(int num_threads) const {
     parallel_for(num_threads, 1, [](int64_t, int64_t) {});
 }
 
+void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& options) const {
+  ThreadLimit limit(options.num_threads);
+  char* scratch = static_cast<char*>(ws.arena.data) + scratch_offset_;
+  const bool timed = options.profile;
+  const bool sync_each = timed && stream != nullptr;
+  char error[512];
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    const int threads = s.single_thread ? 1 : options.num_threads;
+    std::optional<ThreadLimit> alone;
+    if (threads != options.num_threads) alone.emplace(threads);
+    error[0] = '\0';
+    amber_kernel_args a{};
+    a.inputs = &ws.args[size_t(s.first_arg)];
+    a.n_inputs = s.n_inputs;
+    a.n_outputs = s.n_outputs;
+    a.outputs = &ws.args[size_t(s.first_arg + s.n_inputs)];
+    a.attrs = s.attrs.data();
+    a.n_attrs = int32_t(s.attrs.size());
+    a.num_threads = threads;
+    a.device = device_.index;
+    a.stream = stream;
+    a.error = error;
+    a.error_capacity = sizeof error;
+    a.state = s.state;
+    a.workspace = s.workspace_bytes ? scratch : nullptr;
+    a.workspace_bytes = s.workspace_bytes;
+    a.program = s.program ? s.program->get() : nullptr;
+    a.context = s.kernel->context;
+    a.label = s.label.c_str();
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const int rc = s.kernel->run(&a);
+    if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());
+    if (timed) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+      StepStats& st = stats_[i];
+      st.calls.fetch_add(1, std::memory_order_relaxed);
+      st.nanoseconds.fetch_add(uint64_t(ns.count()), std::memory_order_relaxed);
+      st.bytes.fetch_add(s.out_bytes, std::memory_order_relaxed);
+    }
+    if (rc != 0) {
+      error[sizeof error - 1] = '\0';
+      throw Error(str(s.label, ": ", s.node ? s.node->op->name : "clone", ": ", error[0] ? error : "kernel failed"));
+    }
+    if (options.anomaly) check_anomaly(s, a.outputs, stream);
+  }
+}
+
+bool Plan::capture(Workspace& ws, const RunOptions& options) const {
+  void* recording = nullptr;
+  if (backend_->capture_begin(device_.index, &recording) != 0) return false;
+  try {
+    run_steps(ws, recording, options);
+  } catch (const Error&) {
+    // A kernel that cannot be recorded (or failed): the capture is dropped, and the call runs
+    // the steps directly, where a real failure reports itself.
+    void* g = nullptr;
+    if (backend_->capture_end(device_.index, recording, &g) == 0 && g) backend_->graph_destroy(device_.index, g);
+    return false;
+  }
+  void* g = nullptr;
+  if (backend_->capture_end(device_.index, recording, &g) != 0 || !g) return false;
+  ws.graph = g;
+  return true;
+}
+
+std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const {
+  std::vector<Tensor> out;
+  out.reserve(outputs_.size());
+  for (int o : outputs_) {
+    const PlanValue& pv = values_[size_t(o)];
+    const amber_tensor_view& v = pv.view;
+    const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
+    const DimVec strides(std::span<const int64_t>(v.strides, size_t(v.ndim)));
+    const DType dtype = DType(v.dtype);
+    const int64_t offset = pv.byte_offset / int64_t(itemsize(dtype));
+    const Storage& buf = buffers[size_t(pv.index)];
+    if (to_host && !host_memory_) {
+      Storage host = Storage::allocate(buf.nbytes(), Device::cpu());
+      if (buf.nbytes() && backend_->copy(host.data(), int32_t(DeviceType::cpu), 0, buf.data(), int32_t(device_.type),
+                                         device_.index, buf.nbytes(), stream) != 0)
+        device_failure("copying an output to the host");
+      out.push_back(Tensor::make(std::move(host), sizes, strides, offset, dtype));
+    } else {
+      out.push_back(Tensor::make(buf, sizes, strides, offset, dtype));
+    }
+  }
+  return out;
+}
+
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
   struct Lease {
     const Plan* plan;
@@ -409,97 +512,69 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOption
   Workspace& ws = *lease.ws;
   void* stream = options.stream ? options.stream : ws.stream;
   const bool streams = stream != nullptr;  // work may be queued: wait before anything is released
+  // Graph mode: everything the steps touch stays at the same addresses from call to call.
+  const bool graph_mode =
+      graphs_ && options.graphs && !options.profile && !options.anomaly && ws.stream && !ws.graph_refused;
 
   // Inputs: on the host (copied to the arena's staging area on other devices) or on the
-  // device; dense either way.
+  // device (used in place; copied to the staging area in graph mode); dense either way.
   std::vector<Tensor> dense(inputs.size());
   std::vector<const void*> input_data(inputs.size());
   std::vector<Storage> buffers(output_buffer_bytes_.size());
   std::vector<Tensor> out;
-  char error[512];
   try {
     for (size_t i = 0; i < inputs.size(); ++i) {
       dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous(SrcLoc::none());
       input_data[i] = dense[i].data();
-      if (dense[i].device() == device_) {
+      const bool on_device = dense[i].device() == device_;
+      if (on_device) {
         // An eager contiguous() ran on the default stream: order it before this call's work.
         if (!inputs[i].is_contiguous() && !host_memory_ && backend_->synchronize(device_.index, nullptr) != 0)
           device_failure("preparing an input");
-        continue;
+        if (!graph_mode) continue;
       }
-      AMBER_ASSERT(dense[i].device().is_cpu() && !host_memory_, "input on ", dense[i].device());
+      AMBER_ASSERT(on_device || (dense[i].device().is_cpu() && !host_memory_), "input on ", dense[i].device());
       char* staging = static_cast<char*>(ws.arena.data) + input_staging_[i];
       if (dense[i].nbytes() && backend_->copy(staging, int32_t(device_.type), device_.index, dense[i].data(),
-                                              int32_t(DeviceType::cpu), 0, dense[i].nbytes(), stream) != 0)
-        device_failure(str("copying input ", i, " (", dense[i].nbytes(), " bytes) from the host").c_str());
+                                              int32_t(on_device ? device_.type : DeviceType::cpu),
+                                              on_device ? device_.index : 0, dense[i].nbytes(), stream) != 0)
+        device_failure(str("copying input ", i, " (", dense[i].nbytes(), " bytes) to the arena").c_str());
       input_data[i] = staging;
     }
-    for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
-    bind(ws, input_data, buffers);
-
-    ThreadLimit limit(options.num_threads);
-    char* scratch = static_cast<char*>(ws.arena.data) + scratch_offset_;
-    const bool timed = options.profile;
-    const bool sync_each = timed && streams;
-    for (size_t i = 0; i < steps_.size(); ++i) {
-      const Step& s = steps_[i];
-      const int threads = s.single_thread ? 1 : options.num_threads;
-      std::optional<ThreadLimit> alone;
-      if (threads != options.num_threads) alone.emplace(threads);
-      error[0] = '\0';
-      amber_kernel_args a{};
-      a.inputs = &ws.args[size_t(s.first_arg)];
-      a.n_inputs = s.n_inputs;
-      a.n_outputs = s.n_outputs;
-      a.outputs = &ws.args[size_t(s.first_arg + s.n_inputs)];
-      a.attrs = s.attrs.data();
-      a.n_attrs = int32_t(s.attrs.size());
-      a.num_threads = threads;
-      a.device = device_.index;
-      a.stream = stream;
-      a.error = error;
-      a.error_capacity = sizeof error;
-      a.state = s.state;
-      a.workspace = s.workspace_bytes ? scratch : nullptr;
-      a.workspace_bytes = s.workspace_bytes;
-      a.program = s.program ? s.program->get() : nullptr;
-      a.context = s.kernel->context;
-      a.label = s.label.c_str();
-      const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      const int rc = s.kernel->run(&a);
-      if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());
-      if (timed) {
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
-        StepStats& st = stats_[i];
-        st.calls.fetch_add(1, std::memory_order_relaxed);
-        st.nanoseconds.fetch_add(uint64_t(ns.count()), std::memory_order_relaxed);
-        st.bytes.fetch_add(s.out_bytes, std::memory_order_relaxed);
+    if (graph_mode) {
+      if (!ws.kept_arena_of) {  // from now on the workspace keeps its memory
+        std::vector<Storage> kept(output_buffer_bytes_.size());
+        for (size_t i = 0; i < kept.size(); ++i) kept[i] = output_cache_->take(output_buffer_bytes_[i]);
+        ws.kept_outputs = std::move(kept);
+        ws.kept_arena_of = arenas_;
       }
-      if (rc != 0) {
-        error[sizeof error - 1] = '\0';
-        throw Error(str(s.label, ": ", s.node ? s.node->op->name : "clone", ": ", error[0] ? error : "kernel failed"));
-      }
-      if (options.anomaly) check_anomaly(s, a.outputs, stream);
-    }
-
-    out.reserve(outputs_.size());
-    for (int o : outputs_) {
-      const PlanValue& pv = values_[size_t(o)];
-      const amber_tensor_view& v = pv.view;
-      const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
-      const DimVec strides(std::span<const int64_t>(v.strides, size_t(v.ndim)));
-      const DType dtype = DType(v.dtype);
-      const int64_t offset = pv.byte_offset / int64_t(itemsize(dtype));
-      const Storage& buf = buffers[size_t(pv.index)];
-      if (options.outputs_on_host && !host_memory_) {
-        Storage host = Storage::allocate(buf.nbytes(), Device::cpu());
-        if (buf.nbytes() && backend_->copy(host.data(), int32_t(DeviceType::cpu), 0, buf.data(), int32_t(device_.type),
-                                           device_.index, buf.nbytes(), stream) != 0)
-          device_failure("copying an output to the host");
-        out.push_back(Tensor::make(std::move(host), sizes, strides, offset, dtype));
+      bind(ws, input_data, ws.kept_outputs);
+      // The first call runs the steps directly (kernels and libraries finish their lazy
+      // set-up), the second records them, later ones replay the recording.
+      if (!ws.graph && ws.calls > 0 && !capture(ws, options)) ws.graph_refused = true;
+      ++ws.calls;
+      if (ws.graph) {
+        if (backend_->graph_launch(device_.index, ws.graph, stream) != 0) device_failure("launching the graph");
       } else {
-        out.push_back(Tensor::make(buf, sizes, strides, offset, dtype));
+        run_steps(ws, stream, options);
       }
+      if (options.outputs_on_host) {
+        out = output_tensors(ws.kept_outputs, true, stream);
+      } else {  // the kept buffers are overwritten by the next call: the caller gets copies
+        for (size_t i = 0; i < buffers.size(); ++i) {
+          buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
+          if (output_buffer_bytes_[i] &&
+              backend_->copy(buffers[i].data(), int32_t(device_.type), device_.index, ws.kept_outputs[i].data(),
+                             int32_t(device_.type), device_.index, output_buffer_bytes_[i], stream) != 0)
+            device_failure("copying an output");
+        }
+        out = output_tensors(buffers, false, stream);
+      }
+    } else {
+      for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
+      bind(ws, input_data, buffers);
+      run_steps(ws, stream, options);
+      out = output_tensors(buffers, options.outputs_on_host, stream);
     }
     if (streams && backend_->synchronize(device_.index, stream) != 0) device_failure("running the call");
   } catch (...) {

@@ -3,7 +3,10 @@
 // intermediate placed in one arena by liveness, every view's layout fixed. A call takes a
 // workspace (kernel arguments and a stream) from the plan's pool and an arena from the
 // model's ArenaPool, brings host inputs to the device, runs the kernels in order on its
-// stream, and synchronises before returning. The plan never reads or writes device memory
+// stream, and synchronises before returning. On devices with graphs (CUDA graphs) a
+// workspace's second call records its kernels as one graph that later calls replay: the
+// workspace then keeps its arena and output buffers (a graph replays on the same memory),
+// inputs are copied into the arena and outputs out of the kept buffers. The plan never reads or writes device memory
 // itself: everything goes through the device's backend table. Plans are immutable; run() is
 // safe from many threads at once.
 #pragma once
@@ -36,6 +39,7 @@ struct RunOptions {
   bool profile = false;          // time every node (StepStats; synchronises after each on devices with streams)
   void* stream = nullptr;        // the caller's stream, else the workspace's own
   bool outputs_on_host = false;  // copy the outputs to host memory before returning
+  bool graphs = true;            // replay a recorded device graph where the backend has them
 };
 
 class Plan {
@@ -95,6 +99,12 @@ class Plan {
 
   std::unique_ptr<Workspace> acquire() const;
   void release(std::unique_ptr<Workspace> ws) const;
+  // Queues every step's kernel on stream; throws naming the step that failed.
+  void run_steps(Workspace& ws, void* stream, const RunOptions& options) const;
+  // Graph mode: records the steps as the workspace's graph; false when the device refused.
+  bool capture(Workspace& ws, const RunOptions& options) const;
+  // The graph outputs as tensors over buffers (copied to the host with to_host).
+  std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const;
   void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;
   // Points the workspace's arguments at this call's memory.
   void bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const;
@@ -104,6 +114,7 @@ class Plan {
   Device device_;
   const amber_backend* backend_ = nullptr;
   bool host_memory_ = true;  // the device's memory is host memory (AMBER_BACKEND_HOST_MEMORY)
+  bool graphs_ = false;      // the backend records and replays graphs
   std::vector<PlanValue> values_;
   std::vector<Step> steps_;
   std::vector<amber_tensor_view> arg_templates_;  // inputs then outputs of each step

@@ -17,7 +17,8 @@
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
 # extended regex: only the checks whose names match run, the rest print SKIPPED; unpack,
-# configure and build always run), AMBER_GPU_STEP_TIMEOUT (seconds per step, default 900).
+# configure and build always run), AMBER_GPU_STEP_TIMEOUT (seconds per step, default 900),
+# AMBER_GPU_EXTRA (a shell command run last, in the same environment: a profile, a bench).
 # Exit status 0 when every step passed. With the device tool: carry .gpu-debs and the build
 # is made there.
 set -uo pipefail
@@ -139,4 +140,8 @@ else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build"
+if [[ -n ${AMBER_GPU_EXTRA:-} ]]; then
+  only=""
+  step "AMBER_GPU_EXTRA" bash -c "$AMBER_GPU_EXTRA"
+fi
 exit $status

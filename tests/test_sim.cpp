@@ -134,6 +134,48 @@ TEST_CASE("sim: a steady-state call allocates nothing and uploads only its input
   CHECK(after.streams_created == before.streams_created);
 }
 
+TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {
+  const Model cpu = load(lenet_archive());
+  const amber_sim_counters c0 = sim::counters();
+  {
+    const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+    const amber_sim_counters c1 = sim::counters();
+    CHECK(c1.graphs_captured - c0.graphs_captured == 1);  // by the warm-up's second call
+    // Each replay reads its own inputs (copied into the arena) from either side, and what it
+    // returns stays valid after later calls (copies out of the buffers the graph writes).
+    std::vector<Tensor> got, want;
+    for (uint64_t i = 0; i < 4; ++i) {
+      const Tensor x = lenet_input(1, 100 + i);
+      want.push_back(cpu.forward({x})[0]);
+      got.push_back(i % 2 ? dev.forward({x.to(Device::sim(0))})[0] : dev.forward({x})[0]);
+      CHECK(got.back().device() == Device::sim(0));
+    }
+    check_equal(dev.forward({lenet_input(1, 7)}, CallOptions{.outputs_on_host = true})[0],
+                cpu.forward({lenet_input(1, 7)})[0], "outputs on the host");
+    for (size_t i = 0; i < got.size(); ++i) check_equal(got[i].to(Device::cpu()), want[i], str("call ", i));
+    const amber_sim_counters c2 = sim::counters();
+    CHECK(c2.graphs_captured == c1.graphs_captured);
+    CHECK(c2.graph_launches - c1.graph_launches == 5);
+    // A new batch size: a new plan, run directly on its first call, recorded on its second.
+    const Tensor x5 = lenet_input(5);
+    for (int i = 0; i < 3; ++i) check_equal(dev.forward({x5})[0].to(Device::cpu()), cpu.forward({x5})[0], "batch 5");
+    const amber_sim_counters c3 = sim::counters();
+    CHECK(c3.graphs_captured - c2.graphs_captured == 1);
+    CHECK(c3.graph_launches - c2.graph_launches == 2);  // the recording call launches too
+  }
+  CHECK(sim::counters().graphs_live == c0.graphs_live);  // destroyed with their plans
+  // Off on request, and for calls that check or time every node.
+  const amber_sim_counters c4 = sim::counters();
+  const Model off = load(lenet_archive(), LoadOptions{.device = Device::sim(0), .device_graphs = false});
+  const Model profiled = load(lenet_archive(), LoadOptions{.device = Device::sim(0), .profile = true});
+  for (int i = 0; i < 3; ++i) {
+    check_equal(off.forward({lenet_input(2)})[0].to(Device::cpu()), cpu.forward({lenet_input(2)})[0], "graphs off");
+    check_equal(profiled.forward({lenet_input(2)})[0].to(Device::cpu()), cpu.forward({lenet_input(2)})[0], "profile");
+  }
+  CHECK(sim::counters().graphs_captured == c4.graphs_captured);
+  CHECK(sim::counters().graph_launches == c4.graph_launches);
+}
+
 TEST_CASE("sim: 8 threads x calls on one model, each output equal to a lone call's", "[sim][threads]") {
   const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
   std::vector<Tensor> inputs, want;

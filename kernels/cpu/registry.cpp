@@ -84,6 +84,10 @@ const amber_backend kCpuBackend = {
     cpu_sync,
     cpu_lookup,
     cpu_last_error,
+    nullptr,  // no device graphs: kernels run as they are called
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 [[maybe_unused]] const bool registered = (register_backend(DeviceType::cpu, &kCpuBackend), true);

@@ -49,8 +49,8 @@ __device__ int64_t batch_offset(const View& v, const Batch& bt, int64_t b) {
 __global__ void sdpa_kernel(View q, View k, View v, View mask, bool has_mask, bool bool_mask, bool causal, Batch bt,
                             float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
   extern __shared__ float smem[];
-  float* scores = smem;            // S
-  float* red = smem + S;           // kThreads
+  float* scores = smem;   // S
+  float* red = smem + S;  // kThreads
   const int64_t b = blockIdx.x / L, row = blockIdx.x % L;
   const int r = q.ndim;
   const float* qp = q.data + batch_offset(q, bt, b) + row * q.strides[r - 2];
@@ -116,8 +116,8 @@ int sdpa(const amber_kernel_args* a) {
   for (int d = 0; d < r - 2; ++d) batches *= (bt.sizes[d] = q.sizes[d]);
   if (L == 0 || Ev == 0 || batches == 0) return 0;
   if (S > kMaxKeys)
-    return fail(a, "scaled_dot_product_attention: %lld keys is more than this CUDA kernel holds (%lld)",
-                (long long)S, (long long)kMaxKeys);
+    return fail(a, "scaled_dot_product_attention: %lld keys is more than this CUDA kernel holds (%lld)", (long long)S,
+                (long long)kMaxKeys);
   const bool has_mask = present(mask);
   DeviceScope scope(a->device);
   const size_t smem = size_t(S + kThreads) * sizeof(float);

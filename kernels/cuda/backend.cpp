@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/registry.h"
 
 namespace amber::cuda {
@@ -108,9 +109,8 @@ void* allocate(int32_t device, size_t nbytes, uint32_t) {
   const size_t limit = memory_limit();
   const size_t held = g_held[device].load(std::memory_order_relaxed);
   if (limit && held + nbytes > limit) {
-    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) +
-              " bytes with " + num(held) + " held, over AMBER_CUDA_MEMORY_LIMIT (" + num(limit) +
-              " bytes)";
+    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) + " bytes with " + num(held) +
+              " held, over AMBER_CUDA_MEMORY_LIMIT (" + num(limit) + " bytes)";
     return nullptr;
   }
   void* p = nullptr;
@@ -128,9 +128,8 @@ void* allocate(int32_t device, size_t nbytes, uint32_t) {
     (void)cudaGetLastError();
     size_t free_bytes = 0, total = 0;
     (void)cudaMemGetInfo(&free_bytes, &total);
-    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) +
-              " bytes; " + num(free_bytes) + " of " + num(total) + " bytes free, " +
-              num(held) + " held by Amber (" + cudaGetErrorString(e) + ")";
+    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) + " bytes; " + num(free_bytes) +
+              " of " + num(total) + " bytes free, " + num(held) + " held by Amber (" + cudaGetErrorString(e) + ")";
     return nullptr;
   }
   g_held[device].fetch_add(nbytes, std::memory_order_relaxed);
@@ -197,6 +196,53 @@ const amber_kernel* lookup_kernel(const char* op, int32_t version, int32_t dtype
 
 const char* last_error() { return t_error.c_str(); }
 
+// CUDA graphs. The recording stream is non-blocking: a blocking stream being captured would
+// make any other thread's work on the legacy default stream (allocations, eager ops) fail and
+// spoil the capture. Kernel setups wait while a capture is in flight (capture_lock.h).
+int capture_begin(int32_t device, void** stream) {
+  DeviceGuard guard(device);
+  cudaStream_t s = nullptr;
+  if (!guard.ok() || !ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return 1;
+  capture_lock().lock_shared();
+  if (!ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture")) {
+    capture_lock().unlock_shared();
+    (void)cudaStreamDestroy(s);
+    return 1;
+  }
+  *stream = s;
+  return 0;
+}
+
+int capture_end(int32_t device, void* stream, void** graph) {
+  DeviceGuard guard(device);
+  auto* s = static_cast<cudaStream_t>(stream);
+  cudaGraph_t g = nullptr;
+  bool good = ok(cudaStreamEndCapture(s, &g), "recording a CUDA graph");
+  capture_lock().unlock_shared();
+  (void)cudaStreamDestroy(s);
+  cudaGraphExec_t exec = nullptr;
+  if (good) good = ok(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+  if (g) (void)cudaGraphDestroy(g);
+  (void)cudaGetLastError();
+  if (!good) return 1;
+  *graph = exec;
+  return 0;
+}
+
+int graph_launch(int32_t device, void* graph, void* stream) {
+  DeviceGuard guard(device);
+  return guard.ok() && ok(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)),
+                          "cudaGraphLaunch")
+             ? 0
+             : 1;
+}
+
+void graph_destroy(int32_t device, void* graph) {
+  DeviceGuard guard(device);
+  (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  (void)cudaGetLastError();
+}
+
 const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -212,6 +258,10 @@ const amber_backend kBackend = {
     synchronize,
     lookup_kernel,
     last_error,
+    capture_begin,
+    capture_end,
+    graph_launch,
+    graph_destroy,
 };
 
 }  // namespace

@@ -1,15 +1,15 @@
-// CUDA kernel for conv2d on cuDNN 9 (its convolution API): activations, filter and output
-// in dense channels-last (conv2d's own outputs are; other layouts are copied through the
-// workspace), weights packed once at the step's setup into cuDNN's NHWC filter layout, bias
-// added by cuDNN after the product. FMA math only (no TF32). The step's state owns the handle, the descriptors, the
-// algorithm (cuDNN's heuristics, at setup), and the packed weights; concurrent calls share it under a mutex around the
-// launch (a cuDNN handle holds one stream at a time).
+// CUDA kernel for conv2d on cuDNN 9's convolution API: input, NHWC-packed weights and output
+// in dense channels-last (other layouts copied through the workspace), bias added after, FMA
+// math only (no TF32). The step's state (made at setup) owns the handle, descriptors, the
+// algorithm cuDNN timed fastest for the shape, and the packed weights; concurrent calls
+// share it under a mutex around the launch (a cuDNN handle holds one stream at a time).
 
 #include <cudnn.h>
 
 #include <memory>
 #include <mutex>
 
+#include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 
@@ -112,6 +112,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     if (numel(*v) > int64_t(INT32_MAX))
       return fail(a, "conv2d: a %s of %lld elements is more than cuDNN takes (2^31 - 1); split the batch",
                   v == &x ? "input" : "output", static_cast<long long>(numel(*v)));
+  std::unique_lock no_capture(capture_lock());
   DeviceScope scope(a->device);
   auto s = std::make_unique<ConvState>();
   CUDNN_TRY(cudnnCreate(&s->handle));
@@ -140,16 +141,20 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     const int bd[4] = {1, K, 1, 1}, bs[4] = {K * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
     CUDNN_TRY(cudnnSetTensorNdDescriptor(s->b, CUDNN_DATA_FLOAT, 4, bd, bs));
   }
-  // cuDNN's heuristics rank the algorithms; the first that is supported with FMA math and
-  // whose workspace can be sized wins.
+  // The algorithm: cuDNN times every one on this shape once, at setup (as PyTorch's
+  // cudnn.benchmark does), and the fastest with FMA math whose workspace can be sized wins;
+  // where timing fails, cuDNN's heuristic ranking decides.
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+  if (cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                           &found, perf) != CUDNN_STATUS_SUCCESS) {
+    (void)cudaGetLastError();
+    found = 0;
+  }
   bool chosen = false;
-  for (int pass = 0; pass < 2 && !chosen; ++pass)
+  auto choose = [&](bool fma_only) {
     for (int i = 0; i < found && !chosen; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || (pass == 0 && perf[i].mathType != CUDNN_FMA_MATH)) continue;
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || (fma_only && perf[i].mathType != CUDNN_FMA_MATH)) continue;
       size_t bytes = 0;
       if (cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->w, s->conv, s->y, perf[i].algo, &bytes) !=
           CUDNN_STATUS_SUCCESS)
@@ -158,6 +163,14 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
       s->workspace = padded(bytes);
       chosen = true;
     }
+  };
+  choose(true);
+  if (!chosen) {
+    CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+    choose(true);
+    choose(false);
+  }
   if (!chosen)
     return fail(a,
                 "conv2d: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
@@ -173,10 +186,15 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
       (void)cudaGetLastError();
       return fail(a, "conv2d: out of memory packing %zu bytes of weights", wbytes);
     }
-    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256>>>(static_cast<const float*>(w.data), s->packed, K, C, R,
-                                                                  S, w.strides[0], w.strides[1], w.strides[2],
-                                                                  w.strides[3]);
-    if (cudaDeviceSynchronize() != cudaSuccess) return launched(a, "conv2d: packing the weights");
+    cudaStream_t packing = nullptr;  // its own stream: the setup waits for nothing else
+    if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
+      return launched(a, "conv2d: a stream to pack the weights");
+    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(static_cast<const float*>(w.data),
+                                                                              s->packed, K, C, R, S, w.strides[0],
+                                                                              w.strides[1], w.strides[2], w.strides[3]);
+    const cudaError_t e = cudaStreamSynchronize(packing);
+    (void)cudaStreamDestroy(packing);
+    if (e != cudaSuccess) return launched(a, "conv2d: packing the weights");
     s->weights_packed = true;
   } else {
     s->workspace += padded(wbytes);

@@ -164,6 +164,48 @@ Operands<N> operands(const amber_tensor_view* const* views, const int64_t* items
   return o;
 }
 
+// Prepares operands for a walk in the output's memory order: size-1 dims dropped, dims sorted
+// by the output's stride (outermost first) and merged where every operand steps through them
+// as one; a single dim left with unit steps everywhere is dense. Elementwise work may visit
+// elements in any order, so a channels-last output with channels-last operands is dense, and a
+// broadcast operand costs one or two divisions per element rather than one per dim.
+template <int N>
+void simplify(Operands<N>& o) {
+  int perm[AMBER_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < o.ndim; ++d)
+    if (o.sizes[d] != 1) perm[nd++] = d;
+  auto mag = [](int64_t v) { return v < 0 ? -v : v; };
+  for (int i = 1; i < nd; ++i)
+    for (int j = i; j > 0 && mag(o.bytes[0][perm[j]]) > mag(o.bytes[0][perm[j - 1]]); --j) {
+      const int t = perm[j];
+      perm[j] = perm[j - 1];
+      perm[j - 1] = t;
+    }
+  Operands<N> r = o;
+  r.ndim = 0;
+  for (int i = 0; i < nd; ++i) {
+    const int d = perm[i];
+    if (r.ndim > 0) {
+      bool merge = true;
+      for (int k = 0; k < N; ++k) merge = merge && r.bytes[k][r.ndim - 1] == o.bytes[k][d] * o.sizes[d];
+      if (merge) {
+        r.sizes[r.ndim - 1] *= o.sizes[d];
+        for (int k = 0; k < N; ++k) r.bytes[k][r.ndim - 1] = o.bytes[k][d];
+        continue;
+      }
+    }
+    r.sizes[r.ndim] = o.sizes[d];
+    for (int k = 0; k < N; ++k) r.bytes[k][r.ndim] = o.bytes[k][d];
+    ++r.ndim;
+  }
+  r.dense = true;
+  if (r.ndim > 1) r.dense = false;
+  if (r.ndim == 1)
+    for (int k = 0; k < N; ++k) r.dense = r.dense && r.bytes[k][0] == r.item[k];
+  o = r;
+}
+
 template <int N, typename F>
 __global__ void map_kernel(int64_t n, Operands<N> o, F f) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -199,7 +241,9 @@ int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const
   const int64_t n = numel(*views[0]);
   if (n == 0) return 0;
   DeviceScope scope(a->device);
-  map_kernel<N><<<grid_for(n), 256, 0, stream_of(a)>>>(n, operands<N>(views, items), f);
+  Operands<N> o = operands<N>(views, items);
+  simplify(o);
+  map_kernel<N><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, f);
   return launched(a, what);
 }
 

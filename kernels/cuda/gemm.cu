@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 
@@ -26,6 +27,7 @@ struct GemmState {
 };
 
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  std::unique_lock no_capture(capture_lock());
   DeviceScope scope(a->device);
   auto s = std::make_unique<GemmState>();
   const cublasStatus_t st = cublasLtCreate(&s->handle);
@@ -38,8 +40,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     if (!present(v) || v.ndim < 2) continue;
     // (No rows == 1 shortcut: linear flattens leading dims into rows.)
     const int64_t cols = v.sizes[v.ndim - 1], rs = v.strides[v.ndim - 2], cs = v.strides[v.ndim - 1];
-    if (!(cs == 1 || cols == 1 || rs == 1))
-      bytes += (size_t(numel(v)) * sizeof(float) + 255) / 256 * 256;
+    if (!(cs == 1 || cols == 1 || rs == 1)) bytes += (size_t(numel(v)) * sizeof(float) + 255) / 256 * 256;
   }
   *workspace_bytes = bytes;
   *state = s.release();
@@ -56,7 +57,9 @@ struct Mat {
 
 // Dense row copy of the matrices that have no unit stride (into dst); the matrix then views it.
 struct PackF {
-  __device__ void operator()(char* const* p) const { *reinterpret_cast<float*>(p[0]) = *reinterpret_cast<const float*>(p[1]); }
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<float*>(p[0]) = *reinterpret_cast<const float*>(p[1]);
+  }
 };
 
 int pack(const amber_kernel_args* a, Mat& m, float* dst) {
@@ -85,9 +88,7 @@ int pack(const amber_kernel_args* a, Mat& m, float* dst) {
   return 0;
 }
 
-bool usable(const Mat& m) {
-  return (m.cs == 1 || m.cols == 1) || (m.rs == 1 || m.rows == 1);
-}
+bool usable(const Mat& m) { return (m.cs == 1 || m.cols == 1) || (m.rs == 1 || m.rows == 1); }
 
 // The stride between consecutive batches when the offsets follow one, else -1.
 int64_t batch_stride(const std::vector<int64_t>& o) {
@@ -207,7 +208,7 @@ int matmul_kernel(const amber_kernel_args* a) {
   const int64_t k = x.sizes[x.ndim - 1];
   const int64_t n = x.ndim >= 2 ? x.sizes[x.ndim - 2] : 1, m = y.ndim >= 2 ? y.sizes[y.ndim - 1] : 1;
   Mat A{static_cast<const float*>(x.data), n, k, x.ndim >= 2 ? x.strides[x.ndim - 2] : k, x.strides[x.ndim - 1], {}};
-  Mat B{static_cast<const float*>(y.data), k, m, y.ndim >= 2 ? y.strides[y.ndim - 2] : y.strides[0],
+  Mat B{static_cast<const float*>(y.data),       k, m, y.ndim >= 2 ? y.strides[y.ndim - 2] : y.strides[0],
         y.ndim >= 2 ? y.strides[y.ndim - 1] : 1, {}};
   const int obatch = std::max(0, c.ndim - (x.ndim >= 2 ? 1 : 0) - (y.ndim >= 2 ? 1 : 0));
   int64_t batches = 1;
@@ -264,12 +265,13 @@ int linear_kernel(const amber_kernel_args* a) {
     }
   }
   // B = weight^T: [in, out] with strides (w.strides[1], w.strides[0]).
-  Mat B{static_cast<const float*>(w.data), in_f, out_f, w.strides[1], w.strides[0],
+  Mat B{static_cast<const float*>(w.data),        in_f, out_f, w.strides[1], w.strides[0],
         std::vector<int64_t>(A.offsets.size(), 0)};
   const bool dense_bias = present(bias) && (bias.ndim == 0 || bias.sizes[0] == 1 || bias.strides[0] == 1) &&
                           (bias.ndim == 1 && bias.sizes[0] == out_f);
   float* out = static_cast<float*>(c.data);
-  const int rc = gemm(a, A, B, out, out_f, uniform ? 0 : out_f, dense_bias ? static_cast<const float*>(bias.data) : nullptr);
+  const int rc =
+      gemm(a, A, B, out, out_f, uniform ? 0 : out_f, dense_bias ? static_cast<const float*>(bias.data) : nullptr);
   if (rc != 0 || !present(bias) || dense_bias) return rc;
   const amber_tensor_view* v[2] = {&c, &bias};
   const int64_t items[2] = {sizeof(float), sizeof(float)};

@@ -74,8 +74,8 @@ struct EmbeddingKernel {  // embedding(weight, indices, padding_idx)
 
 // index_select: y[..., k, ...] = x[..., index[k], ...] along dim.
 template <typename T>
-__global__ void index_select_kernel(const T* x, T* y, Operands<2> o, int dim, int64_t size, int64_t xstride,
-                                    Index idx, int64_t n) {
+__global__ void index_select_kernel(const T* x, T* y, Operands<2> o, int dim, int64_t size, int64_t xstride, Index idx,
+                                    int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, yo = 0, xo = 0;
     bool inside = true;
@@ -112,9 +112,9 @@ struct IndexSelectKernel {  // index_select(self, index, dim)
     v[1] = &xs;
     const Operands<2> o = operands<2>(v, items);
     DeviceScope scope(a->device);
-    index_select_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
-                                                                  static_cast<T*>(y.data), o, dim, x.sizes[dim],
-                                                                  x.strides[dim] * int64_t(sizeof(T)), index_of(idx), n);
+    index_select_kernel<T>
+        <<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data), o, dim,
+                                                x.sizes[dim], x.strides[dim] * int64_t(sizeof(T)), index_of(idx), n);
     return launched(a, "index_select");
   }
 };

@@ -159,7 +159,7 @@ template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
     return std::strcmp(a->attrs[0].str, "tanh") == 0 ? run_unary<T>(a, GeluTanhOp{}, "gelu")
-                                                      : run_unary<T>(a, GeluOp{}, "gelu");
+                                                     : run_unary<T>(a, GeluOp{}, "gelu");
   }
 };
 template <typename T>
@@ -240,7 +240,9 @@ template <typename T>
 struct ScalarF {  // the second operand is a number
   BinaryOp<T> op;
   T y;
-  __device__ void operator()(char* const* p) const { *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), y); }
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), y);
+  }
 };
 
 DivMode div_mode(const amber_kernel_args* a, int i) {
@@ -377,8 +379,8 @@ struct Compare {
 template <typename T>
 struct WhereF {
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const bool*>(p[1]) ? *reinterpret_cast<const T*>(p[2])
-                                                                         : *reinterpret_cast<const T*>(p[3]);
+    *reinterpret_cast<T*>(p[0]) =
+        *reinterpret_cast<const bool*>(p[1]) ? *reinterpret_cast<const T*>(p[2]) : *reinterpret_cast<const T*>(p[3]);
   }
 };
 template <typename T>
@@ -441,9 +443,9 @@ struct CopyF {
 template <typename T>
 struct CloneKernel {  // a copy moves bytes: one instantiation per element width
   static int run(const amber_kernel_args* a) {
-    using W = std::conditional_t<sizeof(T) == 8, uint64_t,
-                                 std::conditional_t<sizeof(T) == 4, uint32_t,
-                                                    std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+    using W = std::conditional_t<
+        sizeof(T) == 8, uint64_t,
+        std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
     const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
     const int64_t items[2] = {sizeof(W), sizeof(W)};
     return map<2>(a, v, items, CopyF<W>{}, "clone kernel launch");
@@ -508,7 +510,9 @@ struct FusedF {
       const Code::Instr& c = code.instrs[i];
       float x[3];
       for (int j = 0; j < 3; ++j)
-        x[j] = c.kind[j] == AMBER_OPERAND_INPUT ? in[c.index[j]] : c.kind[j] == AMBER_OPERAND_TEMP ? t[c.index[j]] : c.imm[j];
+        x[j] = c.kind[j] == AMBER_OPERAND_INPUT  ? in[c.index[j]]
+               : c.kind[j] == AMBER_OPERAND_TEMP ? t[c.index[j]]
+                                                 : c.imm[j];
       float r = 0;
       switch (c.op) {
         case AMBER_FUSED_ADD:
@@ -670,8 +674,8 @@ AMBER_CUDA_KERNELS(pointwise) {
   register_typed<MulScalarKernel, AMBER_CUDA_NUMERIC>("mul.Scalar");
   register_typed<DivScalarKernel, AMBER_CUDA_NUMERIC>("div.Scalar");
 
-#define AMBER_CUDA_COMPARE(name, C)                                                             \
-  register_typed<Compare<C>::Tensor, AMBER_CUDA_NUMERIC, bool>(#name);                          \
+#define AMBER_CUDA_COMPARE(name, C)                                    \
+  register_typed<Compare<C>::Tensor, AMBER_CUDA_NUMERIC, bool>(#name); \
   register_typed<Compare<C>::Scalar, AMBER_CUDA_NUMERIC, bool>(#name ".Scalar")
   AMBER_CUDA_COMPARE(eq, Cmp::eq);
   AMBER_CUDA_COMPARE(ne, Cmp::ne);

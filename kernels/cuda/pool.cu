@@ -1,8 +1,8 @@
 // CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
 // propagates, dilation, ceil_mode through the output size), avg_pool2d (count_include_pad,
-// divisor_override) and adaptive_avg_pool2d. One thread per output element, any strides
-// (3-D inputs are one image). Own kernels rather than cuDNN's pooling, which has no dilation
-// and other rounding rules.
+// divisor_override) and adaptive_avg_pool2d. One thread per output element, channels fastest
+// for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than
+// cuDNN's pooling, which has no dilation and other rounding rules.
 
 #include <cmath>
 
@@ -15,6 +15,7 @@ namespace {
 struct Geometry {  // N, C, H, W of input and output, element strides
   int64_t n, c, h, w, oh, ow;
   int64_t sn, sc, sh, sw, on, oc, osh, osw;
+  bool channels_last;  // the output's channels are adjacent: threads walk c fastest (coalesced)
 };
 Geometry geometry(const amber_tensor_view& x, const amber_tensor_view& y) {
   const int o = x.ndim == 4 ? 1 : 0;
@@ -33,6 +34,7 @@ Geometry geometry(const amber_tensor_view& x, const amber_tensor_view& y) {
   g.oc = y.strides[o];
   g.osh = y.strides[o + 1];
   g.osw = y.strides[o + 2];
+  g.channels_last = g.c > 1 && g.oc == 1;
   return g;
 }
 
@@ -48,12 +50,20 @@ template <typename T, Kind K>
 __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p) {
   const int64_t total = g.n * g.c * g.oh * g.ow;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i;
+    int64_t rest = i, c = 0;
+    if (g.channels_last) {
+      c = rest % g.c;
+      rest /= g.c;
+    }
     const int64_t ow = rest % g.ow;
     rest /= g.ow;
     const int64_t oh = rest % g.oh;
     rest /= g.oh;
-    const int64_t c = rest % g.c, n = rest / g.c;
+    if (!g.channels_last) {
+      c = rest % g.c;
+      rest /= g.c;
+    }
+    const int64_t n = rest;
     const T* base = x + n * g.sn + c * g.sc;
     T out;
     if constexpr (K == Kind::max) {
@@ -81,7 +91,9 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p) {
         w0 = max(w0, int64_t(0));
         h1 = min(h1, g.h);
         w1 = min(w1, g.w);
-        div = p.has_override ? double(p.override_div) : p.include_pad ? double(pool_size) : double((h1 - h0) * (w1 - w0));
+        div = p.has_override  ? double(p.override_div)
+              : p.include_pad ? double(pool_size)
+                              : double((h1 - h0) * (w1 - w0));
       } else {
         h0 = oh * g.h / g.oh;
         h1 = ((oh + 1) * g.h + g.oh - 1) / g.oh;
@@ -116,7 +128,7 @@ int run_pool(const amber_kernel_args* a, const Params& p, const char* what) {
   if (total == 0) return 0;
   DeviceScope scope(a->device);
   pool_kernel<T, K><<<grid_for(total), 256, 0, stream_of(a)>>>(static_cast<const T*>(a->inputs[0].data),
-                                                                static_cast<T*>(a->outputs[0].data), g, p);
+                                                               static_cast<T*>(a->outputs[0].data), g, p);
   return launched(a, what);
 }
 
@@ -132,7 +144,8 @@ struct MaxPoolKernel {  // max_pool2d(self, kernel_size, stride, padding, dilati
   }
 };
 template <typename T>
-struct AvgPoolKernel {  // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+struct AvgPoolKernel {  // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        // divisor_override)
   static int run(const amber_kernel_args* a) {
     Params p{};
     ints2(a, 0, 1, 1, p.kh, p.kw);

@@ -133,8 +133,8 @@ int run_sum(const amber_kernel_args* a) {
   const Rows r = rows_of(x, y, dims_mask(a->attrs[0], x.ndim), false);
   if (r.rows == 0) return 0;
   DeviceScope scope(a->device);
-  sum_kernel<T, Mean><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
-                                                                         static_cast<T*>(y.data), r);
+  sum_kernel<T, Mean>
+      <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data), r);
   return launched(a, Mean ? "mean" : "sum");
 }
 template <typename T>
@@ -184,7 +184,8 @@ __global__ void extremum_kernel(const T* x, void* y, Rows r) {
     idx[threadIdx.x] = bi;
     __syncthreads();
     for (int s = kThreads / 2; s > 0; s /= 2) {
-      if (int(threadIdx.x) < s && better<T, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
+      if (int(threadIdx.x) < s &&
+          better<T, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
         val[threadIdx.x] = val[threadIdx.x + s];
         idx[threadIdx.x] = idx[threadIdx.x + s];
       }
@@ -209,8 +210,8 @@ struct Extremum {
       const Rows r = rows_of(x, y, dims_mask(a->attrs[0], x.ndim), false);
       if (r.rows == 0) return 0;
       DeviceScope scope(a->device);
-      extremum_kernel<T, Max, false><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
-                                                                                        y.data, r);
+      extremum_kernel<T, Max, false>
+          <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), y.data, r);
       return launched(a, Max ? "amax" : "amin");
     }
   };
@@ -232,8 +233,8 @@ struct ArgmaxKernel {  // argmax(self, dim?, keepdim): over everything (flattene
     }
     if (r.rows == 0 || r.len == 0) return 0;
     DeviceScope scope(a->device);
-    extremum_kernel<T, true, true><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
-                                                                                      y.data, r);
+    extremum_kernel<T, true, true>
+        <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), y.data, r);
     return launched(a, "argmax");
   }
 };

@@ -16,7 +16,7 @@ const amber_kernel* find_kernel(std::string_view op, int version, int dtype);
 }  // namespace amber::cuda
 
 // Defines a function that runs once when the library loads, to register a family's kernels.
-#define AMBER_CUDA_KERNELS(family)                                                                   \
-  static void amber_cuda_register_##family();                                                        \
+#define AMBER_CUDA_KERNELS(family)                                                                            \
+  static void amber_cuda_register_##family();                                                                 \
   [[maybe_unused]] static const bool amber_cuda_registered_##family = (amber_cuda_register_##family(), true); \
   static void amber_cuda_register_##family()

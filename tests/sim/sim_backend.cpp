@@ -7,7 +7,9 @@
 // backend's, run on that memory; a kernel given memory that is not this device's fails. It
 // counts allocations, copies, fills, kernels and syncs, and can fail the k-th allocation
 // (at once), copy (at enqueue) or kernel (when it runs, like an asynchronous GPU error).
-// AMBER_SIM_DEVICES sets the device count (default 2). Control: sim_control.h.
+// Graphs record what is queued on a capture stream and replay it on the same memory, refusing
+// copies from host memory as CUDA does. AMBER_SIM_DEVICES sets the device count (default 2).
+// Control: sim_control.h.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -45,6 +47,14 @@ struct Stream {
   int device;
   std::deque<Op> queue;
   std::string pending_error;  // from work run by another thread's flush; reported at the next sync
+  bool recording = false;     // a capture stream: work goes to `recorded`, not run
+  bool spoiled = false;       // something could not be recorded: the capture fails
+  std::vector<Op> recorded;
+};
+
+struct Graph {
+  int device;
+  std::vector<Op> ops;
 };
 
 std::mutex g_mutex;                   // guards everything below; the simulated devices run one operation at a time
@@ -136,6 +146,14 @@ void flush_all() {
 
 Stream* stream_of(int device, void* stream) { return stream ? static_cast<Stream*>(stream) : &g_default[device]; }
 
+// Queues op on s, or records it when s is a capture stream. Caller holds g_mutex.
+void enqueue(Stream* s, Op op) {
+  if (s->recording)
+    s->recorded.push_back(std::move(op));
+  else
+    s->queue.push_back(std::move(op));
+}
+
 bool valid_device(int32_t d) {
   if (d >= 0 && d < g_device_count) return true;
   t_error = "sim: no device " + std::to_string(d) + " (" + std::to_string(g_device_count) + " configured)";
@@ -199,6 +217,11 @@ int sim_copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, i
     return 1;
   }
   if (nbytes == 0) return 0;
+  if (stream_of(device, stream)->recording && !(dst_sim && src_sim)) {
+    stream_of(device, stream)->spoiled = true;
+    t_error = "sim: a copy from or to host memory cannot be recorded in a graph";
+    return 1;
+  }
   Alloc* d = dst_sim ? find(dst, nbytes) : nullptr;
   Alloc* s = src_sim ? find(src, nbytes) : nullptr;
   if ((dst_sim && (!d || d->device != dst_device)) || (src_sim && (!s || s->device != src_device))) {
@@ -211,7 +234,7 @@ int sim_copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, i
     ++g_counters.uploads, g_counters.upload_bytes += nbytes;
   else
     ++g_counters.downloads, g_counters.download_bytes += nbytes;
-  stream_of(device, stream)->queue.push_back([=](std::string&) {
+  enqueue(stream_of(device, stream), [=](std::string&) {
     Opened open;
     if (d) open.add(d);
     if (s) open.add(s);
@@ -231,7 +254,7 @@ int sim_fill(int32_t device, void* ptr, int value, size_t nbytes, void* stream) 
     return 1;
   }
   ++g_counters.fills;
-  stream_of(device, stream)->queue.push_back([=](std::string&) {
+  enqueue(stream_of(device, stream), [=](std::string&) {
     Opened open;
     open.add(a);
     std::memset(ptr, value, nbytes);
@@ -243,7 +266,8 @@ int sim_fill(int32_t device, void* ptr, int value, size_t nbytes, void* stream) 
 int sim_stream_create(int32_t device, void** stream) {
   std::lock_guard lock(g_mutex);
   if (!valid_device(device)) return 1;
-  auto* s = new Stream{device, {}, {}};
+  auto* s = new Stream{};
+  s->device = device;
   g_streams.insert(s);
   ++g_counters.streams_created;
   ++g_counters.streams_live;
@@ -267,6 +291,11 @@ int sim_synchronize(int32_t device, void* stream) {
   if (!valid_device(device)) return 1;
   ++g_counters.syncs;
   Stream& s = *stream_of(device, stream);
+  if (s.recording) {  // as CUDA: waiting for a stream that is being captured spoils the capture
+    s.spoiled = true;
+    t_error = "sim: synchronize on a stream that is being captured";
+    return 1;
+  }
   run_queue(s);
   if (s.pending_error.empty()) return 0;
   t_error = std::move(s.pending_error);
@@ -299,7 +328,6 @@ struct Launch {
   void* workspace;
   size_t workspace_bytes;
   std::string label;
-  bool fail;  // injected failure
 };
 
 // Checks that every buffer of a call is memory of `device`, and opens it.
@@ -359,15 +387,14 @@ int sim_run(const amber_kernel_args* a) {
   L->workspace_bytes = a->workspace_bytes;
   L->label = a->label ? a->label : "kernel";
   std::lock_guard lock(g_mutex);
-  L->fail = injected(AMBER_SIM_FAIL_KERNEL);
-  ++g_counters.kernels;
   const int device = a->device;
   if (!valid_device(device)) {
     std::snprintf(a->error, a->error_capacity, "%s", t_error.c_str());
     return 1;
   }
-  stream_of(device, a->stream)->queue.push_back([L, device](std::string& error) {
-    if (L->fail) {
+  enqueue(stream_of(device, a->stream), [L, device](std::string& error) {
+    ++g_counters.kernels;  // counted (and failed by injection) when run, so graph replays count too
+    if (injected(AMBER_SIM_FAIL_KERNEL)) {
       error = "sim:" + std::to_string(device) + ": " + L->label + ": injected kernel failure";
       return false;
     }
@@ -446,6 +473,53 @@ const amber_kernel* sim_lookup(const char* op, int32_t version, int32_t dtype) {
 
 const char* sim_last_error() { return t_error.c_str(); }
 
+int sim_capture_begin(int32_t device, void** stream) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  auto* s = new Stream{};
+  s->device = device;
+  s->recording = true;
+  *stream = s;
+  return 0;
+}
+
+int sim_capture_end(int32_t device, void* stream, void** graph) {
+  std::lock_guard lock(g_mutex);
+  std::unique_ptr<Stream> s(static_cast<Stream*>(stream));
+  if (!s->recording || s->device != device) {
+    t_error = "sim: capture_end on a stream that capture_begin did not return";
+    return 1;
+  }
+  if (s->spoiled) {
+    t_error = "sim: the capture recorded work that a graph cannot hold";
+    return 1;
+  }
+  *graph = new Graph{device, std::move(s->recorded)};
+  ++g_counters.graphs_captured;
+  ++g_counters.graphs_live;
+  return 0;
+}
+
+int sim_graph_launch(int32_t device, void* graph, void* stream) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  auto* g = static_cast<Graph*>(graph);
+  if (g->device != device) {
+    t_error = "sim: a graph of sim:" + std::to_string(g->device) + " launched on sim:" + std::to_string(device);
+    return 1;
+  }
+  Stream* s = stream_of(device, stream);
+  for (const Op& op : g->ops) enqueue(s, op);
+  ++g_counters.graph_launches;
+  return 0;
+}
+
+void sim_graph_destroy(int32_t, void* graph) {
+  std::lock_guard lock(g_mutex);
+  delete static_cast<Graph*>(graph);
+  --g_counters.graphs_live;
+}
+
 const amber_backend kSim = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -461,6 +535,10 @@ const amber_backend kSim = {
     sim_synchronize,
     sim_lookup,
     sim_last_error,
+    sim_capture_begin,
+    sim_capture_end,
+    sim_graph_launch,
+    sim_graph_destroy,
 };
 
 }  // namespace
