@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amber/core/fused_ops.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -58,30 +60,12 @@ typedef struct amber_attr {
  * program text, so kernels never parse text. Each instruction computes one f32 result from
  * up to three operands: the node's inputs, earlier results, or immediates. The last result
  * is the output. The formulas are docs/OPS.md's. */
+#define AMBER_FUSED_OPCODE(OPCODE, name, arity, unary) AMBER_FUSED_##OPCODE,
 typedef enum amber_fused_opcode {
-  AMBER_FUSED_ADD = 0,
-  AMBER_FUSED_SUB,
-  AMBER_FUSED_MUL,
-  AMBER_FUSED_DIV,
-  AMBER_FUSED_POW, /* binary */
-  AMBER_FUSED_NEG,
-  AMBER_FUSED_ABS,
-  AMBER_FUSED_EXP,
-  AMBER_FUSED_LOG,
-  AMBER_FUSED_SQRT,
-  AMBER_FUSED_RSQRT,
-  AMBER_FUSED_TANH,
-  AMBER_FUSED_SIGMOID,
-  AMBER_FUSED_RELU,
-  AMBER_FUSED_GELU,
-  AMBER_FUSED_GELU_TANH,
-  AMBER_FUSED_SILU,
-  AMBER_FUSED_RECIPROCAL, /* unary */
-  AMBER_FUSED_CLAMP_MIN,
-  AMBER_FUSED_CLAMP_MAX, /* (x, bound) */
-  AMBER_FUSED_CLAMP,     /* (x, lo, hi) */
+  AMBER_FUSED_OPS(AMBER_FUSED_OPCODE) /* core/fused_ops.h: AMBER_FUSED_ADD = 0, ... */
   AMBER_FUSED_NUM_OPCODES
 } amber_fused_opcode;
+#undef AMBER_FUSED_OPCODE
 
 typedef enum amber_fused_operand_kind {
   AMBER_OPERAND_INPUT = 0, /* index: the node's input */

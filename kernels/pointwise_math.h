@@ -1,13 +1,14 @@
-// Per-element formulas of the float pointwise ops, shared by the op kernels and the
-// fused-program kernel of every device (CPU: unary.cpp, fused.cpp; CUDA: pointwise.cu,
-// fused.cu) so that a fused chain computes what the separate ops compute, and the CPU tests
-// cover the CUDA formulas. Formulas are ATen's. Transcendentals go through exp_/log_/tanh_/
-// erf_: libmvec's vectorisable calls on the CPU, CUDA's math library on the GPU.
+// Per-element formulas of the pointwise ops, shared by the op kernels and the fused-program
+// kernel of every device (CPU: unary.cpp, fused.cpp; CUDA: pointwise.cu) so that a fused
+// chain computes what the separate ops compute, and the CPU tests cover the CUDA formulas.
+// Formulas are ATen's; pw::op::NAME is instruction NAME of core/fused_ops.h. Transcendentals
+// go through exp_/log_/tanh_/erf_: libmvec's vectorisable calls on the CPU, CUDA's on the GPU.
 #pragma once
 
 #include <cmath>
 #include <type_traits>
 
+#include "amber/kernels/arith.h"
 #include "amber/kernels/hd.h"
 
 #if defined(__CUDACC__)
@@ -92,3 +93,163 @@ AMBER_HD inline T pow_scalar(T a, T e) {
 }
 
 }  // namespace amber::pw
+
+// One function per instruction of core/fused_ops.h, named as the instruction: what the
+// unary op kernels, the fused kernels and the fusion pass (through the list) agree on.
+namespace amber::pw::op {
+
+template <typename T>
+AMBER_HD inline T add(T a, T b) {
+  return a + b;
+}
+template <typename T>
+AMBER_HD inline T sub(T a, T b) {
+  return a - b;
+}
+template <typename T>
+AMBER_HD inline T mul(T a, T b) {
+  return a * b;
+}
+template <typename T>
+AMBER_HD inline T div(T a, T b) {
+  return a / b;
+}
+template <typename T>
+AMBER_HD inline T pow(T a, T b) {
+  return std::pow(a, b);
+}
+template <typename T>
+AMBER_HD inline T neg(T a) {
+  return wrap_neg(a);
+}
+template <typename T>
+AMBER_HD inline T abs(T a) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::fabs(a);
+  else if constexpr (std::is_signed_v<T>)
+    return a < 0 ? wrap_neg(a) : a;
+  else
+    return a;
+}
+template <typename T>
+AMBER_HD inline T exp(T a) {
+  return exp_(a);
+}
+template <typename T>
+AMBER_HD inline T log(T a) {
+  return log_(a);
+}
+template <typename T>
+AMBER_HD inline T sqrt(T a) {
+  return std::sqrt(a);
+}
+template <typename T>
+AMBER_HD inline T rsqrt(T a) {
+  return pw::rsqrt(a);
+}
+template <typename T>
+AMBER_HD inline T tanh(T a) {
+  return tanh_(a);
+}
+template <typename T>
+AMBER_HD inline T sigmoid(T a) {
+  return pw::sigmoid(a);
+}
+template <typename T>
+AMBER_HD inline T relu(T a) {
+  return pw::relu(a);
+}
+template <typename T>
+AMBER_HD inline T gelu(T a) {
+  return pw::gelu(a);
+}
+template <typename T>
+AMBER_HD inline T gelu_tanh(T a) {
+  return pw::gelu_tanh(a);
+}
+template <typename T>
+AMBER_HD inline T silu(T a) {
+  return pw::silu(a);
+}
+template <typename T>
+AMBER_HD inline T reciprocal(T a) {
+  return pw::reciprocal(a);
+}
+template <typename T>
+AMBER_HD inline T clamp_min(T a, T lo) {
+  return pw::clamp_min(a, lo);
+}
+template <typename T>
+AMBER_HD inline T clamp_max(T a, T hi) {
+  return pw::clamp_max(a, hi);
+}
+template <typename T>
+AMBER_HD inline T clamp(T a, T lo, T hi) {
+  return pw::clamp_max(pw::clamp_min(a, lo), hi);
+}
+template <typename T>
+AMBER_HD inline T erf(T a) {
+  return erf_(a);
+}
+template <typename T>
+AMBER_HD inline T log1p(T a) {
+  return std::log1p(a);
+}
+template <typename T>
+AMBER_HD inline T expm1(T a) {
+  return std::expm1(a);
+}
+template <typename T>
+AMBER_HD inline T sin(T a) {
+  return std::sin(a);
+}
+template <typename T>
+AMBER_HD inline T cos(T a) {
+  return std::cos(a);
+}
+template <typename T>
+AMBER_HD inline T floor(T a) {  // integers: themselves
+  if constexpr (std::is_integral_v<T>)
+    return a;
+  else
+    return std::floor(a);
+}
+template <typename T>
+AMBER_HD inline T ceil(T a) {
+  if constexpr (std::is_integral_v<T>)
+    return a;
+  else
+    return std::ceil(a);
+}
+template <typename T>
+AMBER_HD inline T round(T a) {  // halves to even, as torch.round
+  if constexpr (std::is_integral_v<T>)
+    return a;
+  else
+    return std::nearbyint(a);
+}
+template <typename T>
+AMBER_HD inline T sign(T a) {  // ATen's (0 < a) - (a < 0): NaN and -0.0 give 0
+  if constexpr (std::is_unsigned_v<T>)
+    return T(T(0) < a);
+  else
+    return T(T(T(0) < a) - T(a < T(0)));
+}
+template <typename T>
+AMBER_HD inline T relu6(T a) {  // hardtanh(a, 0, 6)
+  return pw::clamp_max(pw::clamp_min(a, T(0)), T(6));
+}
+template <typename T>
+AMBER_HD inline T hardsigmoid(T a) {  // min(max(a + 3, 0), 6) / 6
+  return pw::clamp_max(pw::clamp_min(a + T(3), T(0)), T(6)) / T(6);
+}
+template <typename T>
+AMBER_HD inline T hardswish(T a) {  // a * min(max(a + 3, 0), 6) / 6
+  return a * pw::clamp_max(pw::clamp_min(a + T(3), T(0)), T(6)) / T(6);
+}
+template <typename T>
+AMBER_HD inline T mish(T a) {  // a * tanh(softplus(a)), softplus as log1p(exp(a))
+  return a * tanh_(std::log1p(exp_(a)));
+}
+
+}  // namespace amber::pw::op

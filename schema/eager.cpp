@@ -25,6 +25,16 @@ Attr dtype_attr(DType t) { return Attr(t); }
 }  // namespace
 
 // ---- Arithmetic ----
+// The unary ops of the instruction list (core/fused_ops.h).
+#define AMBER_EAGER_DEF(name) \
+  Tensor name(const Tensor& a, SrcLoc loc) { return call(AMBER_OP(#name), {&a}, {}, loc); }
+#define AMBER_EAGER_UNARY_DEF(OPCODE, name, arity, unary) AMBER_EAGER_UNARY_##unary(name)
+#undef AMBER_EAGER_UNARY_numeric
+#define AMBER_EAGER_UNARY_numeric(name) AMBER_EAGER_DEF(name)
+AMBER_FUSED_OPS(AMBER_EAGER_UNARY_DEF)
+#undef AMBER_EAGER_UNARY_DEF
+#undef AMBER_EAGER_DEF
+
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha, SrcLoc loc) {
   return call(AMBER_OP("add"), {&a, &b}, {Attr(alpha)}, loc);
 }
@@ -53,16 +63,9 @@ Tensor pow(const Tensor& a, Scalar e, SrcLoc loc) { return call(AMBER_OP("pow.Sc
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, SrcLoc loc) {
   return call(AMBER_OP("clamp"), {&a}, {lo ? Attr(*lo) : Attr::none(), hi ? Attr(*hi) : Attr::none()}, loc);
 }
-Tensor neg(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("neg"), {&a}, {}, loc); }
-Tensor abs(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("abs"), {&a}, {}, loc); }
-Tensor log(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("log"), {&a}, {}, loc); }
-Tensor sqrt(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("sqrt"), {&a}, {}, loc); }
-Tensor rsqrt(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("rsqrt"), {&a}, {}, loc); }
-Tensor sigmoid(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("sigmoid"), {&a}, {}, loc); }
 Tensor gelu(const Tensor& a, const std::string& approximate, SrcLoc loc) {
   return call(AMBER_OP("gelu"), {&a}, {Attr(approximate)}, loc);
 }
-Tensor silu(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("silu"), {&a}, {}, loc); }
 Tensor hardtanh(const Tensor& a, Scalar lo, Scalar hi, SrcLoc loc) {
   return call(AMBER_OP("hardtanh"), {&a}, {Attr(lo), Attr(hi)}, loc);
 }
@@ -89,10 +92,6 @@ AMBER_COMPARE(ge)
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("where"), {&c, &a, &b}, {}, loc);
 }
-Tensor exp(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("exp"), {&a}, {}, loc); }
-Tensor tanh(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("tanh"), {&a}, {}, loc); }
-Tensor relu(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("relu"), {&a}, {}, loc); }
-Tensor reciprocal(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("reciprocal"), {&a}, {}, loc); }
 
 // ---- Reductions and products ----
 Tensor sum(const Tensor& a, SrcLoc loc) {

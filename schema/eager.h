@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "amber/core/fused_ops.h"
 #include "amber/core/random.h"
 #include "amber/core/tensor.h"
 
@@ -26,21 +27,22 @@ Tensor div(const Tensor& self, Scalar other, const std::string& rounding_mode = 
 Tensor pow(const Tensor& self, const Tensor& exponent, SrcLoc loc = {});
 Tensor pow(const Tensor& self, Scalar exponent, SrcLoc loc = {});
 Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, SrcLoc loc = {});
-Tensor neg(const Tensor& self, SrcLoc loc = {});
-Tensor abs(const Tensor& self, SrcLoc loc = {});
-Tensor exp(const Tensor& self, SrcLoc loc = {});
-Tensor log(const Tensor& self, SrcLoc loc = {});
-Tensor sqrt(const Tensor& self, SrcLoc loc = {});
-Tensor rsqrt(const Tensor& self, SrcLoc loc = {});
-Tensor tanh(const Tensor& self, SrcLoc loc = {});
-Tensor sigmoid(const Tensor& self, SrcLoc loc = {});
-Tensor reciprocal(const Tensor& self, SrcLoc loc = {});
+
+// ---- Unary math and activations: one function per op of one tensor in the instruction list
+// (core/fused_ops.h), generated: neg, abs, relu, sign, floor, ceil, round (halves to even;
+// every numeric dtype); exp, log, sqrt, rsqrt, tanh, sigmoid, silu, reciprocal, erf, log1p,
+// expm1, sin, cos, relu6, hardsigmoid, hardswish, mish (f32 and f64; integer inputs of exp,
+// log, sqrt, rsqrt, tanh, sigmoid, reciprocal, erf, log1p, expm1, sin, cos compute in f32). ----
+#define AMBER_EAGER_UNARY_none(name)
+#define AMBER_EAGER_UNARY_numeric(name) Tensor name(const Tensor& self, SrcLoc loc = {});
+#define AMBER_EAGER_UNARY_floating(name) AMBER_EAGER_UNARY_numeric(name)
+#define AMBER_EAGER_UNARY_floating_cheap(name) AMBER_EAGER_UNARY_numeric(name)
+#define AMBER_EAGER_UNARY(OPCODE, name, arity, unary) AMBER_EAGER_UNARY_##unary(name)
+AMBER_FUSED_OPS(AMBER_EAGER_UNARY)
 
 // ---- Activations (torch.nn.functional). ----
-Tensor relu(const Tensor& self, SrcLoc loc = {});
 // approximate: "none" (erf) or "tanh".
 Tensor gelu(const Tensor& self, const std::string& approximate = "none", SrcLoc loc = {});
-Tensor silu(const Tensor& self, SrcLoc loc = {});
 Tensor hardtanh(const Tensor& self, Scalar min_val = -1, Scalar max_val = 1, SrcLoc loc = {});
 Tensor softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
 Tensor log_softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});

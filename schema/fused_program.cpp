@@ -5,58 +5,19 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 
 #include "amber/core/error.h"
 #include "amber/schema/attr.h"
 
 namespace amber {
-namespace {
 
-struct OpInfo {
-  FusedOp op;
-  const char* name;
-  int arity;
-};
-constexpr OpInfo kOps[] = {
-    {FusedOp::add, "add", 2},
-    {FusedOp::sub, "sub", 2},
-    {FusedOp::mul, "mul", 2},
-    {FusedOp::div, "div", 2},
-    {FusedOp::pow, "pow", 2},
-    {FusedOp::neg, "neg", 1},
-    {FusedOp::abs, "abs", 1},
-    {FusedOp::exp, "exp", 1},
-    {FusedOp::log, "log", 1},
-    {FusedOp::sqrt, "sqrt", 1},
-    {FusedOp::rsqrt, "rsqrt", 1},
-    {FusedOp::tanh, "tanh", 1},
-    {FusedOp::sigmoid, "sigmoid", 1},
-    {FusedOp::relu, "relu", 1},
-    {FusedOp::gelu, "gelu", 1},
-    {FusedOp::gelu_tanh, "gelu_tanh", 1},
-    {FusedOp::silu, "silu", 1},
-    {FusedOp::reciprocal, "reciprocal", 1},
-    {FusedOp::clamp_min, "clamp_min", 2},
-    {FusedOp::clamp_max, "clamp_max", 2},
-    {FusedOp::clamp, "clamp", 3},
-};
+const char* fused_op_name(FusedOp op) { return size_t(op) < std::size(kFusedOps) ? kFusedOps[size_t(op)].name : "?"; }
 
-}  // namespace
-
-const char* fused_op_name(FusedOp op) {
-  for (const OpInfo& o : kOps)
-    if (o.op == op) return o.name;
-  return "?";
-}
-
-int fused_op_arity(FusedOp op) {
-  for (const OpInfo& o : kOps)
-    if (o.op == op) return o.arity;
-  return 0;
-}
+int fused_op_arity(FusedOp op) { return size_t(op) < std::size(kFusedOps) ? kFusedOps[size_t(op)].arity : 0; }
 
 bool fused_op_from_name(std::string_view name, FusedOp& out) {
-  for (const OpInfo& o : kOps)
+  for (const FusedOpInfo& o : kFusedOps)
     if (name == o.name) {
       out = o.op;
       return true;

@@ -16,31 +16,25 @@
 
 namespace amber {
 
-// Instruction codes are the C ABI's (core/backend.h), so a program converts to C data as is.
-enum class FusedOp : uint8_t {
-  add = AMBER_FUSED_ADD,
-  sub = AMBER_FUSED_SUB,
-  mul = AMBER_FUSED_MUL,
-  div = AMBER_FUSED_DIV,
-  pow = AMBER_FUSED_POW,
-  neg = AMBER_FUSED_NEG,
-  abs = AMBER_FUSED_ABS,
-  exp = AMBER_FUSED_EXP,
-  log = AMBER_FUSED_LOG,
-  sqrt = AMBER_FUSED_SQRT,
-  rsqrt = AMBER_FUSED_RSQRT,
-  tanh = AMBER_FUSED_TANH,
-  sigmoid = AMBER_FUSED_SIGMOID,
-  relu = AMBER_FUSED_RELU,
-  gelu = AMBER_FUSED_GELU,
-  gelu_tanh = AMBER_FUSED_GELU_TANH,
-  silu = AMBER_FUSED_SILU,
-  reciprocal = AMBER_FUSED_RECIPROCAL,
-  clamp_min = AMBER_FUSED_CLAMP_MIN,
-  clamp_max = AMBER_FUSED_CLAMP_MAX,
-  clamp = AMBER_FUSED_CLAMP,
+// Instruction codes are the C ABI's (core/backend.h), so a program converts to C data as is;
+// both come from the one list, core/fused_ops.h.
+#define AMBER_FUSED_ENUMERATOR(OPCODE, name, arity, unary) name = AMBER_FUSED_##OPCODE,
+enum class FusedOp : uint8_t { AMBER_FUSED_OPS(AMBER_FUSED_ENUMERATOR) };
+#undef AMBER_FUSED_ENUMERATOR
+
+// What the list says of an instruction. unary: whether an op of the same name, taking one
+// tensor, exists and over which dtypes (the fusion pass translates such ops one to one).
+enum class FusedUnary : uint8_t { none, numeric, floating, floating_cheap };
+struct FusedOpInfo {
+  FusedOp op;
+  const char* name;
+  int arity;
+  FusedUnary unary;
 };
-static_assert(int(FusedOp::clamp) + 1 == AMBER_FUSED_NUM_OPCODES, "FusedOp and amber_fused_opcode disagree");
+#define AMBER_FUSED_INFO(OPCODE, name, arity, unary) FusedOpInfo{FusedOp::name, #name, arity, FusedUnary::unary},
+inline constexpr FusedOpInfo kFusedOps[] = {AMBER_FUSED_OPS(AMBER_FUSED_INFO)};
+#undef AMBER_FUSED_INFO
+static_assert(sizeof(kFusedOps) / sizeof(kFusedOps[0]) == AMBER_FUSED_NUM_OPCODES);
 
 struct FusedOperand {
   enum class Kind : uint8_t { input, temp, imm } kind = Kind::imm;

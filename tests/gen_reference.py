@@ -38,7 +38,8 @@ class In:
     """One input: shape, dtype, value kind, and the layout the C++ side rebuilds.
 
     kind: "randn" (normal), "pos" (0.5..2.5), "nonzero" (|x| in 0.5..2.5 with random sign),
-    "int" (-9..9), "nzint" (+-1..9), "uint" (0..9), "bool", "idxN" (0..N-1).
+    "int" (-9..9), "nzint" (+-1..9), "uint" (0..9), "bool", "idxN" (0..N-1), "wide" (normal
+    times 5), "halves" (multiples of 0.5 in -4..4, zeros of both signs included).
     layout: None (contiguous), ("t", a, b) transposed dims a and b, ("s2", d) every second
     element along d, ("exp", d, n) a size-1 dim d expanded to n (stride 0), ("cl",) a 4-D
     tensor in channels-last memory (stored as NHWC, rebuilt with permute(0, 3, 1, 2)).
@@ -68,6 +69,11 @@ class In:
             x = torch.randint(0, 10, shape, generator=gen)
         elif self.kind == "bool":
             x = torch.randint(0, 2, shape, generator=gen).bool()
+        elif self.kind == "wide":
+            x = torch.randn(shape, generator=gen, dtype=torch.float64) * 5
+        elif self.kind == "halves":
+            x = torch.randint(-8, 9, shape, generator=gen).to(torch.float64) / 2
+            x = torch.where(torch.randint(0, 4, shape, generator=gen) == 0, x * -0.0, x)
         elif self.kind == "fixed":  # Fixed: given values
             x = self.value
         elif self.kind.startswith("idx"):  # valid indices 0..N-1
@@ -641,6 +647,24 @@ case("chunk_qkv", "chunk", lambda x, chunks, dim=0: torch.chunk(x, chunks, dim),
      attrs={"chunks": 3, "dim": -1}, atol=0, rtol=0)
 case("dropout_eval", "dropout", lambda x, p=0.5, train=False: F.dropout(x, p, train), [In([7, 13])],
      attrs={"p": 0.3}, atol=0, rtol=0)
+
+# ---- the unary ops of the instruction list added with it (core/fused_ops.h) ----
+LIST_UNARY = {"erf": (torch.erf, "wide"), "log1p": (torch.log1p, "pos"), "expm1": (torch.expm1, "randn"),
+              "sin": (torch.sin, "wide"), "cos": (torch.cos, "wide"), "floor": (torch.floor, "halves"),
+              "ceil": (torch.ceil, "halves"), "round": (torch.round, "halves"), "sign": (torch.sign, "halves"),
+              "relu6": (F.relu6, "wide"), "hardsigmoid": (F.hardsigmoid, "wide"), "hardswish": (F.hardswish, "wide"),
+              "mish": (F.mish, "wide")}
+for op, (fn, kind) in LIST_UNARY.items():
+    case(f"{op}_13", op, fn, [In([13], kind=kind)])
+    case(f"{op}_noncontig", op, fn, [In([5, 7, 13], kind=kind, layout=("t", 0, 2))])
+    case(f"{op}_f64", op, fn, [In([7, 5], "f64", kind=kind)], atol=1e-12, rtol=1e-12)
+    case(f"{op}_big", op, fn, [In([3, 1001], kind=kind)])
+case("sign_i32", "sign", torch.sign, [In([13], "i32", "int")], atol=0, rtol=0)
+case("sign_u8", "sign", torch.sign, [In([13], "u8", "uint")], atol=0, rtol=0)
+case("erf_i64_to_f32", "erf", torch.erf, [In([7], "i64", "int")])
+case("floor_i64", "floor", torch.floor, [In([7], "i64", "int")], atol=0, rtol=0)
+case("round_i8", "round", torch.round, [In([7], "i8", "int")], atol=0, rtol=0)
+case("hardswish_i64_refused", "hardswish", F.hardswish, [In([7], "i64", "int")], error="not supported")
 
 
 def run_cases():

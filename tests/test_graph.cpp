@@ -9,6 +9,7 @@
 #include "amber/graph/text.h"
 #include "amber/graph/verify.h"
 #include "amber/schema/eager.h"
+#include "amber/schema/fused_program.h"
 #include "test_util.h"
 
 using namespace amber;
@@ -297,6 +298,32 @@ TEST_CASE("ten chained muls become one node whose results are bit-identical", "[
   CHECK(g.num_nodes() == 1);
   CHECK(g.nodes()[0]->op->name == "fused");
   CHECK(test::compare(run_graph(g, {x})[0], before, 0, 0).ok);
+}
+
+TEST_CASE("every one-tensor op of the instruction list fuses and computes what the op computes", "[graph][passes]") {
+  const Tensor mixed =
+      tensor({-4.5f, -3.0f, -2.5f, -1.0f, -0.5f, -0.0f, 0.0f, 0.3f, 0.5f, 1.5f, 2.5f, 3.7f, 6.5f, 10.0f});
+  const Tensor positive = tensor({0.01f, 0.3f, 0.5f, 1.0f, 1.5f, 2.5f, 3.7f, 10.0f});
+  int checked = 0;
+  for (const FusedOpInfo& o : kFusedOps) {
+    if (o.unary == FusedUnary::none) continue;
+    const std::string op = o.name;
+    const bool domain = op == "log" || op == "sqrt" || op == "rsqrt" || op == "log1p";
+    const Tensor x = domain ? positive : mixed;
+    const std::string t = str("f32[", x.numel(), "]");
+    Graph g = parsed(str("graph(%x : ", t, ") {\n  %1 : ", t, " = ", op, "(%x)\n  %2 : ", t,
+                         " = mul.Scalar(%1, other=3)\n  %3 : ", t, " = add(%2, %x, alpha=1)\n  return (y = %3)\n}\n"));
+    const Tensor before = run_graph(g, {x})[0];
+    optimize(g);
+    verify_or_throw(g);
+    INFO(op);
+    REQUIRE(g.num_nodes() == 1);
+    CHECK(g.nodes()[0]->op->name == "fused");
+    // Bit for bit but for libmvec's vector and scalar forms of exp, log, tanh and erf.
+    CHECK(test::compare(run_graph(g, {x})[0], before, 1e-6, 1e-6).ok);
+    ++checked;
+  }
+  CHECK(checked == 24);
 }
 
 TEST_CASE("liveness-based memory planning shares buffers", "[graph][passes][memory]") {

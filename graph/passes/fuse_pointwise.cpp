@@ -44,17 +44,13 @@ bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<Fu
     t.index = int(out.size()) - 1;
     return t;
   };
-  static const std::map<std::string, FusedOp> unary = {{"neg", FusedOp::neg},
-                                                       {"abs", FusedOp::abs},
-                                                       {"exp", FusedOp::exp},
-                                                       {"log", FusedOp::log},
-                                                       {"sqrt", FusedOp::sqrt},
-                                                       {"rsqrt", FusedOp::rsqrt},
-                                                       {"tanh", FusedOp::tanh},
-                                                       {"sigmoid", FusedOp::sigmoid},
-                                                       {"relu", FusedOp::relu},
-                                                       {"silu", FusedOp::silu},
-                                                       {"reciprocal", FusedOp::reciprocal}};
+  // Ops of one tensor that are an instruction of the same name (core/fused_ops.h).
+  static const std::map<std::string, FusedOp> unary = [] {
+    std::map<std::string, FusedOp> m;
+    for (const FusedOpInfo& o : kFusedOps)
+      if (o.unary != FusedUnary::none) m.emplace(o.name, o.op);
+    return m;
+  }();
   if (auto it = unary.find(op); it != unary.end()) {
     emit(it->second, x[0]);
     return true;

@@ -3,13 +3,15 @@
 // 256 elements; every instruction is a loop over the block (vectorised per ISA through
 // IsaVariants), reading inputs in place when contiguous, so intermediates never touch
 // memory beyond a few kilobytes of registers. Formulas are the op kernels' own
-// (pointwise_math.h): a fused chain gives the same bits as the ops run one by one, except
-// that libmvec's vector and scalar transcendental functions may differ by a few ulp.
+// (pointwise_math.h, one case per line of core/fused_ops.h): a fused chain gives the same
+// bits as the ops run one by one, except that libmvec's vector and scalar transcendental
+// functions may differ by a few ulp.
 
 #include <array>
 #include <cmath>
 #include <vector>
 
+#include "amber/core/fused_ops.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/pointwise_math.h"
@@ -60,6 +62,24 @@ inline void map2(float* o, Arg a, Arg b, int64_t m, F f) {
   }
 }
 
+template <typename F>
+inline void map3(float* o, Arg a, Arg b, Arg c, int64_t m, F f) {
+  for (int64_t i = 0; i < m; ++i)
+    o[i] = f(a.scalar ? *a.p : a.p[i], b.scalar ? *b.p : b.p[i], c.scalar ? *c.p : c.p[i]);
+}
+
+// Runs one instruction of the given arity over a block; arg resolves an operand (only the
+// instruction's own operands are resolved).
+template <int Arity, typename ArgFn, typename F>
+inline void apply(float* o, const amber_fused_instr& in, const ArgFn& arg, int64_t m, F f) {
+  if constexpr (Arity == 1)
+    map1(o, arg(in.a), m, f);
+  else if constexpr (Arity == 2)
+    map2(o, arg(in.a), arg(in.b), m, f);
+  else
+    map3(o, arg(in.a), arg(in.b), arg(in.c), m, f);
+}
+
 struct FusedRun {
   static void run(char* const* p, const int64_t* s, int64_t n, const void* vc) {
     const Ctx& ctx = *static_cast<const Ctx*>(vc);
@@ -99,81 +119,18 @@ struct FusedRun {
       for (int64_t t = 0; t < n_instrs; ++t) {
         const amber_fused_instr& in = instrs[t];
         float* o = tmp + int64_t(t) * kBlock;
-        const Arg a = arg(in.a);
+        if (in.op == AMBER_FUSED_POW && in.b.kind == AMBER_OPERAND_IMM) {  // ATen's exact shortcuts
+          const float e = in.b.imm;
+          map1(o, arg(in.a), m, [e](float x) { return pw::pow_scalar(x, e); });
+          continue;
+        }
         switch (in.op) {
-          case AMBER_FUSED_ADD:
-            map2(o, a, arg(in.b), m, [](float x, float y) { return x + y; });
-            break;
-          case AMBER_FUSED_SUB:
-            map2(o, a, arg(in.b), m, [](float x, float y) { return x - y; });
-            break;
-          case AMBER_FUSED_MUL:
-            map2(o, a, arg(in.b), m, [](float x, float y) { return x * y; });
-            break;
-          case AMBER_FUSED_DIV:
-            map2(o, a, arg(in.b), m, [](float x, float y) { return x / y; });
-            break;
-          case AMBER_FUSED_POW: {
-            const Arg b = arg(in.b);
-            if (b.scalar) {
-              const float e = *b.p;
-              map1(o, a, m, [e](float x) { return pw::pow_scalar(x, e); });
-            } else {
-              map2(o, a, b, m, [](float x, float y) { return std::pow(x, y); });
-            }
-            break;
-          }
-          case AMBER_FUSED_NEG:
-            map1(o, a, m, [](float x) { return -x; });
-            break;
-          case AMBER_FUSED_ABS:
-            map1(o, a, m, [](float x) { return std::fabs(x); });
-            break;
-          case AMBER_FUSED_EXP:
-            map1(o, a, m, [](float x) { return vexp(x); });
-            break;
-          case AMBER_FUSED_LOG:
-            map1(o, a, m, [](float x) { return vlog(x); });
-            break;
-          case AMBER_FUSED_SQRT:
-            map1(o, a, m, [](float x) { return std::sqrt(x); });
-            break;
-          case AMBER_FUSED_RSQRT:
-            map1(o, a, m, [](float x) { return pw::rsqrt(x); });
-            break;
-          case AMBER_FUSED_TANH:
-            map1(o, a, m, [](float x) { return vtanh(x); });
-            break;
-          case AMBER_FUSED_SIGMOID:
-            map1(o, a, m, [](float x) { return pw::sigmoid(x); });
-            break;
-          case AMBER_FUSED_RELU:
-            map1(o, a, m, [](float x) { return pw::relu(x); });
-            break;
-          case AMBER_FUSED_GELU:
-            map1(o, a, m, [](float x) { return pw::gelu(x); });
-            break;
-          case AMBER_FUSED_GELU_TANH:
-            map1(o, a, m, [](float x) { return pw::gelu_tanh(x); });
-            break;
-          case AMBER_FUSED_SILU:
-            map1(o, a, m, [](float x) { return pw::silu(x); });
-            break;
-          case AMBER_FUSED_RECIPROCAL:
-            map1(o, a, m, [](float x) { return pw::reciprocal(x); });
-            break;
-          case AMBER_FUSED_CLAMP_MIN:
-            map2(o, a, arg(in.b), m, [](float x, float lo) { return pw::clamp_min(x, lo); });
-            break;
-          case AMBER_FUSED_CLAMP_MAX:
-            map2(o, a, arg(in.b), m, [](float x, float hi) { return pw::clamp_max(x, hi); });
-            break;
-          case AMBER_FUSED_CLAMP: {
-            const Arg lo = arg(in.b), hi = arg(in.c);
-            map2(o, a, lo, m, [](float x, float l) { return pw::clamp_min(x, l); });
-            map2(o, {o, false}, hi, m, [](float x, float h) { return pw::clamp_max(x, h); });
-            break;
-          }
+#define AMBER_FUSED_CASE(OPCODE, name, arity, unary)                           \
+  case AMBER_FUSED_##OPCODE:                                                   \
+    apply<arity>(o, in, arg, m, [](auto... x) { return pw::op::name(x...); }); \
+    break;
+          AMBER_FUSED_OPS(AMBER_FUSED_CASE)
+#undef AMBER_FUSED_CASE
         }
       }
       // The last result is the output.

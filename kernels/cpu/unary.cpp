@@ -1,12 +1,13 @@
-// CPU kernels for unary elementwise ops: neg, abs, relu, clamp, hardtanh, pow.Scalar (every
-// numeric dtype) and exp, log, sqrt, rsqrt, tanh, sigmoid, reciprocal, gelu, silu (f32,
-// f64). Formulas are ATen's, so results agree with PyTorch to the last bits where the
-// math library agrees.
+// CPU kernels for unary elementwise ops: every unary op of the instruction list
+// (core/fused_ops.h: neg, abs, relu, sign over every numeric dtype; exp, log, sigmoid, ...
+// over f32 and f64), clamp, hardtanh, pow.Scalar and gelu. Formulas are ATen's
+// (kernels/pointwise_math.h), so results agree with PyTorch where the math library agrees.
 
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
+#include "amber/core/fused_ops.h"
 #include "amber/kernels/arith.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
@@ -25,29 +26,20 @@ struct UnaryCtx {
   T exponent{};
 };
 
-struct NegOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return wrap_neg(a);
-  }
-};
-struct AbsOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    if constexpr (std::is_floating_point_v<T>)
-      return std::fabs(a);
-    else if constexpr (std::is_signed_v<T>)
-      return a < 0 ? wrap_neg(a) : a;
-    else
-      return a;
-  }
-};
-struct ReluOp {  // NaN stays NaN and -0.0 stays -0.0, as ATen's clamp_min(0)
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return pw::relu(a);
-  }
-};
+// Instruction NAME of the list (core/fused_ops.h) as a unary op: Formula_NAME.
+#define AMBER_FORMULA(OPCODE, name, arity, unary) \
+  struct Formula_##name {                         \
+    template <typename T>                         \
+    static T apply(T a, const UnaryCtx<T>&) {     \
+      if constexpr (arity == 1)                   \
+        return pw::op::name(a);                   \
+      else                                        \
+        return a;                                 \
+    }                                             \
+  };
+AMBER_FUSED_OPS(AMBER_FORMULA)
+#undef AMBER_FORMULA
+
 struct ClampOp {  // std::min(std::max(a, lo), hi) as ATen: NaN propagates; lo > hi gives hi
   template <typename T>
   static T apply(T a, const UnaryCtx<T>& c) {
@@ -55,66 +47,6 @@ struct ClampOp {  // std::min(std::max(a, lo), hi) as ATen: NaN propagates; lo >
     if (c.has_lo) r = r < c.lo ? c.lo : r;
     if (c.has_hi) r = c.hi < r ? c.hi : r;
     return r;
-  }
-};
-struct ExpOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return vexp(a);
-  }
-};
-struct LogOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return vlog(a);
-  }
-};
-struct SqrtOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return std::sqrt(a);
-  }
-};
-struct RsqrtOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return pw::rsqrt(a);
-  }
-};
-struct TanhOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return vtanh(a);
-  }
-};
-struct SigmoidOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return pw::sigmoid(a);
-  }
-};
-struct SiluOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return pw::silu(a);
-  }
-};
-struct ReciprocalOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return T(1) / a;
-  }
-};
-struct GeluOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return pw::gelu(a);
-  }
-};
-struct GeluTanhOp {
-  template <typename T>
-  static T apply(T a, const UnaryCtx<T>&) {
-    return pw::gelu_tanh(a);
   }
 };
 
@@ -181,7 +113,8 @@ template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
     const bool tanh_approx = std::strcmp(a->attrs[0].str, "tanh") == 0;
-    return tanh_approx ? run_unary<T, GeluTanhOp>(a, {}, kGrainMath) : run_unary<T, GeluOp>(a, {}, kGrainMath);
+    return tanh_approx ? run_unary<T, Formula_gelu_tanh>(a, {}, kGrainMath)
+                       : run_unary<T, Formula_gelu>(a, {}, kGrainMath);
   }
 };
 
@@ -215,9 +148,9 @@ struct PowScalarKernel {
     c.exponent = attr_scalar<T>(a, 0);
     const double e = attr_float(a, 0);
     if constexpr (std::is_floating_point_v<T>) {
-      if (e == 0.5) return run_unary<T, SqrtOp>(a, c, kGrainMath);
-      if (e == -0.5) return run_unary<T, RsqrtOp>(a, c, kGrainMath);
-      if (e == -1.0) return run_unary<T, ReciprocalOp>(a, c, kGrainCheap);
+      if (e == 0.5) return run_unary<T, Formula_sqrt>(a, c, kGrainMath);
+      if (e == -0.5) return run_unary<T, Formula_rsqrt>(a, c, kGrainMath);
+      if (e == -1.0) return run_unary<T, Formula_reciprocal>(a, c, kGrainCheap);
       if (e == -2.0) return run_unary<T, InvSquareOp>(a, c, kGrainCheap);
     }
     if (e == 2.0) return run_unary<T, SquareOp>(a, c, kGrainCheap);
@@ -228,21 +161,20 @@ struct PowScalarKernel {
 
 #define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
 
+// The unary ops of the instruction list (core/fused_ops.h), by kind.
+#define AMBER_UNARY_none(name)
+#define AMBER_UNARY_numeric(name) \
+  register_typed<Unary<Formula_##name, kGrainCheap>::Kernel, AMBER_NUMERIC_TYPES>(#name);
+#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name, kGrainMath>::Kernel, float, double>(#name);
+#define AMBER_UNARY_floating_cheap(name) \
+  register_typed<Unary<Formula_##name, kGrainCheap>::Kernel, float, double>(#name);
+#define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
+
 AMBER_CPU_KERNELS(unary) {
-  register_typed<Unary<NegOp, kGrainCheap>::Kernel, AMBER_NUMERIC_TYPES>("neg");
-  register_typed<Unary<AbsOp, kGrainCheap>::Kernel, AMBER_NUMERIC_TYPES>("abs");
-  register_typed<Unary<ReluOp, kGrainCheap>::Kernel, AMBER_NUMERIC_TYPES>("relu");
+  AMBER_FUSED_OPS(AMBER_UNARY)
   register_typed<ClampKernel, AMBER_NUMERIC_TYPES>("clamp");
   register_typed<HardtanhKernel, AMBER_NUMERIC_TYPES>("hardtanh");
   register_typed<PowScalarKernel, AMBER_NUMERIC_TYPES>("pow.Scalar");
-  register_typed<Unary<ExpOp, kGrainMath>::Kernel, float, double>("exp");
-  register_typed<Unary<LogOp, kGrainMath>::Kernel, float, double>("log");
-  register_typed<Unary<SqrtOp, kGrainMath>::Kernel, float, double>("sqrt");
-  register_typed<Unary<RsqrtOp, kGrainMath>::Kernel, float, double>("rsqrt");
-  register_typed<Unary<TanhOp, kGrainMath>::Kernel, float, double>("tanh");
-  register_typed<Unary<SigmoidOp, kGrainMath>::Kernel, float, double>("sigmoid");
-  register_typed<Unary<SiluOp, kGrainMath>::Kernel, float, double>("silu");
-  register_typed<Unary<ReciprocalOp, kGrainCheap>::Kernel, float, double>("reciprocal");
   register_typed<GeluKernel, float, double>("gelu");
 }
 

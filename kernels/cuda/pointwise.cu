@@ -1,13 +1,13 @@
-// CUDA kernels for elementwise ops: unary (neg, abs, relu, clamp, hardtanh, pow.Scalar on
-// every numeric dtype; exp, log, sqrt, rsqrt, tanh, sigmoid, silu, reciprocal, gelu on f32
-// and f64), binary (add, sub, mul, div, pow and their scalar forms, rsub.Scalar),
-// comparisons, where, to (dtype conversion), clone, full, arange, and the generic kernel of
+// CUDA kernels for elementwise ops: unary (every unary op of the instruction list,
+// core/fused_ops.h, with its dtypes; clamp, hardtanh, pow.Scalar, gelu), binary (add, sub, mul, div, pow and their
+// scalar forms, rsub.Scalar), comparisons, where, to (dtype conversion), clone, full, arange, and the generic kernel of
 // `fused` nodes. The formulas are the CPU kernels' own (kernels/arith.h,
 // kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0
 // here (the CPU reports an error; checking would need a device-to-host read per call).
 
 #include <cstring>
 
+#include "amber/core/fused_ops.h"
 #include "amber/kernels/arith.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
@@ -40,29 +40,20 @@ int run_unary(const amber_kernel_args* a, Op op, const char* what) {
   return map<2>(a, v, items, UnaryF<T, Op>{op}, what);
 }
 
-struct NegOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::wrap_neg(x);
-  }
-};
-struct AbsOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>)
-      return std::fabs(x);
-    else if constexpr (std::is_signed_v<T>)
-      return x < 0 ? pw::wrap_neg(x) : x;
-    else
-      return x;
-  }
-};
-struct ReluOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::relu(x);
-  }
-};
+// Instruction NAME of the list (core/fused_ops.h) as a unary op: Formula_NAME.
+#define AMBER_FORMULA(OPCODE, name, arity, unary) \
+  struct Formula_##name {                         \
+    template <typename T>                         \
+    __device__ T operator()(T x) const {          \
+      if constexpr (arity == 1)                   \
+        return pw::op::name(x);                   \
+      else                                        \
+        return x;                                 \
+    }                                             \
+  };
+AMBER_FUSED_OPS(AMBER_FORMULA)
+#undef AMBER_FORMULA
+
 template <typename T>
 struct ClampOp {
   T lo, hi;
@@ -72,66 +63,6 @@ struct ClampOp {
     if (has_lo) r = r < lo ? lo : r;
     if (has_hi) r = hi < r ? hi : r;
     return r;
-  }
-};
-struct ExpOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::exp_(x);
-  }
-};
-struct LogOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::log_(x);
-  }
-};
-struct SqrtOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return std::sqrt(x);
-  }
-};
-struct RsqrtOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::rsqrt(x);
-  }
-};
-struct TanhOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::tanh_(x);
-  }
-};
-struct SigmoidOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::sigmoid(x);
-  }
-};
-struct SiluOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::silu(x);
-  }
-};
-struct ReciprocalOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::reciprocal(x);
-  }
-};
-struct GeluOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::gelu(x);
-  }
-};
-struct GeluTanhOp {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return pw::gelu_tanh(x);
   }
 };
 template <typename T>
@@ -158,8 +89,8 @@ struct Unary {
 template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
-    return std::strcmp(a->attrs[0].str, "tanh") == 0 ? run_unary<T>(a, GeluTanhOp{}, "gelu")
-                                                     : run_unary<T>(a, GeluOp{}, "gelu");
+    return std::strcmp(a->attrs[0].str, "tanh") == 0 ? run_unary<T>(a, Formula_gelu_tanh{}, "gelu")
+                                                     : run_unary<T>(a, Formula_gelu{}, "gelu");
   }
 };
 template <typename T>
@@ -499,6 +430,17 @@ struct Code {
   } instrs[kMaxInstrs];
 };
 
+// One instruction of the given arity on its operand values.
+template <int Arity, typename F>
+__device__ float apply(const float* x, F f) {
+  if constexpr (Arity == 1)
+    return f(x[0]);
+  else if constexpr (Arity == 2)
+    return f(x[0], x[1]);
+  else
+    return f(x[0], x[1], x[2]);
+}
+
 template <int K>
 struct FusedF {
   Code code;
@@ -514,72 +456,19 @@ struct FusedF {
                : c.kind[j] == AMBER_OPERAND_TEMP ? t[c.index[j]]
                                                  : c.imm[j];
       float r = 0;
-      switch (c.op) {
-        case AMBER_FUSED_ADD:
-          r = x[0] + x[1];
-          break;
-        case AMBER_FUSED_SUB:
-          r = x[0] - x[1];
-          break;
-        case AMBER_FUSED_MUL:
-          r = x[0] * x[1];
-          break;
-        case AMBER_FUSED_DIV:
-          r = x[0] / x[1];
-          break;
-        case AMBER_FUSED_POW:
-          r = c.kind[1] == AMBER_OPERAND_IMM ? pw::pow_scalar(x[0], x[1]) : std::pow(x[0], x[1]);
-          break;
-        case AMBER_FUSED_NEG:
-          r = -x[0];
-          break;
-        case AMBER_FUSED_ABS:
-          r = std::fabs(x[0]);
-          break;
-        case AMBER_FUSED_EXP:
-          r = pw::exp_(x[0]);
-          break;
-        case AMBER_FUSED_LOG:
-          r = pw::log_(x[0]);
-          break;
-        case AMBER_FUSED_SQRT:
-          r = std::sqrt(x[0]);
-          break;
-        case AMBER_FUSED_RSQRT:
-          r = pw::rsqrt(x[0]);
-          break;
-        case AMBER_FUSED_TANH:
-          r = pw::tanh_(x[0]);
-          break;
-        case AMBER_FUSED_SIGMOID:
-          r = pw::sigmoid(x[0]);
-          break;
-        case AMBER_FUSED_RELU:
-          r = pw::relu(x[0]);
-          break;
-        case AMBER_FUSED_GELU:
-          r = pw::gelu(x[0]);
-          break;
-        case AMBER_FUSED_GELU_TANH:
-          r = pw::gelu_tanh(x[0]);
-          break;
-        case AMBER_FUSED_SILU:
-          r = pw::silu(x[0]);
-          break;
-        case AMBER_FUSED_RECIPROCAL:
-          r = pw::reciprocal(x[0]);
-          break;
-        case AMBER_FUSED_CLAMP_MIN:
-          r = pw::clamp_min(x[0], x[1]);
-          break;
-        case AMBER_FUSED_CLAMP_MAX:
-          r = pw::clamp_max(x[0], x[1]);
-          break;
-        case AMBER_FUSED_CLAMP:
-          r = pw::clamp_max(pw::clamp_min(x[0], x[1]), x[2]);
-          break;
-        default:
-          break;
+      if (c.op == AMBER_FUSED_POW && c.kind[1] == AMBER_OPERAND_IMM) {
+        r = pw::pow_scalar(x[0], x[1]);  // ATen's exact shortcuts
+      } else {
+        switch (c.op) {
+#define AMBER_FUSED_CASE(OPCODE, name, arity, unary)                   \
+  case AMBER_FUSED_##OPCODE:                                           \
+    r = apply<arity>(x, [](auto... v) { return pw::op::name(v...); }); \
+    break;
+          AMBER_FUSED_OPS(AMBER_FUSED_CASE)
+#undef AMBER_FUSED_CASE
+          default:
+            break;
+        }
       }
       t[i] = r;
     }
@@ -646,21 +535,18 @@ int fused_kernel(const amber_kernel_args* a) {
   return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
 }
 
+// The unary ops of the instruction list (core/fused_ops.h), by kind.
+#define AMBER_UNARY_none(name)
+#define AMBER_UNARY_numeric(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC>(#name);
+#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name>::Kernel, float, double>(#name);
+#define AMBER_UNARY_floating_cheap(name) AMBER_UNARY_floating(name)
+#define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
+
 AMBER_CUDA_KERNELS(pointwise) {
-  register_typed<Unary<NegOp>::Kernel, AMBER_CUDA_NUMERIC>("neg");
-  register_typed<Unary<AbsOp>::Kernel, AMBER_CUDA_NUMERIC>("abs");
-  register_typed<Unary<ReluOp>::Kernel, AMBER_CUDA_NUMERIC>("relu");
+  AMBER_FUSED_OPS(AMBER_UNARY)
   register_typed<ClampKernel, AMBER_CUDA_NUMERIC>("clamp");
   register_typed<HardtanhKernel, AMBER_CUDA_NUMERIC>("hardtanh");
   register_typed<PowScalarKernel, AMBER_CUDA_NUMERIC>("pow.Scalar");
-  register_typed<Unary<ExpOp>::Kernel, float, double>("exp");
-  register_typed<Unary<LogOp>::Kernel, float, double>("log");
-  register_typed<Unary<SqrtOp>::Kernel, float, double>("sqrt");
-  register_typed<Unary<RsqrtOp>::Kernel, float, double>("rsqrt");
-  register_typed<Unary<TanhOp>::Kernel, float, double>("tanh");
-  register_typed<Unary<SigmoidOp>::Kernel, float, double>("sigmoid");
-  register_typed<Unary<SiluOp>::Kernel, float, double>("silu");
-  register_typed<Unary<ReciprocalOp>::Kernel, float, double>("reciprocal");
   register_typed<GeluKernel, float, double>("gelu");
 
   register_typed<AddKernel, AMBER_CUDA_NUMERIC>("add");

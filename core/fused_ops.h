@@ -1,0 +1,45 @@
+/* The pointwise instruction list, the one source of the fused opcodes (backend.h), FusedOp,
+ * program names and arity, the fusion pass's one-tensor ops, both devices' fused and unary
+ * kernels and the eager unary functions. X(OPCODE, name, arity, unary): formula
+ * amber::pw::op::name (kernels/pointwise_math.h); unary: none, or the dtypes of the op of that
+ * name: numeric, floating or floating_cheap (a light formula). Opcodes are ABI: append only. */
+#ifndef AMBER_CORE_FUSED_OPS_H
+#define AMBER_CORE_FUSED_OPS_H
+
+#define AMBER_FUSED_OPS(X)                       \
+  X(ADD, add, 2, none)                           \
+  X(SUB, sub, 2, none)                           \
+  X(MUL, mul, 2, none)                           \
+  X(DIV, div, 2, none)                           \
+  X(POW, pow, 2, none)                           \
+  X(NEG, neg, 1, numeric)                        \
+  X(ABS, abs, 1, numeric)                        \
+  X(EXP, exp, 1, floating)                       \
+  X(LOG, log, 1, floating)                       \
+  X(SQRT, sqrt, 1, floating)                     \
+  X(RSQRT, rsqrt, 1, floating)                   \
+  X(TANH, tanh, 1, floating)                     \
+  X(SIGMOID, sigmoid, 1, floating)               \
+  X(RELU, relu, 1, numeric)                      \
+  X(GELU, gelu, 1, none)                         \
+  X(GELU_TANH, gelu_tanh, 1, none)               \
+  X(SILU, silu, 1, floating)                     \
+  X(RECIPROCAL, reciprocal, 1, floating_cheap)   \
+  X(CLAMP_MIN, clamp_min, 2, none)               \
+  X(CLAMP_MAX, clamp_max, 2, none)               \
+  X(CLAMP, clamp, 3, none)                       \
+  X(ERF, erf, 1, floating)                       \
+  X(LOG1P, log1p, 1, floating)                   \
+  X(EXPM1, expm1, 1, floating)                   \
+  X(SIN, sin, 1, floating)                       \
+  X(COS, cos, 1, floating)                       \
+  X(FLOOR, floor, 1, numeric)                    \
+  X(CEIL, ceil, 1, numeric)                      \
+  X(ROUND, round, 1, numeric)                    \
+  X(SIGN, sign, 1, numeric)                      \
+  X(RELU6, relu6, 1, floating_cheap)             \
+  X(HARDSIGMOID, hardsigmoid, 1, floating_cheap) \
+  X(HARDSWISH, hardswish, 1, floating_cheap)     \
+  X(MISH, mish, 1, floating)
+
+#endif /* AMBER_CORE_FUSED_OPS_H */
