@@ -64,6 +64,7 @@ class DTypeSet {
   constexpr bool contains(DType t) const { return bits_ & (1u << unsigned(t)); }
   constexpr bool empty() const { return bits_ == 0; }
   constexpr DTypeSet operator|(DTypeSet o) const { return from_bits(uint16_t(bits_ | o.bits_)); }
+  constexpr bool operator==(const DTypeSet& o) const { return bits_ == o.bits_; }
   template <typename F>
   void for_each(F&& f) const {
     for (int i = 0; i < kNumDTypes; ++i)
@@ -86,6 +87,7 @@ namespace dtypes {
 inline constexpr DTypeSet floating{DType::f32, DType::f64};
 inline constexpr DTypeSet integral{DType::i64, DType::i32, DType::i16, DType::i8, DType::u8};
 inline constexpr DTypeSet numeric = floating | integral;
+inline constexpr DTypeSet comparable = numeric | DTypeSet{DType::b8};  // comparisons' inputs
 inline constexpr DTypeSet all{DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64,
                               DType::i32, DType::i16, DType::i8,  DType::u8,   DType::b8};
 }  // namespace dtypes
@@ -151,6 +153,26 @@ struct dtype_of<bool> {
 };
 template <typename T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
+
+// The C++ element types of each dtype set of namespace dtypes, for registering kernels
+// (register_typed<K>(ctypes::numeric{}, op)): checked here against the sets, so each set is
+// defined once.
+template <typename... Ts>
+struct TypeList {};
+template <typename... Ts>
+constexpr DTypeSet dtype_set(TypeList<Ts...>) {
+  return DTypeSet{dtype_v<Ts>...};
+}
+namespace ctypes {
+using floating = TypeList<float, double>;
+using numeric = TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>;
+using comparable = TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>;
+using all = TypeList<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>;
+}  // namespace ctypes
+static_assert(dtype_set(ctypes::floating{}) == dtypes::floating);
+static_assert(dtype_set(ctypes::numeric{}) == dtypes::numeric);
+static_assert(dtype_set(ctypes::comparable{}) == dtypes::comparable);
+static_assert(dtype_set(ctypes::all{}) == dtypes::all);
 
 // Calls f.template operator()<T>() with the C++ type of dtype t (all ten dtypes).
 template <typename F>

@@ -43,7 +43,7 @@ void infer_where(InferCtx& c) {
 }
 
 using namespace op_flags;
-const DTypeSet kCompare = dtypes::numeric | DTypeSet{DType::b8};
+const DTypeSet kCompare = dtypes::comparable;
 
 #define AMBER_COMPARE_OPS(name, text)                                                                            \
   {#name "(Tensor self, Tensor other) -> Tensor",    kCompare, infer_compare, pointwise, nullptr, 1,             \

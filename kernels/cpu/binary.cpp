@@ -273,19 +273,17 @@ struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   }
 };
 
-#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
-
 AMBER_CPU_KERNELS(binary) {
-  register_typed<AddKernel, AMBER_NUMERIC_TYPES>("add");
-  register_typed<SubKernel, AMBER_NUMERIC_TYPES>("sub");
-  register_typed<MulKernel, AMBER_NUMERIC_TYPES>("mul");
-  register_typed<DivKernel, AMBER_NUMERIC_TYPES>("div");
-  register_typed<PowKernel, AMBER_NUMERIC_TYPES>("pow");
-  register_typed<AddScalarKernel, AMBER_NUMERIC_TYPES>("add.Scalar");
-  register_typed<SubScalarKernel, AMBER_NUMERIC_TYPES>("sub.Scalar");
-  register_typed<RsubScalarKernel, AMBER_NUMERIC_TYPES>("rsub.Scalar");
-  register_typed<MulScalarKernel, AMBER_NUMERIC_TYPES>("mul.Scalar");
-  register_typed<DivScalarKernel, AMBER_NUMERIC_TYPES>("div.Scalar");
+  register_typed<AddKernel>(ctypes::numeric{}, "add");
+  register_typed<SubKernel>(ctypes::numeric{}, "sub");
+  register_typed<MulKernel>(ctypes::numeric{}, "mul");
+  register_typed<DivKernel>(ctypes::numeric{}, "div");
+  register_typed<PowKernel>(ctypes::numeric{}, "pow");
+  register_typed<AddScalarKernel>(ctypes::numeric{}, "add.Scalar");
+  register_typed<SubScalarKernel>(ctypes::numeric{}, "sub.Scalar");
+  register_typed<RsubScalarKernel>(ctypes::numeric{}, "rsub.Scalar");
+  register_typed<MulScalarKernel>(ctypes::numeric{}, "mul.Scalar");
+  register_typed<DivScalarKernel>(ctypes::numeric{}, "div.Scalar");
 }
 
 }  // namespace

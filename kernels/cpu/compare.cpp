@@ -120,10 +120,9 @@ struct WhereKernel {
   }
 };
 
-#define AMBER_COMPARE_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
-#define AMBER_REGISTER_COMPARE(name, Op)                           \
-  register_typed<Compare<Op>::Tensor, AMBER_COMPARE_TYPES>(#name); \
-  register_typed<Compare<Op>::Scalar, AMBER_COMPARE_TYPES>(#name ".Scalar")
+#define AMBER_REGISTER_COMPARE(name, Op)                            \
+  register_typed<Compare<Op>::Tensor>(ctypes::comparable{}, #name); \
+  register_typed<Compare<Op>::Scalar>(ctypes::comparable{}, #name ".Scalar")
 
 AMBER_CPU_KERNELS(compare) {
   AMBER_REGISTER_COMPARE(eq, Eq);
@@ -132,7 +131,7 @@ AMBER_CPU_KERNELS(compare) {
   AMBER_REGISTER_COMPARE(le, Le);
   AMBER_REGISTER_COMPARE(gt, Gt);
   AMBER_REGISTER_COMPARE(ge, Ge);
-  register_typed<WhereKernel, float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("where");
+  register_typed<WhereKernel>(ctypes::all{}, "where");
 }
 
 }  // namespace

@@ -122,14 +122,11 @@ struct ArangeKernel {
   }
 };
 
-#define AMBER_ALL_TYPES float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
-#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
-
 AMBER_CPU_KERNELS(copy) {
-  register_typed<ToKernel, AMBER_ALL_TYPES>("to");
-  register_typed<CloneKernel, AMBER_ALL_TYPES>("clone");
-  register_typed<FullKernel, AMBER_ALL_TYPES>("full");
-  register_typed<ArangeKernel, AMBER_NUMERIC_TYPES>("arange");
+  register_typed<ToKernel>(ctypes::all{}, "to");
+  register_typed<CloneKernel>(ctypes::all{}, "clone");
+  register_typed<FullKernel>(ctypes::all{}, "full");
+  register_typed<ArangeKernel>(ctypes::numeric{}, "arange");
 }
 
 }  // namespace

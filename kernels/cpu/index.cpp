@@ -107,13 +107,11 @@ struct StackKernel {
   }
 };
 
-#define AMBER_ALL_TYPES float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
-
 AMBER_CPU_KERNELS(index) {
-  register_typed<EmbeddingKernel, AMBER_ALL_TYPES>("embedding");
-  register_typed<IndexSelectKernel, AMBER_ALL_TYPES>("index_select");
-  register_typed<CatKernel, AMBER_ALL_TYPES>("cat");
-  register_typed<StackKernel, AMBER_ALL_TYPES>("stack");
+  register_typed<EmbeddingKernel>(ctypes::all{}, "embedding");
+  register_typed<IndexSelectKernel>(ctypes::all{}, "index_select");
+  register_typed<CatKernel>(ctypes::all{}, "cat");
+  register_typed<StackKernel>(ctypes::all{}, "stack");
 }
 
 }  // namespace

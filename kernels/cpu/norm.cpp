@@ -154,8 +154,8 @@ struct LayerNormKernel {
 };
 
 AMBER_CPU_KERNELS(norm) {
-  register_typed<BatchNormKernel, float, double>("batch_norm");
-  register_typed<LayerNormKernel, float, double>("layer_norm");
+  register_typed<BatchNormKernel>(ctypes::floating{}, "batch_norm");
+  register_typed<LayerNormKernel>(ctypes::floating{}, "layer_norm");
 }
 
 }  // namespace

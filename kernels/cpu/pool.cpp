@@ -248,9 +248,9 @@ struct AdaptiveAvgPoolKernel {
 };
 
 AMBER_CPU_KERNELS(pool) {
-  register_typed<MaxPoolKernel, float, double>("max_pool2d");
-  register_typed<AvgPoolKernel, float, double>("avg_pool2d");
-  register_typed<AdaptiveAvgPoolKernel, float, double>("adaptive_avg_pool2d");
+  register_typed<MaxPoolKernel>(ctypes::floating{}, "max_pool2d");
+  register_typed<AvgPoolKernel>(ctypes::floating{}, "avg_pool2d");
+  register_typed<AdaptiveAvgPoolKernel>(ctypes::floating{}, "adaptive_avg_pool2d");
 }
 
 }  // namespace

@@ -341,14 +341,12 @@ struct ArgmaxKernel {
   }
 };
 
-#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
-
 AMBER_CPU_KERNELS(reduce) {
   register_typed<SumKernel, float, double, int64_t>("sum");
-  register_typed<MeanKernel, float, double>("mean");
-  register_typed<Extremum<true>::Kernel, AMBER_NUMERIC_TYPES>("amax");
-  register_typed<Extremum<false>::Kernel, AMBER_NUMERIC_TYPES>("amin");
-  register_typed<ArgmaxKernel, AMBER_NUMERIC_TYPES>("argmax");
+  register_typed<MeanKernel>(ctypes::floating{}, "mean");
+  register_typed<Extremum<true>::Kernel>(ctypes::numeric{}, "amax");
+  register_typed<Extremum<false>::Kernel>(ctypes::numeric{}, "amin");
+  register_typed<ArgmaxKernel>(ctypes::numeric{}, "argmax");
 }
 
 }  // namespace

@@ -23,6 +23,11 @@ template <template <typename> class K, typename... Ts>
 void register_typed(std::string_view op, int version = 1) {
   (register_kernel(op, dtype_v<Ts>, &K<Ts>::run, version), ...);
 }
+// The same for the types of a dtype set (core/dtype.h: ctypes::numeric{}, ...).
+template <template <typename> class K, typename... Ts>
+void register_typed(TypeList<Ts...>, std::string_view op) {
+  register_typed<K, Ts...>(op);
+}
 
 }  // namespace amber::cpu
 

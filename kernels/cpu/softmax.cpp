@@ -100,8 +100,8 @@ struct Softmax {
 };
 
 AMBER_CPU_KERNELS(softmax) {
-  register_typed<Softmax<false>::Kernel, float, double>("softmax");
-  register_typed<Softmax<true>::Kernel, float, double>("log_softmax");
+  register_typed<Softmax<false>::Kernel>(ctypes::floating{}, "softmax");
+  register_typed<Softmax<true>::Kernel>(ctypes::floating{}, "log_softmax");
 }
 
 }  // namespace

@@ -159,23 +159,20 @@ struct PowScalarKernel {
   }
 };
 
-#define AMBER_NUMERIC_TYPES float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
-
 // The unary ops of the instruction list (core/fused_ops.h), by kind.
 #define AMBER_UNARY_none(name)
-#define AMBER_UNARY_numeric(name) \
-  register_typed<Unary<Formula_##name, kGrainCheap>::Kernel, AMBER_NUMERIC_TYPES>(#name);
-#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name, kGrainMath>::Kernel, float, double>(#name);
+#define AMBER_UNARY_numeric(name) register_typed<Unary<Formula_##name, kGrainCheap>::Kernel>(ctypes::numeric{}, #name);
+#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name, kGrainMath>::Kernel>(ctypes::floating{}, #name);
 #define AMBER_UNARY_floating_cheap(name) \
-  register_typed<Unary<Formula_##name, kGrainCheap>::Kernel, float, double>(#name);
+  register_typed<Unary<Formula_##name, kGrainCheap>::Kernel>(ctypes::floating{}, #name);
 #define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
 
 AMBER_CPU_KERNELS(unary) {
   AMBER_FUSED_OPS(AMBER_UNARY)
-  register_typed<ClampKernel, AMBER_NUMERIC_TYPES>("clamp");
-  register_typed<HardtanhKernel, AMBER_NUMERIC_TYPES>("hardtanh");
-  register_typed<PowScalarKernel, AMBER_NUMERIC_TYPES>("pow.Scalar");
-  register_typed<GeluKernel, float, double>("gelu");
+  register_typed<ClampKernel>(ctypes::numeric{}, "clamp");
+  register_typed<HardtanhKernel>(ctypes::numeric{}, "hardtanh");
+  register_typed<PowScalarKernel>(ctypes::numeric{}, "pow.Scalar");
+  register_typed<GeluKernel>(ctypes::floating{}, "gelu");
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
-// What the CUDA kernels share: the dtype codes and their C++ types, error reporting through
-// the kernel args (kernels never throw across the C ABI), scalar attributes converted as
-// PyTorch converts a number, element conversion between dtypes (cast_value's rules), and
-// the generic strided elementwise launcher: every operand broadcast to the output's shape,
-// addressed by byte strides, one thread per output element (a dense fast path when every
-// operand is contiguous in the output's order).
+// What the CUDA kernels share: dtype codes, C++ types and the dtype sets' type lists with
+// typed registration, error reporting through the kernel args (kernels never throw across the
+// C ABI), scalar attributes converted as PyTorch converts a number, element conversion between
+// dtypes (cast_value's rules), and the generic strided elementwise launcher (operands
+// broadcast to the output's shape, walked in the output's memory order).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,6 +15,7 @@
 #include <type_traits>
 
 #include "amber/core/backend.h"
+#include "amber/kernels/cuda/registry.h"
 
 namespace amber::cuda {
 
@@ -35,6 +35,20 @@ constexpr int32_t dtype_code() {
   if constexpr (std::is_same_v<T, uint8_t>) return kU8;
   if constexpr (std::is_same_v<T, bool>) return kBool;
   return -1;
+}
+
+// The element types of core/dtype.h's dtype sets on the GPU (__half and __nv_bfloat16 for f16
+// and bf16), for register_typed: dtypes::floating, numeric, comparable and all. (test_coverage
+// checks every op's kernels against its table dtypes.)
+#define AMBER_CUDA_FLOATING float, double
+#define AMBER_CUDA_NUMERIC float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
+#define AMBER_CUDA_COMPARABLE AMBER_CUDA_NUMERIC, bool
+#define AMBER_CUDA_ALL float, double, __half, __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
+
+// Registers K<T>::run for every T in Ts under op.
+template <template <typename> class K, typename... Ts>
+void register_typed(const char* op) {
+  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
 }
 
 inline size_t itemsize(int32_t code) {

@@ -9,11 +9,6 @@
 namespace amber::cuda {
 namespace {
 
-template <template <typename> class K, typename... Ts>
-void register_typed(const char* op) {
-  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
-}
-
 // The view of v narrowed to [start, start + len) along dim (or with dim removed: select).
 amber_tensor_view narrow(amber_tensor_view v, int dim, int64_t start, int64_t len, bool select) {
   v.data = static_cast<char*>(v.data) + start * v.strides[dim] * int64_t(itemsize(v.dtype));
@@ -149,7 +144,6 @@ struct StackKernel {  // stack(tensors, dim)
   }
 };
 
-#define AMBER_CUDA_ALL float, double, __half, __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
 AMBER_CUDA_KERNELS(index) {
   register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
   register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");

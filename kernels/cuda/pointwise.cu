@@ -16,14 +16,6 @@
 namespace amber::cuda {
 namespace {
 
-template <template <typename> class K, typename... Ts>
-void register_typed(const char* op) {
-  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
-}
-
-#define AMBER_CUDA_NUMERIC float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
-#define AMBER_CUDA_ALL float, double, __half, __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
-
 // ---- Unary ----
 template <typename T, typename Op>
 struct UnaryF {
@@ -538,7 +530,7 @@ int fused_kernel(const amber_kernel_args* a) {
 // The unary ops of the instruction list (core/fused_ops.h), by kind.
 #define AMBER_UNARY_none(name)
 #define AMBER_UNARY_numeric(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC>(#name);
-#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name>::Kernel, float, double>(#name);
+#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
 #define AMBER_UNARY_floating_cheap(name) AMBER_UNARY_floating(name)
 #define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
 
@@ -547,7 +539,7 @@ AMBER_CUDA_KERNELS(pointwise) {
   register_typed<ClampKernel, AMBER_CUDA_NUMERIC>("clamp");
   register_typed<HardtanhKernel, AMBER_CUDA_NUMERIC>("hardtanh");
   register_typed<PowScalarKernel, AMBER_CUDA_NUMERIC>("pow.Scalar");
-  register_typed<GeluKernel, float, double>("gelu");
+  register_typed<GeluKernel, AMBER_CUDA_FLOATING>("gelu");
 
   register_typed<AddKernel, AMBER_CUDA_NUMERIC>("add");
   register_typed<SubKernel, AMBER_CUDA_NUMERIC>("sub");
@@ -560,9 +552,9 @@ AMBER_CUDA_KERNELS(pointwise) {
   register_typed<MulScalarKernel, AMBER_CUDA_NUMERIC>("mul.Scalar");
   register_typed<DivScalarKernel, AMBER_CUDA_NUMERIC>("div.Scalar");
 
-#define AMBER_CUDA_COMPARE(name, C)                                    \
-  register_typed<Compare<C>::Tensor, AMBER_CUDA_NUMERIC, bool>(#name); \
-  register_typed<Compare<C>::Scalar, AMBER_CUDA_NUMERIC, bool>(#name ".Scalar")
+#define AMBER_CUDA_COMPARE(name, C)                                 \
+  register_typed<Compare<C>::Tensor, AMBER_CUDA_COMPARABLE>(#name); \
+  register_typed<Compare<C>::Scalar, AMBER_CUDA_COMPARABLE>(#name ".Scalar")
   AMBER_CUDA_COMPARE(eq, Cmp::eq);
   AMBER_CUDA_COMPARE(ne, Cmp::ne);
   AMBER_CUDA_COMPARE(lt, Cmp::lt);

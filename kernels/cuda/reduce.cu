@@ -16,11 +16,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <template <typename> class K, typename... Ts>
-void register_typed(const char* op) {
-  (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
-}
-
 // The rows of a view: `kept` dims index rows, `red` dims the elements of a row; strides in
 // elements for the input and the output (the output of a reduction has zero `red` strides).
 struct Rows {
@@ -428,14 +423,14 @@ struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, runni
 
 AMBER_CUDA_KERNELS(reduce) {
   register_typed<SumKernel, float, double, int64_t>("sum");
-  register_typed<MeanKernel, float, double>("mean");
-  register_typed<Extremum<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("amax");
-  register_typed<Extremum<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("amin");
-  register_typed<ArgmaxKernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("argmax");
-  register_typed<Softmax<false>::Kernel, float, double>("softmax");
-  register_typed<Softmax<true>::Kernel, float, double>("log_softmax");
-  register_typed<LayerNormKernel, float, double>("layer_norm");
-  register_typed<BatchNormKernel, float, double>("batch_norm");
+  register_typed<MeanKernel, AMBER_CUDA_FLOATING>("mean");
+  register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC>("amax");
+  register_typed<Extremum<false>::Kernel, AMBER_CUDA_NUMERIC>("amin");
+  register_typed<ArgmaxKernel, AMBER_CUDA_NUMERIC>("argmax");
+  register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING>("softmax");
+  register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING>("log_softmax");
+  register_typed<LayerNormKernel, AMBER_CUDA_FLOATING>("layer_norm");
+  register_typed<BatchNormKernel, AMBER_CUDA_FLOATING>("batch_norm");
 }
 
 }  // namespace
