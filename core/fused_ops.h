@@ -1,8 +1,8 @@
 /* The pointwise instruction list, the one source of the fused opcodes (backend.h), FusedOp,
  * program names and arity, the fusion pass's one-tensor ops, both devices' fused and unary
  * kernels and the eager unary functions. X(OPCODE, name, arity, unary): formula
- * amber::pw::op::name (kernels/pointwise_math.h); unary: none, or the dtypes of the op of that
- * name: numeric, floating or floating_cheap (a light formula). Opcodes are ABI: append only. */
+ * amber::pw::op::name (kernels/pointwise_math.h); unary: none, or the op of that name (numeric,
+ * floating, floating_cheap; floating_attrs: its arity - 1 Scalar attributes are operands). */
 #ifndef AMBER_CORE_FUSED_OPS_H
 #define AMBER_CORE_FUSED_OPS_H
 
@@ -40,6 +40,13 @@
   X(RELU6, relu6, 1, floating_cheap)             \
   X(HARDSIGMOID, hardsigmoid, 1, floating_cheap) \
   X(HARDSWISH, hardswish, 1, floating_cheap)     \
-  X(MISH, mish, 1, floating)
+  X(MISH, mish, 1, floating)                     \
+  X(SELU, selu, 1, floating)                     \
+  X(LEAKY_RELU, leaky_relu, 2, floating_attrs)   \
+  X(ELU, elu, 2, floating_attrs)                 \
+  X(SOFTPLUS, softplus, 3, floating_attrs)       \
+  X(HARDSHRINK, hardshrink, 2, floating_attrs)   \
+  X(SOFTSHRINK, softshrink, 2, floating_attrs)   \
+  X(THRESHOLD, threshold, 3, floating_attrs)
 
 #endif /* AMBER_CORE_FUSED_OPS_H */

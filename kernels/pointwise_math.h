@@ -252,4 +252,34 @@ AMBER_HD inline T mish(T a) {  // a * tanh(softplus(a)), softplus as log1p(exp(a
   return a * tanh_(std::log1p(exp_(a)));
 }
 
+template <typename T>
+AMBER_HD inline T selu(T a) {  // ATen's elu with SELU's alpha and scale, coefficients in T
+  const T scale = T(1.0507009873554804934193349852946), negcoef = T(1.6732632423543772848170429916717) * scale;
+  return a <= T(0) ? (exp_(a) - T(1)) * negcoef : a * scale;
+}
+template <typename T>
+AMBER_HD inline T leaky_relu(T a, T negative_slope) {
+  return a > T(0) ? a : a * negative_slope;
+}
+template <typename T>
+AMBER_HD inline T elu(T a, T alpha) {  // ATen's elu with scale = input_scale = 1
+  return a <= T(0) ? (exp_(a) - T(1)) * alpha : a;
+}
+template <typename T>
+AMBER_HD inline T softplus(T a, T beta, T threshold) {
+  return a * beta > threshold ? a : std::log1p(exp_(a * beta)) / beta;
+}
+template <typename T>
+AMBER_HD inline T hardshrink(T a, T lambd) {
+  return (a >= -lambd && a <= lambd) ? T(0) : a;
+}
+template <typename T>
+AMBER_HD inline T softshrink(T a, T lambd) {
+  return a > lambd ? a - lambd : (a < -lambd ? a + lambd : T(0));
+}
+template <typename T>
+AMBER_HD inline T threshold(T a, T threshold, T value) {
+  return a <= threshold ? value : a;
+}
+
 }  // namespace amber::pw::op

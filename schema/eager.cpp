@@ -69,6 +69,22 @@ Tensor gelu(const Tensor& a, const std::string& approximate, SrcLoc loc) {
 Tensor hardtanh(const Tensor& a, Scalar lo, Scalar hi, SrcLoc loc) {
   return call(AMBER_OP("hardtanh"), {&a}, {Attr(lo), Attr(hi)}, loc);
 }
+Tensor leaky_relu(const Tensor& a, Scalar slope, SrcLoc loc) {
+  return call(AMBER_OP("leaky_relu"), {&a}, {Attr(slope)}, loc);
+}
+Tensor elu(const Tensor& a, Scalar alpha, SrcLoc loc) { return call(AMBER_OP("elu"), {&a}, {Attr(alpha)}, loc); }
+Tensor softplus(const Tensor& a, Scalar beta, Scalar threshold, SrcLoc loc) {
+  return call(AMBER_OP("softplus"), {&a}, {Attr(beta), Attr(threshold)}, loc);
+}
+Tensor hardshrink(const Tensor& a, Scalar lambd, SrcLoc loc) {
+  return call(AMBER_OP("hardshrink"), {&a}, {Attr(lambd)}, loc);
+}
+Tensor softshrink(const Tensor& a, Scalar lambd, SrcLoc loc) {
+  return call(AMBER_OP("softshrink"), {&a}, {Attr(lambd)}, loc);
+}
+Tensor threshold(const Tensor& a, Scalar threshold, Scalar value, SrcLoc loc) {
+  return call(AMBER_OP("threshold"), {&a}, {Attr(threshold), Attr(value)}, loc);
+}
 Tensor softmax(const Tensor& a, int64_t dim, SrcLoc loc) {
   return call(AMBER_OP("softmax"), {&a}, {Attr(dim), Attr::none()}, loc);
 }

@@ -31,12 +31,13 @@ Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar
 // ---- Unary math and activations: one function per op of one tensor in the instruction list
 // (core/fused_ops.h), generated: neg, abs, relu, sign, floor, ceil, round (halves to even;
 // every numeric dtype); exp, log, sqrt, rsqrt, tanh, sigmoid, silu, reciprocal, erf, log1p,
-// expm1, sin, cos, relu6, hardsigmoid, hardswish, mish (f32 and f64; integer inputs of exp,
+// expm1, sin, cos, relu6, hardsigmoid, hardswish, mish, selu (f32 and f64; integer inputs of exp,
 // log, sqrt, rsqrt, tanh, sigmoid, reciprocal, erf, log1p, expm1, sin, cos compute in f32). ----
 #define AMBER_EAGER_UNARY_none(name)
 #define AMBER_EAGER_UNARY_numeric(name) Tensor name(const Tensor& self, SrcLoc loc = {});
 #define AMBER_EAGER_UNARY_floating(name) AMBER_EAGER_UNARY_numeric(name)
 #define AMBER_EAGER_UNARY_floating_cheap(name) AMBER_EAGER_UNARY_numeric(name)
+#define AMBER_EAGER_UNARY_floating_attrs(name)  // declared by hand below (their attributes' defaults)
 #define AMBER_EAGER_UNARY(OPCODE, name, arity, unary) AMBER_EAGER_UNARY_##unary(name)
 AMBER_FUSED_OPS(AMBER_EAGER_UNARY)
 
@@ -44,6 +45,13 @@ AMBER_FUSED_OPS(AMBER_EAGER_UNARY)
 // approximate: "none" (erf) or "tanh".
 Tensor gelu(const Tensor& self, const std::string& approximate = "none", SrcLoc loc = {});
 Tensor hardtanh(const Tensor& self, Scalar min_val = -1, Scalar max_val = 1, SrcLoc loc = {});
+// The list's ops with Scalar attributes (torch.nn.functional's defaults).
+Tensor leaky_relu(const Tensor& self, Scalar negative_slope = 0.01, SrcLoc loc = {});
+Tensor elu(const Tensor& self, Scalar alpha = 1, SrcLoc loc = {});
+Tensor softplus(const Tensor& self, Scalar beta = 1, Scalar threshold = 20, SrcLoc loc = {});
+Tensor hardshrink(const Tensor& self, Scalar lambd = 0.5, SrcLoc loc = {});
+Tensor softshrink(const Tensor& self, Scalar lambd = 0.5, SrcLoc loc = {});
+Tensor threshold(const Tensor& self, Scalar threshold, Scalar value, SrcLoc loc = {});
 Tensor softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
 Tensor log_softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
 // Identity when train is false; train = true is an error (inference only).

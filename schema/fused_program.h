@@ -23,8 +23,9 @@ enum class FusedOp : uint8_t { AMBER_FUSED_OPS(AMBER_FUSED_ENUMERATOR) };
 #undef AMBER_FUSED_ENUMERATOR
 
 // What the list says of an instruction. unary: whether an op of the same name, taking one
-// tensor, exists and over which dtypes (the fusion pass translates such ops one to one).
-enum class FusedUnary : uint8_t { none, numeric, floating, floating_cheap };
+// tensor, exists and over which dtypes (the fusion pass translates such ops one to one; with
+// floating_attrs, the op's Scalar attributes become the instruction's further operands).
+enum class FusedUnary : uint8_t { none, numeric, floating, floating_cheap, floating_attrs };
 struct FusedOpInfo {
   FusedOp op;
   const char* name;

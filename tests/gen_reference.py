@@ -665,6 +665,25 @@ case("erf_i64_to_f32", "erf", torch.erf, [In([7], "i64", "int")])
 case("floor_i64", "floor", torch.floor, [In([7], "i64", "int")], atol=0, rtol=0)
 case("round_i8", "round", torch.round, [In([7], "i8", "int")], atol=0, rtol=0)
 case("hardswish_i64_refused", "hardswish", F.hardswish, [In([7], "i64", "int")], error="not supported")
+case("selu_13", "selu", F.selu, [In([13], kind="wide")])
+case("selu_noncontig", "selu", F.selu, [In([5, 7, 13], kind="wide", layout=("t", 0, 2))])
+case("selu_f64", "selu", F.selu, [In([7, 5], "f64", kind="wide")], atol=1e-12, rtol=1e-12)
+# Ops whose Scalar attributes become the fused instruction's operands: defaults, given values, f64, non-contiguous.
+ATTR_UNARY = {
+    "leaky_relu": (lambda a, negative_slope=0.01: F.leaky_relu(a, negative_slope), {"negative_slope": 0.2}),
+    "elu": (lambda a, alpha=1: F.elu(a, alpha), {"alpha": 0.7}),
+    "softplus": (lambda a, beta=1, threshold=20: F.softplus(a, beta, threshold), {"beta": 2, "threshold": 3}),
+    "hardshrink": (lambda a, lambd=0.5: F.hardshrink(a, lambd), {"lambd": 1.5}),
+    "softshrink": (lambda a, lambd=0.5: F.softshrink(a, lambd), {"lambd": 1.5}),
+}
+for op, (fn, given) in ATTR_UNARY.items():
+    case(f"{op}_default", op, fn, [In([7, 13], kind="wide")])
+    case(f"{op}_given", op, fn, [In([5, 7, 13], kind="wide", layout=("t", 0, 2))], attrs=given)
+    case(f"{op}_f64", op, fn, [In([7, 5], "f64", kind="wide")], attrs=given, atol=1e-12, rtol=1e-12)
+case("threshold_given", "threshold", lambda a, threshold, value: F.threshold(a, threshold, value),
+     [In([5, 7, 13], kind="wide", layout=("t", 0, 2))], attrs={"threshold": 0.5, "value": -2})
+case("threshold_f64", "threshold", lambda a, threshold, value: F.threshold(a, threshold, value),
+     [In([7, 5], "f64", kind="wide")], attrs={"threshold": -1.5, "value": 20}, atol=1e-12, rtol=1e-12)
 
 
 def run_cases():

@@ -2,6 +2,7 @@
 // with the verifier after it (and numerically equal before and after), the memory plan,
 // and the interpreter on symbolic graphs.
 
+#include <map>
 #include <sstream>
 
 #include "amber/graph/interpreter.h"
@@ -311,7 +312,14 @@ TEST_CASE("every one-tensor op of the instruction list fuses and computes what t
     const bool domain = op == "log" || op == "sqrt" || op == "rsqrt" || op == "log1p";
     const Tensor x = domain ? positive : mixed;
     const std::string t = str("f32[", x.numel(), "]");
-    Graph g = parsed(str("graph(%x : ", t, ") {\n  %1 : ", t, " = ", op, "(%x)\n  %2 : ", t,
+    // Ops with Scalar attributes: given values (they become the instruction's immediates).
+    static const std::map<std::string, std::string> attrs = {
+        {"leaky_relu", ", negative_slope=0.2"}, {"elu", ", alpha=0.7"},
+        {"softplus", ", beta=2, threshold=3"},  {"hardshrink", ", lambd=1.5"},
+        {"softshrink", ", lambd=1.5"},          {"threshold", ", threshold=0.5, value=-2"}};
+    const std::string given = attrs.count(op) ? attrs.at(op) : "";
+    CHECK((o.unary == FusedUnary::floating_attrs) == !given.empty());
+    Graph g = parsed(str("graph(%x : ", t, ") {\n  %1 : ", t, " = ", op, "(%x", given, ")\n  %2 : ", t,
                          " = mul.Scalar(%1, other=3)\n  %3 : ", t, " = add(%2, %x, alpha=1)\n  return (y = %3)\n}\n"));
     const Tensor before = run_graph(g, {x})[0];
     optimize(g);
@@ -323,7 +331,7 @@ TEST_CASE("every one-tensor op of the instruction list fuses and computes what t
     CHECK(test::compare(run_graph(g, {x})[0], before, 1e-6, 1e-6).ok);
     ++checked;
   }
-  CHECK(checked == 24);
+  CHECK(checked == 31);
 }
 
 TEST_CASE("liveness-based memory planning shares buffers", "[graph][passes][memory]") {

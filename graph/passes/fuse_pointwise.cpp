@@ -52,7 +52,9 @@ bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<Fu
     return m;
   }();
   if (auto it = unary.find(op); it != unary.end()) {
-    emit(it->second, x[0]);
+    const int arity = fused_op_arity(it->second);  // the tensor, then the op's Scalar attributes
+    emit(it->second, x[0], arity > 1 ? imm(scalar_of(n.attrs[0])) : FusedOperand{},
+         arity > 2 ? imm(scalar_of(n.attrs[1])) : FusedOperand{});
     return true;
   }
   if (op == "gelu") {

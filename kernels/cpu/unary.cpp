@@ -24,18 +24,22 @@ struct UnaryCtx {
   T lo{}, hi{};
   bool has_lo = false, has_hi = false;
   T exponent{};
+  T attr[2]{};  // an instruction's Scalar attributes (floating_attrs ops)
 };
 
 // Instruction NAME of the list (core/fused_ops.h) as a unary op: Formula_NAME.
-#define AMBER_FORMULA(OPCODE, name, arity, unary) \
-  struct Formula_##name {                         \
-    template <typename T>                         \
-    static T apply(T a, const UnaryCtx<T>&) {     \
-      if constexpr (arity == 1)                   \
-        return pw::op::name(a);                   \
-      else                                        \
-        return a;                                 \
-    }                                             \
+#define AMBER_FORMULA(OPCODE, name, arity, unary)     \
+  struct Formula_##name {                             \
+    static constexpr int kAttrs = arity - 1;          \
+    template <typename T>                             \
+    static T apply(T a, const UnaryCtx<T>& c) {       \
+      if constexpr (arity == 1)                       \
+        return pw::op::name(a);                       \
+      else if constexpr (arity == 2)                  \
+        return pw::op::name(a, c.attr[0]);            \
+      else                                            \
+        return pw::op::name(a, c.attr[0], c.attr[1]); \
+    }                                                 \
   };
 AMBER_FUSED_OPS(AMBER_FORMULA)
 #undef AMBER_FORMULA
@@ -108,6 +112,18 @@ struct Unary {
     static int run(const amber_kernel_args* a) { return run_unary<T, Op>(a, UnaryCtx<T>{}, Grain); }
   };
 };
+// A list op whose Scalar attributes are its instruction's further operands.
+template <typename Op, int64_t Grain>
+struct UnaryAttrs {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      UnaryCtx<T> c;
+      for (int i = 0; i < Op::kAttrs; ++i) c.attr[i] = attr_scalar<T>(a, i);
+      return run_unary<T, Op>(a, c, Grain);
+    }
+  };
+};
 
 template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
@@ -165,6 +181,8 @@ struct PowScalarKernel {
 #define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name, kGrainMath>::Kernel>(ctypes::floating{}, #name);
 #define AMBER_UNARY_floating_cheap(name) \
   register_typed<Unary<Formula_##name, kGrainCheap>::Kernel>(ctypes::floating{}, #name);
+#define AMBER_UNARY_floating_attrs(name) \
+  register_typed<UnaryAttrs<Formula_##name, kGrainMath>::Kernel>(ctypes::floating{}, #name);
 #define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
 
 AMBER_CPU_KERNELS(unary) {

@@ -14,6 +14,15 @@
 #include "amber/kernels/pointwise_math.h"
 
 namespace amber::cuda {
+
+// The Scalar attributes of a list op (floating_attrs ops); outside the anonymous namespace,
+// where nvcc would flag the unused count of the ops without any.
+template <int Arity>
+struct FormulaAttrs {
+  static constexpr int kAttrs = Arity - 1;
+  double attr[2] = {0, 0};
+};
+
 namespace {
 
 // ---- Unary ----
@@ -33,15 +42,17 @@ int run_unary(const amber_kernel_args* a, Op op, const char* what) {
 }
 
 // Instruction NAME of the list (core/fused_ops.h) as a unary op: Formula_NAME.
-#define AMBER_FORMULA(OPCODE, name, arity, unary) \
-  struct Formula_##name {                         \
-    template <typename T>                         \
-    __device__ T operator()(T x) const {          \
-      if constexpr (arity == 1)                   \
-        return pw::op::name(x);                   \
-      else                                        \
-        return x;                                 \
-    }                                             \
+#define AMBER_FORMULA(OPCODE, name, arity, unary)                   \
+  struct Formula_##name : FormulaAttrs<arity> {                     \
+    template <typename T>                                           \
+    __device__ T operator()(T x) const {                            \
+      if constexpr (arity == 1)                                     \
+        return pw::op::name(x);                                     \
+      else if constexpr (arity == 2)                                \
+        return pw::op::name(x, T(this->attr[0]));                   \
+      else                                                          \
+        return pw::op::name(x, T(this->attr[0]), T(this->attr[1])); \
+    }                                                               \
   };
 AMBER_FUSED_OPS(AMBER_FORMULA)
 #undef AMBER_FORMULA
@@ -76,6 +87,18 @@ struct Unary {
   template <typename T>
   struct Kernel {
     static int run(const amber_kernel_args* a) { return run_unary<T>(a, Op{}, "unary kernel launch"); }
+  };
+};
+// A list op whose Scalar attributes are its instruction's further operands.
+template <typename Op>
+struct UnaryAttrs {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      Op op;
+      for (int i = 0; i < Op::kAttrs; ++i) op.attr[i] = double(attr_scalar<T>(a, i));  // T's value, exactly
+      return run_unary<T>(a, op, "unary kernel launch");
+    }
   };
 };
 template <typename T>
@@ -532,6 +555,7 @@ int fused_kernel(const amber_kernel_args* a) {
 #define AMBER_UNARY_numeric(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC>(#name);
 #define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
 #define AMBER_UNARY_floating_cheap(name) AMBER_UNARY_floating(name)
+#define AMBER_UNARY_floating_attrs(name) register_typed<UnaryAttrs<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
 #define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
 
 AMBER_CUDA_KERNELS(pointwise) {
