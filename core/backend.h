@@ -60,7 +60,7 @@ typedef struct amber_attr {
  * program text, so kernels never parse text. Each instruction computes one f32 result from
  * up to three operands: the node's inputs, earlier results, or immediates. The last result
  * is the output. The formulas are docs/OPS.md's. */
-#define AMBER_FUSED_OPCODE(OPCODE, name, arity, unary) AMBER_FUSED_##OPCODE,
+#define AMBER_FUSED_OPCODE(OPCODE, name, arity, kind) AMBER_FUSED_##OPCODE,
 typedef enum amber_fused_opcode {
   AMBER_FUSED_OPS(AMBER_FUSED_OPCODE) /* core/fused_ops.h: AMBER_FUSED_ADD = 0, ... */
   AMBER_FUSED_NUM_OPCODES

@@ -1,8 +1,8 @@
 /* The pointwise instruction list, the one source of the fused opcodes (backend.h), FusedOp,
- * program names and arity, the fusion pass's one-tensor ops, both devices' fused and unary
- * kernels and the eager unary functions. X(OPCODE, name, arity, unary): formula
- * amber::pw::op::name (kernels/pointwise_math.h); unary: none, or the op of that name (numeric,
- * floating, floating_cheap; floating_attrs: its arity - 1 Scalar attributes are operands). */
+ * program names and arity, the fusion pass's one-to-one ops, both devices' fused, unary and
+ * binary kernels and eager functions. X(OPCODE, name, arity, kind): formula amber::pw::op::name
+ * (kernels/pointwise_math.h); kind: none, or the op of that name: numeric, floating,
+ * floating_cheap, floating_attrs (Scalar attributes are operands), binary (two tensors). */
 #ifndef AMBER_CORE_FUSED_OPS_H
 #define AMBER_CORE_FUSED_OPS_H
 
@@ -47,6 +47,8 @@
   X(SOFTPLUS, softplus, 3, floating_attrs)       \
   X(HARDSHRINK, hardshrink, 2, floating_attrs)   \
   X(SOFTSHRINK, softshrink, 2, floating_attrs)   \
-  X(THRESHOLD, threshold, 3, floating_attrs)
+  X(THRESHOLD, threshold, 3, floating_attrs)     \
+  X(MAXIMUM, maximum, 2, binary)                 \
+  X(MINIMUM, minimum, 2, binary)
 
 #endif /* AMBER_CORE_FUSED_OPS_H */

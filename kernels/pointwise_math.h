@@ -282,4 +282,17 @@ AMBER_HD inline T threshold(T a, T threshold, T value) {
   return a <= threshold ? value : a;
 }
 
+template <typename T>
+AMBER_HD inline T maximum(T a, T b) {  // ATen's: NaN if either is NaN
+  if constexpr (std::is_floating_point_v<T>)
+    if (a != a || b != b) return a != a ? a : b;
+  return a < b ? b : a;
+}
+template <typename T>
+AMBER_HD inline T minimum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (a != a || b != b) return a != a ? a : b;
+  return b < a ? b : a;
+}
+
 }  // namespace amber::pw::op

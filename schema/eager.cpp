@@ -28,7 +28,10 @@ Attr dtype_attr(DType t) { return Attr(t); }
 // The unary ops of the instruction list (core/fused_ops.h).
 #define AMBER_EAGER_DEF(name) \
   Tensor name(const Tensor& a, SrcLoc loc) { return call(AMBER_OP(#name), {&a}, {}, loc); }
-#define AMBER_EAGER_UNARY_DEF(OPCODE, name, arity, unary) AMBER_EAGER_UNARY_##unary(name)
+#define AMBER_EAGER_UNARY_DEF(OPCODE, name, arity, kind) AMBER_EAGER_UNARY_##kind(name)
+#undef AMBER_EAGER_UNARY_binary
+#define AMBER_EAGER_UNARY_binary(name) \
+  Tensor name(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP(#name), {&a, &b}, {}, loc); }
 #undef AMBER_EAGER_UNARY_numeric
 #define AMBER_EAGER_UNARY_numeric(name) AMBER_EAGER_DEF(name)
 AMBER_FUSED_OPS(AMBER_EAGER_UNARY_DEF)

@@ -38,7 +38,8 @@ Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar
 #define AMBER_EAGER_UNARY_floating(name) AMBER_EAGER_UNARY_numeric(name)
 #define AMBER_EAGER_UNARY_floating_cheap(name) AMBER_EAGER_UNARY_numeric(name)
 #define AMBER_EAGER_UNARY_floating_attrs(name)  // declared by hand below (their attributes' defaults)
-#define AMBER_EAGER_UNARY(OPCODE, name, arity, unary) AMBER_EAGER_UNARY_##unary(name)
+#define AMBER_EAGER_UNARY_binary(name) Tensor name(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+#define AMBER_EAGER_UNARY(OPCODE, name, arity, kind) AMBER_EAGER_UNARY_##kind(name)
 AMBER_FUSED_OPS(AMBER_EAGER_UNARY)
 
 // ---- Activations (torch.nn.functional). ----

@@ -18,21 +18,21 @@ namespace amber {
 
 // Instruction codes are the C ABI's (core/backend.h), so a program converts to C data as is;
 // both come from the one list, core/fused_ops.h.
-#define AMBER_FUSED_ENUMERATOR(OPCODE, name, arity, unary) name = AMBER_FUSED_##OPCODE,
+#define AMBER_FUSED_ENUMERATOR(OPCODE, name, arity, kind) name = AMBER_FUSED_##OPCODE,
 enum class FusedOp : uint8_t { AMBER_FUSED_OPS(AMBER_FUSED_ENUMERATOR) };
 #undef AMBER_FUSED_ENUMERATOR
 
-// What the list says of an instruction. unary: whether an op of the same name, taking one
-// tensor, exists and over which dtypes (the fusion pass translates such ops one to one; with
-// floating_attrs, the op's Scalar attributes become the instruction's further operands).
-enum class FusedUnary : uint8_t { none, numeric, floating, floating_cheap, floating_attrs };
+// What the list says of an instruction. kind: whether an op of the same name exists and
+// what it takes (the fusion pass translates such ops one to one; with floating_attrs, the
+// op's Scalar attributes become the instruction's further operands).
+enum class FusedOpKind : uint8_t { none, numeric, floating, floating_cheap, floating_attrs, binary };
 struct FusedOpInfo {
   FusedOp op;
   const char* name;
   int arity;
-  FusedUnary unary;
+  FusedOpKind kind;
 };
-#define AMBER_FUSED_INFO(OPCODE, name, arity, unary) FusedOpInfo{FusedOp::name, #name, arity, FusedUnary::unary},
+#define AMBER_FUSED_INFO(OPCODE, name, arity, kind) FusedOpInfo{FusedOp::name, #name, arity, FusedOpKind::kind},
 inline constexpr FusedOpInfo kFusedOps[] = {AMBER_FUSED_OPS(AMBER_FUSED_INFO)};
 #undef AMBER_FUSED_INFO
 static_assert(sizeof(kFusedOps) / sizeof(kFusedOps[0]) == AMBER_FUSED_NUM_OPCODES);

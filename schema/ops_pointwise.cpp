@@ -240,6 +240,10 @@ const OpRegistrar registrar{
      "self - lambd above lambd, self + lambd below -lambd, else 0."},
     {"threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", kFloat, infer_activation, pointwise, nullptr,
      1, "value where self <= threshold, else self."},
+    {"maximum(Tensor self, Tensor other) -> Tensor", kNumeric, infer_mul, pointwise, nullptr, 1,
+     "The larger of self and other, broadcasting; NaN if either is NaN."},
+    {"minimum(Tensor self, Tensor other) -> Tensor", kNumeric, infer_mul, pointwise, nullptr, 1,
+     "The smaller of self and other, broadcasting; NaN if either is NaN."},
     {"to(Tensor self, ScalarType dtype) -> Tensor", dtypes::all, infer_to, pointwise, nullptr, 1,
      "Converts to dtype (float to int truncates; nonzero to bool is true). The kernel is keyed by the "
      "source dtype."},

@@ -684,6 +684,11 @@ case("threshold_given", "threshold", lambda a, threshold, value: F.threshold(a, 
      [In([5, 7, 13], kind="wide", layout=("t", 0, 2))], attrs={"threshold": 0.5, "value": -2})
 case("threshold_f64", "threshold", lambda a, threshold, value: F.threshold(a, threshold, value),
      [In([7, 5], "f64", kind="wide")], attrs={"threshold": -1.5, "value": 20}, atol=1e-12, rtol=1e-12)
+for op, fn in {"maximum": torch.maximum, "minimum": torch.minimum}.items():
+    case(f"{op}_bcast", op, fn, [In([5, 7, 13], layout=("t", 0, 2)), In([7, 1])], atol=0, rtol=0)
+    case(f"{op}_f64", op, fn, [In([7, 5], "f64"), In([5], "f64")], atol=0, rtol=0)
+    case(f"{op}_i32_i64", op, fn, [In([13], "i32", "int"), In([13], "i64", "int")], atol=0, rtol=0)
+    case(f"{op}_big", op, fn, [In([3, 1001]), In([3, 1001])], atol=0, rtol=0)
 
 
 def run_cases():

@@ -2,6 +2,8 @@
 // with the verifier after it (and numerically equal before and after), the memory plan,
 // and the interpreter on symbolic graphs.
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -307,7 +309,7 @@ TEST_CASE("every one-tensor op of the instruction list fuses and computes what t
   const Tensor positive = tensor({0.01f, 0.3f, 0.5f, 1.0f, 1.5f, 2.5f, 3.7f, 10.0f});
   int checked = 0;
   for (const FusedOpInfo& o : kFusedOps) {
-    if (o.unary == FusedUnary::none) continue;
+    if (o.kind == FusedOpKind::none || o.kind == FusedOpKind::binary) continue;
     const std::string op = o.name;
     const bool domain = op == "log" || op == "sqrt" || op == "rsqrt" || op == "log1p";
     const Tensor x = domain ? positive : mixed;
@@ -318,7 +320,7 @@ TEST_CASE("every one-tensor op of the instruction list fuses and computes what t
         {"softplus", ", beta=2, threshold=3"},  {"hardshrink", ", lambd=1.5"},
         {"softshrink", ", lambd=1.5"},          {"threshold", ", threshold=0.5, value=-2"}};
     const std::string given = attrs.count(op) ? attrs.at(op) : "";
-    CHECK((o.unary == FusedUnary::floating_attrs) == !given.empty());
+    CHECK((o.kind == FusedOpKind::floating_attrs) == !given.empty());
     Graph g = parsed(str("graph(%x : ", t, ") {\n  %1 : ", t, " = ", op, "(%x", given, ")\n  %2 : ", t,
                          " = mul.Scalar(%1, other=3)\n  %3 : ", t, " = add(%2, %x, alpha=1)\n  return (y = %3)\n}\n"));
     const Tensor before = run_graph(g, {x})[0];
@@ -332,6 +334,35 @@ TEST_CASE("every one-tensor op of the instruction list fuses and computes what t
     ++checked;
   }
   CHECK(checked == 31);
+}
+
+TEST_CASE("every two-tensor op of the instruction list fuses, broadcasting, and computes what the op computes",
+          "[graph][passes]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = tensor({-2.0f, nan, 0.5f, -0.0f, 3.0f, 1.0f}).reshape({2, 3});
+  const Tensor b = tensor({0.0f, 1.0f, nan});  // broadcast over a's rows
+  int checked = 0;
+  for (const FusedOpInfo& o : kFusedOps) {
+    if (o.kind != FusedOpKind::binary) continue;
+    INFO(o.name);
+    Graph g = parsed(str("graph(%a : f32[2, 3], %b : f32[3]) {\n  %1 : f32[2, 3] = ", o.name,
+                         "(%a, %b)\n  %2 : f32[2, 3] = mul.Scalar(%1, other=3)\n  %3 : f32[2, 3] = ", o.name,
+                         "(%b, %2)\n  return (y = %3)\n}\n"));
+    const Tensor before = run_graph(g, {a, b})[0];
+    optimize(g);
+    verify_or_throw(g);
+    REQUIRE(g.num_nodes() == 1);
+    CHECK(g.nodes()[0]->op->name == "fused");
+    const Tensor after = run_graph(g, {a, b})[0];
+    CHECK(test::compare(after, before, 0, 0).ok);  // NaN where either operand is NaN, in both
+    const std::vector<float> v = after.to_vector<float>(SrcLoc::none());
+    CHECK(std::isnan(v[1]));  // a's NaN
+    CHECK(std::isnan(v[2]));  // b's NaN
+    CHECK(std::isnan(v[5]));
+    CHECK(v[0] == (o.name == std::string("maximum") ? 0.0f : -6.0f));
+    ++checked;
+  }
+  CHECK(checked == 2);
 }
 
 TEST_CASE("liveness-based memory planning shares buffers", "[graph][passes][memory]") {

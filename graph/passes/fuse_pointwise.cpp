@@ -44,17 +44,21 @@ bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<Fu
     t.index = int(out.size()) - 1;
     return t;
   };
-  // Ops of one tensor that are an instruction of the same name (core/fused_ops.h).
+  // Ops that are an instruction of the same name (core/fused_ops.h).
   static const std::map<std::string, FusedOp> unary = [] {
     std::map<std::string, FusedOp> m;
     for (const FusedOpInfo& o : kFusedOps)
-      if (o.unary != FusedUnary::none) m.emplace(o.name, o.op);
+      if (o.kind != FusedOpKind::none) m.emplace(o.name, o.op);
     return m;
   }();
   if (auto it = unary.find(op); it != unary.end()) {
-    const int arity = fused_op_arity(it->second);  // the tensor, then the op's Scalar attributes
-    emit(it->second, x[0], arity > 1 ? imm(scalar_of(n.attrs[0])) : FusedOperand{},
-         arity > 2 ? imm(scalar_of(n.attrs[1])) : FusedOperand{});
+    const FusedOpInfo& info = kFusedOps[size_t(it->second)];
+    if (info.kind == FusedOpKind::binary) {
+      emit(it->second, x[0], x[1]);
+    } else {  // the tensor, then the op's Scalar attributes
+      emit(it->second, x[0], info.arity > 1 ? imm(scalar_of(n.attrs[0])) : FusedOperand{},
+           info.arity > 2 ? imm(scalar_of(n.attrs[1])) : FusedOperand{});
+    }
     return true;
   }
   if (op == "gelu") {

@@ -1,5 +1,6 @@
-// CPU kernels for binary arithmetic: add, sub, mul, div on two tensors and their
-// tensor-with-scalar forms (add.Scalar, sub.Scalar, rsub.Scalar, mul.Scalar, div.Scalar).
+// CPU kernels for binary arithmetic: add, sub, mul, div, pow and the two-tensor ops of the
+// instruction list (maximum, minimum) on two tensors, and the tensor-with-scalar forms
+// (add.Scalar, sub.Scalar, rsub.Scalar, mul.Scalar, div.Scalar).
 // Integer overflow wraps (as PyTorch) without undefined behaviour; integer division by
 // zero is an error; float division follows ATen's trunc/floor rounding exactly.
 
@@ -8,10 +9,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "amber/core/fused_ops.h"
 #include "amber/kernels/arith.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
+#include "amber/kernels/pointwise_math.h"
 
 namespace amber::cpu {
 namespace {
@@ -129,6 +132,20 @@ struct DivScalarOp {
   }
 };
 
+// The two-tensor ops of the instruction list (core/fused_ops.h): BinaryList_NAME.
+#define AMBER_BINARY_OP(OPCODE, name, arity, kind) \
+  struct BinaryList_##name {                       \
+    template <typename T>                          \
+    static T apply(T a, T b, const ArithCtx<T>&) { \
+      if constexpr (arity == 2)                    \
+        return pw::op::name(a, b);                 \
+      else                                         \
+        return a;                                  \
+    }                                              \
+  };
+AMBER_FUSED_OPS(AMBER_BINARY_OP)
+#undef AMBER_BINARY_OP
+
 // ---- Inner loops ----
 template <typename T, typename Op>
 struct BinaryInner {
@@ -223,6 +240,13 @@ struct DivKernel {  // div(self, other, rounding_mode)
     return zero ? fail(a, "integer division by zero") : 0;
   }
 };
+template <typename Op>
+struct ListBinary {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) { return run_binary<T, Op>(a, ArithCtx<T>{}); }
+  };
+};
 template <typename T>
 struct PowKernel {
   static int run(const amber_kernel_args* a) { return run_binary<T, PowOp>(a, ArithCtx<T>{}); }
@@ -273,7 +297,16 @@ struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   }
 };
 
+#define AMBER_BINARY_none(name)
+#define AMBER_BINARY_numeric(name)
+#define AMBER_BINARY_floating(name)
+#define AMBER_BINARY_floating_cheap(name)
+#define AMBER_BINARY_floating_attrs(name)
+#define AMBER_BINARY_binary(name) register_typed<ListBinary<BinaryList_##name>::Kernel>(ctypes::numeric{}, #name);
+#define AMBER_BINARY(OPCODE, name, arity, kind) AMBER_BINARY_##kind(name)
+
 AMBER_CPU_KERNELS(binary) {
+  AMBER_FUSED_OPS(AMBER_BINARY)
   register_typed<AddKernel>(ctypes::numeric{}, "add");
   register_typed<SubKernel>(ctypes::numeric{}, "sub");
   register_typed<MulKernel>(ctypes::numeric{}, "mul");

@@ -125,7 +125,7 @@ struct FusedRun {
           continue;
         }
         switch (in.op) {
-#define AMBER_FUSED_CASE(OPCODE, name, arity, unary)                           \
+#define AMBER_FUSED_CASE(OPCODE, name, arity, kind)                            \
   case AMBER_FUSED_##OPCODE:                                                   \
     apply<arity>(o, in, arg, m, [](auto... x) { return pw::op::name(x...); }); \
     break;

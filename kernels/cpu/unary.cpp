@@ -15,6 +15,14 @@
 #include "amber/kernels/pointwise_math.h"
 
 namespace amber::cpu {
+
+// The Scalar attribute count of a list op (floating_attrs ops); outside the anonymous
+// namespace, where clang would flag the unused count of the ops without any.
+template <int Arity>
+struct FormulaAttrs {
+  static constexpr int kAttrs = Arity - 1;
+};
+
 namespace {
 
 using namespace pw;  // the shared formulas (kernels/arith.h, kernels/pointwise_math.h)
@@ -28,9 +36,8 @@ struct UnaryCtx {
 };
 
 // Instruction NAME of the list (core/fused_ops.h) as a unary op: Formula_NAME.
-#define AMBER_FORMULA(OPCODE, name, arity, unary)     \
-  struct Formula_##name {                             \
-    static constexpr int kAttrs = arity - 1;          \
+#define AMBER_FORMULA(OPCODE, name, arity, kind)      \
+  struct Formula_##name : FormulaAttrs<arity> {       \
     template <typename T>                             \
     static T apply(T a, const UnaryCtx<T>& c) {       \
       if constexpr (arity == 1)                       \
@@ -183,7 +190,8 @@ struct PowScalarKernel {
   register_typed<Unary<Formula_##name, kGrainCheap>::Kernel>(ctypes::floating{}, #name);
 #define AMBER_UNARY_floating_attrs(name) \
   register_typed<UnaryAttrs<Formula_##name, kGrainMath>::Kernel>(ctypes::floating{}, #name);
-#define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
+#define AMBER_UNARY_binary(name)  // kernels/cpu/binary.cpp
+#define AMBER_UNARY(OPCODE, name, arity, kind) AMBER_UNARY_##kind(name)
 
 AMBER_CPU_KERNELS(unary) {
   AMBER_FUSED_OPS(AMBER_UNARY)

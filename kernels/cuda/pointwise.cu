@@ -41,8 +41,8 @@ int run_unary(const amber_kernel_args* a, Op op, const char* what) {
   return map<2>(a, v, items, UnaryF<T, Op>{op}, what);
 }
 
-// Instruction NAME of the list (core/fused_ops.h) as a unary op: Formula_NAME.
-#define AMBER_FORMULA(OPCODE, name, arity, unary)                   \
+// Instruction NAME of the list (core/fused_ops.h) as an op's formula: Formula_NAME.
+#define AMBER_FORMULA(OPCODE, name, arity, kind)                    \
   struct Formula_##name : FormulaAttrs<arity> {                     \
     template <typename T>                                           \
     __device__ T operator()(T x) const {                            \
@@ -52,6 +52,13 @@ int run_unary(const amber_kernel_args* a, Op op, const char* what) {
         return pw::op::name(x, T(this->attr[0]));                   \
       else                                                          \
         return pw::op::name(x, T(this->attr[0]), T(this->attr[1])); \
+    }                                                               \
+    template <typename T> /* two-tensor ops (kind binary) */        \
+    __device__ T operator()(T x, T y) const {                       \
+      if constexpr (arity == 2)                                     \
+        return pw::op::name(x, y);                                  \
+      else                                                          \
+        return x;                                                   \
     }                                                               \
   };
 AMBER_FUSED_OPS(AMBER_FORMULA)
@@ -87,6 +94,25 @@ struct Unary {
   template <typename T>
   struct Kernel {
     static int run(const amber_kernel_args* a) { return run_unary<T>(a, Op{}, "unary kernel launch"); }
+  };
+};
+// A two-tensor op of the list (kind binary), broadcasting.
+template <typename T, typename Op>
+struct ListBinaryF {
+  Op op;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), *reinterpret_cast<const T*>(p[2]));
+  }
+};
+template <typename Op>
+struct ListBinary {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
+      const int64_t items[3] = {sizeof(T), sizeof(T), sizeof(T)};
+      return map<3>(a, v, items, ListBinaryF<T, Op>{}, "binary kernel launch");
+    }
   };
 };
 // A list op whose Scalar attributes are its instruction's further operands.
@@ -475,7 +501,7 @@ struct FusedF {
         r = pw::pow_scalar(x[0], x[1]);  // ATen's exact shortcuts
       } else {
         switch (c.op) {
-#define AMBER_FUSED_CASE(OPCODE, name, arity, unary)                   \
+#define AMBER_FUSED_CASE(OPCODE, name, arity, kind)                    \
   case AMBER_FUSED_##OPCODE:                                           \
     r = apply<arity>(x, [](auto... v) { return pw::op::name(v...); }); \
     break;
@@ -556,7 +582,8 @@ int fused_kernel(const amber_kernel_args* a) {
 #define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
 #define AMBER_UNARY_floating_cheap(name) AMBER_UNARY_floating(name)
 #define AMBER_UNARY_floating_attrs(name) register_typed<UnaryAttrs<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
-#define AMBER_UNARY(OPCODE, name, arity, unary) AMBER_UNARY_##unary(name)
+#define AMBER_UNARY_binary(name) register_typed<ListBinary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC>(#name);
+#define AMBER_UNARY(OPCODE, name, arity, kind) AMBER_UNARY_##kind(name)
 
 AMBER_CUDA_KERNELS(pointwise) {
   AMBER_FUSED_OPS(AMBER_UNARY)
