@@ -230,6 +230,10 @@ class Parser {
     } while (accept(','));
     expect('=');
     std::string opname = ident(true);
+    if (s_.substr(pos_, 2) == "::") {  // an op library's op
+      pos_ += 2;
+      opname += "::" + ident(true);
+    }
     int version = 1;
     if (accept('[')) {
       skip_space();
@@ -239,6 +243,9 @@ class Parser {
       expect(']');
     }
     const OpSchema* op = find_op(opname);
+    if (!op && opname.find("::") != std::string::npos)
+      fail(str("unknown op '", opname, "': namespace ", opname.substr(0, opname.find("::")),
+               " is an op library's, and no loaded op library provides the op (amber::load_op_library)"));
     if (!op) fail("unknown op '" + opname + "'");
     if (op->version != version)
       fail(str("op ", opname, " version ", version, " is not known (this build has version ", op->version, ")"));

@@ -18,6 +18,7 @@
 #include "amber/core/parallel.h"
 #include "amber/graph/text.h"
 #include "amber/loader/plan.h"
+#include "amber/schema/op_library.h"
 
 namespace amber {
 
@@ -235,6 +236,7 @@ void warm_up(const Model& m) {
 }
 
 ArchiveReadOptions read_options(const LoadOptions& options) {
+  for (const std::string& lib : options.op_libraries) load_op_library(lib);  // before the archive's ops are checked
   ArchiveReadOptions ro;
   ro.verify_checksums = options.verify_checksums;
   ro.num_threads = options.num_threads;

@@ -52,6 +52,11 @@ struct LoadOptions {
   // returning it to the model's pool between calls. Ignored on the CPU, and for calls made with
   // anomaly_mode or profile.
   bool device_graphs = true;
+  // Op libraries (paths of shared libraries defining custom ops; schema/op_library.h) to
+  // load before the archive is read. An archive never loads code by itself: one using ops
+  // of a library not loaded here (or earlier, with amber::load_op_library) fails to load,
+  // naming every missing op and its namespace.
+  std::vector<std::string> op_libraries = {};
 };
 
 // A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size

@@ -4,6 +4,8 @@
 
 #include "amber/schema/dispatcher.h"
 
+#include "amber/schema/op_library.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -32,7 +34,7 @@ struct DepthGuard {
   ~DepthGuard() { --t_depth; }
 };
 
-constexpr int kMaxCachedOps = 1024;
+constexpr int kMaxCachedOps = kMaxOps;
 std::atomic<const amber_kernel*> g_kernel_cache[kMaxCachedOps][kNumDeviceTypes][kNumDTypes];
 
 void fill_view(amber_tensor_view& v, const Tensor* t, bool writable) {
@@ -131,7 +133,13 @@ const amber_kernel& resolve_kernel(const OpSchema& op, Device device, DType dtyp
   if (k) [[likely]]
     return *k;
   const amber_backend& b = backend(device);
-  k = b.lookup_kernel(op.name.c_str(), op.version, int32_t(dtype));
+  if (const std::string_view ns = op_namespace(op.name); !ns.empty()) {  // an op library's op
+    k = library_kernel(op, device.type, dtype);
+    AMBER_CHECK(k, op.name, ": op library ", ns, " (", op_library_origin(ns), ") has no ",
+                device_type_name(device.type), " kernel for dtype ", dtype, " (its op lists ", op.dtypes, ")");
+  } else {
+    k = b.lookup_kernel(op.name.c_str(), op.version, int32_t(dtype));
+  }
   AMBER_CHECK(k && k->run, op.name, ": no ", b.name, " kernel for dtype ", dtype, " (the op table lists ", op.dtypes,
               ")");
   slot.store(k, std::memory_order_release);

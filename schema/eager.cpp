@@ -7,6 +7,7 @@
 
 #include "amber/core/backend_registry.h"
 #include "amber/schema/dispatcher.h"
+#include "amber/schema/op_library.h"
 
 namespace amber {
 namespace {
@@ -368,6 +369,35 @@ std::vector<Tensor> Tensor::chunk(int64_t c, int64_t d, SrcLoc loc) const { retu
 std::vector<Tensor> Tensor::split(int64_t s, int64_t d, SrcLoc loc) const { return amber::split(*this, s, d, loc); }
 Tensor Tensor::index_select(int64_t d, const Tensor& i, SrcLoc loc) const {
   return amber::index_select(*this, d, i, loc);
+}
+
+// ---- Any op by name ----
+std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& inputs,
+                            std::initializer_list<NamedAttr> attrs, SrcLoc loc) {
+  const OpSchema* op = find_op(name);
+  AMBER_CHECK(op, "call_op: unknown op '", name, "'",
+              op_namespace(name).empty() ? std::string()
+                                         : str(" (namespace ", op_namespace(name),
+                                               " is an op library's: load it first with amber::load_op_library)"));
+  std::vector<Attr> full(size_t(op->num_attrs()));
+  std::vector<bool> given(full.size(), false);
+  for (const NamedAttr& a : attrs) {
+    const int i = op->attr_index(a.first);
+    AMBER_CHECK(i >= 0, op->name, ": no attribute named '", a.first, "' (", op->signature, ")");
+    AMBER_CHECK(!given[size_t(i)], op->name, ": attribute '", a.first, "' given twice");
+    full[size_t(i)] = a.second;
+    given[size_t(i)] = true;
+  }
+  for (int i = 0; i < op->num_attrs(); ++i) {
+    if (given[size_t(i)]) continue;
+    const ArgSpec& spec = op->attr_spec(i);
+    AMBER_CHECK(spec.default_value.has_value(), op->name, ": attribute '", spec.name, "' is required (", op->signature,
+                ")");
+    full[size_t(i)] = *spec.default_value;
+  }
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor& t : inputs) ptrs.push_back(&t);
+  return dispatch(*op, ptrs, normalize_attrs(*op, full), loc);
 }
 
 }  // namespace amber

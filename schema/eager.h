@@ -3,13 +3,17 @@
 // the trailing SrcLoc argument captures the caller's line and is never passed by hand.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "amber/core/fused_ops.h"
 #include "amber/core/random.h"
 #include "amber/core/tensor.h"
+#include "amber/schema/attr.h"
 
 namespace amber {
 
@@ -151,5 +155,13 @@ Tensor operator/(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, Scalar b);
 Tensor operator/(Scalar a, const Tensor& b);
 Tensor operator-(const Tensor& a);
+
+// ---- Any op by name: how an op library's ops are called (and traced). ----
+// inputs follow the op's tensor arguments (an undefined Tensor for an absent optional one);
+// attrs are by name, in any order, defaults filling the rest. Throws amber::Error naming the
+// op for an unknown op, a missing or unknown attribute, or bad inputs. Returns every output.
+using NamedAttr = std::pair<std::string_view, Attr>;
+std::vector<Tensor> call_op(std::string_view op, const std::vector<Tensor>& inputs,
+                            std::initializer_list<NamedAttr> attrs = {}, SrcLoc loc = {});
 
 }  // namespace amber

@@ -30,7 +30,13 @@ class SigParser {
   explicit SigParser(std::string_view s) : s_(s) {}
 
   void parse(OpSchema& op) {
-    op.name = ident(/*allow_dot=*/true);
+    op.name = ident(/*allow_dot=*/false);
+    if (s_.substr(pos_, 2) == "::") {  // an op library's op: namespace::name
+      pos_ += 2;
+      op.name += "::" + ident(/*allow_dot=*/true);
+    } else if (accept('.')) {
+      op.name += "." + ident(/*allow_dot=*/true);
+    }
     expect('(');
     skip_ws();
     if (peek() != ')') {
@@ -192,8 +198,7 @@ class SigParser {
     if (!accept(c)) fail(std::string("expected '") + c + "'");
   }
   [[noreturn]] void fail(const std::string& why) {
-    AMBER_ASSERT(false, "bad op signature '", s_, "' at ", pos_, ": ", why);
-    __builtin_unreachable();
+    throw Error(str("bad op signature '", s_, "' at character ", pos_, ": ", why));
   }
 
   std::string_view s_;
@@ -281,7 +286,8 @@ int OpSchema::attr_index(std::string_view n) const {
   return -1;
 }
 
-const OpSchema& register_op(const OpDef& def) {
+std::unique_ptr<OpSchema> parse_op(const OpDef& def) {
+  AMBER_CHECK(def.signature, "an op definition without a signature");
   auto op = std::make_unique<OpSchema>();
   op->signature = def.signature;
   SigParser(def.signature).parse(*op);
@@ -290,31 +296,39 @@ const OpSchema& register_op(const OpDef& def) {
   op->flags = def.flags;
   op->infer = def.infer;
   op->view = def.view;
-  op->doc = def.doc;
+  op->doc = def.doc ? def.doc : "";
   bool attrs_started = false;
   for (const ArgSpec& a : op->args) {
     if (is_tensor_kind(a.kind)) {
-      AMBER_ASSERT(!attrs_started, op->name, ": tensor arguments must come before attributes");
+      AMBER_CHECK(!attrs_started, op->name, ": tensor arguments must come before attributes (", op->signature, ")");
       ++op->num_tensor_args;
       if (a.kind == ArgKind::tensor_list) op->has_tensor_list = true;
     } else {
       attrs_started = true;
     }
   }
-  AMBER_ASSERT(!op->has_tensor_list || op->num_tensor_args == 1, op->name,
-               ": a Tensor[] argument must be the op's only tensor argument");
-  AMBER_ASSERT(op->infer, op->name, ": no inference function");
-  AMBER_ASSERT(!(op->is_view() || op->is_maybe_view()) || op->view, op->name, ": view op without a view function");
-  AMBER_ASSERT(op->num_tensor_args <= 32, op->name, ": too many tensor arguments");
+  AMBER_CHECK(!op->has_tensor_list || op->num_tensor_args == 1, op->name,
+              ": a Tensor[] argument must be the op's only tensor argument");
+  AMBER_CHECK(op->infer, op->name, ": no inference function");
+  AMBER_CHECK(!(op->is_view() || op->is_maybe_view()) || op->view, op->name, ": view op without a view function");
+  AMBER_CHECK(op->num_tensor_args <= 32, op->name, ": ", op->num_tensor_args, " tensor arguments, at most 32");
+  AMBER_CHECK(op->version >= 1, op->name, ": version ", op->version, " (versions start at 1)");
+  return op;
+}
+
+const OpSchema& add_op(std::unique_ptr<OpSchema> op) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  AMBER_ASSERT(!r.by_name.count(op->name), "op ", op->name, " registered twice");
+  AMBER_CHECK(!r.by_name.count(op->name), "op ", op->name, " registered twice");
+  AMBER_CHECK(r.ops.size() < size_t(kMaxOps), "op ", op->name, ": the op table is full (", kMaxOps, " ops)");
   op->index = int(r.ops.size());
   const OpSchema* p = op.get();
   r.by_name.emplace(op->name, p);
   r.ops.push_back(std::move(op));
   return *p;
 }
+
+const OpSchema& register_op(const OpDef& def) { return add_op(parse_op(def)); }
 
 const OpSchema* find_op(std::string_view name) {
   Registry& r = registry();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -110,7 +111,7 @@ using InferFn = void (*)(InferCtx& ctx);
 using ViewFn = bool (*)(const InferCtx& ctx, const Layout& in, int output, Layout& out);
 
 struct OpSchema {
-  std::string name;  // "add", "add.Scalar"
+  std::string name;  // "add", "add.Scalar"; an op library's: "myops::swish_gate"
   int version = 1;
   std::string signature;  // as declared, for docs and errors
   std::vector<ArgSpec> args;
@@ -145,7 +146,13 @@ struct OpDef {
   const char* doc = "";
 };
 
-// Parses def.signature and adds the op; throws on a malformed signature or a duplicate.
+// The most ops the table holds (built-in and op libraries' together).
+inline constexpr int kMaxOps = 1024;
+// Parses def.signature and checks the definition; throws amber::Error naming what is wrong.
+std::unique_ptr<OpSchema> parse_op(const OpDef& def);
+// Adds a parsed op; throws amber::Error on a duplicate name or a full table.
+const OpSchema& add_op(std::unique_ptr<OpSchema> op);
+// Both of the above.
 const OpSchema& register_op(const OpDef& def);
 // The op named name, or nullptr.
 const OpSchema* find_op(std::string_view name);

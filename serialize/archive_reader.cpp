@@ -14,6 +14,7 @@
 
 #include "amber/core/parallel.h"
 #include "amber/graph/verify.h"
+#include "amber/schema/op_library.h"
 #include "amber/serialize/archive.h"
 #include "amber/serialize/file_io.h"
 #include "amber/serialize/zip.h"
@@ -281,18 +282,34 @@ class Reader {
           " graph inputs exceed the limit of ", ArchiveLimits::kMaxGraphIO);
     check(uint64_t(pg.outputs_size()) <= ArchiveLimits::kMaxGraphIO, pg.outputs_size(),
           " graph outputs exceed the limit of ", ArchiveLimits::kMaxGraphIO);
-    // Every op must be known; list all that are not.
-    std::set<std::string> unknown;
+    // Every op must be known; list all that are not, and the op libraries' namespaces among them.
+    std::set<std::string> unknown, namespaces;
+    bool builtin = false;  // an unknown op of Amber's own
     for (const pb::Node& n : pg.nodes()) {
       const OpSchema* op = find_op(limited(n.op(), "an op name"));
-      if (!op || uint32_t(op->version) != n.op_version())
+      if (!op || uint32_t(op->version) != n.op_version()) {
         unknown.insert(str(n.op(), " (version ", n.op_version(), ")"));
+        if (op_namespace(n.op()).empty())
+          builtin = true;
+        else
+          namespaces.insert(std::string(op_namespace(n.op())));
+      }
     }
     if (!unknown.empty()) {
-      std::string list;
+      std::string list, libs;
       for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+      for (const auto& ns : namespaces) {
+        const std::string origin = op_library_origin(ns);
+        libs += str(libs.empty() ? "" : "; ", "namespace ", ns, ": ",
+                    origin.empty() ? std::string("no op library of it is loaded")
+                                   : "its loaded op library (" + origin + ") lacks them or has another version");
+      }
       check(false, unknown.size(), " unknown op", unknown.size() == 1 ? "" : "s", ": ", list,
-            " (this Amber knows the ops in docs/OPS.md; the archive may need a newer version)");
+            namespaces.empty() ? std::string()
+                               : " (" + libs +
+                                     "; a service names its op libraries: LoadOptions::op_libraries, "
+                                     "amber::load_op_library, amber run --op-library)",
+            builtin ? " (this Amber knows the ops in docs/OPS.md; the archive may need a newer version)" : "");
     }
     graph::Graph g;
     g.traced_batch = pg.traced_batch();

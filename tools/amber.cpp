@@ -28,6 +28,7 @@ options of every command:
   --device cpu|cuda[:N]           where to run (default cpu)
   --threads N                     intra-op threads per call (default: all cores)
   --no-verify                     skip the XXH3 checksums of the weights when loading
+  --op-library LIB.so             load an op library (custom ops) first; repeatable
 
 exit codes: 0 success, 1 the archive, inputs or run failed, 2 bad command line,
             3 a file could not be written

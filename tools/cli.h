@@ -40,14 +40,17 @@ class Args {
   std::string get(const std::string& name, const std::string& fallback = "") const;
   // An integer option in [min, max]; a UsageError names the option otherwise.
   int64_t get_int(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
+  // Every --op-library given, in order.
+  const std::vector<std::string>& op_libraries() const { return op_libraries_; }
 
  private:
   std::string file_;
+  std::vector<std::string> op_libraries_;
   std::set<std::string> flags_;
   std::map<std::string, std::string> values_;
 };
 
-// LoadOptions from --device, --threads and --no-verify.
+// LoadOptions from --device, --threads, --no-verify and --op-library.
 LoadOptions load_options(const Args& a);
 // "46.8 MiB"
 std::string format_bytes(double bytes);

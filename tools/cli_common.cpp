@@ -11,7 +11,7 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
            const std::set<std::string>& valued) {
   std::set<std::string> all_flags = flags, all_valued = valued;
   all_flags.insert("no-verify");
-  all_valued.insert({"device", "threads"});
+  all_valued.insert({"device", "threads", "op-library"});
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
@@ -30,7 +30,10 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
           if (i + 1 >= argv.size()) throw UsageError("option --" + key + " needs a value");
           value = argv[++i];
         }
-        values_[key] = value;
+        if (key == "op-library")  // repeatable
+          op_libraries_.push_back(value);
+        else
+          values_[key] = value;
       } else {
         throw UsageError("unknown option '" + a + "'");
       }
@@ -71,6 +74,7 @@ LoadOptions load_options(const Args& a) {
   }
   o.num_threads = int(a.get_int("threads", 0, 1, 1024));
   o.verify_checksums = !a.flag("no-verify");
+  o.op_libraries = a.op_libraries();
   return o;
 }
 

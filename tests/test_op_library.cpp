@@ -1,0 +1,165 @@
+// Op libraries (schema/op_library.h) in process: a library's op runs eagerly through
+// call_op, is traced, printed and parsed as graph text, saved and loaded; every refusal
+// (namespace, signature, kernels, ABI versions, clashes, a failing registration) names the
+// problem and registers nothing. samples/custom_op (tests/check_custom_op.sh) covers dlopen.
+
+#include "amber/schema/op_library.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "amber/amber.h"
+#include "amber/graph/text.h"
+#include "test_util.h"
+
+using namespace amber;
+using graph::parse_graph;
+using graph::to_text;
+
+namespace {
+
+void infer_same(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
+
+// testops::affine(x, a, b) = a * x + b, f32 only, contiguous or not.
+int affine_f32(const amber_kernel_args* args) {
+  const amber_tensor_view& x = args->inputs[0];
+  const amber_tensor_view& y = args->outputs[0];
+  const double a = args->attrs[0].f, b = args->attrs[1].f;
+  int64_t n = 1, index[AMBER_MAX_DIMS] = {};
+  for (int d = 0; d < y.ndim; ++d) n *= y.sizes[d];
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t xo = 0, yo = 0;
+    for (int d = 0; d < y.ndim; ++d) xo += index[d] * x.strides[d], yo += index[d] * y.strides[d];
+    static_cast<float*>(y.data)[yo] = float(a * static_cast<const float*>(x.data)[xo] + b);
+    for (int d = y.ndim - 1; d >= 0 && ++index[d] == y.sizes[d]; --d) index[d] = 0;
+  }
+  return 0;
+}
+
+void register_testops(OpLibrary& lib) {
+  lib.def({"testops::affine(Tensor x, float a, float b=0.0) -> Tensor", dtypes::floating, infer_same});
+  lib.kernel("testops::affine", DeviceType::cpu, DType::f32, affine_f32);
+}
+const amber_op_library_info kTestops{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, "testops",
+                                     &register_testops};
+
+Tensor affine(const Tensor& x, double a, double b) { return call_op("testops::affine", {x}, {{"a", a}, {"b", b}})[0]; }
+
+}  // namespace
+
+TEST_CASE("an op library's op runs eagerly, traces, prints, parses, saves and loads", "[op_library]") {
+  register_op_library(kTestops, "this test");
+  register_op_library(kTestops, "this test");  // again: nothing happens
+  CHECK(op_library_origin("testops") == "this test");
+  const OpSchema* op = find_op("testops::affine");
+  REQUIRE(op);
+  CHECK(op_namespace(op->name) == "testops");
+  CHECK(op_namespace("add.Scalar").empty());
+
+  const Tensor x = tensor({1.0f, -2.0f, 3.5f, 0.25f, 8.0f, -1.0f}).reshape({2, 3});
+  const Tensor eager = affine(x.t(), 2.0, 0.5);  // a non-contiguous input
+  CHECK(test::compare(eager, x.t() * 2.0 + 0.5, 0, 0).ok);
+  CHECK(test::compare(call_op("testops::affine", {x}, {{"a", 3.0}})[0], x * 3.0, 0, 0).ok);  // b's default
+
+  TraceOptions o;
+  o.print_warnings = false;
+  TracedModule traced = trace([](const Tensor& in) { return affine(relu(in), -1.5, 2.0); }, {x}, o);
+  const std::string text = to_text(traced.graph());
+  CHECK_THAT(text, Catch::Matchers::Contains("testops::affine(%"));
+  CHECK(to_text(parse_graph(text)) == text);
+  const Model loaded = load(traced.save_to_bytes());
+  const Tensor want = affine(relu(x), -1.5, 2.0);
+  CHECK(test::compare(traced.forward({x})[0], want, 0, 0).ok);
+  CHECK(test::compare(loaded.forward({x})[0], want, 0, 0).ok);
+
+  // A dtype the op lists but the library has no kernel for, and a device it has none for.
+  AMBER_REQUIRE_ERROR(affine(x.to(DType::f64), 1, 0),
+                      "testops::affine: op library testops (this test) has no cpu kernel for dtype f64");
+  AMBER_REQUIRE_ERROR(load(traced.save_to_bytes(), LoadOptions{.device = Device::sim(0)}),
+                      "op library testops (this test) has no sim kernel for dtype f32");
+}
+
+TEST_CASE("call_op names the op and the attribute it cannot use", "[op_library]") {
+  register_op_library(kTestops, "this test");
+  const Tensor x = ones({3});
+  AMBER_REQUIRE_ERROR(call_op("testops::affine", {x}, {{"scale", 1.0}}),
+                      "testops::affine: no attribute named 'scale' (testops::affine(Tensor x, float a, float b=0.0)");
+  AMBER_REQUIRE_ERROR(call_op("testops::affine", {x}, {}), "testops::affine: attribute 'a' is required");
+  AMBER_REQUIRE_ERROR(call_op("testops::affine", {x}, {{"a", 1.0}, {"a", 2.0}}), "attribute 'a' given twice");
+  AMBER_REQUIRE_ERROR(call_op("nolib::f", {x}), "unknown op 'nolib::f' (namespace nolib is an op library's");
+  AMBER_REQUIRE_ERROR(parse_graph("graph(%x : f32[3]) {\n  %1 : f32[3] = nolib::f(%x)\n  return (y = %1)\n}\n"),
+                      "unknown op 'nolib::f': namespace nolib is an op library's");
+}
+
+namespace {
+
+int noop_kernel(const amber_kernel_args*) { return 0; }
+// Each registers one good op first, so a refusal must also drop what came before it.
+void outside_namespace(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.def({"otherlib::f(Tensor x) -> Tensor", dtypes::floating, infer_same});
+}
+void bad_signature(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.def({"badlib::f(Tensor x, floaty y) -> Tensor", dtypes::floating, infer_same});
+}
+void kernel_without_op(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.kernel("badlib::missing", DeviceType::cpu, DType::f32, noop_kernel);
+}
+void kernel_for_unlisted_dtype(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.kernel("badlib::good", DeviceType::cpu, DType::i32, noop_kernel);
+}
+void no_inference(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.def({"badlib::f(Tensor x) -> Tensor", dtypes::floating, nullptr});
+}
+void throws_other(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  throw std::runtime_error("the library's own failure");
+}
+void defines_builtin_name(OpLibrary& lib) { lib.def({"relu(Tensor x) -> Tensor", dtypes::floating, infer_same}); }
+void defines_nothing(OpLibrary&) {}
+
+amber_op_library_info info(void (*f)(OpLibrary&), const char* ns = "badlib") {
+  return {AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, ns, f};
+}
+
+}  // namespace
+
+TEST_CASE("a refused op library names the problem and registers nothing", "[op_library][reliability]") {
+  const std::pair<amber_op_library_info, const char*> cases[] = {
+      {info(outside_namespace), "op otherlib::f is not in the library's namespace (its name must begin with badlib::)"},
+      {info(bad_signature), "bad op signature 'badlib::f(Tensor x, floaty y) -> Tensor'"},
+      {info(kernel_without_op), "a kernel for badlib::missing, which the library has not defined"},
+      {info(kernel_for_unlisted_dtype), "a cpu kernel of badlib::good for i32, which its definition does not list"},
+      {info(no_inference), "badlib::f: no inference function"},
+      {info(throws_other), "its registration failed: the library's own failure (nothing of it was registered)"},
+      {info(defines_builtin_name), "op relu is not in the library's namespace"},
+      {info(defines_nothing), "defines no ops"},
+      {info(defines_nothing, "amber"), "namespace 'amber' is reserved"},
+      {info(defines_nothing, "bad-name"), "namespace 'bad-name' is not an identifier"},
+      {info(nullptr), "has no registration function"},
+      {{AMBER_OP_LIBRARY_ABI_VERSION + 7, AMBER_BACKEND_ABI_VERSION, "badlib", defines_nothing},
+       "built for op-library ABI version 8; this Amber has version 1"},
+      {{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION - 1, "badlib", defines_nothing},
+       "built for backend ABI version 3; this Amber has version 4"},
+  };
+  static_assert(AMBER_OP_LIBRARY_ABI_VERSION == 1 && AMBER_BACKEND_ABI_VERSION == 4, "update the expected messages");
+  for (const auto& [lib, message] : cases) {
+    INFO(message);
+    AMBER_REQUIRE_ERROR(register_op_library(lib, "badlib.so"), message);
+    CHECK(find_op("badlib::good") == nullptr);
+    CHECK(op_library_origin("badlib").empty());
+  }
+  // A namespace belongs to one library.
+  register_op_library(kTestops, "this test");
+  const amber_op_library_info impostor{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, "testops",
+                                       &register_testops};
+  AMBER_REQUIRE_ERROR(register_op_library(impostor, "other.so"),
+                      "op library other.so: namespace testops is already provided by op library this test");
+  // A file that is not an op library.
+  AMBER_REQUIRE_ERROR(load_op_library(AMBER_SIM_LIBRARY), "exports no amber_op_library_entry");
+  AMBER_REQUIRE_ERROR(load_op_library("/nonexistent/libx.so"), "op library /nonexistent/libx.so cannot be loaded");
+}
