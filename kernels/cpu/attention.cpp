@@ -20,6 +20,7 @@
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/row_ops.h"
 #include "amber/kernels/cpu/vec_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -131,7 +132,7 @@ const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, 
 int sdpa(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
   const amber_tensor_view& out = a->outputs[0];
-  const bool causal = attr_bool(a, 1);
+  const bool causal = attr_bool(a, op_attrs::scaled_dot_product_attention::is_causal);
   const int r = q.ndim;
   const int64_t L = q.sizes[r - 2], E = q.sizes[r - 1], S = k.sizes[r - 2], Ev = v.sizes[r - 1];
   int64_t batches = 1, bsizes[AMBER_MAX_DIMS];

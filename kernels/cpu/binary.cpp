@@ -15,6 +15,7 @@
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -213,7 +214,7 @@ template <typename T>
 struct AddKernel {  // add(self, other, alpha)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
-    c.alpha = attr_scalar<T>(a, 0);
+    c.alpha = attr_scalar<T>(a, op_attrs::add::alpha);
     return c.alpha == T(1) ? run_binary<T, AddOneOp>(a, c) : run_binary<T, AddOp>(a, c);
   }
 };
@@ -221,7 +222,7 @@ template <typename T>
 struct SubKernel {  // sub(self, other, alpha)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
-    c.alpha = attr_scalar<T>(a, 0);
+    c.alpha = attr_scalar<T>(a, op_attrs::sub::alpha);
     return c.alpha == T(1) ? run_binary<T, SubOneOp>(a, c) : run_binary<T, SubOp>(a, c);
   }
 };
@@ -234,7 +235,7 @@ struct DivKernel {  // div(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
     std::atomic<bool> zero{false};
     ArithCtx<T> c;
-    c.mode = div_mode(a, 0);
+    c.mode = div_mode(a, op_attrs::div::rounding_mode);
     c.div_by_zero = &zero;
     run_binary<T, DivOp>(a, c);
     return zero ? fail(a, "integer division by zero") : 0;
@@ -255,7 +256,7 @@ template <typename T>
 struct AddScalarKernel {  // add.Scalar(self, other, alpha)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
-    c.scalar = wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0));
+    c.scalar = wrap_mul(attr_scalar<T>(a, op_attrs::add_Scalar::alpha), attr_scalar<T>(a, op_attrs::add_Scalar::other));
     return run_scalar<T, AddScalarOp>(a, c);
   }
 };
@@ -263,7 +264,7 @@ template <typename T>
 struct SubScalarKernel {  // sub.Scalar(self, other, alpha)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
-    c.scalar = wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0));
+    c.scalar = wrap_mul(attr_scalar<T>(a, op_attrs::sub_Scalar::alpha), attr_scalar<T>(a, op_attrs::sub_Scalar::other));
     return run_scalar<T, SubScalarOp>(a, c);
   }
 };
@@ -271,8 +272,8 @@ template <typename T>
 struct RsubScalarKernel {  // rsub.Scalar(self, other, alpha)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
-    c.scalar = attr_scalar<T>(a, 0);
-    c.alpha = attr_scalar<T>(a, 1);
+    c.scalar = attr_scalar<T>(a, op_attrs::rsub_Scalar::other);
+    c.alpha = attr_scalar<T>(a, op_attrs::rsub_Scalar::alpha);
     return run_scalar<T, RsubScalarOp>(a, c);
   }
 };
@@ -280,7 +281,7 @@ template <typename T>
 struct MulScalarKernel {  // mul.Scalar(self, other)
   static int run(const amber_kernel_args* a) {
     ArithCtx<T> c;
-    c.scalar = attr_scalar<T>(a, 0);
+    c.scalar = attr_scalar<T>(a, op_attrs::mul_Scalar::other);
     return run_scalar<T, MulScalarOp>(a, c);
   }
 };
@@ -289,8 +290,8 @@ struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
     std::atomic<bool> zero{false};
     ArithCtx<T> c;
-    c.scalar = attr_scalar<T>(a, 0);
-    c.mode = div_mode(a, 1);
+    c.scalar = attr_scalar<T>(a, op_attrs::div_Scalar::other);
+    c.mode = div_mode(a, op_attrs::div_Scalar::rounding_mode);
     c.div_by_zero = &zero;
     run_scalar<T, DivScalarOp>(a, c);
     return zero ? fail(a, "integer division by zero") : 0;

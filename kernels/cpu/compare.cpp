@@ -3,6 +3,7 @@
 
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -81,7 +82,7 @@ struct Compare {
   template <typename T>
   struct Scalar {
     static int run(const amber_kernel_args* a) {
-      T value = attr_scalar<T>(a, 0);
+      T value = attr_scalar<T>(a, op_attrs::eq_Scalar::other);  // every comparison's .Scalar form
       amber_tensor_view v{};
       v.data = &value;
       v.dtype = a->inputs[0].dtype;

@@ -17,6 +17,7 @@
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/onednn.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -53,14 +54,14 @@ struct Geometry {
 Geometry geometry_of(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
   Geometry g;
-  g.groups = attr_int(a, 3);
+  g.groups = attr_int(a, op_attrs::conv2d::groups);
   auto pair_of = [&](int i) {
     auto v = attr_ints(a, i);
     return Dims{v[0], v.size() > 1 ? v[1] : v[0]};
   };
-  g.stride = pair_of(0);
-  g.pad = pair_of(1);
-  const Dims dil1 = pair_of(2);
+  g.stride = pair_of(op_attrs::conv2d::stride);
+  g.pad = pair_of(op_attrs::conv2d::padding);
+  const Dims dil1 = pair_of(op_attrs::conv2d::dilation);
   g.dil = {dil1[0] - 1, dil1[1] - 1};  // oneDNN counts dilation from 0
   nchw_of(x, g.xd, g.xs);
   nchw_of(y, g.yd, g.ys);

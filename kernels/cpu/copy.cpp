@@ -6,6 +6,7 @@
 #include "amber/core/dtype_cast.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -91,7 +92,7 @@ struct FillInner {
 template <typename T>
 struct FullKernel {
   static int run(const amber_kernel_args* a) {
-    const T v = attr_scalar<T>(a, 1);
+    const T v = attr_scalar<T>(a, op_attrs::full::fill_value);
     ElementwiseIter<1> it({&a->outputs[0]}, {sizeof(T)});
     static const InnerFn inner = IsaVariants<FillInner<T>>::pick();
     it.run(inner, &v, a->num_threads, kGrainCheap);
@@ -108,12 +109,12 @@ struct ArangeKernel {
     const int64_t n = numel(a->outputs[0]);
     ThreadLimit limit(a->num_threads);
     if constexpr (std::is_floating_point_v<T>) {
-      const double start = attr_float(a, 0), step = attr_float(a, 2);
+      const double start = attr_float(a, op_attrs::arange::start), step = attr_float(a, op_attrs::arange::step);
       parallel_for(n, kGrainCheap, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) o[i] = T(start + step * double(i));
       });
     } else {
-      const int64_t start = attr_int(a, 0), step = attr_int(a, 2);
+      const int64_t start = attr_int(a, op_attrs::arange::start), step = attr_int(a, op_attrs::arange::step);
       parallel_for(n, kGrainCheap, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) o[i] = T(uint64_t(start) + uint64_t(step) * uint64_t(i));
       });

@@ -9,6 +9,7 @@
 #include "amber/kernels/cpu/copy.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -62,7 +63,7 @@ struct IndexSelectKernel {
       *static_cast<T*>(y.data) = *static_cast<const T*>(x.data);
       return 0;
     }
-    int64_t dim = attr_int(a, 0);
+    int64_t dim = attr_int(a, op_attrs::index_select::dim);
     if (dim < 0) dim += x.ndim;
     const int64_t n = numel(idx), size = x.sizes[dim];
     for (int64_t k = 0; k < n; ++k) {
@@ -82,7 +83,7 @@ struct CatKernel {
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& y = a->outputs[0];
     if (numel(y) == 0) return 0;
-    int64_t dim = attr_int(a, 0);
+    int64_t dim = attr_int(a, op_attrs::cat::dim);
     if (dim < 0) dim += y.ndim;
     int64_t offset = 0;
     for (int i = 0; i < a->n_inputs; ++i) {
@@ -100,7 +101,7 @@ template <typename T>
 struct StackKernel {
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& y = a->outputs[0];
-    int64_t dim = attr_int(a, 0);
+    int64_t dim = attr_int(a, op_attrs::stack::dim);
     if (dim < 0) dim += y.ndim;
     for (int i = 0; i < a->n_inputs; ++i) copy_convert(select_view(y, int(dim), i), a->inputs[i], a->num_threads);
     return 0;

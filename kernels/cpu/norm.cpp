@@ -9,6 +9,7 @@
 #include "amber/kernels/cpu/copy.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -41,7 +42,7 @@ struct BatchNormKernel {
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& x = a->inputs[0];
     const int64_t ch = x.sizes[1];
-    const double eps = attr_float(a, 2);
+    const double eps = attr_float(a, op_attrs::batch_norm::eps);
     auto at = [&](int i, int64_t c, T dflt) {
       const amber_tensor_view& v = a->inputs[i];
       return present(v) ? static_cast<const T*>(v.data)[c * v.strides[0]] : dflt;
@@ -114,7 +115,7 @@ template <typename T>
 struct LayerNormKernel {
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
-    const int nn = a->attrs[0].count;
+    const int nn = a->attrs[op_attrs::layer_norm::normalized_shape].count;
     int64_t n = 1;
     for (int d = x.ndim - nn; d < x.ndim; ++d) n *= x.sizes[d];
     const int64_t rows = n == 0 ? 0 : numel(x) / n;
@@ -139,7 +140,7 @@ struct LayerNormKernel {
     const T* wp = contiguous(w, wbuf);
     const T* bp = contiguous(b, bbuf);
     T* yp = static_cast<T*>(y.data);
-    typename LayerNormRow<T>::Ctx ctx{attr_float(a, 1)};
+    typename LayerNormRow<T>::Ctx ctx{attr_float(a, op_attrs::layer_norm::eps)};
     static const InnerFn row = IsaVariants<LayerNormRow<T>>::pick();
     ThreadLimit limit(std::max(1, a->num_threads));
     parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t r0, int64_t r1) {

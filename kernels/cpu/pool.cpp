@@ -13,6 +13,7 @@
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -186,8 +187,9 @@ std::array<int64_t, 2> ints2(const amber_kernel_args* a, int i, std::array<int64
 template <typename T>
 struct MaxPoolKernel {
   static int run(const amber_kernel_args* a) {
-    const auto k = ints2(a, 0, {1, 1});
-    const auto s = ints2(a, 1, k), p = ints2(a, 2, {0, 0}), d = ints2(a, 3, {1, 1});
+    namespace at = op_attrs::max_pool2d;
+    const auto k = ints2(a, at::kernel_size, {1, 1});
+    const auto s = ints2(a, at::stride, k), p = ints2(a, at::padding, {0, 0}), d = ints2(a, at::dilation, {1, 1});
     const Nchw in(a->inputs[0]), out(a->outputs[0]);
     if (d[0] == 1 && d[1] == 1 && in.sc == 1 && out.sc == 1 && in.c > 0 && in.w > 0 && out.h > 0 && out.w > 0) {
       max_pool_rows<T>(a, k, s, p);
@@ -208,11 +210,12 @@ struct MaxPoolKernel {
 template <typename T>
 struct AvgPoolKernel {
   static int run(const amber_kernel_args* a) {
-    const auto k = ints2(a, 0, {1, 1});
-    const auto s = ints2(a, 1, k), p = ints2(a, 2, {0, 0});
-    const bool include_pad = attr_bool(a, 4);
-    const bool has_override = !attr_none(a, 5);
-    const int64_t override_div = has_override ? attr_int(a, 5) : 0;
+    namespace at = op_attrs::avg_pool2d;
+    const auto k = ints2(a, at::kernel_size, {1, 1});
+    const auto s = ints2(a, at::stride, k), p = ints2(a, at::padding, {0, 0});
+    const bool include_pad = attr_bool(a, at::count_include_pad);
+    const bool has_override = !attr_none(a, at::divisor_override);
+    const int64_t override_div = has_override ? attr_int(a, at::divisor_override) : 0;
     const Nchw in(a->inputs[0]);
     pool<T, T>(a, SumReduce<T>{}, [&](int64_t oh, int64_t ow) {
       int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];

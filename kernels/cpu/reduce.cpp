@@ -16,6 +16,7 @@
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/row_ops.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -289,8 +290,8 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
 template <typename T>
 struct SumKernel {
   static int run(const amber_kernel_args* a) {
-    const uint32_t mask = dims_mask(a, 0, a->inputs[0].ndim);
-    reduce<SumReducer<T>, T, T>(a, mask, attr_bool(a, 1), [](auto acc, T* out) { *out = T(acc); });
+    const uint32_t mask = dims_mask(a, op_attrs::sum::dim, a->inputs[0].ndim);
+    reduce<SumReducer<T>, T, T>(a, mask, attr_bool(a, op_attrs::sum::keepdim), [](auto acc, T* out) { *out = T(acc); });
     return 0;
   }
 };
@@ -300,12 +301,13 @@ template <typename T>
 struct MeanKernel {
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& in = a->inputs[0];
-    const uint32_t mask = dims_mask(a, 0, in.ndim);
+    const uint32_t mask = dims_mask(a, op_attrs::mean::dim, in.ndim);
     int64_t count = 1;
     for (int d = 0; d < in.ndim; ++d)
       if (mask & (1u << d)) count *= in.sizes[d];
     const double n = double(count);
-    reduce<SumReducer<T>, T, T>(a, mask, attr_bool(a, 1), [n](double acc, T* out) { *out = T(acc / n); });
+    reduce<SumReducer<T>, T, T>(a, mask, attr_bool(a, op_attrs::mean::keepdim),
+                                [n](double acc, T* out) { *out = T(acc / n); });
     return 0;
   }
 };
@@ -315,8 +317,10 @@ struct Extremum {
   template <typename T>
   struct Kernel {  // amax/amin(self, dim, keepdim)
     static int run(const amber_kernel_args* a) {
-      const uint32_t mask = dims_mask(a, 0, a->inputs[0].ndim);
-      reduce<ExtremumReducer<T, Max>, T, T>(a, mask, attr_bool(a, 1), [](auto acc, T* out) { *out = acc.v; });
+      static_assert(op_attrs::amax::dim == op_attrs::amin::dim && op_attrs::amax::keepdim == op_attrs::amin::keepdim);
+      const uint32_t mask = dims_mask(a, op_attrs::amax::dim, a->inputs[0].ndim);
+      reduce<ExtremumReducer<T, Max>, T, T>(a, mask, attr_bool(a, op_attrs::amax::keepdim),
+                                            [](auto acc, T* out) { *out = acc.v; });
       return 0;
     }
   };
@@ -328,11 +332,11 @@ struct ArgmaxKernel {
   static int run(const amber_kernel_args* a) {
     const int nd = a->inputs[0].ndim;
     uint32_t mask;
-    bool keepdim = attr_bool(a, 1);
-    if (attr_none(a, 0)) {
+    bool keepdim = attr_bool(a, op_attrs::argmax::keepdim);
+    if (attr_none(a, op_attrs::argmax::dim)) {
       mask = nd == 0 ? 0u : (1u << nd) - 1;
     } else {
-      const int64_t d = attr_int(a, 0);
+      const int64_t d = attr_int(a, op_attrs::argmax::dim);
       mask = nd == 0 ? 0u : 1u << (d < 0 ? d + nd : d);
     }
     reduce<ArgmaxReducer<T>, T, int64_t>(a, mask, keepdim,

@@ -9,6 +9,7 @@
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/row_ops.h"
 #include "amber/kernels/cpu/vec_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -46,7 +47,8 @@ struct Softmax {
         *static_cast<T*>(out.data) = Log ? T(0) : T(1);
         return 0;
       }
-      int64_t dim = attr_int(a, 0);
+      static_assert(op_attrs::softmax::dim == op_attrs::log_softmax::dim);
+      int64_t dim = attr_int(a, op_attrs::softmax::dim);
       if (dim < 0) dim += nd;
       const int64_t n = in.sizes[dim], in_step = in.strides[dim], out_step = out.strides[dim];
       // Rows: every index of the other dims.

@@ -13,6 +13,7 @@
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 
@@ -135,7 +136,7 @@ struct UnaryAttrs {
 template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
-    const bool tanh_approx = std::strcmp(a->attrs[0].str, "tanh") == 0;
+    const bool tanh_approx = std::strcmp(a->attrs[op_attrs::gelu::approximate].str, "tanh") == 0;
     return tanh_approx ? run_unary<T, Formula_gelu_tanh>(a, {}, kGrainMath)
                        : run_unary<T, Formula_gelu>(a, {}, kGrainMath);
   }
@@ -145,10 +146,10 @@ template <typename T>
 struct ClampKernel {  // clamp(self, min, max)
   static int run(const amber_kernel_args* a) {
     UnaryCtx<T> c;
-    c.has_lo = !attr_none(a, 0);
-    c.has_hi = !attr_none(a, 1);
-    if (c.has_lo) c.lo = attr_scalar<T>(a, 0);
-    if (c.has_hi) c.hi = attr_scalar<T>(a, 1);
+    c.has_lo = !attr_none(a, op_attrs::clamp::min);
+    c.has_hi = !attr_none(a, op_attrs::clamp::max);
+    if (c.has_lo) c.lo = attr_scalar<T>(a, op_attrs::clamp::min);
+    if (c.has_hi) c.hi = attr_scalar<T>(a, op_attrs::clamp::max);
     return run_unary<T, ClampOp>(a, c, kGrainCheap);
   }
 };
@@ -157,8 +158,8 @@ struct HardtanhKernel {  // hardtanh(self, min_val, max_val)
   static int run(const amber_kernel_args* a) {
     UnaryCtx<T> c;
     c.has_lo = c.has_hi = true;
-    c.lo = attr_scalar<T>(a, 0);
-    c.hi = attr_scalar<T>(a, 1);
+    c.lo = attr_scalar<T>(a, op_attrs::hardtanh::min_val);
+    c.hi = attr_scalar<T>(a, op_attrs::hardtanh::max_val);
     return run_unary<T, ClampOp>(a, c, kGrainCheap);
   }
 };
@@ -168,8 +169,8 @@ template <typename T>
 struct PowScalarKernel {
   static int run(const amber_kernel_args* a) {
     UnaryCtx<T> c;
-    c.exponent = attr_scalar<T>(a, 0);
-    const double e = attr_float(a, 0);
+    c.exponent = attr_scalar<T>(a, op_attrs::pow_Scalar::exponent);
+    const double e = attr_float(a, op_attrs::pow_Scalar::exponent);
     if constexpr (std::is_floating_point_v<T>) {
       if (e == 0.5) return run_unary<T, Formula_sqrt>(a, c, kGrainMath);
       if (e == -0.5) return run_unary<T, Formula_rsqrt>(a, c, kGrainMath);

@@ -10,6 +10,7 @@
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
@@ -123,7 +124,8 @@ int sdpa(const amber_kernel_args* a) {
   const size_t smem = size_t(S + kThreads) * sizeof(float);
   sdpa_kernel<<<unsigned(batches * L), kThreads, smem, stream_of(a)>>>(
       view_of(q), view_of(k), view_of(v), has_mask ? view_of(mask) : View{}, has_mask, has_mask && mask.dtype == kBool,
-      a->attrs[1].i != 0, bt, static_cast<float*>(out.data), L, S, E, Ev, float(1.0 / std::sqrt(double(E))));
+      a->attrs[op_attrs::scaled_dot_product_attention::is_causal].i != 0, bt, static_cast<float*>(out.data), L, S, E,
+      Ev, float(1.0 / std::sqrt(double(E))));
   return launched(a, "scaled_dot_product_attention");
 }
 

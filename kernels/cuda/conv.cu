@@ -12,6 +12,7 @@
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
@@ -131,9 +132,11 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   CUDNN_TRY(cudnnSetTensorNdDescriptor(s->y, CUDNN_DATA_FLOAT, 4, yd, ys));
   const int K = int(w.sizes[0]), C = int(w.sizes[1]), R = int(w.sizes[2]), S = int(w.sizes[3]);
   CUDNN_TRY(cudnnSetFilter4dDescriptor(s->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, K, C, R, S));
-  const int groups = int(a->attrs[3].i);
-  CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, 1, 0), pair(a, 1, 1), pair(a, 0, 0), pair(a, 0, 1),
-                                            pair(a, 2, 0), pair(a, 2, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  namespace at = op_attrs::conv2d;
+  const int groups = int(a->attrs[at::groups].i);
+  CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, at::padding, 0), pair(a, at::padding, 1),
+                                            pair(a, at::stride, 0), pair(a, at::stride, 1), pair(a, at::dilation, 0),
+                                            pair(a, at::dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CUDNN_TRY(cudnnSetConvolutionGroupCount(s->conv, groups));
   CUDNN_TRY(cudnnSetConvolutionMathType(s->conv, CUDNN_FMA_MATH));  // no TF32
   if (present(bias)) {

@@ -5,6 +5,7 @@
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
@@ -97,7 +98,7 @@ struct IndexSelectKernel {  // index_select(self, index, dim)
     const int64_t n = numel(y);
     if (n == 0) return 0;
     if (x.ndim == 0) return copy_convert(a, y, x);  // a 0-D self: the index must be 0
-    int dim = int(a->attrs[0].i);
+    int dim = int(a->attrs[op_attrs::index_select::dim].i);
     if (dim < 0) dim += x.ndim;
     // x's strides in y's dims (the same rank), dim's replaced by the gather.
     const amber_tensor_view* v[2] = {&y, &x};
@@ -119,7 +120,7 @@ struct CatKernel {  // cat(tensors, dim): inputs of any dtype, converted to the 
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& y = a->outputs[0];
     if (numel(y) == 0) return 0;
-    int dim = int(a->attrs[0].i);
+    int dim = int(a->attrs[op_attrs::cat::dim].i);
     if (dim < 0) dim += y.ndim;
     int64_t offset = 0;
     for (int i = 0; i < a->n_inputs; ++i) {
@@ -136,7 +137,7 @@ template <typename T>
 struct StackKernel {  // stack(tensors, dim)
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& y = a->outputs[0];
-    int dim = int(a->attrs[0].i);
+    int dim = int(a->attrs[op_attrs::stack::dim].i);
     if (dim < 0) dim += y.ndim;
     for (int i = 0; i < a->n_inputs; ++i)
       if (copy_convert(a, narrow(y, dim, i, 1, true), a->inputs[i]) != 0) return 1;

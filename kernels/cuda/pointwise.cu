@@ -12,6 +12,7 @@
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 
@@ -130,29 +131,34 @@ struct UnaryAttrs {
 template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
-    return std::strcmp(a->attrs[0].str, "tanh") == 0 ? run_unary<T>(a, Formula_gelu_tanh{}, "gelu")
-                                                     : run_unary<T>(a, Formula_gelu{}, "gelu");
+    return std::strcmp(a->attrs[op_attrs::gelu::approximate].str, "tanh") == 0
+               ? run_unary<T>(a, Formula_gelu_tanh{}, "gelu")
+               : run_unary<T>(a, Formula_gelu{}, "gelu");
   }
 };
 template <typename T>
 struct ClampKernel {  // clamp(self, min, max)
   static int run(const amber_kernel_args* a) {
-    ClampOp<T> c{T(0), T(0), !attr_none(a, 0), !attr_none(a, 1)};
-    if (c.has_lo) c.lo = attr_scalar<T>(a, 0);
-    if (c.has_hi) c.hi = attr_scalar<T>(a, 1);
+    namespace at = op_attrs::clamp;
+    ClampOp<T> c{T(0), T(0), !attr_none(a, at::min), !attr_none(a, at::max)};
+    if (c.has_lo) c.lo = attr_scalar<T>(a, at::min);
+    if (c.has_hi) c.hi = attr_scalar<T>(a, at::max);
     return run_unary<T>(a, c, "clamp");
   }
 };
 template <typename T>
 struct HardtanhKernel {  // hardtanh(self, min_val, max_val)
   static int run(const amber_kernel_args* a) {
-    return run_unary<T>(a, ClampOp<T>{attr_scalar<T>(a, 0), attr_scalar<T>(a, 1), true, true}, "hardtanh");
+    return run_unary<T>(a,
+                        ClampOp<T>{attr_scalar<T>(a, op_attrs::hardtanh::min_val),
+                                   attr_scalar<T>(a, op_attrs::hardtanh::max_val), true, true},
+                        "hardtanh");
   }
 };
 template <typename T>
 struct PowScalarKernel {  // pow.Scalar(self, exponent)
   static int run(const amber_kernel_args* a) {
-    return run_unary<T>(a, PowScalarOp<T>{attr_scalar<T>(a, 0)}, "pow.Scalar");
+    return run_unary<T>(a, PowScalarOp<T>{attr_scalar<T>(a, op_attrs::pow_Scalar::exponent)}, "pow.Scalar");
   }
 };
 
@@ -242,11 +248,15 @@ BinaryOp<T> with_alpha(Bin op, T alpha) {
 
 template <typename T>
 struct AddKernel {
-  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::add, attr_scalar<T>(a, 0))); }
+  static int run(const amber_kernel_args* a) {
+    return run_binary<T>(a, with_alpha(Bin::add, attr_scalar<T>(a, op_attrs::add::alpha)));
+  }
 };
 template <typename T>
 struct SubKernel {
-  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::sub, attr_scalar<T>(a, 0))); }
+  static int run(const amber_kernel_args* a) {
+    return run_binary<T>(a, with_alpha(Bin::sub, attr_scalar<T>(a, op_attrs::sub::alpha)));
+  }
 };
 template <typename T>
 struct MulKernel {
@@ -255,7 +265,7 @@ struct MulKernel {
 template <typename T>
 struct DivKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, 0)});
+    return run_binary<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, op_attrs::div::rounding_mode)});
   }
 };
 template <typename T>
@@ -265,31 +275,37 @@ struct PowKernel {
 template <typename T>
 struct AddScalarKernel {  // add.Scalar(self, other, alpha): self + alpha * other, the product made once
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::add, T(1)), pw::wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0)));
+    return run_scalar<T>(
+        a, with_alpha(Bin::add, T(1)),
+        pw::wrap_mul(attr_scalar<T>(a, op_attrs::add_Scalar::alpha), attr_scalar<T>(a, op_attrs::add_Scalar::other)));
   }
 };
 template <typename T>
 struct SubScalarKernel {
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::sub, T(1)), pw::wrap_mul(attr_scalar<T>(a, 1), attr_scalar<T>(a, 0)));
+    return run_scalar<T>(
+        a, with_alpha(Bin::sub, T(1)),
+        pw::wrap_mul(attr_scalar<T>(a, op_attrs::sub_Scalar::alpha), attr_scalar<T>(a, op_attrs::sub_Scalar::other)));
   }
 };
 template <typename T>
 struct RsubScalarKernel {  // rsub.Scalar(self, other, alpha): other - alpha * self
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::rsub, attr_scalar<T>(a, 1)), attr_scalar<T>(a, 0));
+    return run_scalar<T>(a, with_alpha(Bin::rsub, attr_scalar<T>(a, op_attrs::rsub_Scalar::alpha)),
+                         attr_scalar<T>(a, op_attrs::rsub_Scalar::other));
   }
 };
 template <typename T>
 struct MulScalarKernel {
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::mul, T(1)), attr_scalar<T>(a, 0));
+    return run_scalar<T>(a, with_alpha(Bin::mul, T(1)), attr_scalar<T>(a, op_attrs::mul_Scalar::other));
   }
 };
 template <typename T>
 struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, 1)}, attr_scalar<T>(a, 0));
+    return run_scalar<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, op_attrs::div_Scalar::rounding_mode)},
+                         attr_scalar<T>(a, op_attrs::div_Scalar::other));
   }
 };
 
@@ -343,7 +359,8 @@ struct Compare {
     static int run(const amber_kernel_args* a) {
       const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
       const int64_t items[2] = {1, sizeof(T)};
-      return map<2>(a, v, items, CompareScalarF<T>{C, attr_scalar<T>(a, 0)}, "comparison kernel launch");
+      return map<2>(a, v, items, CompareScalarF<T>{C, attr_scalar<T>(a, op_attrs::eq_Scalar::other)},
+                    "comparison kernel launch");
     }
   };
 };
@@ -434,7 +451,7 @@ struct FullKernel {  // full(size, fill_value, dtype)
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view* v[1] = {&a->outputs[0]};
     const int64_t items[1] = {sizeof(T)};
-    return map<1>(a, v, items, FillF<T>{attr_scalar<T>(a, 1)}, "full kernel launch");
+    return map<1>(a, v, items, FillF<T>{attr_scalar<T>(a, op_attrs::full::fill_value)}, "full kernel launch");
   }
 };
 
@@ -452,9 +469,10 @@ struct ArangeKernel {  // arange(start, end, step, dtype): in double for floats,
   static int run(const amber_kernel_args* a) {
     const int64_t n = numel(a->outputs[0]);
     if (n == 0) return 0;
+    const amber_attr &start = a->attrs[op_attrs::arange::start], &step = a->attrs[op_attrs::arange::step];
     DeviceScope scope(a->device);
-    arange_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<T*>(a->outputs[0].data), n, a->attrs[0].f,
-                                                            a->attrs[2].f, a->attrs[0].i, a->attrs[2].i);
+    arange_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<T*>(a->outputs[0].data), n, start.f, step.f,
+                                                            start.i, step.i);
     return launched(a, "arange kernel launch");
   }
 };

@@ -8,6 +8,7 @@
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
@@ -136,10 +137,11 @@ template <typename T>
 struct MaxPoolKernel {  // max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)
   static int run(const amber_kernel_args* a) {
     Params p{};
-    ints2(a, 0, 1, 1, p.kh, p.kw);
-    ints2(a, 1, p.kh, p.kw, p.sh, p.sw);
-    ints2(a, 2, 0, 0, p.ph, p.pw);
-    ints2(a, 3, 1, 1, p.dh, p.dw);
+    namespace at = op_attrs::max_pool2d;
+    ints2(a, at::kernel_size, 1, 1, p.kh, p.kw);
+    ints2(a, at::stride, p.kh, p.kw, p.sh, p.sw);
+    ints2(a, at::padding, 0, 0, p.ph, p.pw);
+    ints2(a, at::dilation, 1, 1, p.dh, p.dw);
     return run_pool<T, Kind::max>(a, p, "max_pool2d");
   }
 };
@@ -148,12 +150,13 @@ struct AvgPoolKernel {  // avg_pool2d(self, kernel_size, stride, padding, ceil_m
                         // divisor_override)
   static int run(const amber_kernel_args* a) {
     Params p{};
-    ints2(a, 0, 1, 1, p.kh, p.kw);
-    ints2(a, 1, p.kh, p.kw, p.sh, p.sw);
-    ints2(a, 2, 0, 0, p.ph, p.pw);
-    p.include_pad = a->attrs[4].i != 0;
-    p.has_override = a->attrs[5].kind != AMBER_ATTR_NONE;
-    p.override_div = p.has_override ? a->attrs[5].i : 0;
+    namespace at = op_attrs::avg_pool2d;
+    ints2(a, at::kernel_size, 1, 1, p.kh, p.kw);
+    ints2(a, at::stride, p.kh, p.kw, p.sh, p.sw);
+    ints2(a, at::padding, 0, 0, p.ph, p.pw);
+    p.include_pad = a->attrs[at::count_include_pad].i != 0;
+    p.has_override = a->attrs[at::divisor_override].kind != AMBER_ATTR_NONE;
+    p.override_div = p.has_override ? a->attrs[at::divisor_override].i : 0;
     return run_pool<T, Kind::avg>(a, p, "avg_pool2d");
   }
 };

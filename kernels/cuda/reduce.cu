@@ -10,6 +10,7 @@
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
@@ -125,7 +126,8 @@ unsigned blocks_for(int64_t rows) { return unsigned(rows < 65535 ? (rows > 0 ? r
 template <typename T, bool Mean>
 int run_sum(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
-  const Rows r = rows_of(x, y, dims_mask(a->attrs[0], x.ndim), false);
+  static_assert(op_attrs::sum::dim == op_attrs::mean::dim);
+  const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::sum::dim], x.ndim), false);
   if (r.rows == 0) return 0;
   DeviceScope scope(a->device);
   sum_kernel<T, Mean>
@@ -202,7 +204,8 @@ struct Extremum {
   struct Kernel {  // amax/amin(self, dim, keepdim)
     static int run(const amber_kernel_args* a) {
       const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
-      const Rows r = rows_of(x, y, dims_mask(a->attrs[0], x.ndim), false);
+      static_assert(op_attrs::amax::dim == op_attrs::amin::dim);
+      const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::amax::dim], x.ndim), false);
       if (r.rows == 0) return 0;
       DeviceScope scope(a->device);
       extremum_kernel<T, Max, false>
@@ -217,12 +220,12 @@ struct ArgmaxKernel {  // argmax(self, dim?, keepdim): over everything (flattene
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
     Rows r;
-    if (a->attrs[0].kind == AMBER_ATTR_NONE || x.ndim == 0) {
+    if (a->attrs[op_attrs::argmax::dim].kind == AMBER_ATTR_NONE || x.ndim == 0) {
       r = rows_of(x, y, x.ndim == 0 ? 0 : (1u << x.ndim) - 1, false);
       r.nk = 0;
       r.rows = 1;
     } else {
-      int64_t d = a->attrs[0].i;
+      int64_t d = a->attrs[op_attrs::argmax::dim].i;
       if (d < 0) d += x.ndim;
       r = rows_of(x, y, 1u << d, false);
     }
@@ -290,7 +293,8 @@ struct Softmax {
     static int run(const amber_kernel_args* a) {
       const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
       if (numel(x) == 0) return 0;
-      int64_t d = a->attrs[0].i;
+      static_assert(op_attrs::softmax::dim == op_attrs::log_softmax::dim);
+      int64_t d = a->attrs[op_attrs::softmax::dim].i;
       if (x.ndim > 0 && d < 0) d += x.ndim;
       const Rows r = rows_of(x, y, x.ndim == 0 ? 0 : 1u << d, true);
       DeviceScope scope(a->device);
@@ -354,7 +358,7 @@ template <typename T>
 struct LayerNormKernel {
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
-    const int nn = a->attrs[0].count;
+    const int nn = a->attrs[op_attrs::layer_norm::normalized_shape].count;
     uint32_t mask = 0;
     for (int d = x.ndim - nn; d < x.ndim; ++d) mask |= 1u << d;
     const Rows r = rows_of(x, y, mask, true);
@@ -375,7 +379,7 @@ struct LayerNormKernel {
     DeviceScope scope(a->device);
     layer_norm_kernel<T><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(
         static_cast<const T*>(x.data), static_cast<T*>(y.data), present(w) ? static_cast<const T*>(w.data) : nullptr,
-        present(b) ? static_cast<const T*>(b.data) : nullptr, r, wr, a->attrs[1].f);
+        present(b) ? static_cast<const T*>(b.data) : nullptr, r, wr, a->attrs[op_attrs::layer_norm::eps].f);
     return launched(a, "layer_norm");
   }
 };
@@ -417,7 +421,7 @@ struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, runni
     }
     const amber_tensor_view* v[6] = {&a->outputs[0], &x, &ch[0], &ch[1], &ch[2], &ch[3]};
     const int64_t items[6] = {sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T)};
-    return map<6>(a, v, items, BatchNormF<T>{a->attrs[2].f}, "batch_norm");
+    return map<6>(a, v, items, BatchNormF<T>{a->attrs[op_attrs::batch_norm::eps].f}, "batch_norm");
   }
 };
 
