@@ -1,0 +1,289 @@
+// The hand-written eager API checked against the op table: for every op with attributes, a
+// call through the eager function (or Tensor method) with a distinct value for each of its
+// arguments must reach the op with each value in the attribute of its name and each tensor
+// in the input of its name, so a swapped, dropped or misplaced argument fails here. Every
+// such op of the table must have an entry (ops the table gains need one).
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "amber/schema/dispatcher.h"
+#include "amber/schema/eager.h"
+#include "amber/schema/op_library.h"
+#include "test_util.h"
+
+using namespace amber;
+
+namespace {
+
+struct Call {
+  std::string op;
+  std::vector<const TensorImpl*> inputs;  // as the caller passed them (nullptr: absent)
+  std::vector<Attr> attrs;
+};
+
+// Records the outermost op calls on this thread.
+class Recorder : public DispatchHook {
+ public:
+  void on_op(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
+             std::span<const Tensor> outputs, SrcLoc loc) override {
+    Call c{op.name, {}, {attrs.begin(), attrs.end()}};
+    for (const Tensor* t : inputs) c.inputs.push_back(t && t->defined() ? t->impl() : nullptr);
+    calls.push_back(std::move(c));
+  }
+  void on_host_read(const Tensor&, const char*, SrcLoc) override {}
+  void on_random(const Tensor&, const char*, SrcLoc) override {}
+  std::vector<Call> calls;
+};
+
+struct Case {
+  std::string op;
+  std::function<void()> call;
+  std::map<std::string, Attr> attrs;     // every attribute of the op, by name
+  std::map<std::string, Tensor> inputs;  // tensor arguments checked by identity, by name
+};
+
+}  // namespace
+
+TEST_CASE("every eager argument reaches the op argument of its name", "[eager][op_table]") {
+  manual_seed(3);
+  const Tensor x4 = randn({2, 3, 4, 5}), m = randn({3, 4}), m2 = randn({3, 4}) + 3.0;
+  const Tensor w = randn({3}), b = randn({3}), rm = randn({3}), rv = rand({3}) + 1.0;
+  const Tensor cw = randn({6, 1, 2, 2}), cb = randn({6});
+  const Tensor ln_w = randn({4, 5}), ln_b = randn({4, 5});
+  const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6}), mask = randn({3, 5});
+  const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
+  const Tensor col = randn({3, 1}), mid = randn({3, 1, 4});
+  const Attr none = Attr::none();
+  using I = std::vector<int64_t>;
+  const std::vector<Case> cases = {
+      {"adaptive_avg_pool2d",
+       [&] {
+         (void)adaptive_avg_pool2d(x4, {2, 3});
+       },
+       {{"output_size", I{2, 3}}},
+       {{"self", x4}}},
+      {"add", [&] { (void)add(m, m2, 3); }, {{"alpha", int64_t(3)}}, {{"self", m}, {"other", m2}}},
+      {"add.Scalar", [&] { (void)add(m, Scalar(2.5), 4); }, {{"other", 2.5}, {"alpha", int64_t(4)}}, {{"self", m}}},
+      {"amax",
+       [&] {
+         (void)amax(x4, {1, 2}, true);
+       },
+       {{"dim", I{1, 2}}, {"keepdim", true}},
+       {{"self", x4}}},
+      {"amin",
+       [&] {
+         (void)amin(x4, {0, 3}, true);
+       },
+       {{"dim", I{0, 3}}, {"keepdim", true}},
+       {{"self", x4}}},
+      {"arange",
+       [&] { (void)arange(2, 11, 3, TensorOptions(DType::f64)); },
+       {{"start", int64_t(2)}, {"end", int64_t(11)}, {"step", int64_t(3)}, {"dtype", DType::f64}},
+       {}},
+      {"argmax", [&] { (void)argmax(x4, 2, true); }, {{"dim", int64_t(2)}, {"keepdim", true}}, {{"self", x4}}},
+      {"avg_pool2d",
+       [&] {
+         (void)avg_pool2d(x4, {2, 1}, {1, 2}, {1, 0}, true, false, 3);
+       },
+       {{"kernel_size", I{2, 1}},
+        {"stride", I{1, 2}},
+        {"padding", I{1, 0}},
+        {"ceil_mode", true},
+        {"count_include_pad", false},
+        {"divisor_override", int64_t(3)}},
+       {{"self", x4}}},
+      {"batch_norm",
+       [&] { (void)batch_norm(x4, rm, rv, w, b, false, 0.3, 1e-3); },
+       {{"training", false}, {"momentum", 0.3}, {"eps", 1e-3}},
+       {{"input", x4}, {"weight", w}, {"bias", b}, {"running_mean", rm}, {"running_var", rv}}},
+      {"cat",
+       [&] {
+         (void)cat({m, m2}, 1);
+       },
+       {{"dim", int64_t(1)}},
+       {}},
+      {"chunk", [&] { (void)chunk(m, 2, 1); }, {{"chunks", int64_t(2)}, {"dim", int64_t(1)}}, {{"self", m}}},
+      {"clamp", [&] { (void)clamp(m, -0.5, 0.75); }, {{"min", -0.5}, {"max", 0.75}}, {{"self", m}}},
+      {"conv2d",
+       [&] {
+         (void)conv2d(x4, cw, cb, {2, 3}, {1, 0}, {1, 2}, 3);
+       },
+       {{"stride", I{2, 3}}, {"padding", I{1, 0}}, {"dilation", I{1, 2}}, {"groups", int64_t(3)}},
+       {{"input", x4}, {"weight", cw}, {"bias", cb}}},
+      {"div", [&] { (void)div(m, m2, "floor"); }, {{"rounding_mode", "floor"}}, {{"self", m}, {"other", m2}}},
+      {"div.Scalar",
+       [&] { (void)div(m, Scalar(2.0), "trunc"); },
+       {{"other", 2.0}, {"rounding_mode", "trunc"}},
+       {{"self", m}}},
+      {"dropout", [&] { (void)dropout(m, 0.25, false); }, {{"p", 0.25}, {"train", false}}, {{"input", m}}},
+      {"elu", [&] { (void)elu(m, 0.7); }, {{"alpha", 0.7}}, {{"self", m}}},
+      // The eager function does not expose padding_idx: the op's default.
+      {"embedding",
+       [&] { (void)embedding(table, idx); },
+       {{"padding_idx", int64_t(-1)}},
+       {{"weight", table}, {"indices", idx}}},
+      {"eq.Scalar", [&] { (void)eq(m, Scalar(0.5)); }, {{"other", 0.5}}, {{"self", m}}},
+      {"ne.Scalar", [&] { (void)ne(m, Scalar(0.25)); }, {{"other", 0.25}}, {{"self", m}}},
+      {"lt.Scalar", [&] { (void)lt(m, Scalar(1.5)); }, {{"other", 1.5}}, {{"self", m}}},
+      {"le.Scalar", [&] { (void)le(m, Scalar(-1.5)); }, {{"other", -1.5}}, {{"self", m}}},
+      {"gt.Scalar", [&] { (void)gt(m, Scalar(0.125)); }, {{"other", 0.125}}, {{"self", m}}},
+      {"ge.Scalar", [&] { (void)ge(m, Scalar(-0.125)); }, {{"other", -0.125}}, {{"self", m}}},
+      {"expand",
+       [&] {
+         (void)col.expand({3, 4});
+       },
+       {{"size", I{3, 4}}},
+       {{"self", col}}},
+      {"flatten",
+       [&] { (void)x4.flatten(1, 2); },
+       {{"start_dim", int64_t(1)}, {"end_dim", int64_t(2)}},
+       {{"self", x4}}},
+      {"full",
+       [&] {
+         (void)full({2, 3}, 1.5, TensorOptions(DType::f64));
+       },
+       {{"size", I{2, 3}}, {"fill_value", 1.5}, {"dtype", DType::f64}},
+       {}},
+      {"gelu", [&] { (void)gelu(m, "tanh"); }, {{"approximate", "tanh"}}, {{"self", m}}},
+      {"hardshrink", [&] { (void)hardshrink(m, 0.3); }, {{"lambd", 0.3}}, {{"self", m}}},
+      {"hardtanh", [&] { (void)hardtanh(m, -0.5, 2.0); }, {{"min_val", -0.5}, {"max_val", 2.0}}, {{"self", m}}},
+      {"index_select",
+       [&] { (void)index_select(table, 0, idx); },
+       {{"dim", int64_t(0)}},
+       {{"self", table}, {"index", idx}}},
+      {"layer_norm",
+       [&] {
+         (void)layer_norm(x4, {4, 5}, ln_w, ln_b, 1e-3);
+       },
+       {{"normalized_shape", I{4, 5}}, {"eps", 1e-3}},
+       {{"input", x4}, {"weight", ln_w}, {"bias", ln_b}}},
+      {"leaky_relu", [&] { (void)leaky_relu(m, 0.2); }, {{"negative_slope", 0.2}}, {{"self", m}}},
+      // The eager functions do not expose dtype: the op's default.
+      {"log_softmax", [&] { (void)log_softmax(m, 1); }, {{"dim", int64_t(1)}, {"dtype", none}}, {{"self", m}}},
+      {"softmax", [&] { (void)softmax(m, 0); }, {{"dim", int64_t(0)}, {"dtype", none}}, {{"self", m}}},
+      {"max_pool2d",
+       [&] {
+         (void)max_pool2d(x4, {2, 2}, {1, 2}, {1, 0}, {2, 1}, true);
+       },
+       {{"kernel_size", I{2, 2}},
+        {"stride", I{1, 2}},
+        {"padding", I{1, 0}},
+        {"dilation", I{2, 1}},
+        {"ceil_mode", true}},
+       {{"self", x4}}},
+      {"mean", [&] { (void)mean(x4, {1}, true); }, {{"dim", I{1}}, {"keepdim", true}, {"dtype", none}}, {{"self", x4}}},
+      {"sum",
+       [&] {
+         (void)sum(x4, {0, 2}, true);
+       },
+       {{"dim", I{0, 2}}, {"keepdim", true}, {"dtype", none}},
+       {{"self", x4}}},
+      {"mul.Scalar", [&] { (void)mul(m, Scalar(1.75)); }, {{"other", 1.75}}, {{"self", m}}},
+      {"permute",
+       [&] {
+         (void)x4.permute({3, 1, 0, 2});
+       },
+       {{"dims", I{3, 1, 0, 2}}},
+       {{"self", x4}}},
+      {"pow.Scalar", [&] { (void)pow(m2, Scalar(3)); }, {{"exponent", int64_t(3)}}, {{"self", m2}}},
+      {"reshape",
+       [&] {
+         (void)m.reshape({4, 3});
+       },
+       {{"shape", I{4, 3}}},
+       {{"self", m}}},
+      {"view",
+       [&] {
+         (void)m.view({2, 6});
+       },
+       {{"size", I{2, 6}}},
+       {{"self", m}}},
+      {"rsub.Scalar", [&] { (void)rsub(m, 2.5, 3); }, {{"other", 2.5}, {"alpha", int64_t(3)}}, {{"self", m}}},
+      {"scaled_dot_product_attention",
+       [&] { (void)scaled_dot_product_attention(q, k, v, mask, 0.0, false); },
+       {{"dropout_p", 0.0}, {"is_causal", false}},
+       {{"query", q}, {"key", k}, {"value", v}, {"attn_mask", mask}}},
+      {"scaled_dot_product_attention",  // a mask and is_causal exclude each other
+       [&] { (void)scaled_dot_product_attention(q, k, v, {}, 0.0, true); },
+       {{"dropout_p", 0.0}, {"is_causal", true}},
+       {{"query", q}, {"key", k}, {"value", v}}},
+      {"select", [&] { (void)x4.select(2, 3); }, {{"dim", int64_t(2)}, {"index", int64_t(3)}}, {{"self", x4}}},
+      {"slice",
+       [&] { (void)x4.slice(3, 1, 4, 2); },
+       {{"dim", int64_t(3)}, {"start", int64_t(1)}, {"end", int64_t(4)}, {"step", int64_t(2)}},
+       {{"self", x4}}},
+      {"softplus",
+       [&] { (void)softplus(m, 2, 15); },
+       {{"beta", int64_t(2)}, {"threshold", int64_t(15)}},
+       {{"self", m}}},
+      {"softshrink", [&] { (void)softshrink(m, 0.4); }, {{"lambd", 0.4}}, {{"self", m}}},
+      {"split", [&] { (void)split(m, 3, 1); }, {{"split_size", int64_t(3)}, {"dim", int64_t(1)}}, {{"self", m}}},
+      {"split_with_sizes",
+       [&] {
+         (void)split_with_sizes(m, {1, 3}, 1);
+       },
+       {{"split_sizes", I{1, 3}}, {"dim", int64_t(1)}},
+       {{"self", m}}},
+      {"squeeze.dim", [&] { (void)mid.squeeze(1); }, {{"dim", int64_t(1)}}, {{"self", mid}}},
+      {"stack",
+       [&] {
+         (void)stack({m, m2}, 2);
+       },
+       {{"dim", int64_t(2)}},
+       {}},
+      {"sub", [&] { (void)sub(m, m2, 2); }, {{"alpha", int64_t(2)}}, {{"self", m}, {"other", m2}}},
+      {"sub.Scalar", [&] { (void)sub(m, Scalar(1.5), 5); }, {{"other", 1.5}, {"alpha", int64_t(5)}}, {{"self", m}}},
+      {"threshold", [&] { (void)threshold(m, 0.1, -3); }, {{"threshold", 0.1}, {"value", int64_t(-3)}}, {{"self", m}}},
+      {"to", [&] { (void)m.to(DType::f64); }, {{"dtype", DType::f64}}, {{"self", m}}},
+      {"transpose", [&] { (void)x4.transpose(1, 3); }, {{"dim0", int64_t(1)}, {"dim1", int64_t(3)}}, {{"self", x4}}},
+      {"unsqueeze", [&] { (void)m.unsqueeze(2); }, {{"dim", int64_t(2)}}, {{"self", m}}},
+  };
+
+  std::set<std::string> covered;
+  for (const Case& c : cases) {
+    INFO("op " << c.op);
+    const OpSchema& op = op_schema(c.op);
+    covered.insert(c.op);
+    Recorder rec;
+    {
+      DispatchHookGuard guard(&rec);
+      c.call();
+    }
+    const Call* call = nullptr;
+    for (const Call& r : rec.calls)
+      if (r.op == c.op && !call) call = &r;
+    REQUIRE(call);
+    // Every attribute named, each with its value (as the table canonicalises it).
+    REQUIRE(int(c.attrs.size()) == op.num_attrs());
+    std::vector<Attr> want(size_t(op.num_attrs()));
+    for (int i = 0; i < op.num_attrs(); ++i) {
+      INFO("attribute " << op.attr_spec(i).name);
+      REQUIRE(c.attrs.count(op.attr_spec(i).name));
+      want[size_t(i)] = c.attrs.at(op.attr_spec(i).name);
+    }
+    want = normalize_attrs(op, want);
+    for (int i = 0; i < op.num_attrs(); ++i) {
+      INFO("attribute " << op.attr_spec(i).name << ": the eager call gave " << call->attrs[size_t(i)] << ", expected "
+                        << want[size_t(i)]);
+      CHECK(call->attrs[size_t(i)] == want[size_t(i)]);
+    }
+    // The named tensors in the inputs of their names.
+    for (const auto& [name, t] : c.inputs) {
+      INFO("input " << name);
+      int pos = -1;
+      for (int i = 0; i < op.num_tensor_args; ++i)
+        if (op.args[size_t(i)].name == name) pos = i;
+      REQUIRE(pos >= 0);
+      REQUIRE(size_t(pos) < call->inputs.size());
+      CHECK(call->inputs[size_t(pos)] == t.impl());
+    }
+  }
+  // Every op with attributes a user calls has a case.
+  for (const OpSchema* op : all_ops()) {
+    if (op->num_attrs() == 0 || (op->flags & op_flags::program) || op_namespace(op->name).size()) continue;
+    INFO("op " << op->name << " has attributes but no case here");
+    CHECK(covered.count(op->name));
+  }
+}
