@@ -24,15 +24,14 @@ bool present(const amber_tensor_view* v, int n, int i) { return i < n && v[i].nd
 
 }  // namespace
 
-double estimate_step_ns(std::string_view op, const amber_tensor_view* in, int n_in, const amber_tensor_view* out,
-                        int n_out) {
+double estimate_step_ns(OpCost cost, const amber_tensor_view* in, int n_in, const amber_tensor_view* out, int n_out) {
   if (n_out > 0) {
     const double outs = numel(out[0]);
-    if (op == "conv2d" && present(in, n_in, 1) && in[1].ndim == 4)  // weight [out, in / groups, kh, kw]
+    if (cost == OpCost::conv && present(in, n_in, 1) && in[1].ndim == 4)  // weight [out, in / groups, kh, kw]
       return 2 * outs * double(in[1].sizes[1]) * double(in[1].sizes[2]) * double(in[1].sizes[3]) * kNsPerFlop;
-    if ((op == "linear" || op == "matmul" || op == "mm" || op == "bmm") && present(in, n_in, 0) && in[0].ndim >= 1)
+    if (cost == OpCost::matmul && present(in, n_in, 0) && in[0].ndim >= 1)
       return 2 * outs * double(in[0].sizes[in[0].ndim - 1]) * kNsPerFlop;
-    if (op == "scaled_dot_product_attention" && present(in, n_in, 1) && in[1].ndim >= 2)  // q [.., L, D], k [.., S, D]
+    if (cost == OpCost::attention && present(in, n_in, 1) && in[1].ndim >= 2)  // q [.., L, D], k [.., S, D]
       return 4 * numel(in[0]) * double(in[1].sizes[in[1].ndim - 2]) * kNsPerFlop;
   }
   double bytes = 0;

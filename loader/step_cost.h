@@ -4,16 +4,16 @@
 // (LeNet at batch 1 ran 40% slower on 2 threads than on 1 before steps were sized).
 #pragma once
 
-#include <string_view>
-
 #include "amber/core/backend.h"
+#include "amber/schema/op_schema.h"
 
 namespace amber::loader {
 
-// Estimated single-thread time of the step in nanoseconds: floating-point operations for
-// convolutions, products and attention, bytes read and written for everything else.
-double estimate_step_ns(std::string_view op, const amber_tensor_view* inputs, int n_inputs,
-                        const amber_tensor_view* outputs, int n_outputs);
+// Estimated single-thread time of the step in nanoseconds, by the op's cost kind (its table
+// entry): floating-point operations for convolutions, products and attention, bytes read
+// and written for everything else.
+double estimate_step_ns(OpCost cost, const amber_tensor_view* inputs, int n_inputs, const amber_tensor_view* outputs,
+                        int n_outputs);
 
 // Steps estimated below this run on the calling thread alone.
 inline constexpr double kParallelMinNs = 16000;

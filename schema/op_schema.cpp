@@ -297,6 +297,7 @@ std::unique_ptr<OpSchema> parse_op(const OpDef& def) {
   op->infer = def.infer;
   op->view = def.view;
   op->doc = def.doc ? def.doc : "";
+  op->cost = def.cost;
   bool attrs_started = false;
   for (const ArgSpec& a : op->args) {
     if (is_tensor_kind(a.kind)) {

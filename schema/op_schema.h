@@ -56,7 +56,19 @@ inline constexpr uint32_t nondeterministic = 1u << 4;
 // The op's `program` attribute is a fused program (schema/fused_program.h): callers hand its
 // kernels the program as C data (amber_kernel_args::program), built once per node or call.
 inline constexpr uint32_t program = 1u << 5;
+// A pointwise op whose kernel may not write its output over an input's buffer: the memory
+// planner never places it in place (to: the conversion kernels read and write in blocks).
+inline constexpr uint32_t no_in_place = 1u << 6;
 }  // namespace op_flags
+
+// What a step of the op costs, for the loader's estimate of whether it is worth the thread
+// pool (loader/step_cost.h): bytes moved, or the floating-point work of a product.
+enum class OpCost : uint8_t {
+  memory,     // bytes read and written (elementwise, reductions, copies, ...)
+  conv,       // 2 * output elements * weight [out, in/groups, kh, kw] elements per output
+  matmul,     // 2 * output elements * input 0's last dim
+  attention,  // 4 * query elements * key length
+};
 
 struct OpSchema;
 
@@ -122,6 +134,7 @@ struct OpSchema {
   InferFn infer = nullptr;
   ViewFn view = nullptr;
   std::string doc;
+  OpCost cost = OpCost::memory;
 
   // Derived at registration.
   int index = -1;           // position in the table
@@ -144,6 +157,7 @@ struct OpDef {
   ViewFn view = nullptr;
   int version = 1;
   const char* doc = "";
+  OpCost cost = OpCost::memory;
 };
 
 // The most ops the table holds (built-in and op libraries' together).

@@ -98,18 +98,20 @@ void infer_sdpa(InferCtx& c) {
 const DTypeSet kF32{DType::f32};
 
 const OpRegistrar registrar{
-    {"mm(Tensor self, Tensor mat2) -> Tensor", kF32, infer_mm, 0, nullptr, 1, "Matrix product of [n, k] and [k, m]."},
+    {"mm(Tensor self, Tensor mat2) -> Tensor", kF32, infer_mm, 0, nullptr, 1, "Matrix product of [n, k] and [k, m].",
+     OpCost::matmul},
     {"bmm(Tensor self, Tensor mat2) -> Tensor", kF32, infer_bmm, 0, nullptr, 1,
-     "Batched matrix product of [b, n, k] and [b, k, m]."},
+     "Batched matrix product of [b, n, k] and [b, k, m].", OpCost::matmul},
     {"matmul(Tensor self, Tensor other) -> Tensor", kF32, infer_matmul, 0, nullptr, 1,
-     "torch.matmul: dot, matrix-vector, matrix or batched products, broadcasting batch dims."},
+     "torch.matmul: dot, matrix-vector, matrix or batched products, broadcasting batch dims.", OpCost::matmul},
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kF32, infer_linear, 0, nullptr, 1,
-     "input @ weight^T + bias over the last dim of input."},
+     "input @ weight^T + bias over the last dim of input.", OpCost::matmul},
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
      "float dropout_p=0.0, bool is_causal=False) -> Tensor",
      kF32, infer_sdpa, 0, nullptr, 1,
      "softmax(q k^T / sqrt(E) + mask) v over the last two dims; a bool mask keeps the true positions, a float mask "
-     "is added; is_causal applies a lower-triangular mask."},
+     "is added; is_causal applies a lower-triangular mask.",
+     OpCost::attention},
 };
 
 }  // namespace

@@ -188,7 +188,8 @@ const OpRegistrar registrar{
      "int[] dilation=[1], int groups=1) -> Tensor",
      DTypeSet{DType::f32}, infer_conv2d, 0, nullptr, 1,
      "2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input; groups include depthwise. The "
-     "output is channels-last."},
+     "output is channels-last.",
+     OpCost::conv},
     {"max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], int[] dilation=[1], "
      "bool ceil_mode=False) -> Tensor",
      kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size."},

@@ -244,7 +244,8 @@ const OpRegistrar registrar{
      "The larger of self and other, broadcasting; NaN if either is NaN."},
     {"minimum(Tensor self, Tensor other) -> Tensor", kNumeric, infer_mul, pointwise, nullptr, 1,
      "The smaller of self and other, broadcasting; NaN if either is NaN."},
-    {"to(Tensor self, ScalarType dtype) -> Tensor", dtypes::all, infer_to, pointwise, nullptr, 1,
+    {"to(Tensor self, ScalarType dtype) -> Tensor", dtypes::all, infer_to, pointwise | op_flags::no_in_place, nullptr,
+     1,
      "Converts to dtype (float to int truncates; nonzero to bool is true). The kernel is keyed by the "
      "source dtype."},
     {"clone(Tensor self) -> Tensor", dtypes::all, infer_clone, 0, nullptr, 1, "A contiguous copy."},

@@ -450,16 +450,21 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   auto conv_ns = [&](int64_t n, int64_t c, int64_t k, int64_t hw_out, int64_t kernel) {
     const amber_tensor_view in[3] = {view({n, c, hw_out, hw_out}), view({k, c, kernel, kernel}), view({k})};
     const amber_tensor_view out = view({n, k, hw_out, hw_out});
-    return loader::estimate_step_ns("conv2d", in, 3, &out, 1);
+    return loader::estimate_step_ns(op_schema("conv2d").cost, in, 3, &out, 1);
   };
   CHECK(conv_ns(1, 6, 16, 13, 3) < loader::kParallelMinNs);          // LeNet's conv2 at batch 1
   CHECK(conv_ns(64, 6, 16, 13, 3) > loader::kParallelMinNs);         // ... at batch 64
   CHECK(conv_ns(1, 512, 512, 7, 3) > 100 * loader::kParallelMinNs);  // ResNet-18's last convs
   const amber_tensor_view fc_in[3] = {view({1, 576}), view({120, 576}), view({120})}, fc_out = view({1, 120});
-  CHECK(loader::estimate_step_ns("linear", fc_in, 3, &fc_out, 1) < loader::kParallelMinNs);
+  CHECK(loader::estimate_step_ns(op_schema("linear").cost, fc_in, 3, &fc_out, 1) < loader::kParallelMinNs);
   const amber_tensor_view big_in[2] = {view({128, 256}), view({256, 256})}, big_out = view({128, 256});
-  CHECK(loader::estimate_step_ns("matmul", big_in, 2, &big_out, 1) > loader::kParallelMinNs);
+  CHECK(loader::estimate_step_ns(op_schema("matmul").cost, big_in, 2, &big_out, 1) > loader::kParallelMinNs);
   const amber_tensor_view small = view({6, 30, 30}), large = view({64, 256, 56, 56});
-  CHECK(loader::estimate_step_ns("relu", &small, 1, &small, 1) < loader::kParallelMinNs);
-  CHECK(loader::estimate_step_ns("relu", &large, 1, &large, 1) > loader::kParallelMinNs);
+  CHECK(loader::estimate_step_ns(op_schema("relu").cost, &small, 1, &small, 1) < loader::kParallelMinNs);
+  CHECK(loader::estimate_step_ns(op_schema("relu").cost, &large, 1, &large, 1) > loader::kParallelMinNs);
+  // The cost kinds are the table's.
+  CHECK(op_schema("conv2d").cost == OpCost::conv);
+  for (const char* op : {"linear", "matmul", "mm", "bmm"}) CHECK(op_schema(op).cost == OpCost::matmul);
+  CHECK(op_schema("scaled_dot_product_attention").cost == OpCost::attention);
+  CHECK(op_schema("add").cost == OpCost::memory);
 }

@@ -89,8 +89,7 @@ MemoryPlan plan_memory(const Graph& g) {
     if (v != o) aliases[o].push_back(v);
   for (int idx = 0; idx < int(nodes.size()); ++idx) {
     const Node* n = nodes[size_t(idx)];
-    if (!(n->op->flags & op_flags::pointwise) || n->outputs.size() != 1 || n->op->name == "to" ||
-        n->op->name == "clone")
+    if (!(n->op->flags & op_flags::pointwise) || (n->op->flags & op_flags::no_in_place) || n->outputs.size() != 1)
       continue;
     const Value* out = n->outputs[0];
     if (owner.at(out) != out || escaped.count(out)) continue;
