@@ -136,6 +136,10 @@ Tensor argmax(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("argmax"), {&a
 Tensor argmax(const Tensor& a, int64_t dim, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("argmax"), {&a}, {Attr(dim), Attr(keepdim)}, loc);
 }
+Tensor argmin(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("argmin"), {&a}, {Attr::none(), Attr(false)}, loc); }
+Tensor argmin(const Tensor& a, int64_t dim, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("argmin"), {&a}, {Attr(dim), Attr(keepdim)}, loc);
+}
 Tensor mm(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("mm"), {&a, &b}, {}, loc); }
 Tensor bmm(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("bmm"), {&a, &b}, {}, loc); }
 Tensor matmul(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_OP("matmul"), {&a, &b}, {}, loc); }

@@ -86,6 +86,8 @@ Tensor amax(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, S
 Tensor amin(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
 Tensor argmax(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
+Tensor argmin(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
+Tensor argmin(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
 Tensor mm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
 Tensor bmm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
 Tensor matmul(const Tensor& self, const Tensor& other, SrcLoc loc = {});

@@ -1,4 +1,4 @@
-// Op table entries for reductions (sum, mean, amax, amin, argmax) and the normalisations
+// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin) and the normalisations
 // along one dim (softmax, log_softmax). Integer and bool sums accumulate in i64; mean and
 // softmax need floating inputs, as in PyTorch.
 
@@ -72,6 +72,8 @@ const OpRegistrar registrar{
      "Minimum over dim (all dims when empty); NaN propagates."},
     {"argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", dtypes::numeric, infer_argmax, 0, nullptr, 1,
      "Index (i64) of the first maximum along dim, or in the flattened tensor when dim is None; NaN is the maximum."},
+    {"argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", dtypes::numeric, infer_argmax, 0, nullptr, 1,
+     "Index (i64) of the first minimum along dim, or in the flattened tensor when dim is None; NaN is the minimum."},
     {"softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", dtypes::floating, infer_softmax, 0, nullptr, 1,
      "exp(x - max) / sum(exp(x - max)) along dim."},
     {"log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", dtypes::floating, infer_softmax, 0, nullptr,

@@ -433,6 +433,19 @@ case("argmax_dim_keep_noncontig", "argmax", torch_argmax, [In([7, 13], layout=("
 case("argmax_flat", "argmax", torch_argmax, [In([7, 13])])
 case("argmax_ties_int", "argmax", torch_argmax, [In([13, 7], "i32", "uint")], attrs={"dim": 0})
 case("argmax_large", "argmax", torch_argmax, [In([100003])])
+
+
+def torch_argmin(a, dim=None, keepdim=False):
+    return torch.argmin(a, dim=dim, keepdim=keepdim)
+
+
+case("argmin_dim", "argmin", torch_argmin, [In([7, 5, 13])], attrs={"dim": 1})
+case("argmin_dim_keep_noncontig", "argmin", torch_argmin, [In([7, 13], layout=("t", 0, 1))],
+     attrs={"dim": -1, "keepdim": True})
+case("argmin_flat", "argmin", torch_argmin, [In([7, 13])])
+case("argmin_ties_int", "argmin", torch_argmin, [In([13, 7], "i32", "uint")], attrs={"dim": 0})
+case("argmin_f64", "argmin", torch_argmin, [In([5, 9], "f64")], attrs={"dim": 0})
+case("argmin_large", "argmin", torch_argmin, [In([100003])])
 for op, fn in [("softmax", lambda a, dim, dtype=None: torch.softmax(a, dim)),
                ("log_softmax", lambda a, dim, dtype=None: torch.log_softmax(a, dim))]:
     case(f"{op}_last", op, fn, [In([7, 13])], attrs={"dim": -1})
@@ -554,6 +567,7 @@ case("maxpool_dilation", "max_pool2d", maxpool, [In([1, 2, 11, 11])],
      attrs={"kernel_size": [3], "stride": [1], "padding": [1], "dilation": [2]}, atol=0, rtol=0)
 case("maxpool_unbatched_noncontig", "max_pool2d", maxpool, [In([3, 9, 8], layout=("t", 1, 2))],
      attrs={"kernel_size": [2], "stride": [1]}, atol=0, rtol=0)
+case("argmin_nan", "argmin", torch_argmin, [Fixed(with_nan([3, 7], [4, 5, 15]))], attrs={"dim": 1})
 case("maxpool_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 1, 4, 4], [0, 5]))], attrs={"kernel_size": [2]},
      atol=0, rtol=0)
 # Channels-last: whole-row passes (dense rows, and rows strided by a transposed layout).

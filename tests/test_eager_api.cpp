@@ -83,6 +83,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"start", int64_t(2)}, {"end", int64_t(11)}, {"step", int64_t(3)}, {"dtype", DType::f64}},
        {}},
       {"argmax", [&] { (void)argmax(x4, 2, true); }, {{"dim", int64_t(2)}, {"keepdim", true}}, {{"self", x4}}},
+      {"argmin", [&] { (void)argmin(x4, 3, true); }, {{"dim", int64_t(3)}, {"keepdim", true}}, {{"self", x4}}},
       {"avg_pool2d",
        [&] {
          (void)avg_pool2d(x4, {2, 1}, {1, 2}, {1, 0}, true, false, 3);

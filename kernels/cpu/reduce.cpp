@@ -170,8 +170,8 @@ struct ExtremumReducer {
   }
 };
 
-template <typename T>
-struct ArgmaxReducer {
+template <typename T, bool Max>
+struct ArgExtremumReducer {
   struct Acc {
     T v;
     int64_t index;  // -1: empty
@@ -183,8 +183,8 @@ struct ArgmaxReducer {
     else
       return false;
   }
-  // b (later) replaces a only when strictly better; the first NaN is the maximum.
-  static bool better(T b, T a) { return !nan(a) && (nan(b) || b > a); }
+  // b (later) replaces a only when strictly better; the first NaN is the extremum.
+  static bool better(T b, T a) { return !nan(a) && (nan(b) || (Max ? b > a : b < a)); }
   static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t k0) {
     for (int64_t i = 0; i < n; ++i) {
       const T x = p[i * stride];
@@ -326,23 +326,28 @@ struct Extremum {
   };
 };
 
-// argmax(self, dim, keepdim): None reduces over the flattened tensor.
-template <typename T>
-struct ArgmaxKernel {
-  static int run(const amber_kernel_args* a) {
-    const int nd = a->inputs[0].ndim;
-    uint32_t mask;
-    bool keepdim = attr_bool(a, op_attrs::argmax::keepdim);
-    if (attr_none(a, op_attrs::argmax::dim)) {
-      mask = nd == 0 ? 0u : (1u << nd) - 1;
-    } else {
-      const int64_t d = attr_int(a, op_attrs::argmax::dim);
-      mask = nd == 0 ? 0u : 1u << (d < 0 ? d + nd : d);
+// argmax/argmin(self, dim, keepdim): None reduces over the flattened tensor.
+template <bool Max>
+struct ArgExtremum {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      static_assert(op_attrs::argmax::dim == op_attrs::argmin::dim &&
+                    op_attrs::argmax::keepdim == op_attrs::argmin::keepdim);
+      const int nd = a->inputs[0].ndim;
+      uint32_t mask;
+      bool keepdim = attr_bool(a, op_attrs::argmax::keepdim);
+      if (attr_none(a, op_attrs::argmax::dim)) {
+        mask = nd == 0 ? 0u : (1u << nd) - 1;
+      } else {
+        const int64_t d = attr_int(a, op_attrs::argmax::dim);
+        mask = nd == 0 ? 0u : 1u << (d < 0 ? d + nd : d);
+      }
+      reduce<ArgExtremumReducer<T, Max>, T, int64_t>(
+          a, mask, keepdim, [](auto acc, int64_t* out) { *out = std::max<int64_t>(acc.index, 0); });
+      return 0;
     }
-    reduce<ArgmaxReducer<T>, T, int64_t>(a, mask, keepdim,
-                                         [](auto acc, int64_t* out) { *out = std::max<int64_t>(acc.index, 0); });
-    return 0;
-  }
+  };
 };
 
 AMBER_CPU_KERNELS(reduce) {
@@ -350,7 +355,8 @@ AMBER_CPU_KERNELS(reduce) {
   register_typed<MeanKernel>(ctypes::floating{}, "mean");
   register_typed<Extremum<true>::Kernel>(ctypes::numeric{}, "amax");
   register_typed<Extremum<false>::Kernel>(ctypes::numeric{}, "amin");
-  register_typed<ArgmaxKernel>(ctypes::numeric{}, "argmax");
+  register_typed<ArgExtremum<true>::Kernel>(ctypes::numeric{}, "argmax");
+  register_typed<ArgExtremum<false>::Kernel>(ctypes::numeric{}, "argmin");
 }
 
 }  // namespace

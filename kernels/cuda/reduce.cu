@@ -215,26 +215,30 @@ struct Extremum {
   };
 };
 
-template <typename T>
-struct ArgmaxKernel {  // argmax(self, dim?, keepdim): over everything (flattened) without a dim
-  static int run(const amber_kernel_args* a) {
-    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
-    Rows r;
-    if (a->attrs[op_attrs::argmax::dim].kind == AMBER_ATTR_NONE || x.ndim == 0) {
-      r = rows_of(x, y, x.ndim == 0 ? 0 : (1u << x.ndim) - 1, false);
-      r.nk = 0;
-      r.rows = 1;
-    } else {
-      int64_t d = a->attrs[op_attrs::argmax::dim].i;
-      if (d < 0) d += x.ndim;
-      r = rows_of(x, y, 1u << d, false);
+template <bool Max>
+struct ArgExtremum {
+  template <typename T>
+  struct Kernel {  // argmax/argmin(self, dim?, keepdim): over everything (flattened) without a dim
+    static int run(const amber_kernel_args* a) {
+      static_assert(op_attrs::argmax::dim == op_attrs::argmin::dim);
+      const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+      Rows r;
+      if (a->attrs[op_attrs::argmax::dim].kind == AMBER_ATTR_NONE || x.ndim == 0) {
+        r = rows_of(x, y, x.ndim == 0 ? 0 : (1u << x.ndim) - 1, false);
+        r.nk = 0;
+        r.rows = 1;
+      } else {
+        int64_t d = a->attrs[op_attrs::argmax::dim].i;
+        if (d < 0) d += x.ndim;
+        r = rows_of(x, y, 1u << d, false);
+      }
+      if (r.rows == 0 || r.len == 0) return 0;
+      DeviceScope scope(a->device);
+      extremum_kernel<T, Max, true>
+          <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), y.data, r);
+      return launched(a, Max ? "argmax" : "argmin");
     }
-    if (r.rows == 0 || r.len == 0) return 0;
-    DeviceScope scope(a->device);
-    extremum_kernel<T, true, true>
-        <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), y.data, r);
-    return launched(a, "argmax");
-  }
+  };
 };
 
 // ---- softmax, log_softmax ----
@@ -430,7 +434,8 @@ AMBER_CUDA_KERNELS(reduce) {
   register_typed<MeanKernel, AMBER_CUDA_FLOATING>("mean");
   register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC>("amax");
   register_typed<Extremum<false>::Kernel, AMBER_CUDA_NUMERIC>("amin");
-  register_typed<ArgmaxKernel, AMBER_CUDA_NUMERIC>("argmax");
+  register_typed<ArgExtremum<true>::Kernel, AMBER_CUDA_NUMERIC>("argmax");
+  register_typed<ArgExtremum<false>::Kernel, AMBER_CUDA_NUMERIC>("argmin");
   register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING>("softmax");
   register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING>("log_softmax");
   register_typed<LayerNormKernel, AMBER_CUDA_FLOATING>("layer_norm");
