@@ -216,6 +216,12 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, SrcLoc l
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
   return call(AMBER_OP("index_select"), {&x, &index}, {Attr(dim)}, loc);
 }
+Tensor tril(const Tensor& x, int64_t diagonal, SrcLoc loc) {
+  return call(AMBER_OP("tril"), {&x}, {Attr(diagonal)}, loc);
+}
+Tensor triu(const Tensor& x, int64_t diagonal, SrcLoc loc) {
+  return call(AMBER_OP("triu"), {&x}, {Attr(diagonal)}, loc);
+}
 
 // ---- Factories ----
 Tensor full(const DimVec& size, Scalar v, TensorOptions o, SrcLoc loc) {

@@ -1,5 +1,5 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views) and index_select. cat and stack promote mixed dtypes as
+// split_with_sizes, chunk (views), index_select, and the triangles tril and triu. cat and stack promote mixed dtypes as
 // PyTorch; their kernels convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
@@ -140,6 +140,13 @@ void infer_index_select(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+void infer_triangle(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  c.check(x.sizes.size() >= 2, "the input must have at least 2 dims (a matrix or a batch of them), got shape ",
+          x.sizes);
+  c.add_output(x.dtype, x.sizes);
+}
+
 using namespace op_flags;
 const DTypeSet kAll = dtypes::all;
 
@@ -157,6 +164,10 @@ const OpRegistrar registrar{
      "At most `chunks` views of ceil(size/chunks) elements along dim."},
     {"index_select(Tensor self, Tensor index, int dim) -> Tensor", kAll, infer_index_select, 0, nullptr, 1,
      "Entries of self at index (i64 or i32) along dim (tensor arguments first, unlike ATen)."},
+    {"tril(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,
+     "The lower triangle of each matrix in the last two dims: element (i, j) where j - i <= diagonal, zero elsewhere."},
+    {"triu(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,
+     "The upper triangle of each matrix in the last two dims: element (i, j) where j - i >= diagonal, zero elsewhere."},
 };
 
 }  // namespace

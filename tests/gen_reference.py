@@ -435,6 +435,20 @@ case("argmax_ties_int", "argmax", torch_argmax, [In([13, 7], "i32", "uint")], at
 case("argmax_large", "argmax", torch_argmax, [In([100003])])
 
 
+for op, fn in {"tril": torch.tril, "triu": torch.triu}.items():
+    case(f"{op}_default", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([7, 5])], atol=0, rtol=0)
+    case(f"{op}_above", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([5, 13])], attrs={"diagonal": 2},
+         atol=0, rtol=0)
+    case(f"{op}_below_batch_noncontig", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal),
+         [In([3, 7, 6], layout=("t", 1, 2))], attrs={"diagonal": -3}, atol=0, rtol=0)
+    case(f"{op}_i64_4d", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([2, 3, 4, 5], "i64", "int")],
+         attrs={"diagonal": 1}, atol=0, rtol=0)
+    case(f"{op}_f64_far", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([4, 6], "f64")],
+         attrs={"diagonal": -9}, atol=0, rtol=0)
+    case(f"{op}_bool", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([6, 4], "bool", "bool")],
+         atol=0, rtol=0)
+
+
 def torch_argmin(a, dim=None, keepdim=False):
     return torch.argmin(a, dim=dim, keepdim=keepdim)
 

@@ -1,13 +1,16 @@
-// CPU kernels that gather or assemble: embedding, index_select, cat, stack. Each copies
+// CPU kernels that gather or assemble: embedding, index_select, cat, stack, and the
+// triangles tril and triu. Each copies
 // strided pieces with copy_convert (cat and stack also convert dtypes, as their inference
 // promotes without casting first). Out-of-range indices are errors naming the index.
 
+#include <algorithm>
 #include <cinttypes>
 #include <vector>
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/copy.h"
 #include "amber/kernels/cpu/kernel_util.h"
+#include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/op_attrs.h"
 
@@ -108,7 +111,49 @@ struct StackKernel {
   }
 };
 
+// tril/triu(self, diagonal): each matrix of the last two dims keeps element (i, j) where
+// j - i <= diagonal (tril) or >= diagonal (triu); every other element is zero.
+template <bool Lower>
+struct Triangle {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      static_assert(op_attrs::tril::diagonal == op_attrs::triu::diagonal);
+      const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+      const int nd = x.ndim;
+      const int64_t diag = attr_int(a, op_attrs::tril::diagonal);
+      const int64_t rows = x.sizes[nd - 2], cols = x.sizes[nd - 1];
+      int64_t batches = 1;
+      for (int d = 0; d < nd - 2; ++d) batches *= x.sizes[d];
+      if (batches == 0 || rows == 0 || cols == 0) return 0;
+      const T* xp = static_cast<const T*>(x.data);
+      T* yp = static_cast<T*>(y.data);
+      ThreadLimit limit(a->num_threads);
+      parallel_for(batches * rows, std::max<int64_t>(1, kGrainCheap / cols), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t i = r % rows;
+          int64_t xo = i * x.strides[nd - 2], yo = i * y.strides[nd - 2];
+          for (int64_t rest = r / rows, d = nd - 3; d >= 0; --d) {  // the batch dims
+            const int64_t k = rest % x.sizes[d];
+            rest /= x.sizes[d];
+            xo += k * x.strides[d];
+            yo += k * y.strides[d];
+          }
+          const int64_t xs = x.strides[nd - 1], ys = y.strides[nd - 1];
+          for (int64_t j = 0; j < cols; ++j) {
+            const bool keep = Lower ? j - i <= diag : j - i >= diag;
+            yp[yo + j * ys] = keep ? xp[xo + j * xs] : T{};
+          }
+        }
+      });
+      return 0;
+    }
+  };
+};
+
 AMBER_CPU_KERNELS(index) {
+  register_typed<Triangle<true>::Kernel>(ctypes::all{}, "tril");
+  register_typed<Triangle<false>::Kernel>(ctypes::all{}, "triu");
   register_typed<EmbeddingKernel>(ctypes::all{}, "embedding");
   register_typed<IndexSelectKernel>(ctypes::all{}, "index_select");
   register_typed<CatKernel>(ctypes::all{}, "cat");

@@ -1,7 +1,9 @@
 // CUDA kernels that gather or assemble: embedding, index_select (i64 or i32 indices), cat and
-// stack (converting dtypes as their inference promotes without casting first). An index out of
+// stack (converting dtypes as their inference promotes without casting first), tril and triu. An index out of
 // range gives zeros here: the CPU reports it, which a GPU kernel could only do through a
 // device-to-host read per call.
+
+#include <type_traits>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
@@ -145,10 +147,57 @@ struct StackKernel {  // stack(tensors, dim)
   }
 };
 
+// tril/triu(self, diagonal): each matrix of the last two dims keeps element (i, j) where
+// j - i <= diagonal (tril) or >= diagonal (triu); every other element is zero. Elements are
+// moved as unsigned integers of their size, so one kernel serves every dtype.
+struct Strided {
+  int ndim;
+  int64_t sizes[AMBER_MAX_DIMS], xs[AMBER_MAX_DIMS], ys[AMBER_MAX_DIMS];
+};
+template <typename U, bool Lower>
+__global__ void triangle_kernel(const U* x, U* y, Strided s, int64_t diag, int64_t n) {
+  for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = k, xo = 0, yo = 0, i = 0, j = 0;
+    for (int d = s.ndim - 1; d >= 0; --d) {
+      const int64_t idx = rest % s.sizes[d];
+      rest /= s.sizes[d];
+      xo += idx * s.xs[d];
+      yo += idx * s.ys[d];
+      if (d == s.ndim - 1) j = idx;
+      if (d == s.ndim - 2) i = idx;
+    }
+    y[yo] = (Lower ? j - i <= diag : j - i >= diag) ? x[xo] : U(0);
+  }
+}
+template <bool Lower>
+struct Triangle {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      static_assert(op_attrs::tril::diagonal == op_attrs::triu::diagonal);
+      using U = std::conditional_t<
+          sizeof(T) == 1, uint8_t,
+          std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+      static_assert(sizeof(U) == sizeof(T));
+      const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+      const int64_t n = numel(y);
+      if (n == 0) return 0;
+      Strided s{x.ndim, {}, {}, {}};
+      for (int d = 0; d < x.ndim; ++d) s.sizes[d] = x.sizes[d], s.xs[d] = x.strides[d], s.ys[d] = y.strides[d];
+      DeviceScope scope(a->device);
+      triangle_kernel<U, Lower><<<grid_for(n), 256, 0, stream_of(a)>>>(
+          static_cast<const U*>(x.data), static_cast<U*>(y.data), s, a->attrs[op_attrs::tril::diagonal].i, n);
+      return launched(a, Lower ? "tril" : "triu");
+    }
+  };
+};
+
 AMBER_CUDA_KERNELS(index) {
   register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
   register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
+  register_typed<Triangle<true>::Kernel, AMBER_CUDA_ALL>("tril");
+  register_typed<Triangle<false>::Kernel, AMBER_CUDA_ALL>("triu");
   register_typed<StackKernel, AMBER_CUDA_ALL>("stack");
 }
 
