@@ -112,6 +112,16 @@ AMBER_COMPARE(ge)
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("where"), {&c, &a, &b}, {}, loc);
 }
+Tensor logical_and(const Tensor& a, const Tensor& b, SrcLoc loc) {
+  return call(AMBER_OP("logical_and"), {&a, &b}, {}, loc);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b, SrcLoc loc) {
+  return call(AMBER_OP("logical_or"), {&a, &b}, {}, loc);
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b, SrcLoc loc) {
+  return call(AMBER_OP("logical_xor"), {&a, &b}, {}, loc);
+}
+Tensor logical_not(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("logical_not"), {&a}, {}, loc); }
 
 // ---- Reductions and products ----
 Tensor sum(const Tensor& a, SrcLoc loc) {

@@ -76,6 +76,11 @@ Tensor gt(const Tensor& self, Scalar other, SrcLoc loc = {});
 Tensor ge(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 Tensor ge(const Tensor& self, Scalar other, SrcLoc loc = {});
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other, SrcLoc loc = {});
+// Nonzero (NaN included) is true; bool results, broadcasting as arithmetic.
+Tensor logical_and(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor logical_or(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor logical_xor(const Tensor& self, const Tensor& other, SrcLoc loc = {});
+Tensor logical_not(const Tensor& self, SrcLoc loc = {});
 
 // ---- Reductions and products. ----
 Tensor sum(const Tensor& self, SrcLoc loc = {});

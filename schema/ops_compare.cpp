@@ -1,6 +1,6 @@
-// Op table entries for comparisons (eq, ne, lt, le, gt, ge with a tensor or a number) and
-// where. Comparisons promote their operands as arithmetic does and give bool; where picks
-// between two promoted operands under a bool condition, broadcasting all three.
+// Op table entries for comparisons (eq, ne, lt, le, gt, ge with a tensor or a number), the
+// logical ops (and, or, xor, not) and where. Comparisons promote their operands as arithmetic does and give bool; where
+// picks between two promoted operands under a bool condition, broadcasting all three.
 
 #include "amber/schema/infer_util.h"
 
@@ -25,6 +25,10 @@ void infer_compare_scalar(InferCtx& c) {
   rt.add(c.attr(0).scalar().wrapped_dtype(), Priority::wrapped);
   c.add_output(DType::b8, c.in(0).sizes).format = c.in(0).format;
   c.cast_all_inputs_to(rt.result());
+}
+
+void infer_logical_not(InferCtx& c) {  // any input dtype as it is; bool result
+  c.add_output(DType::b8, c.in(0).sizes).format = c.in(0).format;
 }
 
 void infer_where(InferCtx& c) {
@@ -60,6 +64,14 @@ const OpRegistrar registrar{
     AMBER_COMPARE_OPS(le, "<="),
     AMBER_COMPARE_OPS(gt, ">"),
     AMBER_COMPARE_OPS(ge, ">="),
+    {"logical_and(Tensor self, Tensor other) -> Tensor", kCompare, infer_compare, pointwise, nullptr, 1,
+     "self != 0 and other != 0 (NaN counts as nonzero), broadcasting; bool result."},
+    {"logical_or(Tensor self, Tensor other) -> Tensor", kCompare, infer_compare, pointwise, nullptr, 1,
+     "self != 0 or other != 0 (NaN counts as nonzero), broadcasting; bool result."},
+    {"logical_xor(Tensor self, Tensor other) -> Tensor", kCompare, infer_compare, pointwise, nullptr, 1,
+     "exactly one of self and other is nonzero (NaN counts as nonzero), broadcasting; bool result."},
+    {"logical_not(Tensor self) -> Tensor", kCompare, infer_logical_not, pointwise, nullptr, 1,
+     "self == 0; bool result."},
     {"where(Tensor condition, Tensor self, Tensor other) -> Tensor", dtypes::all, infer_where, pointwise, nullptr, 1,
      "self where condition is true, else other; broadcasting. The kernel is keyed by the result dtype."},
 };

@@ -449,6 +449,18 @@ for op, fn in {"tril": torch.tril, "triu": torch.triu}.items():
          atol=0, rtol=0)
 
 
+for op, fn in {"logical_and": torch.logical_and, "logical_or": torch.logical_or,
+               "logical_xor": torch.logical_xor}.items():
+    case(f"{op}_int_zeros_bcast", op, fn, [In([5, 7, 13], "f32", "int", layout=("t", 0, 2)), In([7, 1], "i32", "int")],
+         atol=0, rtol=0)
+    case(f"{op}_bool", op, fn, [In([9, 4], "bool", "bool"), In([4], "bool", "bool")], atol=0, rtol=0)
+    case(f"{op}_i64_f64", op, fn, [In([13], "i64", "int"), In([13], "f64", "int")], atol=0, rtol=0)
+case("logical_not_f32", "logical_not", torch.logical_not, [In([7, 13], "f32", "int", layout=("t", 0, 1))],
+     atol=0, rtol=0)
+case("logical_not_bool", "logical_not", torch.logical_not, [In([6, 5], "bool", "bool")], atol=0, rtol=0)
+case("logical_not_u8", "logical_not", torch.logical_not, [In([3, 1001], "u8", "uint")], atol=0, rtol=0)
+
+
 def torch_argmin(a, dim=None, keepdim=False):
     return torch.argmin(a, dim=dim, keepdim=keepdim)
 

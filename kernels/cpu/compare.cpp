@@ -1,5 +1,6 @@
 // CPU kernels for comparisons (eq, ne, lt, le, gt, ge against a tensor or a number; bool
-// output) and where (bool condition, two operands of the result dtype).
+// output), the logical ops (and, or, xor, not; bool output) and where (bool condition, two
+// operands of the result dtype).
 
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
@@ -42,6 +43,25 @@ struct Ge {
   template <typename T>
   static bool apply(T a, T b) {
     return a >= b;
+  }
+};
+
+struct LogicalAnd {
+  template <typename T>
+  static bool apply(T a, T b) {
+    return a != T(0) && b != T(0);
+  }
+};
+struct LogicalOr {
+  template <typename T>
+  static bool apply(T a, T b) {
+    return a != T(0) || b != T(0);
+  }
+};
+struct LogicalXor {
+  template <typename T>
+  static bool apply(T a, T b) {
+    return (a != T(0)) != (b != T(0));
   }
 };
 
@@ -92,6 +112,19 @@ struct Compare {
   };
 };
 
+// logical_not(self): self == 0, against a zero-dim zero.
+template <typename T>
+struct LogicalNotKernel {
+  static int run(const amber_kernel_args* a) {
+    T zero{};
+    amber_tensor_view v{};
+    v.data = &zero;
+    v.dtype = a->inputs[0].dtype;
+    v.ndim = 0;
+    return run_compare<T, Eq>(a, v);
+  }
+};
+
 // where(condition, self, other): keyed by the result dtype T.
 template <typename T>
 struct WhereInner {
@@ -132,6 +165,10 @@ AMBER_CPU_KERNELS(compare) {
   AMBER_REGISTER_COMPARE(le, Le);
   AMBER_REGISTER_COMPARE(gt, Gt);
   AMBER_REGISTER_COMPARE(ge, Ge);
+  register_typed<Compare<LogicalAnd>::Tensor>(ctypes::comparable{}, "logical_and");
+  register_typed<Compare<LogicalOr>::Tensor>(ctypes::comparable{}, "logical_or");
+  register_typed<Compare<LogicalXor>::Tensor>(ctypes::comparable{}, "logical_xor");
+  register_typed<LogicalNotKernel>(ctypes::comparable{}, "logical_not");
   register_typed<WhereKernel>(ctypes::all{}, "where");
 }
 

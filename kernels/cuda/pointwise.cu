@@ -310,7 +310,7 @@ struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
 };
 
 // ---- Comparisons and where ----
-enum class Cmp : int { eq, ne, lt, le, gt, ge };
+enum class Cmp : int { eq, ne, lt, le, gt, ge, land, lor, lxor };  // land..lxor: logical_and, _or, _xor
 template <typename T>
 __device__ inline bool compare(Cmp c, T x, T y) {
   switch (c) {
@@ -326,6 +326,12 @@ __device__ inline bool compare(Cmp c, T x, T y) {
       return x > y;
     case Cmp::ge:
       return x >= y;
+    case Cmp::land:
+      return x != T(0) && y != T(0);
+    case Cmp::lor:
+      return x != T(0) || y != T(0);
+    case Cmp::lxor:
+      return (x != T(0)) != (y != T(0));
   }
   return false;
 }
@@ -363,6 +369,15 @@ struct Compare {
                     "comparison kernel launch");
     }
   };
+};
+
+template <typename T>
+struct LogicalNotKernel {  // logical_not(self): self == 0
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
+    const int64_t items[2] = {1, sizeof(T)};
+    return map<2>(a, v, items, CompareScalarF<T>{Cmp::eq, T(0)}, "logical_not kernel launch");
+  }
 };
 
 template <typename T>
@@ -631,6 +646,10 @@ AMBER_CUDA_KERNELS(pointwise) {
   AMBER_CUDA_COMPARE(gt, Cmp::gt);
   AMBER_CUDA_COMPARE(ge, Cmp::ge);
 #undef AMBER_CUDA_COMPARE
+  register_typed<Compare<Cmp::land>::Tensor, AMBER_CUDA_COMPARABLE>("logical_and");
+  register_typed<Compare<Cmp::lor>::Tensor, AMBER_CUDA_COMPARABLE>("logical_or");
+  register_typed<Compare<Cmp::lxor>::Tensor, AMBER_CUDA_COMPARABLE>("logical_xor");
+  register_typed<LogicalNotKernel, AMBER_CUDA_COMPARABLE>("logical_not");
   register_typed<WhereKernel, AMBER_CUDA_ALL>("where");
 
   register_typed<ToKernel, AMBER_CUDA_ALL>("to");
