@@ -122,6 +122,9 @@ Tensor logical_xor(const Tensor& a, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("logical_xor"), {&a, &b}, {}, loc);
 }
 Tensor logical_not(const Tensor& a, SrcLoc loc) { return call(AMBER_OP("logical_not"), {&a}, {}, loc); }
+Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value, SrcLoc loc) {
+  return call(AMBER_OP("masked_fill.Scalar"), {&a, &mask}, {Attr(value)}, loc);
+}
 
 // ---- Reductions and products ----
 Tensor sum(const Tensor& a, SrcLoc loc) {

@@ -81,6 +81,8 @@ Tensor logical_and(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 Tensor logical_or(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 Tensor logical_xor(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 Tensor logical_not(const Tensor& self, SrcLoc loc = {});
+// value (converted to self's dtype) where mask (bool, broadcasting to self) is true, else self.
+Tensor masked_fill(const Tensor& self, const Tensor& mask, Scalar value, SrcLoc loc = {});
 
 // ---- Reductions and products. ----
 Tensor sum(const Tensor& self, SrcLoc loc = {});

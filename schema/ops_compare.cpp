@@ -1,6 +1,6 @@
 // Op table entries for comparisons (eq, ne, lt, le, gt, ge with a tensor or a number), the
-// logical ops (and, or, xor, not) and where. Comparisons promote their operands as arithmetic does and give bool; where
-// picks between two promoted operands under a bool condition, broadcasting all three.
+// logical ops (and, or, xor, not), where and masked_fill. Comparisons promote their operands as arithmetic does and
+// give bool; where picks between two promoted operands under a bool condition, broadcasting all three.
 
 #include "amber/schema/infer_util.h"
 
@@ -29,6 +29,16 @@ void infer_compare_scalar(InferCtx& c) {
 
 void infer_logical_not(InferCtx& c) {  // any input dtype as it is; bool result
   c.add_output(DType::b8, c.in(0).sizes).format = c.in(0).format;
+}
+
+void infer_masked_fill(InferCtx& c) {  // masked_fill.Scalar(self, mask, value)
+  const TensorMeta &x = c.in(0), &mask = c.in(1);
+  c.check(mask.dtype == DType::b8, "expected mask to be a bool tensor, got ", mask.dtype);
+  const DimVec sizes = broadcast_shapes(c.op().name.c_str(), x.sizes, mask.sizes);
+  c.check(sizes == x.sizes, "mask of shape ", mask.sizes, " does not broadcast to self's shape ", x.sizes);
+  c.add_output(x.dtype, x.sizes).format = x.format;
+  c.compute_dtype = x.dtype;
+  c.cast_mask = 0;
 }
 
 void infer_where(InferCtx& c) {
@@ -72,6 +82,8 @@ const OpRegistrar registrar{
      "exactly one of self and other is nonzero (NaN counts as nonzero), broadcasting; bool result."},
     {"logical_not(Tensor self) -> Tensor", kCompare, infer_logical_not, pointwise, nullptr, 1,
      "self == 0; bool result."},
+    {"masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", dtypes::all, infer_masked_fill, pointwise,
+     nullptr, 1, "value (converted to self's dtype) where mask is true, else self; mask broadcasts to self's shape."},
     {"where(Tensor condition, Tensor self, Tensor other) -> Tensor", dtypes::all, infer_where, pointwise, nullptr, 1,
      "self where condition is true, else other; broadcasting. The kernel is keyed by the result dtype."},
 };

@@ -461,6 +461,20 @@ case("logical_not_bool", "logical_not", torch.logical_not, [In([6, 5], "bool", "
 case("logical_not_u8", "logical_not", torch.logical_not, [In([3, 1001], "u8", "uint")], atol=0, rtol=0)
 
 
+def masked_fill(a, mask, value):
+    return a.masked_fill(mask, value)
+
+
+case("masked_fill_bcast_noncontig", "masked_fill.Scalar", masked_fill,
+     [In([5, 7, 13], layout=("t", 0, 2)), In([7, 1], "bool", "bool")], attrs={"value": -1.5}, atol=0, rtol=0)
+case("masked_fill_large", "masked_fill.Scalar", masked_fill, [In([4, 9]), In([4, 9], "bool", "bool")],
+     attrs={"value": -1e30}, atol=0, rtol=0)
+case("masked_fill_i64", "masked_fill.Scalar", masked_fill, [In([3, 1001], "i64", "int"), In([1001], "bool", "bool")],
+     attrs={"value": 7}, atol=0, rtol=0)
+case("masked_fill_f64", "masked_fill.Scalar", masked_fill, [In([6, 5], "f64"), In([6, 1], "bool", "bool")],
+     attrs={"value": 0.1}, atol=0, rtol=0)
+
+
 def torch_argmin(a, dim=None, keepdim=False):
     return torch.argmin(a, dim=dim, keepdim=keepdim)
 

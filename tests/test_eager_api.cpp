@@ -174,6 +174,10 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
         {"dilation", I{2, 1}},
         {"ceil_mode", true}},
        {{"self", x4}}},
+      {"masked_fill.Scalar",
+       [&] { (void)masked_fill(m, gt(m2, Scalar(3.0)), Scalar(-7.5)); },
+       {{"value", -7.5}},
+       {{"self", m}}},
       {"mean", [&] { (void)mean(x4, {1}, true); }, {{"dim", I{1}}, {"keepdim", true}, {"dtype", none}}, {{"self", x4}}},
       {"sum",
        [&] {

@@ -1,6 +1,6 @@
 // CPU kernels for comparisons (eq, ne, lt, le, gt, ge against a tensor or a number; bool
-// output), the logical ops (and, or, xor, not; bool output) and where (bool condition, two
-// operands of the result dtype).
+// output), the logical ops (and, or, xor, not; bool output), where (bool condition, two
+// operands of the result dtype) and masked_fill (where with a number).
 
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
@@ -154,6 +154,22 @@ struct WhereKernel {
   }
 };
 
+// masked_fill.Scalar(self, mask, value): where(mask, value, self), value a zero-dim operand.
+template <typename T>
+struct MaskedFillKernel {
+  static int run(const amber_kernel_args* a) {
+    const T value = attr_scalar<T>(a, op_attrs::masked_fill_Scalar::value);
+    amber_tensor_view v{};
+    v.data = const_cast<T*>(&value);
+    v.dtype = a->inputs[0].dtype;
+    v.ndim = 0;
+    ElementwiseIter<4> it({&a->outputs[0], &a->inputs[1], &v, &a->inputs[0]}, {sizeof(T), 1, sizeof(T), sizeof(T)});
+    static const InnerFn inner = IsaVariants<WhereInner<T>>::pick();
+    it.run(inner, nullptr, a->num_threads, kGrainCheap);
+    return 0;
+  }
+};
+
 #define AMBER_REGISTER_COMPARE(name, Op)                            \
   register_typed<Compare<Op>::Tensor>(ctypes::comparable{}, #name); \
   register_typed<Compare<Op>::Scalar>(ctypes::comparable{}, #name ".Scalar")
@@ -170,6 +186,7 @@ AMBER_CPU_KERNELS(compare) {
   register_typed<Compare<LogicalXor>::Tensor>(ctypes::comparable{}, "logical_xor");
   register_typed<LogicalNotKernel>(ctypes::comparable{}, "logical_not");
   register_typed<WhereKernel>(ctypes::all{}, "where");
+  register_typed<MaskedFillKernel>(ctypes::all{}, "masked_fill.Scalar");
 }
 
 }  // namespace

@@ -388,6 +388,22 @@ struct WhereF {
   }
 };
 template <typename T>
+struct MaskedFillF {
+  T value;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const bool*>(p[2]) ? value : *reinterpret_cast<const T*>(p[1]);
+  }
+};
+template <typename T>
+struct MaskedFillKernel {  // masked_fill.Scalar(self, mask, value)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
+    const int64_t items[3] = {sizeof(T), sizeof(T), 1};
+    return map<3>(a, v, items, MaskedFillF<T>{attr_scalar<T>(a, op_attrs::masked_fill_Scalar::value)},
+                  "masked_fill kernel launch");
+  }
+};
+template <typename T>
 struct WhereKernel {  // where(condition, self, other), keyed by the result dtype
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view* v[4] = {&a->outputs[0], &a->inputs[0], &a->inputs[1], &a->inputs[2]};
@@ -651,6 +667,7 @@ AMBER_CUDA_KERNELS(pointwise) {
   register_typed<Compare<Cmp::lxor>::Tensor, AMBER_CUDA_COMPARABLE>("logical_xor");
   register_typed<LogicalNotKernel, AMBER_CUDA_COMPARABLE>("logical_not");
   register_typed<WhereKernel, AMBER_CUDA_ALL>("where");
+  register_typed<MaskedFillKernel, AMBER_CUDA_ALL>("masked_fill.Scalar");
 
   register_typed<ToKernel, AMBER_CUDA_ALL>("to");
   register_typed<CloneKernel, AMBER_CUDA_ALL>("clone");
