@@ -1,6 +1,6 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, and the triangles tril and triu. cat and stack promote mixed dtypes as
-// PyTorch; their kernels convert each input while copying, so no cast runs first.
+// split_with_sizes, chunk (views), index_select, flip, and the triangles tril and triu. cat and stack promote mixed
+// dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -140,6 +140,17 @@ void infer_index_select(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+void infer_flip(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  uint32_t seen = 0;
+  for (int64_t d : c.attr(0).ints()) {
+    const int w = c.wrap(d, x.sizes.size());
+    c.check(!(seen & (1u << w)), "dim ", w, " appears multiple times in dims ", c.attr(0));
+    seen |= 1u << w;
+  }
+  c.add_output(x.dtype, x.sizes);
+}
+
 void infer_triangle(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() >= 2, "the input must have at least 2 dims (a matrix or a batch of them), got shape ",
@@ -164,6 +175,8 @@ const OpRegistrar registrar{
      "At most `chunks` views of ceil(size/chunks) elements along dim."},
     {"index_select(Tensor self, Tensor index, int dim) -> Tensor", kAll, infer_index_select, 0, nullptr, 1,
      "Entries of self at index (i64 or i32) along dim (tensor arguments first, unlike ATen)."},
+    {"flip(Tensor self, int[] dims) -> Tensor", kAll, infer_flip, 0, nullptr, 1,
+     "A copy with the order of elements reversed along each of dims."},
     {"tril(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,
      "The lower triangle of each matrix in the last two dims: element (i, j) where j - i <= diagonal, zero elsewhere."},
     {"triu(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,

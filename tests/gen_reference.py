@@ -435,6 +435,18 @@ case("argmax_ties_int", "argmax", torch_argmax, [In([13, 7], "i32", "uint")], at
 case("argmax_large", "argmax", torch_argmax, [In([100003])])
 
 
+def flip(a, dims):
+    return torch.flip(a, dims)
+
+
+case("flip_last", "flip", flip, [In([7, 13])], attrs={"dims": [-1]}, atol=0, rtol=0)
+case("flip_two_noncontig", "flip", flip, [In([5, 7, 13], layout=("t", 0, 2))], attrs={"dims": [0, 2]}, atol=0, rtol=0)
+case("flip_all_i64", "flip", flip, [In([3, 4, 5], "i64", "int")], attrs={"dims": [2, 0, 1]}, atol=0, rtol=0)
+case("flip_none_bool", "flip", flip, [In([6, 5], "bool", "bool")], attrs={"dims": []}, atol=0, rtol=0)
+case("flip_big", "flip", flip, [In([3, 1001])], attrs={"dims": [1]}, atol=0, rtol=0)
+case("flip_repeated", "flip", flip, [In([3, 4])], attrs={"dims": [1, -1]},
+     error="dim 1 appears multiple times in dims")
+
 for op, fn in {"tril": torch.tril, "triu": torch.triu}.items():
     case(f"{op}_default", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([7, 5])], atol=0, rtol=0)
     case(f"{op}_above", op, lambda a, diagonal=0, fn=fn: fn(a, diagonal), [In([5, 13])], attrs={"diagonal": 2},

@@ -242,6 +242,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
       {"sub.Scalar", [&] { (void)sub(m, Scalar(1.5), 5); }, {{"other", 1.5}, {"alpha", int64_t(5)}}, {{"self", m}}},
       {"threshold", [&] { (void)threshold(m, 0.1, -3); }, {{"threshold", 0.1}, {"value", int64_t(-3)}}, {{"self", m}}},
       {"to", [&] { (void)m.to(DType::f64); }, {{"dtype", DType::f64}}, {{"self", m}}},
+      {"flip",
+       [&] {
+         (void)flip(x4, {3, 1});
+       },
+       {{"dims", I{3, 1}}},
+       {{"self", x4}}},
       {"tril", [&] { (void)tril(x4, -2); }, {{"diagonal", int64_t(-2)}}, {{"self", x4}}},
       {"triu", [&] { (void)triu(x4, 3); }, {{"diagonal", int64_t(3)}}, {{"self", x4}}},
       {"transpose", [&] { (void)x4.transpose(1, 3); }, {{"dim0", int64_t(1)}, {"dim1", int64_t(3)}}, {{"self", x4}}},

@@ -1,4 +1,4 @@
-// CPU kernels that gather or assemble: embedding, index_select, cat, stack, and the
+// CPU kernels that gather or assemble: embedding, index_select, cat, stack, flip, and the
 // triangles tril and triu. Each copies
 // strided pieces with copy_convert (cat and stack also convert dtypes, as their inference
 // promotes without casting first). Out-of-range indices are errors naming the index.
@@ -111,6 +111,23 @@ struct StackKernel {
   }
 };
 
+// flip(self, dims): a copy from a view of self that walks the flipped dims backwards.
+template <typename T>
+struct FlipKernel {
+  static int run(const amber_kernel_args* a) {
+    amber_tensor_view src = a->inputs[0];
+    const amber_attr& dims = a->attrs[op_attrs::flip::dims];
+    for (int i = 0; i < dims.count; ++i) {
+      const int d = int(dims.ints[i] < 0 ? dims.ints[i] + src.ndim : dims.ints[i]);
+      if (src.sizes[d] == 0) return 0;
+      src.data = static_cast<T*>(src.data) + (src.sizes[d] - 1) * src.strides[d];
+      src.strides[d] = -src.strides[d];
+    }
+    copy_convert(a->outputs[0], src, a->num_threads);
+    return 0;
+  }
+};
+
 // tril/triu(self, diagonal): each matrix of the last two dims keeps element (i, j) where
 // j - i <= diagonal (tril) or >= diagonal (triu); every other element is zero.
 template <bool Lower>
@@ -152,6 +169,7 @@ struct Triangle {
 };
 
 AMBER_CPU_KERNELS(index) {
+  register_typed<FlipKernel>(ctypes::all{}, "flip");
   register_typed<Triangle<true>::Kernel>(ctypes::all{}, "tril");
   register_typed<Triangle<false>::Kernel>(ctypes::all{}, "triu");
   register_typed<EmbeddingKernel>(ctypes::all{}, "embedding");

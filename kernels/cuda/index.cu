@@ -1,5 +1,6 @@
 // CUDA kernels that gather or assemble: embedding, index_select (i64 or i32 indices), cat and
-// stack (converting dtypes as their inference promotes without casting first), tril and triu. An index out of
+// stack (converting dtypes as their inference promotes without casting first), flip, tril
+// and triu. An index out of
 // range gives zeros here: the CPU reports it, which a GPU kernel could only do through a
 // device-to-host read per call.
 
@@ -147,6 +148,22 @@ struct StackKernel {  // stack(tensors, dim)
   }
 };
 
+// flip(self, dims): a copy from a view of self that walks the flipped dims backwards.
+template <typename T>
+struct FlipKernel {
+  static int run(const amber_kernel_args* a) {
+    amber_tensor_view src = a->inputs[0];
+    const amber_attr& dims = a->attrs[op_attrs::flip::dims];
+    for (int i = 0; i < dims.count; ++i) {
+      const int d = int(dims.ints[i] < 0 ? dims.ints[i] + src.ndim : dims.ints[i]);
+      if (src.sizes[d] == 0) return 0;
+      src.data = static_cast<T*>(src.data) + (src.sizes[d] - 1) * src.strides[d];
+      src.strides[d] = -src.strides[d];
+    }
+    return copy_convert(a, a->outputs[0], src);
+  }
+};
+
 // tril/triu(self, diagonal): each matrix of the last two dims keeps element (i, j) where
 // j - i <= diagonal (tril) or >= diagonal (triu); every other element is zero. Elements are
 // moved as unsigned integers of their size, so one kernel serves every dtype.
@@ -196,6 +213,7 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
   register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
+  register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<Triangle<true>::Kernel, AMBER_CUDA_ALL>("tril");
   register_typed<Triangle<false>::Kernel, AMBER_CUDA_ALL>("triu");
   register_typed<StackKernel, AMBER_CUDA_ALL>("stack");
