@@ -12,6 +12,7 @@
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/views.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cpu {
@@ -115,15 +116,9 @@ struct StackKernel {
 template <typename T>
 struct FlipKernel {
   static int run(const amber_kernel_args* a) {
-    amber_tensor_view src = a->inputs[0];
-    const amber_attr& dims = a->attrs[op_attrs::flip::dims];
-    for (int i = 0; i < dims.count; ++i) {
-      const int d = int(dims.ints[i] < 0 ? dims.ints[i] + src.ndim : dims.ints[i]);
-      if (src.sizes[d] == 0) return 0;
-      src.data = static_cast<T*>(src.data) + (src.sizes[d] - 1) * src.strides[d];
-      src.strides[d] = -src.strides[d];
-    }
-    copy_convert(a->outputs[0], src, a->num_threads);
+    bool empty = false;
+    const amber_tensor_view src = views::flipped(a->inputs[0], a->attrs[op_attrs::flip::dims], sizeof(T), &empty);
+    if (!empty) copy_convert(a->outputs[0], src, a->num_threads);
     return 0;
   }
 };
