@@ -1,15 +1,19 @@
-// CUDA kernel for conv2d on cuDNN 9's convolution API: input, NHWC-packed weights and output
-// in dense channels-last (other layouts copied through the workspace), bias added after, FMA
-// math only (no TF32). The step's state (made at setup) owns the handle, descriptors, the
-// algorithm cuDNN timed fastest for the shape, and the packed weights; concurrent calls
-// share it under a mutex around the launch (a cuDNN handle holds one stream at a time).
+// CUDA kernel for conv2d on cuDNN 9: input, KRSC-packed weights and output in dense
+// channels-last (other layouts copied through the workspace), FMA math only (no TF32). It runs
+// the backend-API plan timed fastest at setup when asked (conv_plan.h; bias fused where an
+// engine allows), else the legacy API's algorithm. The step's state owns handle, descriptors,
+// plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
 #include "amber/kernels/cuda/capture_lock.h"
+#include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/op_attrs.h"
@@ -26,8 +30,11 @@ struct ConvState {
   size_t workspace = 0;
   float* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
   bool weights_packed = false;
+  std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
+  bool plan_bias = false;          // the plan adds the bias
   std::mutex launch;
   ~ConvState() {
+    plan.reset();  // its descriptors refer to the handle: they go first
     if (packed) cudaFree(packed);
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
@@ -106,6 +113,87 @@ int pair(const amber_kernel_args* a, int i, int which) {
   return int(at.count > which ? at.ints[which] : at.ints[0]);
 }
 
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Microseconds cudnnAddTensor takes to add the bias to an output at y (the best of three;
+// a large number where it cannot be timed, so the fused plan is preferred).
+float time_bias_add(ConvState* s, const amber_tensor_view& bias, void* y, cudaStream_t stream) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  float best = 1e9f;
+  const float one = 1.0f;
+  if (cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
+      cudnnSetStream(s->handle, stream) == CUDNN_STATUS_SUCCESS)
+    for (int r = 0; r < 4; ++r) {
+      float ms = 0;
+      if (cudaEventRecord(start, stream) != cudaSuccess ||
+          cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, y) != CUDNN_STATUS_SUCCESS ||
+          cudaEventRecord(stop, stream) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
+        break;
+      if (r > 0) best = std::min(best, ms * 1000.0f);  // the first run is a warm-up
+    }
+  (void)cudaGetLastError();
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  return best;
+}
+
+// The backend-API plans are opt-in (AMBER_CUDA_CONV_PLANS=1) until a crash seen with them is
+// explained: on an H100, test_cuda's 8-threads-on-one-model case segfaulted in 2 of about 20
+// runs with them on (whether it predates them is not established); README's GPU section.
+bool conv_plans_asked() {
+  const char* v = std::getenv("AMBER_CUDA_CONV_PLANS");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+// Builds the backend-API plan for the step (ConvState::plan) when the weights are packed
+// (immutable) and scratch input and output buffers can be had to time the engines on; the
+// bias is fused when it is immutable, dense and aligned. Leaves no plan (and no error) when
+// cuDNN offers none: the legacy API then runs the step. Returns only CUDA failures.
+cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const int xd[4], const int yd[4], cudaStream_t stream) {
+  namespace at = op_attrs::conv2d;
+  const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
+  ConvShape shape{};
+  for (int i = 0; i < 4; ++i) shape.x[i] = xd[i], shape.y[i] = yd[i], shape.w[i] = w.sizes[i];
+  for (int i = 0; i < 2; ++i) {
+    shape.pad[i] = pair(a, at::padding, i);
+    shape.stride[i] = pair(a, at::stride, i);
+    shape.dilation[i] = pair(a, at::dilation, i);
+  }
+  shape.bias = present(bias) && bias.cache_id != 0 && bias.data && bias.strides[0] == 1 && aligned16(bias.data);
+  const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
+               ybytes = size_t(numel(a->outputs[0])) * sizeof(float);
+  void *x = nullptr, *y = nullptr;
+  if (cudaMalloc(&x, xbytes) != cudaSuccess || cudaMalloc(&y, ybytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // no room to time engines now: the legacy API's heuristics decide
+    if (x) cudaFree(x);
+    return cudaSuccess;
+  }
+  cudaError_t e = cudaMemsetAsync(x, 0, xbytes, stream);
+  if (e == cudaSuccess) {
+    // With a bias, the plan adding it and the plain one followed by cudnnAddTensor are both
+    // timed: which is faster depends on the shape (on an H100, ResNet-18's 3x3 convolutions
+    // at batch 64 ran up to 1.3x slower with the bias fused; at batch 1 some ran faster).
+    void* const buffers[4] = {x, s->packed, y, shape.bias ? bias.data : nullptr};
+    auto fused = std::make_unique<ConvPlan>(), plain = std::make_unique<ConvPlan>();
+    const bool have_fused = shape.bias && fused->build(s->handle, shape, buffers, stream).empty();
+    shape.bias = false;
+    const bool have_plain = plain->build(s->handle, shape, buffers, stream).empty();
+    float plain_us = have_plain ? plain->microseconds() : 0;
+    if (have_plain && present(bias)) plain_us += time_bias_add(s, bias, y, stream);
+    if (have_fused && (!have_plain || fused->microseconds() <= plain_us)) {
+      s->plan = std::move(fused);
+      s->plan_bias = true;
+    } else if (have_plain) {
+      s->plan = std::move(plain);
+    }
+    e = cudaStreamSynchronize(stream);
+  }
+  cudaFree(x);
+  cudaFree(y);
+  return e;
+}
+
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
   // cuDNN describes a tensor with 32-bit sizes and at most 2^31 - 1 elements.
@@ -144,12 +232,33 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     const int bd[4] = {1, K, 1, 1}, bs[4] = {K * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
     CUDNN_TRY(cudnnSetTensorNdDescriptor(s->b, CUDNN_DATA_FLOAT, 4, bd, bs));
   }
-  // The algorithm: cuDNN times every one on this shape once, at setup (as PyTorch's
-  // cudnn.benchmark does), and the fastest with FMA math whose workspace can be sized wins;
-  // where timing fails, cuDNN's heuristic ranking decides.
+  // Weights packed now when immutable; mutable ones are packed per call into the workspace.
+  const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
+  if (w.cache_id != 0 && w.data) {
+    if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return fail(a, "conv2d: out of memory packing %zu bytes of weights", wbytes);
+    }
+    cudaStream_t packing = nullptr;  // its own stream: the setup waits for nothing else
+    if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
+      return launched(a, "conv2d: a stream to pack the weights");
+    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(static_cast<const float*>(w.data),
+                                                                              s->packed, K, C, R, S, w.strides[0],
+                                                                              w.strides[1], w.strides[2], w.strides[3]);
+    cudaError_t e = cudaStreamSynchronize(packing);
+    if (e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, xd, yd, packing);
+    (void)cudaStreamDestroy(packing);
+    if (e != cudaSuccess) return launched(a, "conv2d: packing the weights");
+    s->weights_packed = true;
+  }
+  // The legacy API's algorithm: the fallback for calls whose buffers the plan cannot take
+  // (misaligned) or when no plan was built. Without a plan cuDNN times every algorithm on
+  // this shape once (as PyTorch's cudnn.benchmark does) and the fastest with FMA math whose
+  // workspace can be sized wins; with one (or where timing fails) its heuristic ranking decides.
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  if (cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+  if (s->plan ||
+      cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                            &found, perf) != CUDNN_STATUS_SUCCESS) {
     (void)cudaGetLastError();
     found = 0;
@@ -179,29 +288,11 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                 "conv2d: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
                 "groups %d (%d candidates, none supported)",
                 xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, found);
+  if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
   // Room for the inputs and the output to be copied to channels-last when they come in
   // another layout (decided per call, as the strides may differ between calls).
   s->workspace += padded(size_t(numel(x)) * sizeof(float)) + padded(size_t(numel(y)) * sizeof(float));
-  // Weights packed now when immutable; mutable ones are packed per call into the workspace.
-  const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
-  if (w.cache_id != 0 && w.data) {
-    if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return fail(a, "conv2d: out of memory packing %zu bytes of weights", wbytes);
-    }
-    cudaStream_t packing = nullptr;  // its own stream: the setup waits for nothing else
-    if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
-      return launched(a, "conv2d: a stream to pack the weights");
-    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(static_cast<const float*>(w.data),
-                                                                              s->packed, K, C, R, S, w.strides[0],
-                                                                              w.strides[1], w.strides[2], w.strides[3]);
-    const cudaError_t e = cudaStreamSynchronize(packing);
-    (void)cudaStreamDestroy(packing);
-    if (e != cudaSuccess) return launched(a, "conv2d: packing the weights");
-    s->weights_packed = true;
-  } else {
-    s->workspace += padded(wbytes);
-  }
+  if (!s->weights_packed) s->workspace += padded(wbytes);
   *workspace_bytes = s->workspace;
   *state = s.release();
   return 0;
@@ -250,9 +341,17 @@ int conv2d(const amber_kernel_args* a) {
   {
     std::lock_guard lock(s->launch);
     CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
-    CUDNN_TRY(
-        cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero, s->y, yp));
-    if (present(bias)) CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
+    const bool by_plan = s->plan && ws_bytes >= s->plan->workspace_bytes() && aligned16(xp) && aligned16(yp) &&
+                         aligned16(wp) && aligned16(ws) && (!s->plan_bias || aligned16(bias.data));
+    if (by_plan) {
+      void* const buffers[4] = {const_cast<void*>(xp), const_cast<float*>(wp), yp, s->plan_bias ? bias.data : nullptr};
+      CUDNN_TRY(s->plan->run(s->handle, buffers, ws));
+    } else {
+      CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
+                                        s->y, yp));
+    }
+    if (present(bias) && !(by_plan && s->plan_bias))
+      CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
   if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
   return launched(a, "conv2d");
