@@ -229,6 +229,9 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, SrcLoc l
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
   return call(AMBER_OP("index_select"), {&x, &index}, {Attr(dim)}, loc);
 }
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
+  return call(AMBER_OP("gather"), {&x, &index}, {Attr(dim)}, loc);
+}
 Tensor flip(const Tensor& x, const DimVec& dims, SrcLoc loc) { return call(AMBER_OP("flip"), {&x}, {Attr(dims)}, loc); }
 Tensor tril(const Tensor& x, int64_t diagonal, SrcLoc loc) {
   return call(AMBER_OP("tril"), {&x}, {Attr(diagonal)}, loc);

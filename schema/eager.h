@@ -131,6 +131,8 @@ std::vector<Tensor> split_with_sizes(const Tensor& self, const std::vector<int64
                                      SrcLoc loc = {});
 std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0, SrcLoc loc = {});
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
+// Elements of self picked along dim by index (same dims as self), as torch.gather.
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
 // The elements in reverse order along each of dims, as torch.flip.
 Tensor flip(const Tensor& self, const DimVec& dims, SrcLoc loc = {});
 // The lower (upper) triangle of each matrix in the last two dims: (i, j) kept where

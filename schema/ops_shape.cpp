@@ -1,6 +1,6 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, flip, and the triangles tril and triu. cat and stack promote mixed
-// dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
+// split_with_sizes, chunk (views), index_select, gather, flip, and the triangles tril and triu. cat and stack promote
+// mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -140,6 +140,20 @@ void infer_index_select(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+void infer_gather(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &idx = c.in(1);
+  c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "index must be i64 or i32, got ", idx.dtype);
+  c.check(idx.sizes.size() == x.sizes.size(), "index must have as many dims as self: index ", idx.sizes, ", self ",
+          x.sizes);
+  const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
+  for (int d = 0; d < int(x.sizes.size()); ++d)
+    c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes,
+            " in dim ", d, " (only dim ", dim, " may be)");
+  c.add_output(x.dtype, idx.sizes);
+  c.compute_dtype = x.dtype;
+  c.cast_mask = 0;
+}
+
 void infer_flip(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   uint32_t seen = 0;
@@ -175,6 +189,9 @@ const OpRegistrar registrar{
      "At most `chunks` views of ceil(size/chunks) elements along dim."},
     {"index_select(Tensor self, Tensor index, int dim) -> Tensor", kAll, infer_index_select, 0, nullptr, 1,
      "Entries of self at index (i64 or i32) along dim (tensor arguments first, unlike ATen)."},
+    {"gather(Tensor self, Tensor index, int dim) -> Tensor", kAll, infer_gather, 0, nullptr, 1,
+     "out[i][j][k] = self[index[i][j][k]][j][k] for dim 0 (and so on): index (i64 or i32) has self's dims, no larger "
+     "than self's except along dim (tensor arguments first, unlike ATen)."},
     {"flip(Tensor self, int[] dims) -> Tensor", kAll, infer_flip, 0, nullptr, 1,
      "A copy with the order of elements reversed along each of dims."},
     {"tril(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,

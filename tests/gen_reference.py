@@ -688,6 +688,21 @@ case("index_select_dim1", "index_select", ISEL, [In([5, 7, 13], layout=("t", 0, 
 case("index_select_i32", "index_select", ISEL, [In([7, 13], "i32", "int"), In([4], "i32", "idx7")], attrs={"dim": 0})
 case("index_select_bad", "index_select", ISEL, [In([7, 13]), Fixed(torch.tensor([7]))], attrs={"dim": 0},
      error="out of range")
+GATHER = lambda x, index, dim: torch.gather(x, dim, index.long())  # i32 indices: an Amber extension  # noqa: E731
+case("gather_dim1_noncontig", "gather", GATHER, [In([5, 7, 13], layout=("t", 0, 2)), In([4, 9, 6], "i64", "idx7")],
+     attrs={"dim": 1}, atol=0, rtol=0)
+case("gather_dim0_i32", "gather", GATHER, [In([6, 5], "i32", "int"), In([3, 5], "i32", "idx6")], attrs={"dim": -2},
+     atol=0, rtol=0)
+case("gather_last_f64", "gather", GATHER, [In([3, 4, 1001], "f64"), In([3, 4, 17], "i64", "idx1001", layout=("t", 0, 1))],
+     attrs={"dim": -1}, atol=0, rtol=0)
+case("gather_bool", "gather", GATHER, [In([4, 3], "bool", "bool"), In([4, 5], "i64", "idx3")], attrs={"dim": 1},
+     atol=0, rtol=0)
+case("gather_bad_index", "gather", GATHER, [In([7, 13]), Fixed(torch.tensor([[7]]))], attrs={"dim": 0},
+     error="out of range")
+case("gather_index_too_big", "gather", GATHER, [In([3, 4]), In([4, 2], "i64", "idx4")], attrs={"dim": 1},
+     error="is larger than self")
+case("gather_rank_mismatch", "gather", GATHER, [In([3, 4]), In([4], "i64", "idx3")], attrs={"dim": 0},
+     error="as many dims as self")
 CAT = lambda *ts, dim=0: torch.cat(ts, dim)  # noqa: E731
 STACK = lambda *ts, dim=0: torch.stack(ts, dim)  # noqa: E731
 case("cat_dim1", "cat", CAT, [In([5, 3, 7]), In([5, 1, 7], layout=("t", 0, 2)), In([5, 4, 7])], attrs={"dim": 1},

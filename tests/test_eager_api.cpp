@@ -54,6 +54,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
   const Tensor ln_w = randn({4, 5}), ln_b = randn({4, 5});
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6}), mask = randn({3, 5});
   const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
+  const Tensor idx2 = tensor(std::vector<int64_t>{3, 0, 2, 1}).reshape({2, 2});
   const Tensor col = randn({3, 1}), mid = randn({3, 1, 4});
   const Attr none = Attr::none();
   using I = std::vector<int64_t>;
@@ -147,6 +148,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        },
        {{"size", I{2, 3}}, {"fill_value", 1.5}, {"dtype", DType::f64}},
        {}},
+      {"gather", [&] { (void)gather(m, -1, idx2); }, {{"dim", int64_t(-1)}}, {{"self", m}, {"index", idx2}}},
       {"gelu", [&] { (void)gelu(m, "tanh"); }, {{"approximate", "tanh"}}, {{"self", m}}},
       {"hardshrink", [&] { (void)hardshrink(m, 0.3); }, {{"lambd", 0.3}}, {{"self", m}}},
       {"hardtanh", [&] { (void)hardtanh(m, -0.5, 2.0); }, {{"min_val", -0.5}, {"max_val", 2.0}}, {{"self", m}}},

@@ -1,7 +1,7 @@
-// CPU kernels that gather or assemble: embedding, index_select, cat, stack, flip, and the
-// triangles tril and triu. Each copies
-// strided pieces with copy_convert (cat and stack also convert dtypes, as their inference
-// promotes without casting first). Out-of-range indices are errors naming the index.
+// CPU kernels that gather or assemble: embedding, index_select, gather, cat, stack, flip, and
+// the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
+// convert dtypes, as their inference promotes without casting first). Out-of-range indices are
+// errors naming the index.
 
 #include <algorithm>
 #include <cinttypes>
@@ -77,6 +77,38 @@ struct IndexSelectKernel {
     }
     for (int64_t k = 0; k < n; ++k)
       copy_convert(narrow_view(y, int(dim), k, 1), narrow_view(x, int(dim), index_at(idx, k), 1), a->num_threads);
+    return 0;
+  }
+};
+
+// gather(self, index, dim): out[c] = self[c with c[dim] replaced by index[c]], c over index's
+// shape (each dim of index no larger than self's but dim).
+template <typename T>
+struct GatherKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    int64_t dim = attr_int(a, op_attrs::gather::dim);
+    if (dim < 0) dim += std::max(x.ndim, 1);
+    const int64_t n = numel(y), size = x.ndim ? x.sizes[dim] : 1;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = index_at(idx, k);
+      if (i < 0 || i >= size)
+        return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+    }
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(n, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        int64_t rest = k, yo = 0, xo = 0;
+        for (int d = y.ndim - 1; d >= 0; --d) {
+          const int64_t c = rest % y.sizes[d];
+          rest /= y.sizes[d];
+          yo += c * y.strides[d];
+          if (d != dim) xo += c * x.strides[d];
+        }
+        if (x.ndim) xo += index_at(idx, k) * x.strides[dim];
+        static_cast<T*>(y.data)[yo] = static_cast<const T*>(x.data)[xo];
+      }
+    });
     return 0;
   }
 };
@@ -165,6 +197,7 @@ struct Triangle {
 
 AMBER_CPU_KERNELS(index) {
   register_typed<FlipKernel>(ctypes::all{}, "flip");
+  register_typed<GatherKernel>(ctypes::all{}, "gather");
   register_typed<Triangle<true>::Kernel>(ctypes::all{}, "tril");
   register_typed<Triangle<false>::Kernel>(ctypes::all{}, "triu");
   register_typed<EmbeddingKernel>(ctypes::all{}, "embedding");

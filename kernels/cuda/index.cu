@@ -1,8 +1,7 @@
-// CUDA kernels that gather or assemble: embedding, index_select (i64 or i32 indices), cat and
-// stack (converting dtypes as their inference promotes without casting first), flip, tril
-// and triu. An index out of
-// range gives zeros here: the CPU reports it, which a GPU kernel could only do through a
-// device-to-host read per call.
+// CUDA kernels that gather or assemble: embedding, index_select and gather (i64 or i32
+// indices), cat and stack (converting dtypes as their inference promotes without casting
+// first), flip, tril and triu. An index out of range gives zeros here: the CPU reports it,
+// which a GPU kernel could only do through a device-to-host read per call.
 
 #include <type_traits>
 
@@ -119,6 +118,46 @@ struct IndexSelectKernel {  // index_select(self, index, dim)
   }
 };
 
+// gather: y[c] = x[c with c[dim] replaced by index[c]], c over the output's (index's) shape.
+template <typename T>
+__global__ void gather_kernel(Operands<3> o, int dim, int64_t size, int64_t xstride, bool i32, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, yo = 0, xo = 0, io = 0;
+    for (int d = o.ndim - 1; d >= 0; --d) {
+      const int64_t c = rest % o.sizes[d];
+      rest /= o.sizes[d];
+      yo += c * o.bytes[0][d];
+      io += c * o.bytes[2][d];
+      if (d != dim) xo += c * o.bytes[1][d];
+    }
+    const char* ip = o.ptr[2] + io;
+    const int64_t src = i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
+    const bool inside = src >= 0 && src < size;
+    *reinterpret_cast<T*>(o.ptr[0] + yo) = inside ? *reinterpret_cast<const T*>(o.ptr[1] + xo + src * xstride) : T(0);
+  }
+}
+template <typename T>
+struct GatherKernel {  // gather(self, index, dim)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    const int64_t n = numel(y);
+    if (n == 0) return 0;
+    int dim = int(a->attrs[op_attrs::gather::dim].i);
+    if (dim < 0) dim += x.ndim > 0 ? x.ndim : 1;
+    // x's strides in the output's dims (the same rank; dim's is applied to the index read).
+    amber_tensor_view xs = x;
+    for (int d = 0; d < x.ndim; ++d) xs.sizes[d] = y.sizes[d];
+    const amber_tensor_view* v[3] = {&y, &xs, &idx};
+    const int64_t items[3] = {sizeof(T), sizeof(T), idx.dtype == kI32 ? 4 : 8};
+    const Operands<3> o = operands<3>(v, items);
+    DeviceScope scope(a->device);
+    gather_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(o, x.ndim ? dim : -1, x.ndim ? x.sizes[dim] : 1,
+                                                            x.ndim ? x.strides[dim] * int64_t(sizeof(T)) : 0,
+                                                            idx.dtype == kI32, n);
+    return launched(a, "gather");
+  }
+};
+
 template <typename T>
 struct CatKernel {  // cat(tensors, dim): inputs of any dtype, converted to the output's
   static int run(const amber_kernel_args* a) {
@@ -207,6 +246,7 @@ struct Triangle {
 AMBER_CUDA_KERNELS(index) {
   register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
   register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");
+  register_typed<GatherKernel, AMBER_CUDA_ALL>("gather");
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<Triangle<true>::Kernel, AMBER_CUDA_ALL>("tril");
