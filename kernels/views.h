@@ -1,10 +1,13 @@
-// Views derived from a kernel's tensor views by index arithmetic alone, shared by the CPU
-// and CUDA kernels (host code: kernels build them before launching): flip's reversed view.
+// Views and coordinates derived from a kernel's tensor views by index arithmetic alone,
+// shared by the CPU and CUDA kernels: flip's reversed view (host code, built before a
+// launch) and pad's walk from output to source element (AMBER_HD: called per element).
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "amber/core/backend.h"
+#include "amber/kernels/hd.h"
 
 namespace amber::views {
 
@@ -23,6 +26,64 @@ inline amber_tensor_view flipped(amber_tensor_view v, const amber_attr& dims, in
     v.strides[d] = -v.strides[d];
   }
   return v;
+}
+
+enum PadMode : int { kPadConstant, kPadReflect, kPadReplicate, kPadCircular };
+
+// pad's mode attribute as a PadMode (inference accepted only these four names).
+inline PadMode pad_mode(const char* name) {
+  if (std::strcmp(name, "reflect") == 0) return kPadReflect;
+  if (std::strcmp(name, "replicate") == 0) return kPadReplicate;
+  return std::strcmp(name, "circular") == 0 ? kPadCircular : kPadConstant;
+}
+
+// Along one dim of pad: the source coordinate of output coordinate o, for `before` elements
+// of padding ahead of a dim of `size`. Returns false where constant padding leaves the
+// value (no source); the other modes always find one (inference bounds their pads).
+AMBER_HD inline bool pad_source(int64_t o, int64_t before, int64_t size, PadMode mode, int64_t* src) {
+  int64_t s = o - before;
+  if (s < 0 || s >= size) {
+    if (mode == kPadConstant) return false;
+    if (mode == kPadReflect)
+      s = s < 0 ? -s : 2 * (size - 1) - s;
+    else if (mode == kPadReplicate)
+      s = s < 0 ? 0 : size - 1;
+    else
+      s = (s % size + size) % size;
+  }
+  *src = s;
+  return true;
+}
+
+// pad's dims, as the kernels walk them: the output's and self's sizes and strides (elements)
+// and the padding ahead of each dim (0 for dims pad leaves alone).
+struct PadDims {
+  int ndim;
+  int64_t ysizes[AMBER_MAX_DIMS], ystrides[AMBER_MAX_DIMS], xsizes[AMBER_MAX_DIMS], xstrides[AMBER_MAX_DIMS],
+      before[AMBER_MAX_DIMS];
+};
+inline PadDims pad_dims(const amber_tensor_view& y, const amber_tensor_view& x, const amber_attr& pads) {
+  PadDims p{y.ndim, {}, {}, {}, {}, {}};
+  for (int d = 0; d < y.ndim; ++d)
+    p.ysizes[d] = y.sizes[d], p.ystrides[d] = y.strides[d], p.xsizes[d] = x.sizes[d], p.xstrides[d] = x.strides[d];
+  for (int k = 0; k < pads.count / 2; ++k) p.before[y.ndim - 1 - k] = pads.ints[2 * k];
+  return p;
+}
+
+// Output element k (in the output's row-major order): its offset in y, and in x where it has
+// a source (returns false where constant padding gives it the value).
+AMBER_HD inline bool pad_element(const PadDims& p, PadMode mode, int64_t k, int64_t* yo, int64_t* xo) {
+  bool inside = true;
+  *yo = *xo = 0;
+  for (int d = p.ndim - 1; d >= 0; --d) {
+    const int64_t o = k % p.ysizes[d];
+    k /= p.ysizes[d];
+    *yo += o * p.ystrides[d];
+    int64_t src = 0;
+    inside = inside && pad_source(o, p.before[d], p.xsizes[d], mode, &src);
+    *xo += src * p.xstrides[d];
+  }
+  return inside;
 }
 
 }  // namespace amber::views

@@ -232,6 +232,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc lo
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
   return call(AMBER_OP("gather"), {&x, &index}, {Attr(dim)}, loc);
 }
+Tensor pad(const Tensor& x, const DimVec& pad, const std::string& mode, Scalar value, SrcLoc loc) {
+  return call(AMBER_OP("pad"), {&x}, {Attr(pad), Attr(mode), Attr(value)}, loc);
+}
 Tensor flip(const Tensor& x, const DimVec& dims, SrcLoc loc) { return call(AMBER_OP("flip"), {&x}, {Attr(dims)}, loc); }
 Tensor tril(const Tensor& x, int64_t diagonal, SrcLoc loc) {
   return call(AMBER_OP("tril"), {&x}, {Attr(diagonal)}, loc);

@@ -133,6 +133,10 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0, S
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
 // Elements of self picked along dim by index (same dims as self), as torch.gather.
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
+// self padded by pad's (before, after) pairs, last dim first, as torch.nn.functional.pad:
+// mode "constant" (with value; negative pads crop), "reflect", "replicate" or "circular".
+Tensor pad(const Tensor& self, const DimVec& pad, const std::string& mode = "constant", Scalar value = 0,
+           SrcLoc loc = {});
 // The elements in reverse order along each of dims, as torch.flip.
 Tensor flip(const Tensor& self, const DimVec& dims, SrcLoc loc = {});
 // The lower (upper) triangle of each matrix in the last two dims: (i, j) kept where

@@ -1,6 +1,6 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, gather, flip, and the triangles tril and triu. cat and stack promote
-// mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
+// split_with_sizes, chunk (views), index_select, gather, flip, pad, and the triangles tril and triu. cat and stack
+// promote mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -147,8 +147,8 @@ void infer_gather(InferCtx& c) {
           x.sizes);
   const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
   for (int d = 0; d < int(x.sizes.size()); ++d)
-    c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes,
-            " in dim ", d, " (only dim ", dim, " may be)");
+    c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes, " in dim ",
+            d, " (only dim ", dim, " may be)");
   c.add_output(x.dtype, idx.sizes);
   c.compute_dtype = x.dtype;
   c.cast_mask = 0;
@@ -163,6 +163,41 @@ void infer_flip(InferCtx& c) {
     seen |= 1u << w;
   }
   c.add_output(x.dtype, x.sizes);
+}
+
+// pad(self, pad, mode, value): pad holds (before, after) pairs from the last dim backwards.
+void infer_pad(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const std::vector<int64_t>& p = c.attr(0).ints();
+  const std::string& mode = c.attr(1).s();
+  c.check(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
+          "mode must be constant, reflect, replicate or circular, got '", mode, "'");
+  c.check(p.size() % 2 == 0, "pad must hold a (before, after) pair per padded dim, last dim first; got ", c.attr(0));
+  c.check(p.size() / 2 <= size_t(x.sizes.size()), "pad ", c.attr(0), " pads ", p.size() / 2, " dims but self has ",
+          x.sizes.size(), " (shape ", x.sizes, ")");
+  DimVec out = x.sizes;
+  for (size_t k = 0; k < p.size() / 2; ++k) {
+    const size_t d = size_t(x.sizes.size()) - 1 - k;
+    const int64_t before = p[2 * k], after = p[2 * k + 1], size = x.sizes[d];
+    if (mode != "constant")
+      c.check(before >= 0 && after >= 0, mode, " padding (", before, ", ", after, ") of dim ", d,
+              " is negative: only constant padding crops");
+    if (mode == "reflect")
+      c.check(before < size && after < size, "reflect padding (", before, ", ", after, ") of dim ", d,
+              " must be less than its size ", size, " (self ", x.sizes, ")");
+    if (mode == "replicate")
+      c.check(size > 0 || before + after == 0, "replicate padding of dim ", d, " needs a non-empty dim (self ", x.sizes,
+              ")");
+    if (mode == "circular")
+      c.check(before <= size && after <= size, "circular padding (", before, ", ", after, ") of dim ", d,
+              " wraps around more than once: at most its size ", size, " (self ", x.sizes, ")");
+    out[d] = size + before + after;
+    c.check(out[d] >= 0, "padding (", before, ", ", after, ") of dim ", d, " of size ", size, " gives a negative size ",
+            out[d]);
+  }
+  c.add_output(x.dtype, out);
+  c.compute_dtype = x.dtype;
+  c.cast_mask = 0;
 }
 
 void infer_triangle(InferCtx& c) {
@@ -194,6 +229,10 @@ const OpRegistrar registrar{
      "than self's except along dim (tensor arguments first, unlike ATen)."},
     {"flip(Tensor self, int[] dims) -> Tensor", kAll, infer_flip, 0, nullptr, 1,
      "A copy with the order of elements reversed along each of dims."},
+    {"pad(Tensor self, int[] pad, str mode=\"constant\", Scalar value=0) -> Tensor", kAll, infer_pad, 0, nullptr, 1,
+     "self padded by pad's (before, after) pairs, last dim first (torch.nn.functional.pad): with value (constant; "
+     "negative pads crop), mirrored without the edge (reflect), the edge repeated (replicate) or wrapped around "
+     "(circular)."},
     {"tril(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,
      "The lower triangle of each matrix in the last two dims: element (i, j) where j - i <= diagonal, zero elsewhere."},
     {"triu(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,

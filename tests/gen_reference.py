@@ -703,6 +703,37 @@ case("gather_index_too_big", "gather", GATHER, [In([3, 4]), In([4, 2], "i64", "i
      error="is larger than self")
 case("gather_rank_mismatch", "gather", GATHER, [In([3, 4]), In([4], "i64", "idx3")], attrs={"dim": 0},
      error="as many dims as self")
+
+def pad(x, pad, mode="constant", value=0):
+    if mode == "constant":
+        return torch.nn.functional.pad(x, pad, mode, value)
+    # reflect/replicate/circular: PyTorch pads only the last 1-3 dims of a batched input (and
+    # not every dtype); Amber pads any dims of any dtype. Reference: through f64, a batch dim
+    # added where PyTorch wants one.
+    y = x.double()
+    lead = y.dim() == len(pad) // 2
+    y = torch.nn.functional.pad(y.unsqueeze(0) if lead else y, pad, mode)
+    return (y.squeeze(0) if lead else y).to(x.dtype)
+
+
+case("pad_constant_2d", "pad", pad, [In([2, 3, 5, 7])], attrs={"pad": [1, 2, 3, 0], "value": 1.5}, atol=0, rtol=0)
+case("pad_constant_crop_i64", "pad", pad, [In([4, 9], "i64", "int", layout=("t", 0, 1))],
+     attrs={"pad": [-2, 3, 1, -1], "value": 7}, atol=0, rtol=0)
+case("pad_constant_all_dims_bool", "pad", pad, [In([2, 3], "bool", "bool")], attrs={"pad": [1, 0, 0, 2], "value": 1},
+     atol=0, rtol=0)
+case("pad_reflect_2d", "pad", pad, [In([2, 3, 5, 7])], attrs={"pad": [3, 6, 4, 2], "mode": "reflect"}, atol=0, rtol=0)
+case("pad_replicate_3d_noncontig", "pad", pad, [In([2, 3, 4, 5, 6], layout=("t", 1, 4))],
+     attrs={"pad": [2, 0, 1, 3, 0, 4], "mode": "replicate"}, atol=0, rtol=0)
+case("pad_circular_1d_i32", "pad", pad, [In([3, 4, 1001], "i32", "int")], attrs={"pad": [5, 1001], "mode": "circular"},
+     atol=0, rtol=0)
+case("pad_odd", "pad", pad, [In([3, 4])], attrs={"pad": [1, 2, 3]}, error="(before, after) pair per padded dim")
+case("pad_reflect_too_far", "pad", pad, [In([3, 4])], attrs={"pad": [4, 0], "mode": "reflect"},
+     error="must be less than its size 4")
+case("pad_circular_too_far", "pad", pad, [In([3, 4])], attrs={"pad": [0, 5], "mode": "circular"},
+     error="wraps around more than once")
+case("pad_negative_size", "pad", pad, [In([3, 4])], attrs={"pad": [-3, -2]}, error="gives a negative size")
+case("pad_bad_mode", "pad", pad, [In([3, 4])], attrs={"pad": [1, 1], "mode": "edge"},
+     error="mode must be constant, reflect, replicate or circular")
 CAT = lambda *ts, dim=0: torch.cat(ts, dim)  # noqa: E731
 STACK = lambda *ts, dim=0: torch.stack(ts, dim)  # noqa: E731
 case("cat_dim1", "cat", CAT, [In([5, 3, 7]), In([5, 1, 7], layout=("t", 0, 2)), In([5, 4, 7])], attrs={"dim": 1},

@@ -188,6 +188,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"dim", I{0, 2}}, {"keepdim", true}, {"dtype", none}},
        {{"self", x4}}},
       {"mul.Scalar", [&] { (void)mul(m, Scalar(1.75)); }, {{"other", 1.75}}, {{"self", m}}},
+      {"pad",
+       [&] {
+         (void)pad(x4, {1, 2, 0, 3}, "reflect", Scalar(2.5));
+       },
+       {{"pad", I{1, 2, 0, 3}}, {"mode", "reflect"}, {"value", 2.5}},
+       {{"self", x4}}},
       {"permute",
        [&] {
          (void)x4.permute({3, 1, 0, 2});

@@ -1,6 +1,6 @@
 // CUDA kernels that gather or assemble: embedding, index_select and gather (i64 or i32
 // indices), cat and stack (converting dtypes as their inference promotes without casting
-// first), flip, tril and triu. An index out of range gives zeros here: the CPU reports it,
+// first), flip, pad, tril and triu. An index out of range gives zeros here: the CPU reports it,
 // which a GPU kernel could only do through a device-to-host read per call.
 
 #include <type_traits>
@@ -158,6 +158,30 @@ struct GatherKernel {  // gather(self, index, dim)
   }
 };
 
+// pad: each output element from its source in x (views.h's pad_element), or value where
+// constant padding has none.
+template <typename T>
+__global__ void pad_kernel(const T* x, T* y, views::PadDims p, views::PadMode mode, T value, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t yo = 0, xo = 0;
+    const bool inside = views::pad_element(p, mode, i, &yo, &xo);
+    y[yo] = inside ? x[xo] : value;
+  }
+}
+template <typename T>
+struct PadKernel {  // pad(self, pad, mode, value)
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+    const int64_t n = numel(y);
+    if (n == 0) return 0;
+    DeviceScope scope(a->device);
+    pad_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(
+        static_cast<const T*>(x.data), static_cast<T*>(y.data), views::pad_dims(y, x, a->attrs[op_attrs::pad::pad]),
+        views::pad_mode(a->attrs[op_attrs::pad::mode].str), attr_scalar<T>(a, op_attrs::pad::value), n);
+    return launched(a, "pad");
+  }
+};
+
 template <typename T>
 struct CatKernel {  // cat(tensors, dim): inputs of any dtype, converted to the output's
   static int run(const amber_kernel_args* a) {
@@ -249,6 +273,7 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<GatherKernel, AMBER_CUDA_ALL>("gather");
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
+  register_typed<PadKernel, AMBER_CUDA_ALL>("pad");
   register_typed<Triangle<true>::Kernel, AMBER_CUDA_ALL>("tril");
   register_typed<Triangle<false>::Kernel, AMBER_CUDA_ALL>("triu");
   register_typed<StackKernel, AMBER_CUDA_ALL>("stack");
