@@ -133,6 +133,9 @@ Tensor sum(const Tensor& a, SrcLoc loc) {
 Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("sum"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
 }
+Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype, SrcLoc loc) {
+  return call(AMBER_OP("cumsum"), {&a}, {Attr(dim), dtype ? Attr(*dtype) : Attr::none()}, loc);
+}
 Tensor mean(const Tensor& a, SrcLoc loc) {
   return call(AMBER_OP("mean"), {&a}, {Attr::none(), Attr(false), Attr::none()}, loc);
 }

@@ -95,6 +95,9 @@ Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tenso
 Tensor argmax(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
 Tensor argmin(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
 Tensor argmin(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
+// Running sums along dim, as torch.cumsum: in dtype when given (self cast to it first), else
+// self's dtype (i64 for integer and bool inputs).
+Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype = std::nullopt, SrcLoc loc = {});
 Tensor mm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
 Tensor bmm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
 Tensor matmul(const Tensor& self, const Tensor& other, SrcLoc loc = {});

@@ -1,6 +1,6 @@
-// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin) and the normalisations
-// along one dim (softmax, log_softmax). Integer and bool sums accumulate in i64; mean and
-// softmax need floating inputs, as in PyTorch.
+// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin), the scan cumsum and
+// the normalisations along one dim (softmax, log_softmax). Integer and bool sums accumulate in
+// i64; mean and softmax need floating inputs, as in PyTorch.
 
 #include "amber/schema/infer_util.h"
 
@@ -60,10 +60,22 @@ void infer_softmax(InferCtx& c) {
   c.cast_all_inputs_to(t);
 }
 
+// cumsum(self, dim, dtype): self's shape; integer and bool inputs sum in i64 unless dtype says.
+void infer_cumsum(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  c.wrap(c.attr(0).i(), x.sizes.size());
+  const DType t = c.attr(1).is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr(1).dtype();
+  c.add_output(t, x.sizes);
+  c.cast_all_inputs_to(t);
+}
+
 const OpRegistrar registrar{
     {"sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64}, infer_sum, 0, nullptr, 1,
      "Sum over dim (all dims when None or empty); integer inputs sum in i64."},
+    {"cumsum(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", DTypeSet{DType::f32, DType::f64, DType::i64},
+     infer_cumsum, 0, nullptr, 1,
+     "Running sums along dim (self's shape); integer inputs sum in i64; floats accumulate in double."},
     {"mean(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor", dtypes::floating,
      infer_mean, 0, nullptr, 1, "Mean over dim (all dims when None or empty)."},
     {"amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", dtypes::numeric, infer_extremum, 0, nullptr, 1,

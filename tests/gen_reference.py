@@ -435,6 +435,20 @@ case("argmax_ties_int", "argmax", torch_argmax, [In([13, 7], "i32", "uint")], at
 case("argmax_large", "argmax", torch_argmax, [In([100003])])
 
 
+def cumsum(a, dim, dtype=None):
+    return torch.cumsum(a, dim, dtype=DTYPES[dtype] if dtype else None)
+
+
+case("cumsum_last", "cumsum", cumsum, [In([7, 13])], attrs={"dim": -1})
+case("cumsum_dim0_noncontig", "cumsum", cumsum, [In([9, 5, 6], layout=("t", 0, 2))], attrs={"dim": 0})
+case("cumsum_i32_to_i64", "cumsum", cumsum, [In([4, 11], "i32", "int")], attrs={"dim": 1}, atol=0, rtol=0)
+case("cumsum_bool", "cumsum", cumsum, [In([3, 8], "bool", "bool")], attrs={"dim": 1}, atol=0, rtol=0)
+case("cumsum_dtype_f64", "cumsum", cumsum, [In([5, 6])], attrs={"dim": 0, "dtype": "f64"})
+case("cumsum_long", "cumsum", cumsum, [In([2, 10007], "f64")], attrs={"dim": 1})
+case("cumsum_scalar", "cumsum", cumsum, [In([])], attrs={"dim": -1})
+case("cumsum_bad_dim", "cumsum", cumsum, [In([3, 4])], attrs={"dim": 2}, error="out of range")
+
+
 def flip(a, dims):
     return torch.flip(a, dims)
 

@@ -1,9 +1,8 @@
-// CPU kernels for reductions over any set of dims: sum, mean, amax, amin, argmax. Floats
-// accumulate in double (runs of 16 or more: sixteen partial sums in a fixed order, so results
-// are deterministic and vectorise, in the AVX-512/AVX2/portable builds; shorter runs: in
-// order), integers in int64. amax/amin/argmax propagate
-// NaN as PyTorch. Work splits over output elements, or over the reduced elements (partials merged in a fixed order)
-// when there are too few outputs to keep the threads busy.
+// CPU kernels for reductions over any set of dims (sum, mean, amax, amin, argmax) and cumsum
+// (scan.h's running sum per line). Floats accumulate in double (runs of 16 or more: sixteen
+// partial sums in a fixed order, deterministic and vectorised; shorter runs in order), integers
+// in int64; amax/amin/argmax propagate NaN as PyTorch. Work splits over output elements, or
+// over the reduced elements (partials merged in a fixed order) when outputs are too few.
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/row_ops.h"
+#include "amber/kernels/scan.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cpu {
@@ -350,7 +350,36 @@ struct ArgExtremum {
   };
 };
 
+// cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
+template <typename T>
+struct CumsumKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+    if (x.ndim == 0) {
+      *static_cast<T*>(y.data) = *static_cast<const T*>(x.data);
+      return 0;
+    }
+    int dim = int(attr_int(a, op_attrs::cumsum::dim));
+    if (dim < 0) dim += x.ndim;
+    const int64_t n = x.sizes[dim];
+    if (n == 0) return 0;
+    const scan::Lines w = scan::lines_along(y, x, dim);
+    const T* xp = static_cast<const T*>(x.data);
+    T* yp = static_cast<T*>(y.data);
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(numel(y) / n, std::max<int64_t>(1, 4096 / n), [&](int64_t b, int64_t e) {
+      for (int64_t l = b; l < e; ++l) {
+        int64_t xo, yo;
+        scan::line_start(w, l, &xo, &yo);
+        scan::cumsum_line(xp + xo, x.strides[dim], yp + yo, y.strides[dim], n);
+      }
+    });
+    return 0;
+  }
+};
+
 AMBER_CPU_KERNELS(reduce) {
+  register_typed<CumsumKernel, float, double, int64_t>("cumsum");
   register_typed<SumKernel, float, double, int64_t>("sum");
   register_typed<MeanKernel>(ctypes::floating{}, "mean");
   register_typed<Extremum<true>::Kernel>(ctypes::numeric{}, "amax");

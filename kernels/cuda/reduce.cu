@@ -1,15 +1,15 @@
-// CUDA kernels that work along rows: reductions (sum, mean, amax, amin, argmax over any dims),
-// softmax and log_softmax along one dim, layer_norm over the last dims, and batch_norm
-// (inference: per-channel affine). One block per row, 256 threads striding over its elements,
-// then a tree in shared memory in a fixed order, so results are deterministic (not the CPU's
-// order: within tolerance of it, not bit for bit). Floats accumulate in double, integers in
-// int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
+// CUDA kernels along rows: reductions (sum, mean, amax, amin, argmax over any dims), cumsum
+// (a thread per line), softmax/log_softmax, layer_norm and batch_norm (per-channel affine). A
+// block per row, 256 threads striding its elements, then a fixed-order tree in shared memory:
+// deterministic, within tolerance of the CPU's order. Floats accumulate in double, integers
+// in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
 
 #include <cstring>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/kernels/scan.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cuda {
@@ -429,7 +429,36 @@ struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, runni
   }
 };
 
+// cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
+template <typename T>
+__global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n,
+                              int64_t lines) {
+  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t xo, yo;
+    scan::line_start(w, l, &xo, &yo);
+    scan::cumsum_line(x + xo, xstride, y + yo, ystride, n);
+  }
+}
+template <typename T>
+struct CumsumKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+    if (x.ndim == 0) return copy_convert(a, y, x);
+    int dim = int(a->attrs[op_attrs::cumsum::dim].i);
+    if (dim < 0) dim += x.ndim;
+    const int64_t n = x.sizes[dim];
+    if (n == 0 || numel(y) == 0) return 0;
+    const int64_t lines = numel(y) / n;
+    DeviceScope scope(a->device);
+    cumsum_kernel<T><<<grid_for(lines), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
+                                                                scan::lines_along(y, x, dim), x.strides[dim],
+                                                                y.strides[dim], n, lines);
+    return launched(a, "cumsum");
+  }
+};
+
 AMBER_CUDA_KERNELS(reduce) {
+  register_typed<CumsumKernel, float, double, int64_t>("cumsum");
   register_typed<SumKernel, float, double, int64_t>("sum");
   register_typed<MeanKernel, AMBER_CUDA_FLOATING>("mean");
   register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC>("amax");

@@ -1,0 +1,48 @@
+// Scans along one dim, shared by the CPU and CUDA kernels (AMBER_HD): the walk from a line
+// index to its first element in self and the output, and cumsum's running sum over one line
+// (floats accumulate in double, as PyTorch's CPU kernel; integers wrap modulo 2^64).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "amber/core/backend.h"
+#include "amber/kernels/hd.h"
+
+namespace amber::scan {
+
+// The lines of y (and x, of the same shape) along dim: every other dim walked row-major.
+struct Lines {
+  int ndim, dim;
+  int64_t sizes[AMBER_MAX_DIMS], xstrides[AMBER_MAX_DIMS], ystrides[AMBER_MAX_DIMS];
+};
+inline Lines lines_along(const amber_tensor_view& y, const amber_tensor_view& x, int dim) {
+  Lines w{y.ndim, dim, {}, {}, {}};
+  for (int d = 0; d < y.ndim; ++d) w.sizes[d] = y.sizes[d], w.xstrides[d] = x.strides[d], w.ystrides[d] = y.strides[d];
+  return w;
+}
+
+// Line l's first element: its offsets (in elements) in x and y.
+AMBER_HD inline void line_start(const Lines& w, int64_t l, int64_t* xo, int64_t* yo) {
+  *xo = *yo = 0;
+  for (int d = w.ndim - 1; d >= 0; --d) {
+    if (d == w.dim) continue;
+    const int64_t c = l % w.sizes[d];
+    l /= w.sizes[d];
+    *xo += c * w.xstrides[d];
+    *yo += c * w.ystrides[d];
+  }
+}
+
+// y[i] = x[0] + ... + x[i] for the n elements of one line (strides in elements).
+template <typename T>
+AMBER_HD inline void cumsum_line(const T* x, int64_t xstride, T* y, int64_t ystride, int64_t n) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+  Acc acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    acc += Acc(x[i * xstride]);
+    y[i * ystride] = T(acc);
+  }
+}
+
+}  // namespace amber::scan
