@@ -133,6 +133,12 @@ Tensor sum(const Tensor& a, SrcLoc loc) {
 Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("sum"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
 }
+Tensor any(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("any"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
+}
+Tensor all(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("all"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
+}
 Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype, SrcLoc loc) {
   return call(AMBER_OP("cumsum"), {&a}, {Attr(dim), dtype ? Attr(*dtype) : Attr::none()}, loc);
 }

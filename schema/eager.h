@@ -95,6 +95,10 @@ Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tenso
 Tensor argmax(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
 Tensor argmin(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
 Tensor argmin(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
+// Whether any (every) element over dims (all dims when empty) is nonzero, as torch.any/all;
+// the result is bool.
+Tensor any(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
+Tensor all(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 // Running sums along dim, as torch.cumsum: in dtype when given (self cast to it first), else
 // self's dtype (i64 for integer and bool inputs).
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype = std::nullopt, SrcLoc loc = {});

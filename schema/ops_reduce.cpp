@@ -1,4 +1,4 @@
-// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin), the scan cumsum and
+// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin, any, all), cumsum and
 // the normalisations along one dim (softmax, log_softmax). Integer and bool sums accumulate in
 // i64; mean and softmax need floating inputs, as in PyTorch.
 
@@ -60,6 +60,14 @@ void infer_softmax(InferCtx& c) {
   c.cast_all_inputs_to(t);
 }
 
+// any/all(self, dim, keepdim): a bool per output; f16/bf16 inputs are read as f32.
+void infer_any_all(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
+  c.add_output(DType::b8, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  c.cast_all_inputs_to(x.dtype == DType::f16 || x.dtype == DType::bf16 ? DType::f32 : x.dtype);
+}
+
 // cumsum(self, dim, dtype): self's shape; integer and bool inputs sum in i64 unless dtype says.
 void infer_cumsum(InferCtx& c) {
   const TensorMeta& x = c.in(0);
@@ -69,10 +77,18 @@ void infer_cumsum(InferCtx& c) {
   c.cast_all_inputs_to(t);
 }
 
+constexpr DTypeSet kAnyAll{DType::f32, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8, DType::u8, DType::b8};
+
 const OpRegistrar registrar{
     {"sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64}, infer_sum, 0, nullptr, 1,
      "Sum over dim (all dims when None or empty); integer inputs sum in i64."},
+    {"any(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", kAnyAll, infer_any_all, 0, nullptr, 1,
+     "Whether any element over dim (all dims when empty) is nonzero (NaN counts); the result is bool for every "
+     "input dtype (PyTorch gives u8 for u8)."},
+    {"all(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", kAnyAll, infer_any_all, 0, nullptr, 1,
+     "Whether every element over dim (all dims when empty) is nonzero (NaN counts); the result is bool for every "
+     "input dtype (PyTorch gives u8 for u8)."},
     {"cumsum(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", DTypeSet{DType::f32, DType::f64, DType::i64},
      infer_cumsum, 0, nullptr, 1,
      "Running sums along dim (self's shape); integer inputs sum in i64; floats accumulate in double."},

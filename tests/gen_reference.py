@@ -435,6 +435,17 @@ case("argmax_ties_int", "argmax", torch_argmax, [In([13, 7], "i32", "uint")], at
 case("argmax_large", "argmax", torch_argmax, [In([100003])])
 
 
+def any_all(fn):
+    def run(x, dim=(), keepdim=False):
+        if not dim:  # every dim
+            y = fn(x)
+            return (y.reshape([1] * x.dim()) if keepdim else y).bool()
+        for d in sorted((d % x.dim() for d in dim), reverse=True):  # PyTorch 1.13: one dim at a time
+            x = fn(x, d, keepdim)
+        return x.bool()  # PyTorch gives u8 for u8 inputs; Amber always bool
+    return run
+
+
 def cumsum(a, dim, dtype=None):
     return torch.cumsum(a, dim, dtype=DTYPES[dtype] if dtype else None)
 
@@ -702,6 +713,18 @@ case("index_select_dim1", "index_select", ISEL, [In([5, 7, 13], layout=("t", 0, 
 case("index_select_i32", "index_select", ISEL, [In([7, 13], "i32", "int"), In([4], "i32", "idx7")], attrs={"dim": 0})
 case("index_select_bad", "index_select", ISEL, [In([7, 13]), Fixed(torch.tensor([7]))], attrs={"dim": 0},
      error="out of range")
+for op, fn in {"any": torch.any, "all": torch.all}.items():
+    case(f"{op}_rows_f32", op, any_all(fn), [Fixed(torch.tensor([[0.0, 0.0, 0.0], [0.0, float("nan"), 0.0],
+                                                                 [1e-30, 2.0, -3.0]]))],
+         attrs={"dim": [1]}, atol=0, rtol=0)
+    case(f"{op}_dim0_keepdim_i32", op, any_all(fn), [In([5, 3], "i32", "uint")], attrs={"dim": [0], "keepdim": True},
+         atol=0, rtol=0)
+    case(f"{op}_two_dims_bool", op, any_all(fn), [In([4, 6, 5], "bool", "bool", layout=("t", 0, 2))],
+         attrs={"dim": [0, -1]}, atol=0, rtol=0)
+    case(f"{op}_empty", op, any_all(fn), [In([0, 3])], attrs={"dim": [0]}, atol=0, rtol=0)
+    case(f"{op}_everything_f16", op, any_all(fn), [In([3, 40], "f16", "uint")], atol=0, rtol=0)
+    case(f"{op}_scalar", op, any_all(fn), [In([], "i64", "uint")], atol=0, rtol=0)
+    case(f"{op}_long_u8", op, any_all(fn), [In([2, 70001], "u8", "uint")], attrs={"dim": [1]}, atol=0, rtol=0)
 GATHER = lambda x, index, dim: torch.gather(x, dim, index.long())  # i32 indices: an Amber extension  # noqa: E731
 case("gather_dim1_noncontig", "gather", GATHER, [In([5, 7, 13], layout=("t", 0, 2)), In([4, 9, 6], "i64", "idx7")],
      attrs={"dim": 1}, atol=0, rtol=0)

@@ -148,6 +148,13 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        },
        {{"size", I{2, 3}}, {"fill_value", 1.5}, {"dtype", DType::f64}},
        {}},
+      {"any",
+       [&] {
+         (void)any(x4, {1, 3}, true);
+       },
+       {{"dim", I{1, 3}}, {"keepdim", true}},
+       {{"self", x4}}},
+      {"all", [&] { (void)all(x4, {-1}); }, {{"dim", I{-1}}, {"keepdim", false}}, {{"self", x4}}},
       {"cumsum",
        [&] { (void)cumsum(m, -1, DType::f64); },
        {{"dim", int64_t(-1)}, {"dtype", DType::f64}},

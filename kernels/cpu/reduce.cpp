@@ -1,5 +1,5 @@
-// CPU kernels for reductions over any set of dims (sum, mean, amax, amin, argmax) and cumsum
-// (scan.h's running sum per line). Floats accumulate in double (runs of 16 or more: sixteen
+// CPU kernels for reductions over any set of dims (sum, mean, amax, amin, argmax, any, all),
+// cumsum (scan.h's running sum per line). Floats accumulate in double (runs of 16 or more: sixteen
 // partial sums in a fixed order, deterministic and vectorised; shorter runs in order), integers
 // in int64; amax/amin/argmax propagate NaN as PyTorch. Work splits over output elements, or
 // over the reduced elements (partials merged in a fixed order) when outputs are too few.
@@ -350,6 +350,34 @@ struct ArgExtremum {
   };
 };
 
+// any/all(self, dim, keepdim): whether any (every) element is nonzero; stops at the first
+// element that decides.
+template <typename T, bool Any>
+struct AnyAllReducer {
+  struct Acc {  // not a bare bool: partial results live in a std::vector<Acc>
+    bool v;
+  };
+  static Acc init() { return {!Any}; }
+  static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
+    for (int64_t i = 0; i < n && acc.v != Any; ++i)
+      if ((p[i * stride] != T(0)) == Any) acc.v = Any;
+  }
+  static void merge(Acc& a, const Acc& b) { a.v = Any ? (a.v || b.v) : (a.v && b.v); }
+};
+template <bool Any>
+struct AnyAll {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      static_assert(op_attrs::any::dim == op_attrs::all::dim && op_attrs::any::keepdim == op_attrs::all::keepdim);
+      const uint32_t mask = dims_mask(a, op_attrs::any::dim, a->inputs[0].ndim);
+      reduce<AnyAllReducer<T, Any>, T, bool>(a, mask, attr_bool(a, op_attrs::any::keepdim),
+                                             [](auto acc, bool* out) { *out = acc.v; });
+      return 0;
+    }
+  };
+};
+
 // cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
 template <typename T>
 struct CumsumKernel {
@@ -380,6 +408,8 @@ struct CumsumKernel {
 
 AMBER_CPU_KERNELS(reduce) {
   register_typed<CumsumKernel, float, double, int64_t>("cumsum");
+  register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
+  register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
   register_typed<SumKernel, float, double, int64_t>("sum");
   register_typed<MeanKernel>(ctypes::floating{}, "mean");
   register_typed<Extremum<true>::Kernel>(ctypes::numeric{}, "amax");

@@ -1,4 +1,4 @@
-// CUDA kernels along rows: reductions (sum, mean, amax, amin, argmax over any dims), cumsum
+// CUDA kernels along rows: reductions (sum, mean, amax, amin, argmax, any, all), cumsum
 // (a thread per line), softmax/log_softmax, layer_norm and batch_norm (per-channel affine). A
 // block per row, 256 threads striding its elements, then a fixed-order tree in shared memory:
 // deterministic, within tolerance of the CPU's order. Floats accumulate in double, integers
@@ -429,6 +429,39 @@ struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, runni
   }
 };
 
+// any/all(self, dim, keepdim): a block per output; __syncthreads_or/and joins the threads.
+template <typename T, bool Any>
+__global__ void any_all_kernel(const T* x, bool* y, Rows r) {
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    bool v = !Any;
+    for (int64_t j = threadIdx.x; j < r.len && v != Any; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      if ((x[ib + io] != T(0)) == Any) v = Any;
+    }
+    const bool result = Any ? __syncthreads_or(v) : __syncthreads_and(v);
+    if (threadIdx.x == 0) y[ob] = result;
+  }
+}
+template <bool Any>
+struct AnyAll {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      static_assert(op_attrs::any::dim == op_attrs::all::dim);
+      const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
+      const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::any::dim], x.ndim), false);
+      if (r.rows == 0) return 0;
+      DeviceScope scope(a->device);
+      any_all_kernel<T, Any><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
+                                                                                static_cast<bool*>(y.data), r);
+      return launched(a, Any ? "any" : "all");
+    }
+  };
+};
+
 // cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
 template <typename T>
 __global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n,
@@ -459,6 +492,8 @@ struct CumsumKernel {
 
 AMBER_CUDA_KERNELS(reduce) {
   register_typed<CumsumKernel, float, double, int64_t>("cumsum");
+  register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
+  register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
   register_typed<SumKernel, float, double, int64_t>("sum");
   register_typed<MeanKernel, AMBER_CUDA_FLOATING>("mean");
   register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC>("amax");
