@@ -1,6 +1,6 @@
 // Views and coordinates derived from a kernel's tensor views by index arithmetic alone,
 // shared by the CPU and CUDA kernels: flip's reversed view (host code, built before a
-// launch) and pad's walk from output to source element (AMBER_HD: called per element).
+// launch) and pad's (and roll's) walk from output to source element (AMBER_HD: per element).
 #pragma once
 
 #include <cstdint>
@@ -67,6 +67,18 @@ inline PadDims pad_dims(const amber_tensor_view& y, const amber_tensor_view& x, 
   for (int d = 0; d < y.ndim; ++d)
     p.ysizes[d] = y.sizes[d], p.ystrides[d] = y.strides[d], p.xsizes[d] = x.sizes[d], p.xstrides[d] = x.strides[d];
   for (int k = 0; k < pads.count / 2; ++k) p.before[y.ndim - 1 - k] = pads.ints[2 * k];
+  return p;
+}
+
+// roll(self, shifts, dims) as pad's walk: circular padding of shift (mod the size) ahead of
+// each rolled dim, the output of self's shape (a dim named twice rolls by both shifts).
+inline PadDims roll_dims(const amber_tensor_view& y, const amber_tensor_view& x, const amber_attr& shifts,
+                         const amber_attr& dims) {
+  PadDims p = pad_dims(y, x, amber_attr{});
+  for (int i = 0; i < dims.count; ++i) {
+    const int d = int(dims.ints[i] < 0 ? dims.ints[i] + y.ndim : dims.ints[i]);
+    if (y.sizes[d] > 0) p.before[d] = ((p.before[d] + shifts.ints[i]) % y.sizes[d] + y.sizes[d]) % y.sizes[d];
+  }
   return p;
 }
 

@@ -244,6 +244,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
 Tensor pad(const Tensor& x, const DimVec& pad, const std::string& mode, Scalar value, SrcLoc loc) {
   return call(AMBER_OP("pad"), {&x}, {Attr(pad), Attr(mode), Attr(value)}, loc);
 }
+Tensor roll(const Tensor& x, const DimVec& shifts, const DimVec& dims, SrcLoc loc) {
+  if (!dims.empty()) return call(AMBER_OP("roll"), {&x}, {Attr(shifts), Attr(dims)}, loc);
+  if (shifts.size() != 1)
+    throw Error(str("roll: without dims, shifts must hold one shift (over the flattened tensor), got ", shifts));
+  const Tensor flat = x.reshape({-1}, loc);
+  return call(AMBER_OP("roll"), {&flat}, {Attr(shifts), Attr(DimVec{0})}, loc).reshape(x.sizes(), loc);
+}
 Tensor flip(const Tensor& x, const DimVec& dims, SrcLoc loc) { return call(AMBER_OP("flip"), {&x}, {Attr(dims)}, loc); }
 Tensor tril(const Tensor& x, int64_t diagonal, SrcLoc loc) {
   return call(AMBER_OP("tril"), {&x}, {Attr(diagonal)}, loc);

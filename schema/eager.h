@@ -144,6 +144,9 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc =
 // mode "constant" (with value; negative pads crop), "reflect", "replicate" or "circular".
 Tensor pad(const Tensor& self, const DimVec& pad, const std::string& mode = "constant", Scalar value = 0,
            SrcLoc loc = {});
+// self's elements shifted by shifts[i] along dims[i], wrapping around, as torch.roll; with no
+// dims, over the flattened tensor (a reshape, the roll along dim 0 and a reshape back).
+Tensor roll(const Tensor& self, const DimVec& shifts, const DimVec& dims = {}, SrcLoc loc = {});
 // The elements in reverse order along each of dims, as torch.flip.
 Tensor flip(const Tensor& self, const DimVec& dims, SrcLoc loc = {});
 // The lower (upper) triangle of each matrix in the last two dims: (i, j) kept where

@@ -1,6 +1,6 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, gather, flip, pad, and the triangles tril and triu. cat and stack
-// promote mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
+// split_with_sizes, chunk (views), index_select, gather, flip, pad, roll, and the triangles tril and triu. cat and
+// stack promote mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -200,6 +200,15 @@ void infer_pad(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+void infer_roll(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const std::vector<int64_t>&shifts = c.attr(0).ints(), &dims = c.attr(1).ints();
+  c.check(!dims.empty(), "roll needs dims (the eager roll flattens for none)");
+  c.check(shifts.size() == dims.size(), "shifts ", c.attr(0), " and dims ", c.attr(1), " must have the same length");
+  for (int64_t d : dims) c.wrap(d, x.sizes.size());
+  c.add_output(x.dtype, x.sizes);
+}
+
 void infer_triangle(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() >= 2, "the input must have at least 2 dims (a matrix or a batch of them), got shape ",
@@ -233,6 +242,9 @@ const OpRegistrar registrar{
      "self padded by pad's (before, after) pairs, last dim first (torch.nn.functional.pad): with value (constant; "
      "negative pads crop), mirrored without the edge (reflect), the edge repeated (replicate) or wrapped around "
      "(circular)."},
+    {"roll(Tensor self, int[] shifts, int[] dims) -> Tensor", kAll, infer_roll, 0, nullptr, 1,
+     "self's elements shifted along each of dims by its shift, wrapping around (torch.roll with dims; a dim named "
+     "twice rolls by both)."},
     {"tril(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,
      "The lower triangle of each matrix in the last two dims: element (i, j) where j - i <= diagonal, zero elsewhere."},
     {"triu(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,

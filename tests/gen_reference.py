@@ -741,6 +741,21 @@ case("gather_index_too_big", "gather", GATHER, [In([3, 4]), In([4, 2], "i64", "i
 case("gather_rank_mismatch", "gather", GATHER, [In([3, 4]), In([4], "i64", "idx3")], attrs={"dim": 0},
      error="as many dims as self")
 
+def roll(x, shifts, dims):
+    return torch.roll(x, shifts, dims)
+
+
+case("roll_last", "roll", roll, [In([7, 13])], attrs={"shifts": [3], "dims": [-1]}, atol=0, rtol=0)
+case("roll_two_noncontig_i64", "roll", roll, [In([5, 7, 13], "i64", "int", layout=("t", 0, 2))],
+     attrs={"shifts": [-2, 30], "dims": [0, 2]}, atol=0, rtol=0)
+case("roll_same_dim_twice_bool", "roll", roll, [In([6, 5], "bool", "bool")], attrs={"shifts": [2, 5], "dims": [1, 1]},
+     atol=0, rtol=0)
+case("roll_empty_dim", "roll", roll, [In([0, 4])], attrs={"shifts": [1], "dims": [0]}, atol=0, rtol=0)
+case("roll_mismatch", "roll", roll, [In([3, 4])], attrs={"shifts": [1, 2], "dims": [0]},
+     error="must have the same length")
+case("roll_bad_dim", "roll", roll, [In([3, 4])], attrs={"shifts": [1], "dims": [2]}, error="out of range")
+
+
 def pad(x, pad, mode="constant", value=0):
     if mode == "constant":
         return torch.nn.functional.pad(x, pad, mode, value)

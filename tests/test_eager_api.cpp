@@ -199,6 +199,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"dim", I{0, 2}}, {"keepdim", true}, {"dtype", none}},
        {{"self", x4}}},
       {"mul.Scalar", [&] { (void)mul(m, Scalar(1.75)); }, {{"other", 1.75}}, {{"self", m}}},
+      {"roll",
+       [&] {
+         (void)roll(x4, {2, -1}, {3, 0});
+       },
+       {{"shifts", I{2, -1}}, {"dims", I{3, 0}}},
+       {{"self", x4}}},
       {"pad",
        [&] {
          (void)pad(x4, {1, 2, 0, 3}, "reflect", Scalar(2.5));
@@ -318,4 +324,13 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
     INFO("op " << op->name << " has attributes but no case here");
     CHECK(covered.count(op->name));
   }
+}
+
+TEST_CASE("eager roll without dims rolls the flattened tensor", "[eager]") {
+  const Tensor x = tensor(std::vector<int64_t>{0, 1, 2, 3, 4, 5}).reshape({2, 3}).transpose(0, 1);  // [[0,3],[1,4],[2,5]]
+  const Tensor y = roll(x, {2});
+  REQUIRE(y.sizes() == DimVec{3, 2});
+  const std::vector<int64_t> want{2, 5, 0, 3, 1, 4};  // flattened [0,3,1,4,2,5] shifted right by 2
+  for (int64_t i = 0; i < 6; ++i) CHECK(y.reshape({-1})[i].item<int64_t>() == want[size_t(i)]);
+  AMBER_REQUIRE_ERROR(roll(x, {1, 2}), "shifts must hold one shift");
 }

@@ -1,5 +1,5 @@
-// CPU kernels that gather or assemble: embedding, index_select, gather, cat, stack, flip, pad
-// and the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
+// CPU kernels that gather or assemble: embedding, index_select, gather, cat, stack, flip, pad,
+// roll and the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
 // convert dtypes, as their inference promotes without casting first). Out-of-range indices are
 // errors naming the index.
 
@@ -158,22 +158,33 @@ struct FlipKernel {
 // pad(self, pad, mode, value): each output element from its source in self (views.h's
 // pad_element), or value where constant padding has none.
 template <typename T>
+void pad_walk(const amber_kernel_args* a, const views::PadDims& p, views::PadMode mode, T value) {
+  const T* xp = static_cast<const T*>(a->inputs[0].data);
+  T* yp = static_cast<T*>(a->outputs[0].data);
+  ThreadLimit limit(std::max(1, a->num_threads));
+  parallel_for(numel(a->outputs[0]), 4096, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      int64_t yo = 0, xo = 0;
+      const bool inside = views::pad_element(p, mode, k, &yo, &xo);
+      yp[yo] = inside ? xp[xo] : value;
+    }
+  });
+}
+template <typename T>
 struct PadKernel {
   static int run(const amber_kernel_args* a) {
-    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
-    const views::PadDims p = views::pad_dims(y, x, a->attrs[op_attrs::pad::pad]);
-    const views::PadMode mode = views::pad_mode(a->attrs[op_attrs::pad::mode].str);
-    const T value = attr_scalar<T>(a, op_attrs::pad::value);
-    const T* xp = static_cast<const T*>(x.data);
-    T* yp = static_cast<T*>(y.data);
-    ThreadLimit limit(std::max(1, a->num_threads));
-    parallel_for(numel(y), 4096, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        int64_t yo = 0, xo = 0;
-        const bool inside = views::pad_element(p, mode, k, &yo, &xo);
-        yp[yo] = inside ? xp[xo] : value;
-      }
-    });
+    const views::PadDims p = views::pad_dims(a->outputs[0], a->inputs[0], a->attrs[op_attrs::pad::pad]);
+    pad_walk<T>(a, p, views::pad_mode(a->attrs[op_attrs::pad::mode].str), attr_scalar<T>(a, op_attrs::pad::value));
+    return 0;
+  }
+};
+// roll(self, shifts, dims): pad's walk with circular padding (views.h's roll_dims).
+template <typename T>
+struct RollKernel {
+  static int run(const amber_kernel_args* a) {
+    const views::PadDims p =
+        views::roll_dims(a->outputs[0], a->inputs[0], a->attrs[op_attrs::roll::shifts], a->attrs[op_attrs::roll::dims]);
+    pad_walk<T>(a, p, views::kPadCircular, T{});
     return 0;
   }
 };
@@ -222,6 +233,7 @@ AMBER_CPU_KERNELS(index) {
   register_typed<FlipKernel>(ctypes::all{}, "flip");
   register_typed<GatherKernel>(ctypes::all{}, "gather");
   register_typed<PadKernel>(ctypes::all{}, "pad");
+  register_typed<RollKernel>(ctypes::all{}, "roll");
   register_typed<Triangle<true>::Kernel>(ctypes::all{}, "tril");
   register_typed<Triangle<false>::Kernel>(ctypes::all{}, "triu");
   register_typed<EmbeddingKernel>(ctypes::all{}, "embedding");

@@ -1,6 +1,6 @@
 // CUDA kernels that gather or assemble: embedding, index_select and gather (i64 or i32
 // indices), cat and stack (converting dtypes as their inference promotes without casting
-// first), flip, pad, tril and triu. An index out of range gives zeros here: the CPU reports it,
+// first), flip, pad, roll, tril and triu. An index out of range gives zeros here: the CPU reports it,
 // which a GPU kernel could only do through a device-to-host read per call.
 
 #include <type_traits>
@@ -169,16 +169,29 @@ __global__ void pad_kernel(const T* x, T* y, views::PadDims p, views::PadMode mo
   }
 }
 template <typename T>
+int pad_walk(const amber_kernel_args* a, const views::PadDims& p, views::PadMode mode, T value, const char* what) {
+  const int64_t n = numel(a->outputs[0]);
+  if (n == 0) return 0;
+  DeviceScope scope(a->device);
+  pad_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(a->inputs[0].data),
+                                                       static_cast<T*>(a->outputs[0].data), p, mode, value, n);
+  return launched(a, what);
+}
+template <typename T>
 struct PadKernel {  // pad(self, pad, mode, value)
   static int run(const amber_kernel_args* a) {
-    const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
-    const int64_t n = numel(y);
-    if (n == 0) return 0;
-    DeviceScope scope(a->device);
-    pad_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(
-        static_cast<const T*>(x.data), static_cast<T*>(y.data), views::pad_dims(y, x, a->attrs[op_attrs::pad::pad]),
-        views::pad_mode(a->attrs[op_attrs::pad::mode].str), attr_scalar<T>(a, op_attrs::pad::value), n);
-    return launched(a, "pad");
+    return pad_walk<T>(a, views::pad_dims(a->outputs[0], a->inputs[0], a->attrs[op_attrs::pad::pad]),
+                       views::pad_mode(a->attrs[op_attrs::pad::mode].str), attr_scalar<T>(a, op_attrs::pad::value),
+                       "pad");
+  }
+};
+template <typename T>
+struct RollKernel {  // roll(self, shifts, dims): pad's walk with circular padding
+  static int run(const amber_kernel_args* a) {
+    return pad_walk<T>(
+        a,
+        views::roll_dims(a->outputs[0], a->inputs[0], a->attrs[op_attrs::roll::shifts], a->attrs[op_attrs::roll::dims]),
+        views::kPadCircular, T{}, "roll");
   }
 };
 
@@ -274,6 +287,7 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<PadKernel, AMBER_CUDA_ALL>("pad");
+  register_typed<RollKernel, AMBER_CUDA_ALL>("roll");
   register_typed<Triangle<true>::Kernel, AMBER_CUDA_ALL>("tril");
   register_typed<Triangle<false>::Kernel, AMBER_CUDA_ALL>("triu");
   register_typed<StackKernel, AMBER_CUDA_ALL>("stack");
