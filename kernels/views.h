@@ -1,6 +1,6 @@
 // Views and coordinates derived from a kernel's tensor views by index arithmetic alone,
 // shared by the CPU and CUDA kernels: flip's reversed view (host code, built before a
-// launch) and pad's (and roll's) walk from output to source element (AMBER_HD: per element).
+// launch) and pad's walk from output to source element, which roll and repeat reuse.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +78,19 @@ inline PadDims roll_dims(const amber_tensor_view& y, const amber_tensor_view& x,
   for (int i = 0; i < dims.count; ++i) {
     const int d = int(dims.ints[i] < 0 ? dims.ints[i] + y.ndim : dims.ints[i]);
     if (y.sizes[d] > 0) p.before[d] = ((p.before[d] + shifts.ints[i]) % y.sizes[d] + y.sizes[d]) % y.sizes[d];
+  }
+  return p;
+}
+
+// repeat(self, repeats) as pad's walk: self under the output's dims (leading new dims of size
+// 1), no padding ahead, and circular mode wrapping each output coordinate into self's size.
+inline PadDims repeat_dims(const amber_tensor_view& y, const amber_tensor_view& x) {
+  PadDims p{y.ndim, {}, {}, {}, {}, {}};
+  const int lead = y.ndim - x.ndim;
+  for (int d = 0; d < y.ndim; ++d) {
+    p.ysizes[d] = y.sizes[d], p.ystrides[d] = y.strides[d];
+    p.xsizes[d] = d < lead ? 1 : x.sizes[d - lead];
+    p.xstrides[d] = d < lead ? 0 : x.strides[d - lead];
   }
   return p;
 }

@@ -251,6 +251,9 @@ Tensor roll(const Tensor& x, const DimVec& shifts, const DimVec& dims, SrcLoc lo
   const Tensor flat = x.reshape({-1}, loc);
   return call(AMBER_OP("roll"), {&flat}, {Attr(shifts), Attr(DimVec{0})}, loc).reshape(x.sizes(), loc);
 }
+Tensor repeat(const Tensor& x, const DimVec& repeats, SrcLoc loc) {
+  return call(AMBER_OP("repeat"), {&x}, {Attr(repeats)}, loc);
+}
 Tensor flip(const Tensor& x, const DimVec& dims, SrcLoc loc) { return call(AMBER_OP("flip"), {&x}, {Attr(dims)}, loc); }
 Tensor tril(const Tensor& x, int64_t diagonal, SrcLoc loc) {
   return call(AMBER_OP("tril"), {&x}, {Attr(diagonal)}, loc);

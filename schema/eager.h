@@ -147,6 +147,8 @@ Tensor pad(const Tensor& self, const DimVec& pad, const std::string& mode = "con
 // self's elements shifted by shifts[i] along dims[i], wrapping around, as torch.roll; with no
 // dims, over the flattened tensor (a reshape, the roll along dim 0 and a reshape back).
 Tensor roll(const Tensor& self, const DimVec& shifts, const DimVec& dims = {}, SrcLoc loc = {});
+// self tiled repeats[d] times along each dim, as Tensor.repeat (extra leading repeats add dims).
+Tensor repeat(const Tensor& self, const DimVec& repeats, SrcLoc loc = {});
 // The elements in reverse order along each of dims, as torch.flip.
 Tensor flip(const Tensor& self, const DimVec& dims, SrcLoc loc = {});
 // The lower (upper) triangle of each matrix in the last two dims: (i, j) kept where

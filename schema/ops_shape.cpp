@@ -1,6 +1,6 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, gather, flip, pad, roll, and the triangles tril and triu. cat and
-// stack promote mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
+// split_with_sizes, chunk (views), index_select, gather, flip, pad, roll, repeat, and the triangles tril and triu. cat
+// and stack promote mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -209,6 +209,20 @@ void infer_roll(InferCtx& c) {
   c.add_output(x.dtype, x.sizes);
 }
 
+void infer_repeat(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const std::vector<int64_t>& r = c.attr(0).ints();
+  c.check(r.size() >= size_t(x.sizes.size()), "repeats ", c.attr(0),
+          " must have at least as many entries as self has dims (shape ", x.sizes, ")");
+  DimVec out;
+  const size_t lead = r.size() - size_t(x.sizes.size());
+  for (size_t d = 0; d < r.size(); ++d) {
+    c.check(r[d] >= 0, "repeats ", c.attr(0), " must not be negative");
+    out.push_back(d < lead ? r[d] : x.sizes[d - lead] * r[d]);
+  }
+  c.add_output(x.dtype, out);
+}
+
 void infer_triangle(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() >= 2, "the input must have at least 2 dims (a matrix or a batch of them), got shape ",
@@ -245,6 +259,8 @@ const OpRegistrar registrar{
     {"roll(Tensor self, int[] shifts, int[] dims) -> Tensor", kAll, infer_roll, 0, nullptr, 1,
      "self's elements shifted along each of dims by its shift, wrapping around (torch.roll with dims; a dim named "
      "twice rolls by both)."},
+    {"repeat(Tensor self, int[] repeats) -> Tensor", kAll, infer_repeat, 0, nullptr, 1,
+     "self tiled repeats[d] times along each dim (Tensor.repeat; extra leading repeats add dims)."},
     {"tril(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,
      "The lower triangle of each matrix in the last two dims: element (i, j) where j - i <= diagonal, zero elsewhere."},
     {"triu(Tensor self, int diagonal=0) -> Tensor", kAll, infer_triangle, 0, nullptr, 1,

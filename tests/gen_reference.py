@@ -741,6 +741,19 @@ case("gather_index_too_big", "gather", GATHER, [In([3, 4]), In([4, 2], "i64", "i
 case("gather_rank_mismatch", "gather", GATHER, [In([3, 4]), In([4], "i64", "idx3")], attrs={"dim": 0},
      error="as many dims as self")
 
+def repeat(x, repeats):
+    return x.repeat(repeats)
+
+
+case("repeat_2d", "repeat", repeat, [In([3, 5])], attrs={"repeats": [2, 3]}, atol=0, rtol=0)
+case("repeat_new_dims_noncontig_i32", "repeat", repeat, [In([4, 3], "i32", "int", layout=("t", 0, 1))],
+     attrs={"repeats": [2, 1, 3, 1]}, atol=0, rtol=0)
+case("repeat_zero_bool", "repeat", repeat, [In([2, 3], "bool", "bool")], attrs={"repeats": [0, 2]}, atol=0, rtol=0)
+case("repeat_scalar", "repeat", repeat, [In([])], attrs={"repeats": [4]}, atol=0, rtol=0)
+case("repeat_too_few", "repeat", repeat, [In([2, 3])], attrs={"repeats": [2]}, error="at least as many entries")
+case("repeat_negative", "repeat", repeat, [In([2, 3])], attrs={"repeats": [1, -1]}, error="must not be negative")
+
+
 def roll(x, shifts, dims):
     return torch.roll(x, shifts, dims)
 

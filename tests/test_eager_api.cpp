@@ -199,6 +199,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"dim", I{0, 2}}, {"keepdim", true}, {"dtype", none}},
        {{"self", x4}}},
       {"mul.Scalar", [&] { (void)mul(m, Scalar(1.75)); }, {{"other", 1.75}}, {{"self", m}}},
+      {"repeat",
+       [&] {
+         (void)repeat(m, {2, 1, 3});
+       },
+       {{"repeats", I{2, 1, 3}}},
+       {{"self", m}}},
       {"roll",
        [&] {
          (void)roll(x4, {2, -1}, {3, 0});
@@ -267,12 +273,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
       {"sub.Scalar", [&] { (void)sub(m, Scalar(1.5), 5); }, {{"other", 1.5}, {"alpha", int64_t(5)}}, {{"self", m}}},
       {"threshold", [&] { (void)threshold(m, 0.1, -3); }, {{"threshold", 0.1}, {"value", int64_t(-3)}}, {{"self", m}}},
       {"to", [&] { (void)m.to(DType::f64); }, {{"dtype", DType::f64}}, {{"self", m}}},
-      {"flip",
-       [&] {
-         (void)flip(x4, {3, 1});
-       },
-       {{"dims", I{3, 1}}},
-       {{"self", x4}}},
+      {"flip", [&] { (void)flip(x4, {3, 1}); }, {{"dims", I{3, 1}}}, {{"self", x4}}},
       {"tril", [&] { (void)tril(x4, -2); }, {{"diagonal", int64_t(-2)}}, {{"self", x4}}},
       {"triu", [&] { (void)triu(x4, 3); }, {{"diagonal", int64_t(3)}}, {{"self", x4}}},
       {"transpose", [&] { (void)x4.transpose(1, 3); }, {{"dim0", int64_t(1)}, {"dim1", int64_t(3)}}, {{"self", x4}}},
@@ -327,7 +328,8 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
 }
 
 TEST_CASE("eager roll without dims rolls the flattened tensor", "[eager]") {
-  const Tensor x = tensor(std::vector<int64_t>{0, 1, 2, 3, 4, 5}).reshape({2, 3}).transpose(0, 1);  // [[0,3],[1,4],[2,5]]
+  const Tensor x =
+      tensor(std::vector<int64_t>{0, 1, 2, 3, 4, 5}).reshape({2, 3}).transpose(0, 1);  // [[0,3],[1,4],[2,5]]
   const Tensor y = roll(x, {2});
   REQUIRE(y.sizes() == DimVec{3, 2});
   const std::vector<int64_t> want{2, 5, 0, 3, 1, 4};  // flattened [0,3,1,4,2,5] shifted right by 2

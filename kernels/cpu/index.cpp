@@ -1,5 +1,5 @@
 // CPU kernels that gather or assemble: embedding, index_select, gather, cat, stack, flip, pad,
-// roll and the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
+// roll, repeat and the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
 // convert dtypes, as their inference promotes without casting first). Out-of-range indices are
 // errors naming the index.
 
@@ -188,6 +188,14 @@ struct RollKernel {
     return 0;
   }
 };
+// repeat(self, repeats): pad's walk wrapping each output coordinate (views.h's repeat_dims).
+template <typename T>
+struct RepeatKernel {
+  static int run(const amber_kernel_args* a) {
+    pad_walk<T>(a, views::repeat_dims(a->outputs[0], a->inputs[0]), views::kPadCircular, T{});
+    return 0;
+  }
+};
 
 // tril/triu(self, diagonal): each matrix of the last two dims keeps element (i, j) where
 // j - i <= diagonal (tril) or >= diagonal (triu); every other element is zero.
@@ -234,6 +242,7 @@ AMBER_CPU_KERNELS(index) {
   register_typed<GatherKernel>(ctypes::all{}, "gather");
   register_typed<PadKernel>(ctypes::all{}, "pad");
   register_typed<RollKernel>(ctypes::all{}, "roll");
+  register_typed<RepeatKernel>(ctypes::all{}, "repeat");
   register_typed<Triangle<true>::Kernel>(ctypes::all{}, "tril");
   register_typed<Triangle<false>::Kernel>(ctypes::all{}, "triu");
   register_typed<EmbeddingKernel>(ctypes::all{}, "embedding");

@@ -1,6 +1,6 @@
 // CUDA kernels that gather or assemble: embedding, index_select and gather (i64 or i32
 // indices), cat and stack (converting dtypes as their inference promotes without casting
-// first), flip, pad, roll, tril and triu. An index out of range gives zeros here: the CPU reports it,
+// first), flip, pad, roll, repeat, tril and triu. An index out of range gives zeros here: the CPU reports it,
 // which a GPU kernel could only do through a device-to-host read per call.
 
 #include <type_traits>
@@ -194,6 +194,12 @@ struct RollKernel {  // roll(self, shifts, dims): pad's walk with circular paddi
         views::kPadCircular, T{}, "roll");
   }
 };
+template <typename T>
+struct RepeatKernel {  // repeat(self, repeats): pad's walk wrapping each output coordinate
+  static int run(const amber_kernel_args* a) {
+    return pad_walk<T>(a, views::repeat_dims(a->outputs[0], a->inputs[0]), views::kPadCircular, T{}, "repeat");
+  }
+};
 
 template <typename T>
 struct CatKernel {  // cat(tensors, dim): inputs of any dtype, converted to the output's
@@ -288,6 +294,7 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<PadKernel, AMBER_CUDA_ALL>("pad");
   register_typed<RollKernel, AMBER_CUDA_ALL>("roll");
+  register_typed<RepeatKernel, AMBER_CUDA_ALL>("repeat");
   register_typed<Triangle<true>::Kernel, AMBER_CUDA_ALL>("tril");
   register_typed<Triangle<false>::Kernel, AMBER_CUDA_ALL>("triu");
   register_typed<StackKernel, AMBER_CUDA_ALL>("stack");
