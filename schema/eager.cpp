@@ -67,6 +67,9 @@ Tensor pow(const Tensor& a, Scalar e, SrcLoc loc) { return call(AMBER_OP("pow.Sc
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, SrcLoc loc) {
   return call(AMBER_OP("clamp"), {&a}, {lo ? Attr(*lo) : Attr::none(), hi ? Attr(*hi) : Attr::none()}, loc);
 }
+Tensor clamp(const Tensor& a, const Tensor& lo, const Tensor& hi, SrcLoc loc) {
+  return minimum(maximum(a, lo, loc), hi, loc);
+}
 Tensor gelu(const Tensor& a, const std::string& approximate, SrcLoc loc) {
   return call(AMBER_OP("gelu"), {&a}, {Attr(approximate)}, loc);
 }
@@ -94,6 +97,12 @@ Tensor softmax(const Tensor& a, int64_t dim, SrcLoc loc) {
 }
 Tensor log_softmax(const Tensor& a, int64_t dim, SrcLoc loc) {
   return call(AMBER_OP("log_softmax"), {&a}, {Attr(dim), Attr::none()}, loc);
+}
+Tensor softmax(const Tensor& a, int64_t dim, DType dtype, SrcLoc loc) {
+  return call(AMBER_OP("softmax"), {&a}, {Attr(dim), Attr(dtype)}, loc);
+}
+Tensor log_softmax(const Tensor& a, int64_t dim, DType dtype, SrcLoc loc) {
+  return call(AMBER_OP("log_softmax"), {&a}, {Attr(dim), Attr(dtype)}, loc);
 }
 Tensor dropout(const Tensor& a, double p, bool train, SrcLoc loc) {
   return call(AMBER_OP("dropout"), {&a}, {Attr(p), Attr(train)}, loc);
@@ -132,6 +141,12 @@ Tensor sum(const Tensor& a, SrcLoc loc) {
 }
 Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("sum"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
+}
+Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc) {
+  return call(AMBER_OP("sum"), {&a}, {Attr(dims), Attr(keepdim), Attr(dtype)}, loc);
+}
+Tensor mean(const Tensor& a, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc) {
+  return call(AMBER_OP("mean"), {&a}, {Attr(dims), Attr(keepdim), Attr(dtype)}, loc);
 }
 Tensor any(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("any"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
@@ -199,8 +214,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const 
 Tensor layer_norm(const Tensor& x, const DimVec& shape, const Tensor& w, const Tensor& b, double eps, SrcLoc loc) {
   return call(AMBER_OP("layer_norm"), {&x, &w, &b}, {Attr(shape), Attr(eps)}, loc);
 }
-Tensor embedding(const Tensor& w, const Tensor& idx, SrcLoc loc) {
-  return call(AMBER_OP("embedding"), {&w, &idx}, {Attr(int64_t(-1))}, loc);
+Tensor embedding(const Tensor& w, const Tensor& idx, int64_t padding_idx, SrcLoc loc) {
+  return call(AMBER_OP("embedding"), {&w, &idx}, {Attr(padding_idx)}, loc);
 }
 
 // ---- Joining, splitting, gathering ----

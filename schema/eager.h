@@ -31,6 +31,9 @@ Tensor div(const Tensor& self, Scalar other, const std::string& rounding_mode = 
 Tensor pow(const Tensor& self, const Tensor& exponent, SrcLoc loc = {});
 Tensor pow(const Tensor& self, Scalar exponent, SrcLoc loc = {});
 Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, SrcLoc loc = {});
+// clamp with tensor bounds (broadcast, dtypes promoted), as torch.clamp(self, min, max):
+// minimum(maximum(self, min), max), so NaN in self or a bound propagates.
+Tensor clamp(const Tensor& self, const Tensor& min, const Tensor& max, SrcLoc loc = {});
 
 // ---- Unary math and activations: one function per op of one tensor in the instruction list
 // (core/fused_ops.h), generated: neg, abs, relu, sign, floor, ceil, round (halves to even;
@@ -59,6 +62,9 @@ Tensor softshrink(const Tensor& self, Scalar lambd = 0.5, SrcLoc loc = {});
 Tensor threshold(const Tensor& self, Scalar threshold, Scalar value, SrcLoc loc = {});
 Tensor softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
 Tensor log_softmax(const Tensor& self, int64_t dim, SrcLoc loc = {});
+// The same computed in dtype (self cast to it first), as softmax(self, dim, dtype=...).
+Tensor softmax(const Tensor& self, int64_t dim, DType dtype, SrcLoc loc = {});
+Tensor log_softmax(const Tensor& self, int64_t dim, DType dtype, SrcLoc loc = {});
 // Identity when train is false; train = true is an error (inference only).
 Tensor dropout(const Tensor& self, double p = 0.5, bool train = false, SrcLoc loc = {});
 
@@ -89,6 +95,10 @@ Tensor sum(const Tensor& self, SrcLoc loc = {});
 Tensor sum(const Tensor& self, const DimVec& dims, bool keepdim = false, SrcLoc loc = {});
 Tensor mean(const Tensor& self, SrcLoc loc = {});
 Tensor mean(const Tensor& self, const DimVec& dims, bool keepdim = false, SrcLoc loc = {});
+// The same accumulated and returned in dtype (self cast to it first), as sum/mean(dtype=...);
+// empty dims: every dim.
+Tensor sum(const Tensor& self, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc = {});
+Tensor mean(const Tensor& self, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc = {});
 Tensor amax(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 Tensor amin(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
@@ -127,8 +137,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   SrcLoc loc = {});
 Tensor layer_norm(const Tensor& input, const DimVec& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, SrcLoc loc = {});
-// Rows of weight selected by indices (i64 or i32), as torch.embedding(weight, indices).
-Tensor embedding(const Tensor& weight, const Tensor& indices, SrcLoc loc = {});
+// Rows of weight selected by indices (i64 or i32), as torch.embedding(weight, indices,
+// padding_idx); padding_idx (negative counts from the end, -1 by default) only marks a row
+// that training would not update, so inference reads it as any other.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1, SrcLoc loc = {});
 
 // ---- Joining, splitting, gathering. ----
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0, SrcLoc loc = {});

@@ -4,7 +4,9 @@
 // in the input of its name, so a swapped, dropped or misplaced argument fails here. Every
 // such op of the table must have an entry (ops the table gains need one).
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -175,6 +177,28 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"input", x4}, {"weight", ln_w}, {"bias", ln_b}}},
       {"leaky_relu", [&] { (void)leaky_relu(m, 0.2); }, {{"negative_slope", 0.2}}, {{"self", m}}},
       // The eager functions do not expose dtype: the op's default.
+      {"log_softmax",
+       [&] { (void)log_softmax(m, -1, DType::f64); },
+       {{"dim", int64_t(-1)}, {"dtype", DType::f64}},
+       {{"self", m}}},
+      {"softmax",
+       [&] { (void)softmax(m, 1, DType::f64); },
+       {{"dim", int64_t(1)}, {"dtype", DType::f64}},
+       {{"self", m}}},
+      {"sum",
+       [&] { (void)sum(x4, {1}, false, DType::f64); },
+       {{"dim", I{1}}, {"keepdim", false}, {"dtype", DType::f64}},
+       {{"self", x4}}},
+      {"mean",
+       [&] {
+         (void)mean(x4, {0, 3}, true, DType::f64);
+       },
+       {{"dim", I{0, 3}}, {"keepdim", true}, {"dtype", DType::f64}},
+       {{"self", x4}}},
+      {"embedding",
+       [&] { (void)embedding(table, idx, 2); },
+       {{"padding_idx", int64_t(2)}},
+       {{"weight", table}, {"indices", idx}}},
       {"log_softmax", [&] { (void)log_softmax(m, 1); }, {{"dim", int64_t(1)}, {"dtype", none}}, {{"self", m}}},
       {"softmax", [&] { (void)softmax(m, 0); }, {{"dim", int64_t(0)}, {"dtype", none}}, {{"self", m}}},
       {"max_pool2d",
@@ -263,12 +287,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"split_sizes", I{1, 3}}, {"dim", int64_t(1)}},
        {{"self", m}}},
       {"squeeze.dim", [&] { (void)mid.squeeze(1); }, {{"dim", int64_t(1)}}, {{"self", mid}}},
-      {"stack",
-       [&] {
-         (void)stack({m, m2}, 2);
-       },
-       {{"dim", int64_t(2)}},
-       {}},
+      {"stack", [&] { (void)stack({m, m2}, 2); }, {{"dim", int64_t(2)}}, {}},
       {"sub", [&] { (void)sub(m, m2, 2); }, {{"alpha", int64_t(2)}}, {{"self", m}, {"other", m2}}},
       {"sub.Scalar", [&] { (void)sub(m, Scalar(1.5), 5); }, {{"other", 1.5}, {"alpha", int64_t(5)}}, {{"self", m}}},
       {"threshold", [&] { (void)threshold(m, 0.1, -3); }, {{"threshold", 0.1}, {"value", int64_t(-3)}}, {{"self", m}}},
@@ -335,4 +354,22 @@ TEST_CASE("eager roll without dims rolls the flattened tensor", "[eager]") {
   const std::vector<int64_t> want{2, 5, 0, 3, 1, 4};  // flattened [0,3,1,4,2,5] shifted right by 2
   for (int64_t i = 0; i < 6; ++i) CHECK(y.reshape({-1})[i].item<int64_t>() == want[size_t(i)]);
   AMBER_REQUIRE_ERROR(roll(x, {1, 2}), "shifts must hold one shift");
+}
+
+TEST_CASE("eager clamp with tensor bounds is minimum(maximum(self, min), max)", "[eager]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = tensor(std::vector<float>{-5, 0.5, 9, nan, 2, 3});
+  const Tensor lo = tensor(std::vector<float>{-1, 0, 0, 0, nan, 4});  // lo > hi in the last: hi wins, as PyTorch
+  const Tensor hi = tensor(std::vector<float>{1, 1, 8, 1, 5, 3.5});
+  const Tensor y = clamp(x, lo, hi);
+  const std::vector<float> want{-1, 0.5, 8, nan, nan, 3.5};
+  for (int64_t i = 0; i < 6; ++i) {
+    const float v = y[i].item<float>();
+    CHECK((std::isnan(want[size_t(i)]) ? std::isnan(v) : v == want[size_t(i)]));
+  }
+  // Broadcast bounds and promotion: an i64 self against f32 bounds gives f32.
+  const Tensor z = clamp(tensor(std::vector<int64_t>{-3, 7}), tensor(std::vector<float>{0.5f}), full({1}, 6.5));
+  CHECK(z.dtype() == DType::f32);
+  CHECK(z[0].item<float>() == 0.5f);
+  CHECK(z[1].item<float>() == 6.5f);
 }
