@@ -148,6 +148,12 @@ Tensor sum(const Tensor& a, const DimVec& dims, bool keepdim, DType dtype, SrcLo
 Tensor mean(const Tensor& a, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc) {
   return call(AMBER_OP("mean"), {&a}, {Attr(dims), Attr(keepdim), Attr(dtype)}, loc);
 }
+std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim, SrcLoc loc) {
+  return {amax(a, {dim}, keepdim, loc), argmax(a, dim, keepdim, loc)};
+}
+std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim, SrcLoc loc) {
+  return {amin(a, {dim}, keepdim, loc), argmin(a, dim, keepdim, loc)};
+}
 Tensor any(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("any"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
 }

@@ -105,6 +105,10 @@ Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tenso
 Tensor argmax(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
 Tensor argmin(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor
 Tensor argmin(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
+// The maximum (minimum) along dim and its first index, as torch.max/min(self, dim, keepdim):
+// amax and argmax (amin and argmin) over the same dim, so NaN wins with its first index.
+std::pair<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
+std::pair<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim = false, SrcLoc loc = {});
 // Whether any (every) element over dims (all dims when empty) is nonzero, as torch.any/all;
 // the result is bool.
 Tensor any(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});

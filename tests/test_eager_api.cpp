@@ -373,3 +373,24 @@ TEST_CASE("eager clamp with tensor bounds is minimum(maximum(self, min), max)", 
   CHECK(z[0].item<float>() == 0.5f);
   CHECK(z[1].item<float>() == 6.5f);
 }
+
+TEST_CASE("eager max/min along a dim give values and first indices", "[eager]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rows: a tie (first index wins), a NaN (wins, its index), plain.
+  const Tensor x = tensor(std::vector<float>{3, 7, 7, 1, 2, nan, 5, nan, -4, 0, 8, -9}).reshape({3, 4});
+  const auto [vmax, imax] = max(x, 1);
+  const auto [vmin, imin] = min(x, -1, true);
+  REQUIRE(vmax.sizes() == DimVec{3});
+  REQUIRE(imin.sizes() == DimVec{3, 1});
+  CHECK(imin.dtype() == DType::i64);
+  const std::vector<int64_t> want_imax{1, 1, 2}, want_imin{3, 1, 3};
+  const std::vector<float> want_vmin{1, nan, -9};
+  for (int64_t r = 0; r < 3; ++r) {
+    CHECK(imax[r].item<int64_t>() == want_imax[size_t(r)]);
+    CHECK(imin[r][0].item<int64_t>() == want_imin[size_t(r)]);
+    const float v = vmin[r][0].item<float>();
+    CHECK((std::isnan(want_vmin[size_t(r)]) ? std::isnan(v) : v == want_vmin[size_t(r)]));
+  }
+  CHECK(vmax[0].item<float>() == 7.0f);
+  CHECK(std::isnan(vmax[1].item<float>()));
+}
