@@ -1,6 +1,6 @@
-// Scans along one dim, shared by the CPU and CUDA kernels (AMBER_HD): the walk from a line
-// index to its first element in self and the output, and cumsum's running sum over one line
-// (floats accumulate in double, as PyTorch's CPU kernel; integers wrap modulo 2^64).
+// Work along one dim's lines, shared by the CPU and CUDA kernels (AMBER_HD): the walk from a
+// line index to its first element in self and the output, cumsum's running sum over a line
+// (floats in double, as PyTorch's CPU kernel; integers wrap modulo 2^64), and topk's order.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,18 @@ AMBER_HD inline void cumsum_line(const T* x, int64_t xstride, T* y, int64_t ystr
     acc += Acc(x[i * xstride]);
     y[i * ystride] = T(acc);
   }
+}
+
+// topk's order: whether (a at index ia) comes before (b at ib). Largest: NaN first (PyTorch
+// counts NaN above every number), then larger values; smallest: smaller values, NaN last.
+// Equal values: the lower index first, so the order is total and results deterministic.
+template <typename T>
+AMBER_HD inline bool topk_before(T a, int64_t ia, T b, int64_t ib, bool largest) {
+  bool an = false, bn = false;
+  if constexpr (std::is_floating_point_v<T>) an = a != a, bn = b != b;
+  if (an != bn) return largest ? an : bn;
+  if (!an && a != b) return largest ? a > b : a < b;
+  return ia < ib;
 }
 
 }  // namespace amber::scan

@@ -154,6 +154,12 @@ std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim, SrcLoc
 std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim, SrcLoc loc) {
   return {amin(a, {dim}, keepdim, loc), argmin(a, dim, keepdim, loc)};
 }
+std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim, bool largest, bool sorted, SrcLoc loc) {
+  const Tensor* in[] = {&a};
+  const Attr attrs[] = {Attr(k), Attr(dim), Attr(largest), Attr(sorted)};
+  std::vector<Tensor> out = dispatch(AMBER_OP("topk"), in, attrs, loc);
+  return {out[0], out[1]};
+}
 Tensor any(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("any"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
 }

@@ -113,6 +113,10 @@ std::pair<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim = fa
 // the result is bool.
 Tensor any(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 Tensor all(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
+// The k largest (smallest) elements along dim and their i64 indices, as torch.topk; always in
+// order; NaN counts as the largest; equal values keep their index order.
+std::pair<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true,
+                               SrcLoc loc = {});
 // Running sums along dim, as torch.cumsum: in dtype when given (self cast to it first), else
 // self's dtype (i64 for integer and bool inputs).
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype = std::nullopt, SrcLoc loc = {});

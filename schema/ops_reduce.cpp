@@ -1,4 +1,4 @@
-// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin, any, all), cumsum and
+// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin, any, all), cumsum, topk and
 // the normalisations along one dim (softmax, log_softmax). Integer and bool sums accumulate in
 // i64; mean and softmax need floating inputs, as in PyTorch.
 
@@ -68,6 +68,19 @@ void infer_any_all(InferCtx& c) {
   c.cast_all_inputs_to(x.dtype == DType::f16 || x.dtype == DType::bf16 ? DType::f32 : x.dtype);
 }
 
+// topk(self, k, dim, largest, sorted): values in self's dtype and i64 indices, k along dim.
+void infer_topk(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  const int64_t k = c.attr(0).i();
+  const int d = c.wrap(c.attr(1).i(), x.sizes.size());
+  const int64_t size = x.sizes.empty() ? 1 : x.sizes[d];
+  c.check(k >= 0 && k <= size, "k ", k, " is out of range for dim ", d, " of size ", size, " (self ", x.sizes, ")");
+  DimVec out = x.sizes;
+  if (!out.empty()) out[d] = k;
+  c.add_output(x.dtype, out);
+  c.add_output(DType::i64, out);
+}
+
 // cumsum(self, dim, dtype): self's shape; integer and bool inputs sum in i64 unless dtype says.
 void infer_cumsum(InferCtx& c) {
   const TensorMeta& x = c.in(0);
@@ -79,6 +92,8 @@ void infer_cumsum(InferCtx& c) {
 
 constexpr DTypeSet kAnyAll{DType::f32, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8, DType::u8, DType::b8};
 
+constexpr DTypeSet kTopk{DType::f32, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8, DType::u8};
+
 const OpRegistrar registrar{
     {"sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64}, infer_sum, 0, nullptr, 1,
@@ -89,6 +104,10 @@ const OpRegistrar registrar{
     {"all(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", kAnyAll, infer_any_all, 0, nullptr, 1,
      "Whether every element over dim (all dims when empty) is nonzero (NaN counts); the result is bool for every "
      "input dtype (PyTorch gives u8 for u8)."},
+    {"topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+     kTopk, infer_topk, 0, nullptr, 1,
+     "The k largest (smallest) elements along dim and their indices, always in order (sorted=False is accepted and "
+     "sorts too); NaN counts as the largest; equal values keep their index order."},
     {"cumsum(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", DTypeSet{DType::f32, DType::f64, DType::i64},
      infer_cumsum, 0, nullptr, 1,
      "Running sums along dim (self's shape); integer inputs sum in i64; floats accumulate in double."},

@@ -725,6 +725,21 @@ for op, fn in {"any": torch.any, "all": torch.all}.items():
     case(f"{op}_everything_f16", op, any_all(fn), [In([3, 40], "f16", "uint")], atol=0, rtol=0)
     case(f"{op}_scalar", op, any_all(fn), [In([], "i64", "uint")], atol=0, rtol=0)
     case(f"{op}_long_u8", op, any_all(fn), [In([2, 70001], "u8", "uint")], attrs={"dim": [1]}, atol=0, rtol=0)
+TOPK = lambda x, k, dim=-1, largest=True, sorted=True: torch.topk(x, k, dim, largest, sorted)  # noqa: E731
+case("topk_last", "topk", TOPK, [In([7, 13])], attrs={"k": 4}, atol=0, rtol=0)
+case("topk_smallest_dim0_noncontig", "topk", TOPK, [In([9, 5, 6], layout=("t", 0, 2))],
+     attrs={"k": 3, "dim": 0, "largest": False}, atol=0, rtol=0)
+case("topk_nan", "topk", TOPK, [Fixed(torch.tensor([[1.0, float("nan"), 3.0, -2.0], [0.5, 4.0, -1.0, 2.0]]))],
+     attrs={"k": 2}, atol=0, rtol=0)
+case("topk_smallest_nan_last", "topk", TOPK, [Fixed(torch.tensor([[1.0, float("nan"), 3.0, -2.0]]))],
+     attrs={"k": 4, "largest": False}, atol=0, rtol=0)
+case("topk_i32_distinct", "topk", TOPK, [Fixed(torch.randperm(1000, generator=torch.Generator().manual_seed(5))
+                                               .to(torch.int32).reshape(4, 250))], attrs={"k": 7, "dim": 1},
+     atol=0, rtol=0)
+case("topk_all_f64", "topk", TOPK, [In([3, 301], "f64")], attrs={"k": 301}, atol=0, rtol=0)
+case("topk_zero", "topk", TOPK, [In([3, 5])], attrs={"k": 0}, atol=0, rtol=0)
+case("topk_scalar", "topk", TOPK, [In([])], attrs={"k": 1}, atol=0, rtol=0)
+case("topk_k_too_big", "topk", TOPK, [In([3, 5])], attrs={"k": 6}, error="k 6 is out of range")
 GATHER = lambda x, index, dim: torch.gather(x, dim, index.long())  # i32 indices: an Amber extension  # noqa: E731
 case("gather_dim1_noncontig", "gather", GATHER, [In([5, 7, 13], layout=("t", 0, 2)), In([4, 9, 6], "i64", "idx7")],
      attrs={"dim": 1}, atol=0, rtol=0)

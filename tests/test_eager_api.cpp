@@ -157,6 +157,10 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"dim", I{1, 3}}, {"keepdim", true}},
        {{"self", x4}}},
       {"all", [&] { (void)all(x4, {-1}); }, {{"dim", I{-1}}, {"keepdim", false}}, {{"self", x4}}},
+      {"topk",
+       [&] { (void)topk(x4, 2, 1, false, false); },
+       {{"k", int64_t(2)}, {"dim", int64_t(1)}, {"largest", false}, {"sorted", false}},
+       {{"self", x4}}},
       {"cumsum",
        [&] { (void)cumsum(m, -1, DType::f64); },
        {{"dim", int64_t(-1)}, {"dtype", DType::f64}},
@@ -281,9 +285,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
       {"softshrink", [&] { (void)softshrink(m, 0.4); }, {{"lambd", 0.4}}, {{"self", m}}},
       {"split", [&] { (void)split(m, 3, 1); }, {{"split_size", int64_t(3)}, {"dim", int64_t(1)}}, {{"self", m}}},
       {"split_with_sizes",
-       [&] {
-         (void)split_with_sizes(m, {1, 3}, 1);
-       },
+       [&] { (void)split_with_sizes(m, {1, 3}, 1); },
        {{"split_sizes", I{1, 3}}, {"dim", int64_t(1)}},
        {{"self", m}}},
       {"squeeze.dim", [&] { (void)mid.squeeze(1); }, {{"dim", int64_t(1)}}, {{"self", mid}}},

@@ -113,6 +113,17 @@ TEST_CASE("type promotion, views of inputs and constants, and outputs the caller
   check_close(m.forward({xt, i})[0], xt + i, 0, 0, "transposed input");
 }
 
+TEST_CASE("an op with two outputs of different dtypes (topk) traces, saves and loads", "[loader]") {
+  // Both outputs used downstream, and one returned directly.
+  auto f = [](const Tensor& x) {
+    const auto [values, indices] = topk(x * 2, 3, 1);
+    return std::vector<Tensor>{values + 1, indices, indices.to(DType::f32) * values};
+  };
+  Tensor x = randn({4, 9});
+  TracedModule t = trace(f, {x}, quiet());
+  check_loaded(t, {x}, f(x), 0, 0, "topk");
+}
+
 TEST_CASE("pointwise steps write in place only where no other reader sees it", "[loader][memory]") {
   // relu's output is read by the add both directly and transposed: writing the add's result
   // in place of it would change what the transposed view reads. The chain after it may

@@ -1,5 +1,5 @@
 // CPU kernels for reductions over any set of dims (sum, mean, amax, amin, argmax, any, all),
-// cumsum (scan.h's running sum per line). Floats accumulate in double (runs of 16 or more: sixteen
+// cumsum and topk (scan.h's running sum and order per line). Floats accumulate in double (runs of 16 or more: sixteen
 // partial sums in a fixed order, deterministic and vectorised; shorter runs in order), integers
 // in int64; amax/amin/argmax propagate NaN as PyTorch. Work splits over output elements, or
 // over the reduced elements (partials merged in a fixed order) when outputs are too few.
@@ -378,6 +378,48 @@ struct AnyAll {
   };
 };
 
+// topk(self, k, dim, largest, sorted): per line, a partial sort of the indices by scan.h's
+// topk_before (lines split over threads).
+template <typename T>
+struct TopkKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0], &ix = a->outputs[1];
+    const int64_t k = attr_int(a, op_attrs::topk::k);
+    const bool largest = attr_bool(a, op_attrs::topk::largest);
+    if (k == 0) return 0;
+    if (x.ndim == 0) {
+      *static_cast<T*>(v.data) = *static_cast<const T*>(x.data);
+      *static_cast<int64_t*>(ix.data) = 0;
+      return 0;
+    }
+    int dim = int(attr_int(a, op_attrs::topk::dim));
+    if (dim < 0) dim += x.ndim;
+    const int64_t n = x.sizes[dim], lines = numel(v) / k;
+    const scan::Lines wv = scan::lines_along(v, x, dim), wi = scan::lines_along(ix, x, dim);
+    const T* xp = static_cast<const T*>(x.data);
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(lines, std::max<int64_t>(1, 4096 / n), [&](int64_t b, int64_t e) {
+      std::vector<int64_t> order(static_cast<size_t>(n));
+      for (int64_t l = b; l < e; ++l) {
+        int64_t xo, vo, io, unused;
+        scan::line_start(wv, l, &xo, &vo);
+        scan::line_start(wi, l, &unused, &io);
+        const T* line = xp + xo;
+        const int64_t xs = x.strides[dim];
+        for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t i, int64_t j) {
+          return scan::topk_before(line[i * xs], i, line[j * xs], j, largest);
+        });
+        for (int64_t i = 0; i < k; ++i) {
+          static_cast<T*>(v.data)[vo + i * v.strides[dim]] = line[order[size_t(i)] * xs];
+          static_cast<int64_t*>(ix.data)[io + i * ix.strides[dim]] = order[size_t(i)];
+        }
+      }
+    });
+    return 0;
+  }
+};
+
 // cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
 template <typename T>
 struct CumsumKernel {
@@ -408,6 +450,7 @@ struct CumsumKernel {
 
 AMBER_CPU_KERNELS(reduce) {
   register_typed<CumsumKernel, float, double, int64_t>("cumsum");
+  register_typed<TopkKernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("topk");
   register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
   register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
   register_typed<SumKernel, float, double, int64_t>("sum");

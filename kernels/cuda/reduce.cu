@@ -1,6 +1,6 @@
-// CUDA kernels along rows: reductions (sum, mean, amax, amin, argmax, any, all), cumsum
-// (a thread per line), softmax/log_softmax, layer_norm and batch_norm (per-channel affine). A
-// block per row, 256 threads striding its elements, then a fixed-order tree in shared memory:
+// CUDA kernels along rows: reductions (sum, mean, amax, amin, argmax, any, all), cumsum and
+// topk (a thread per line), softmax/log_softmax, layer_norm and batch_norm. Reductions: a block
+// per row, 256 threads striding its elements, then a fixed-order tree in shared memory:
 // deterministic, within tolerance of the CPU's order. Floats accumulate in double, integers
 // in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
 
@@ -462,6 +462,50 @@ struct AnyAll {
   };
 };
 
+// topk(self, k, dim, largest, sorted): a thread per line keeps the best k so far, in order, in
+// the outputs themselves (insertion by scan.h's topk_before): O(n k) per line, fine for the
+// small k of top-k sampling and search, slow for k near a long line's length.
+template <typename T>
+__global__ void topk_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n,
+                            int64_t k, bool largest, int64_t lines) {
+  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t xo, vo, io, unused;
+    scan::line_start(wv, l, &xo, &vo);
+    scan::line_start(wi, l, &unused, &io);
+    const int64_t xs = wv.xstrides[dim], vs = wv.ystrides[dim], is = wi.ystrides[dim];
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const T val = x[xo + i * xs];
+      if (count == k && !scan::topk_before(val, i, v[vo + (k - 1) * vs], ix[io + (k - 1) * is], largest)) continue;
+      int64_t j = count < k ? count++ : k - 1;
+      for (; j > 0 && scan::topk_before(val, i, v[vo + (j - 1) * vs], ix[io + (j - 1) * is], largest); --j) {
+        v[vo + j * vs] = v[vo + (j - 1) * vs];
+        ix[io + j * is] = ix[io + (j - 1) * is];
+      }
+      v[vo + j * vs] = val;
+      ix[io + j * is] = i;
+    }
+  }
+}
+template <typename T>
+struct TopkKernel {
+  static int run(const amber_kernel_args* a) {
+    const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0], &ix = a->outputs[1];
+    const int64_t k = a->attrs[op_attrs::topk::k].i;
+    if (k == 0 || numel(v) == 0) return 0;
+    int dim = x.ndim == 0 ? 0 : int(a->attrs[op_attrs::topk::dim].i);
+    if (dim < 0) dim += x.ndim;
+    const int64_t n = x.ndim == 0 ? 1 : x.sizes[dim], lines = numel(v) / k;
+    // A 0-D self: one line of one element (the walk sees no dims; strides unused past n = 1).
+    const scan::Lines wv = scan::lines_along(v, x, dim), wi = scan::lines_along(ix, x, dim);
+    DeviceScope scope(a->device);
+    topk_kernel<T><<<grid_for(lines), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(v.data),
+                                                              static_cast<int64_t*>(ix.data), wv, wi, dim, n, k,
+                                                              a->attrs[op_attrs::topk::largest].i != 0, lines);
+    return launched(a, "topk");
+  }
+};
+
 // cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
 template <typename T>
 __global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n,
@@ -492,6 +536,7 @@ struct CumsumKernel {
 
 AMBER_CUDA_KERNELS(reduce) {
   register_typed<CumsumKernel, float, double, int64_t>("cumsum");
+  register_typed<TopkKernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("topk");
   register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
   register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
   register_typed<SumKernel, float, double, int64_t>("sum");
