@@ -281,6 +281,32 @@ Tensor roll(const Tensor& x, const DimVec& shifts, const DimVec& dims, SrcLoc lo
 Tensor repeat(const Tensor& x, const DimVec& repeats, SrcLoc loc) {
   return call(AMBER_OP("repeat"), {&x}, {Attr(repeats)}, loc);
 }
+Tensor pixel_shuffle(const Tensor& x, int64_t r, SrcLoc loc) {
+  const int n = x.dim();
+  if (n < 3 || r <= 0 || x.sizes()[n - 3] % (r * r) != 0)
+    throw Error(str("pixel_shuffle: expected at least 3 dims with the channels (dim -3) divisible by ", r,
+                    " squared and a positive factor, got shape ", x.sizes(), " and factor ", r));
+  DimVec split(std::span<const int64_t>(x.sizes().begin(), size_t(n - 3))), perm, out = split;
+  const int64_t c = x.sizes()[n - 3] / (r * r), h = x.sizes()[n - 2], w = x.sizes()[n - 1];
+  for (int64_t d : {c, r, r, h, w}) split.push_back(d);
+  for (int i = 0; i < n - 3; ++i) perm.push_back(i);
+  for (int i : {0, 3, 1, 4, 2}) perm.push_back(n - 3 + i);  // C, H, r, W, r
+  for (int64_t d : {c, h * r, w * r}) out.push_back(d);
+  return x.reshape(split, loc).permute(perm, loc).reshape(out, loc);
+}
+Tensor pixel_unshuffle(const Tensor& x, int64_t r, SrcLoc loc) {
+  const int n = x.dim();
+  if (n < 3 || r <= 0 || x.sizes()[n - 2] % r != 0 || x.sizes()[n - 1] % r != 0)
+    throw Error(str("pixel_unshuffle: expected at least 3 dims with height and width divisible by ", r,
+                    " and a positive factor, got shape ", x.sizes(), " and factor ", r));
+  DimVec split(std::span<const int64_t>(x.sizes().begin(), size_t(n - 3))), perm, out = split;
+  const int64_t c = x.sizes()[n - 3], h = x.sizes()[n - 2] / r, w = x.sizes()[n - 1] / r;
+  for (int64_t d : {c, h, r, w, r}) split.push_back(d);
+  for (int i = 0; i < n - 3; ++i) perm.push_back(i);
+  for (int i : {0, 2, 4, 1, 3}) perm.push_back(n - 3 + i);  // C, r, r, H, W
+  for (int64_t d : {c * r * r, h, w}) out.push_back(d);
+  return x.reshape(split, loc).permute(perm, loc).reshape(out, loc);
+}
 Tensor flip(const Tensor& x, const DimVec& dims, SrcLoc loc) { return call(AMBER_OP("flip"), {&x}, {Attr(dims)}, loc); }
 Tensor tril(const Tensor& x, int64_t diagonal, SrcLoc loc) {
   return call(AMBER_OP("tril"), {&x}, {Attr(diagonal)}, loc);

@@ -169,6 +169,10 @@ Tensor pad(const Tensor& self, const DimVec& pad, const std::string& mode = "con
 Tensor roll(const Tensor& self, const DimVec& shifts, const DimVec& dims = {}, SrcLoc loc = {});
 // self tiled repeats[d] times along each dim, as Tensor.repeat (extra leading repeats add dims).
 Tensor repeat(const Tensor& self, const DimVec& repeats, SrcLoc loc = {});
+// [*, C r^2, H, W] -> [*, C, H r, W r] and back, as torch.nn.functional.pixel_shuffle /
+// pixel_unshuffle: a reshape, a permute and a reshape (traced as those three ops).
+Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor, SrcLoc loc = {});
+Tensor pixel_unshuffle(const Tensor& self, int64_t downscale_factor, SrcLoc loc = {});
 // The elements in reverse order along each of dims, as torch.flip.
 Tensor flip(const Tensor& self, const DimVec& dims, SrcLoc loc = {});
 // The lower (upper) triangle of each matrix in the last two dims: (i, j) kept where

@@ -396,3 +396,21 @@ TEST_CASE("eager max/min along a dim give values and first indices", "[eager]") 
   CHECK(vmax[0].item<float>() == 7.0f);
   CHECK(std::isnan(vmax[1].item<float>()));
 }
+
+TEST_CASE("eager pixel_shuffle and pixel_unshuffle move channels to space and back", "[eager]") {
+  const Tensor x = arange(0, 2 * 8 * 3 * 5, 1, TensorOptions(DType::i64)).reshape({2, 8, 3, 5});
+  const int64_t r = 2;
+  const Tensor y = pixel_shuffle(x, r);
+  REQUIRE(y.sizes() == DimVec{2, 2, 6, 10});
+  // y[n, c, h r + i, w r + j] = x[n, c r^2 + i r + j, h, w], as torch.nn.functional.pixel_shuffle.
+  for (int64_t n : {0, 1})
+    for (int64_t c : {0, 1})
+      for (int64_t h : {0, 2})
+        for (int64_t w : {1, 4})
+          for (int64_t i : {0, 1})
+            for (int64_t j : {0, 1})
+              CHECK(y[n][c][h * r + i][w * r + j].item<int64_t>() == x[n][c * r * r + i * r + j][h][w].item<int64_t>());
+  CHECK(test::compare(pixel_unshuffle(y, r), x, 0, 0).ok);
+  AMBER_REQUIRE_ERROR(pixel_shuffle(x, 3), "divisible by 3");
+  AMBER_REQUIRE_ERROR(pixel_unshuffle(x, 2), "height and width divisible by 2");
+}
