@@ -70,6 +70,16 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
 Tensor clamp(const Tensor& a, const Tensor& lo, const Tensor& hi, SrcLoc loc) {
   return minimum(maximum(a, lo, loc), hi, loc);
 }
+Tensor prelu(const Tensor& a, const Tensor& weight, SrcLoc loc) {
+  const int64_t channels = a.dim() >= 2 ? a.sizes()[1] : 1;
+  if (weight.dim() > 1 || (weight.numel() != 1 && weight.numel() != channels))
+    throw Error(str("prelu: weight must have 1 element or one per channel (", channels, ", dim 1 of input ", a.sizes(),
+                    "), got shape ", weight.sizes()));
+  DimVec shape{weight.numel()};  // [C, 1, ...]: right-aligned, it broadcasts along dim 1
+  for (int d = 2; d < a.dim(); ++d) shape.push_back(1);
+  const Tensor w = weight.numel() == 1 ? weight.reshape({}, loc) : weight.reshape(shape, loc);
+  return where(ge(a, Scalar(0), loc), a, mul(a, w, loc), loc);
+}
 Tensor gelu(const Tensor& a, const std::string& approximate, SrcLoc loc) {
   return call(AMBER_OP("gelu"), {&a}, {Attr(approximate)}, loc);
 }

@@ -31,6 +31,9 @@ Tensor div(const Tensor& self, Scalar other, const std::string& rounding_mode = 
 Tensor pow(const Tensor& self, const Tensor& exponent, SrcLoc loc = {});
 Tensor pow(const Tensor& self, Scalar exponent, SrcLoc loc = {});
 Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, SrcLoc loc = {});
+// x where x >= 0, else weight * x, weight (1 or self.size(1) elements) per channel (dim 1),
+// as torch.nn.functional.prelu: where(ge(x, 0), x, x * weight shaped to broadcast on dim 1).
+Tensor prelu(const Tensor& self, const Tensor& weight, SrcLoc loc = {});
 // clamp with tensor bounds (broadcast, dtypes promoted), as torch.clamp(self, min, max):
 // minimum(maximum(self, min), max), so NaN in self or a bound propagates.
 Tensor clamp(const Tensor& self, const Tensor& min, const Tensor& max, SrcLoc loc = {});

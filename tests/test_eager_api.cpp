@@ -414,3 +414,17 @@ TEST_CASE("eager pixel_shuffle and pixel_unshuffle move channels to space and ba
   AMBER_REQUIRE_ERROR(pixel_shuffle(x, 3), "divisible by 3");
   AMBER_REQUIRE_ERROR(pixel_unshuffle(x, 2), "height and width divisible by 2");
 }
+
+TEST_CASE("eager prelu scales negatives by their channel's weight", "[eager]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = tensor(std::vector<float>{-2, 3, -4, nan, 0, -1, 5, -6}).reshape({2, 2, 2});  // N=2, C=2, L=2
+  const Tensor w = tensor(std::vector<float>{0.5, -3});
+  const Tensor y = prelu(x, w);
+  const std::vector<float> want{-1, 3, 12, nan, 0, -0.5, 5, 18};
+  for (int64_t i = 0; i < 8; ++i) {
+    const float v = y.reshape({-1})[i].item<float>();
+    CHECK((std::isnan(want[size_t(i)]) ? std::isnan(v) : v == want[size_t(i)]));
+  }
+  CHECK(prelu(x, tensor(std::vector<float>{0.25}))[0][0][0].item<float>() == -0.5f);
+  AMBER_REQUIRE_ERROR(prelu(x, tensor(std::vector<float>{1, 2, 3})), "one per channel (2");
+}
