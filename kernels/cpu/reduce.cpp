@@ -226,6 +226,14 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
   const T* x = static_cast<const T*>(in.data);
   Out* y = static_cast<Out*>(a->outputs[0].data);
   const int64_t m = p.kept.count(), l = p.red.count();
+  if (l == 0) {  // nothing reduced (an empty input, whose data may be null): each output is the identity
+    for (int64_t i = 0; i < m; ++i) {
+      int64_t io, oo;
+      p.kept.offsets(i, io, oo);
+      finish(R::init(), y + oo);
+    }
+    return;
+  }
   const int threads = std::max(1, a->num_threads);
   ThreadLimit limit(threads);
   if (m >= threads || l < 32768) {
