@@ -191,7 +191,7 @@ void infer_pad(InferCtx& c) {
     if (mode == "circular")
       c.check(before <= size && after <= size, "circular padding (", before, ", ", after, ") of dim ", d,
               " wraps around more than once: at most its size ", size, " (self ", x.sizes, ")");
-    out[d] = size + before + after;
+    out[d] = checked_add(checked_add(size, before, "pad"), after, "pad");
     c.check(out[d] >= 0, "padding (", before, ", ", after, ") of dim ", d, " of size ", size, " gives a negative size ",
             out[d]);
   }
@@ -218,7 +218,7 @@ void infer_repeat(InferCtx& c) {
   const size_t lead = r.size() - size_t(x.sizes.size());
   for (size_t d = 0; d < r.size(); ++d) {
     c.check(r[d] >= 0, "repeats ", c.attr(0), " must not be negative");
-    out.push_back(d < lead ? r[d] : x.sizes[d - lead] * r[d]);
+    out.push_back(d < lead ? r[d] : checked_mul(x.sizes[d - lead], r[d], "repeat"));
   }
   c.add_output(x.dtype, out);
 }

@@ -766,6 +766,7 @@ case("repeat_new_dims_noncontig_i32", "repeat", repeat, [In([4, 3], "i32", "int"
 case("repeat_zero_bool", "repeat", repeat, [In([2, 3], "bool", "bool")], attrs={"repeats": [0, 2]}, atol=0, rtol=0)
 case("repeat_scalar", "repeat", repeat, [In([])], attrs={"repeats": [4]}, atol=0, rtol=0)
 case("repeat_too_few", "repeat", repeat, [In([2, 3])], attrs={"repeats": [2]}, error="at least as many entries")
+case("repeat_overflow", "repeat", repeat, [In([2, 3])], attrs={"repeats": [1, 2**62]}, error="overflow")
 case("repeat_negative", "repeat", repeat, [In([2, 3])], attrs={"repeats": [1, -1]}, error="must not be negative")
 
 
@@ -812,6 +813,7 @@ case("pad_reflect_too_far", "pad", pad, [In([3, 4])], attrs={"pad": [4, 0], "mod
 case("pad_circular_too_far", "pad", pad, [In([3, 4])], attrs={"pad": [0, 5], "mode": "circular"},
      error="wraps around more than once")
 case("pad_negative_size", "pad", pad, [In([3, 4])], attrs={"pad": [-3, -2]}, error="gives a negative size")
+case("pad_overflow", "pad", pad, [In([3, 4])], attrs={"pad": [2**62, 2**62]}, error="overflow")
 case("pad_bad_mode", "pad", pad, [In([3, 4])], attrs={"pad": [1, 1], "mode": "edge"},
      error="mode must be constant, reflect, replicate or circular")
 CAT = lambda *ts, dim=0: torch.cat(ts, dim)  # noqa: E731
