@@ -117,7 +117,9 @@ for r in "$cudnn_root" "$cublas_root"; do
 done
 
 configure() {
+  # -g (line tables for the crash reports below; it changes no generated code)
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_BUILD_TESTS=ON -DAMBER_CUDA=ON \
+    -DCMAKE_CXX_FLAGS=-g -DCMAKE_CUDA_FLAGS=-g \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_PREFIX_PATH="$prefix/usr" -DAMBER_PYTHON="$python" \
     -DProtobuf_PROTOC_EXECUTABLE="$prefix/usr/bin/protoc" -DAMBER_CUDNN_ROOT="$cudnn_root" \
     -DAMBER_CUBLAS_ROOT="$cublas_root"
@@ -146,11 +148,31 @@ else
 fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build"
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
-# until the crash seen with them (test_cuda's threads case, 2 in about 20 runs) is explained.
-# Each side runs test_cuda 15 times, so the rate with and without them is in one summary.
+# until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
+# on 2026-11-23; never without them) is explained.
+# Each side runs test_cuda 15 times, so the rate with and without them is in one summary; a
+# crash is reported frame by frame (scripts/crash_backtrace.c, symbolized with addr2line).
+crash_reporter=""
+if command -v gcc >/dev/null && gcc -shared -fPIC scripts/crash_backtrace.c -o /tmp/amber-crash-backtrace.so -ldl; then
+  crash_reporter=/tmp/amber-crash-backtrace.so
+fi
+symbolize() {  # the FRAME lines of a crash report, with file:line where addr2line finds them
+  grep -v '^FRAME' "$1" | tail -4
+  grep '^FRAME' "$1" | head -30 | while read -r _ file offset symbol; do
+    local where=""
+    [[ $file != "?" ]] && command -v addr2line >/dev/null &&
+      where=$(addr2line -f -C -i -e "$file" "$offset" 2>/dev/null | paste -sd' ' | cut -c1-200)
+    echo "  $(basename "$file") $offset $symbol $where"
+  done
+}
 repeat_test_cuda() {
   local crashes=0
-  for _ in $(seq 15); do "$build/tests/test_cuda" >/tmp/amber-test-cuda.log 2>&1 || { crashes=$((crashes + 1)); tail -4 /tmp/amber-test-cuda.log; }; done
+  for _ in $(seq 15); do
+    LD_PRELOAD=$crash_reporter "$build/tests/test_cuda" >/tmp/amber-test-cuda.log 2>&1 || {
+      crashes=$((crashes + 1))
+      symbolize /tmp/amber-test-cuda.log
+    }
+  done
   echo "test_cuda failed $crashes of 15 runs (AMBER_CUDA_CONV_PLANS=${AMBER_CUDA_CONV_PLANS:-unset})"
   ((crashes == 0))
 }
