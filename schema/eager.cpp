@@ -131,6 +131,31 @@ AMBER_COMPARE(ge)
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("where"), {&c, &a, &b}, {}, loc);
 }
+namespace {
+// A scalar branch of where as a 0-d tensor of dtype (traced as a `full` node).
+Tensor scalar_branch(Scalar v, DType dtype, Device device, SrcLoc loc) { return full({}, v, {dtype, device}, loc); }
+DType where_dtype(const Tensor& t, Scalar v) {
+  ResultType r;
+  r.add(t.dtype(), t.dim() ? Priority::dimensioned : Priority::zero_dim);
+  r.add(v.wrapped_dtype(), Priority::wrapped);
+  return r.result();
+}
+}  // namespace
+Tensor where(const Tensor& c, const Tensor& a, Scalar b, SrcLoc loc) {
+  const DType d = where_dtype(a, b);
+  return where(c, a.to(d, loc), scalar_branch(b, d, a.device(), loc), loc);
+}
+Tensor where(const Tensor& c, Scalar a, const Tensor& b, SrcLoc loc) {
+  const DType d = where_dtype(b, a);
+  return where(c, scalar_branch(a, d, b.device(), loc), b.to(d, loc), loc);
+}
+Tensor where(const Tensor& c, Scalar a, Scalar b, SrcLoc loc) {
+  ResultType r;
+  r.add(a.wrapped_dtype(), Priority::wrapped);
+  r.add(b.wrapped_dtype(), Priority::wrapped);
+  const DType d = r.result();
+  return where(c, scalar_branch(a, d, c.device(), loc), scalar_branch(b, d, c.device(), loc), loc);
+}
 Tensor logical_and(const Tensor& a, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("logical_and"), {&a, &b}, {}, loc);
 }
@@ -169,6 +194,9 @@ std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim, bool lar
   const Attr attrs[] = {Attr(k), Attr(dim), Attr(largest), Attr(sorted)};
   std::vector<Tensor> out = dispatch(AMBER_OP("topk"), in, attrs, loc);
   return {out[0], out[1]};
+}
+std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim, bool descending, SrcLoc loc) {
+  return topk(a, a.dim() ? a.size(dim) : 1, dim, descending, true, loc);
 }
 Tensor any(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("any"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
@@ -215,6 +243,63 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& s
               const DimVec& dilation, int64_t groups, SrcLoc loc) {
   return call(AMBER_OP("conv2d"), {&x, &w, &b}, {Attr(stride), Attr(padding), Attr(dilation), Attr(groups)}, loc);
 }
+namespace {
+// The value of a per-dim argument given once or per dim (PyTorch's int or tuple).
+int64_t per_dim(const DimVec& v, int i) { return v.size() == 1 ? v[0] : v[i]; }
+// padding="same"/"valid" for a convolution over the last `spatial` dims of x with kernel
+// sizes from w's last dims: the symmetric padding to pass to the convolution; x gains the odd
+// remainder of "same" on the far side (as PyTorch's _convolution_same) by a pad node.
+DimVec padding_of(const char* op, Tensor& x, const Tensor& w, const DimVec& stride, PaddingMode padding,
+                  const DimVec& dilation, int spatial, SrcLoc loc) {
+  if (padding == kValid) return DimVec{0};
+  if (w.dim() != spatial + 2) throw Error(str(op, ": weight must have ", spatial + 2, " dims, got shape ", w.sizes()));
+  for (int i = 0; i < spatial; ++i) {
+    if ((stride.size() != 1 && stride.size() != spatial) || (dilation.size() != 1 && dilation.size() != spatial))
+      throw Error(str(op, ": stride ", stride, " and dilation ", dilation, " must have 1 or ", spatial, " values"));
+    if (per_dim(stride, i) != 1)
+      throw Error(str(op, ": padding=\"same\" needs stride 1 (as PyTorch), got stride ", stride));
+  }
+  DimVec symmetric, extra;  // extra: pad's (before, after) pairs, last dim first
+  bool odd = false;
+  for (int i = 0; i < spatial; ++i) {
+    const int64_t total = per_dim(dilation, i) * (w.size(2 + i) - 1), left = total / 2;
+    symmetric.push_back(left);
+    odd |= total - 2 * left != 0;
+  }
+  for (int i = spatial - 1; i >= 0; --i) {
+    const int64_t total = per_dim(dilation, i) * (w.size(2 + i) - 1);
+    extra.push_back(0);
+    extra.push_back(total - 2 * (total / 2));
+  }
+  if (odd) x = pad(x, extra, "constant", 0, loc);
+  return symmetric;
+}
+}  // namespace
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, PaddingMode padding,
+              const DimVec& dilation, int64_t groups, SrcLoc loc) {
+  Tensor in = x;
+  const DimVec p = padding_of("conv2d", in, w, stride, padding, dilation, 2, loc);
+  return conv2d(in, w, b, stride, p, dilation, groups, loc);
+}
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,
+              const DimVec& dilation, int64_t groups, SrcLoc loc) {
+  if (x.dim() != 2 && x.dim() != 3)
+    throw Error(str("conv1d: input must be [N, C, L] or [C, L], got shape ", x.sizes()));
+  if (w.dim() != 3)
+    throw Error(str("conv1d: weight must be [out_channels, in_channels / groups, k], got shape ", w.sizes()));
+  for (const DimVec* v : {&stride, &padding, &dilation})
+    if (v->size() != 1) throw Error(str("conv1d: stride, padding and dilation take one value each, got ", *v));
+  // A conv2d over [N, C, 1, L] with a [K, C / groups, 1, k] kernel, then the 1 dropped.
+  const Tensor y = conv2d(x.unsqueeze(-2, loc), w.unsqueeze(-2, loc), b, DimVec{1, stride[0]}, DimVec{0, padding[0]},
+                          DimVec{1, dilation[0]}, groups, loc);
+  return y.squeeze(-2, loc);
+}
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, PaddingMode padding,
+              const DimVec& dilation, int64_t groups, SrcLoc loc) {
+  Tensor in = x;
+  const DimVec p = padding_of("conv1d", in, w, stride, padding, dilation, 1, loc);
+  return conv1d(in, w, b, stride, p, dilation, groups, loc);
+}
 Tensor max_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVec& p, const DimVec& d, bool ceil_mode,
                   SrcLoc loc) {
   return call(AMBER_OP("max_pool2d"), {&x}, {Attr(k), Attr(s), Attr(p), Attr(d), Attr(ceil_mode)}, loc);
@@ -235,6 +320,34 @@ Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const 
 }
 Tensor layer_norm(const Tensor& x, const DimVec& shape, const Tensor& w, const Tensor& b, double eps, SrcLoc loc) {
   return call(AMBER_OP("layer_norm"), {&x, &w, &b}, {Attr(shape), Attr(eps)}, loc);
+}
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Tensor& b, double eps, SrcLoc loc) {
+  if (x.dim() < 2) throw Error(str("group_norm: input must be [N, C, *], got shape ", x.sizes()));
+  const int64_t n = x.size(0), c = x.size(1);
+  if (num_groups <= 0 || c % num_groups != 0)
+    throw Error(
+        str("group_norm: the ", c, " channels of input ", x.sizes(), " must divide into num_groups=", num_groups));
+  for (const Tensor* t : {&w, &b})
+    if (t->defined() && (t->dim() != 1 || t->size(0) != c))
+      throw Error(str("group_norm: weight and bias must be [", c, "] (one per channel of input ", x.sizes(),
+                      "), got shape ", t->sizes()));
+  // Each group normalised as a layer_norm row: [N, G, C / G * spatial] over its last dim.
+  int64_t row = c / num_groups;
+  for (int d = 2; d < x.dim(); ++d) row *= x.size(d);
+  Tensor y = layer_norm(x.reshape({n, num_groups, row}, loc), {row}, {}, {}, eps, loc).reshape(x.sizes(), loc);
+  DimVec per_channel{c};  // [C, 1, ...]: right-aligned, it broadcasts along dim 1
+  for (int d = 2; d < x.dim(); ++d) per_channel.push_back(1);
+  if (w.defined()) y = mul(y, w.reshape(per_channel, loc), loc);
+  if (b.defined()) y = add(y, b.reshape(per_channel, loc), 1, loc);
+  return y;
+}
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& w,
+                     const Tensor& b, bool use_input_stats, double momentum, double eps, SrcLoc loc) {
+  if (x.dim() < 3) throw Error(str("instance_norm: input must be [N, C, *spatial], got shape ", x.sizes()));
+  if (use_input_stats) return group_norm(x, x.size(1), w, b, eps, loc);
+  if (!running_mean.defined() || !running_var.defined())
+    throw Error("instance_norm: use_input_stats=false needs running_mean and running_var");
+  return batch_norm(x, running_mean, running_var, w, b, false, momentum, eps, loc);
 }
 Tensor embedding(const Tensor& w, const Tensor& idx, int64_t padding_idx, SrcLoc loc) {
   return call(AMBER_OP("embedding"), {&w, &idx}, {Attr(padding_idx)}, loc);

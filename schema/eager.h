@@ -85,6 +85,11 @@ Tensor gt(const Tensor& self, Scalar other, SrcLoc loc = {});
 Tensor ge(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 Tensor ge(const Tensor& self, Scalar other, SrcLoc loc = {});
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other, SrcLoc loc = {});
+// where with a number for a branch, as torch.where: the number becomes a 0-d tensor (a `full`
+// node) of the result type (a float number with an integer tensor gives f32).
+Tensor where(const Tensor& condition, const Tensor& self, Scalar other, SrcLoc loc = {});
+Tensor where(const Tensor& condition, Scalar self, const Tensor& other, SrcLoc loc = {});
+Tensor where(const Tensor& condition, Scalar self, Scalar other, SrcLoc loc = {});
 // Nonzero (NaN included) is true; bool results, broadcasting as arithmetic.
 Tensor logical_and(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 Tensor logical_or(const Tensor& self, const Tensor& other, SrcLoc loc = {});
@@ -120,6 +125,9 @@ Tensor all(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, Sr
 // order; NaN counts as the largest; equal values keep their index order.
 std::pair<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true,
                                SrcLoc loc = {});
+// self sorted along dim (ascending unless descending) and the i64 indices, as torch.sort with
+// stable=True: topk with k = size(dim) (one node; NaN sorts as the largest).
+std::pair<Tensor, Tensor> sort(const Tensor& self, int64_t dim = -1, bool descending = false, SrcLoc loc = {});
 // Running sums along dim, as torch.cumsum: in dtype when given (self cast to it first), else
 // self's dtype (i64 for integer and bool inputs).
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype = std::nullopt, SrcLoc loc = {});
@@ -137,6 +145,19 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 // The output of conv2d is channels-last (NHWC memory); values and shape are PyTorch's.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const DimVec& stride = {1},
               const DimVec& padding = {0}, const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
+// Convolution padding by rule, as PyTorch's padding="same" / "valid" (libtorch's kSame /
+// kValid): "same" keeps the size at stride 1, an odd total putting its extra row/column at the
+// far side by a pad node, as PyTorch; "valid" pads nothing.
+enum class PaddingMode : uint8_t { same, valid };
+inline constexpr PaddingMode kSame = PaddingMode::same, kValid = PaddingMode::valid;
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const DimVec& stride, PaddingMode padding,
+              const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
+// [N, C, L] (or [C, L]) with a [K, C / groups, k] weight, as torch.nn.functional.conv1d: a
+// conv2d over [N, C, 1, L] between an unsqueeze and a squeeze (traced as those three ops).
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const DimVec& stride = {1},
+              const DimVec& padding = {0}, const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const DimVec& stride, PaddingMode padding,
+              const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
 Tensor max_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
                   const DimVec& padding = {0}, const DimVec& dilation = {1}, bool ceil_mode = false, SrcLoc loc = {});
 Tensor avg_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
@@ -148,6 +169,15 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   SrcLoc loc = {});
 Tensor layer_norm(const Tensor& input, const DimVec& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, SrcLoc loc = {});
+// torch.nn.functional.group_norm: each of num_groups channel groups normalised per sample (a
+// layer_norm over [N, G, C / G * spatial]), then scaled and shifted per channel.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5, SrcLoc loc = {});
+// torch.nn.functional.instance_norm: group_norm with one group per channel, or with
+// use_input_stats=false the running statistics' batch_norm.
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean = {}, const Tensor& running_var = {},
+                     const Tensor& weight = {}, const Tensor& bias = {}, bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5, SrcLoc loc = {});
 // Rows of weight selected by indices (i64 or i32), as torch.embedding(weight, indices,
 // padding_idx); padding_idx (negative counts from the end, -1 by default) only marks a row
 // that training would not update, so inference reads it as any other.

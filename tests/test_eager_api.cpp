@@ -428,3 +428,112 @@ TEST_CASE("eager prelu scales negatives by their channel's weight", "[eager]") {
   CHECK(prelu(x, tensor(std::vector<float>{0.25}))[0][0][0].item<float>() == -0.5f);
   AMBER_REQUIRE_ERROR(prelu(x, tensor(std::vector<float>{1, 2, 3})), "one per channel (2");
 }
+
+TEST_CASE("eager where with a number for a branch", "[eager]") {
+  const Tensor c = ne(tensor(std::vector<float>{1, 0, 2}), Scalar(0));
+  const Tensor x = tensor(std::vector<float>{1, 2, 3});
+  const Tensor y = where(c, x, 0.5);
+  REQUIRE(y.dtype() == DType::f32);
+  CHECK(test::compare(y, tensor(std::vector<float>{1, 0.5, 3}), 0, 0).ok);
+  CHECK(test::compare(where(c, -1, x), tensor(std::vector<float>{-1, 2, -1}), 0, 0).ok);
+  // A float number with an integer tensor gives f32, as torch.where; two numbers their type.
+  const Tensor z = where(c, tensor(std::vector<int64_t>{4, 5, 6}), 0.25);
+  CHECK(z.dtype() == DType::f32);
+  CHECK(test::compare(z, tensor(std::vector<float>{4, 0.25, 6}), 0, 0).ok);
+  CHECK(where(c, 1, 0).dtype() == DType::i64);
+  CHECK(test::compare(where(c, 1.5, 0), tensor(std::vector<float>{1.5, 0, 1.5}), 0, 0).ok);
+}
+
+namespace {
+// conv1d by its definition, for [N, C, L] x, [K, C, k] w, [K] b (no groups).
+Tensor conv1d_by_definition(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t pad,
+                            int64_t dil) {
+  const int64_t n = x.size(0), c = x.size(1), l = x.size(2), k_out = w.size(0), k = w.size(2);
+  const int64_t out = (l + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+  std::vector<float> y;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < k_out; ++o)
+      for (int64_t p = 0; p < out; ++p) {
+        double acc = b[o].item<float>();
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t at = p * stride - pad + j * dil;
+            if (at >= 0 && at < l) acc += double(x[i][ci][at].item<float>()) * w[o][ci][j].item<float>();
+          }
+        y.push_back(float(acc));
+      }
+  return tensor(y).reshape({n, k_out, out});
+}
+}  // namespace
+
+TEST_CASE("eager conv1d and padding same/valid match their definitions", "[eager]") {
+  manual_seed(11);
+  const Tensor x = randn({2, 3, 9}), w = randn({4, 3, 3}), b = randn({4});
+  CHECK(test::compare(conv1d(x, w, b, {2}, {1}, {2}), conv1d_by_definition(x, w, b, 2, 1, 2), 1e-5, 1e-5).ok);
+  CHECK(test::compare(conv1d(x[0], w, b), conv1d_by_definition(x, w, b, 1, 0, 1)[0], 1e-5, 1e-5).ok);
+  // kSame with an even kernel: 3 of padding, 1 before and 2 after (PyTorch puts the odd one last).
+  const Tensor w4 = randn({4, 3, 4});
+  const Tensor same = conv1d(x, w4, b, {1}, kSame);
+  REQUIRE(same.sizes() == DimVec{2, 4, 9});
+  CHECK(test::compare(same, conv1d_by_definition(pad(x, {0, 1}), w4, b, 1, 1, 1), 1e-5, 1e-5).ok);
+  CHECK(test::compare(conv1d(x, w, b, {1}, kValid), conv1d_by_definition(x, w, b, 1, 0, 1), 1e-5, 1e-5).ok);
+  // conv2d: kSame with an odd dilated extent in one dim and an even one in the other.
+  const Tensor x2 = randn({1, 2, 5, 6}), w2 = randn({3, 2, 2, 3}), b2 = randn({3});
+  const Tensor s2 = conv2d(x2, w2, b2, {1}, kSame, {1, 2});
+  REQUIRE(s2.sizes() == DimVec{1, 3, 5, 6});
+  CHECK(test::compare(s2, conv2d(pad(x2, {0, 0, 0, 1}), w2, b2, {1}, {0, 2}, {1, 2}), 1e-6, 1e-6).ok);
+  CHECK(test::compare(conv2d(x2, w2, b2, {1}, kValid), conv2d(x2, w2, b2), 0, 0).ok);
+  AMBER_REQUIRE_ERROR(conv2d(x2, w2, b2, {2}, kSame), "needs stride 1");
+  AMBER_REQUIRE_ERROR(conv1d(x2, w, b), "[N, C, L]");
+}
+
+TEST_CASE("eager group_norm and instance_norm normalise each group per sample", "[eager]") {
+  manual_seed(12);
+  const int64_t n = 2, c = 6, h = 3, wd = 2, groups = 3;
+  const Tensor x = randn({n, c, h, wd}) * 3 + 1, w = randn({c}), b = randn({c});
+  const Tensor y = group_norm(x, groups, w, b, 1e-5);
+  REQUIRE(y.sizes() == x.sizes());
+  const int64_t per = c / groups;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t g = 0; g < groups; ++g) {
+      double s = 0, s2 = 0;
+      const int64_t count = per * h * wd;
+      for (int64_t ch = g * per; ch < (g + 1) * per; ++ch)
+        for (int64_t r = 0; r < h; ++r)
+          for (int64_t q = 0; q < wd; ++q) s += x[i][ch][r][q].item<float>();
+      const double mean = s / double(count);
+      for (int64_t ch = g * per; ch < (g + 1) * per; ++ch)
+        for (int64_t r = 0; r < h; ++r)
+          for (int64_t q = 0; q < wd; ++q) s2 += std::pow(x[i][ch][r][q].item<float>() - mean, 2);
+      const double inv = 1 / std::sqrt(s2 / double(count) + 1e-5);
+      for (int64_t ch = g * per; ch < (g + 1) * per; ++ch)
+        for (int64_t r = 0; r < h; ++r)
+          for (int64_t q = 0; q < wd; ++q) {
+            const double want = (x[i][ch][r][q].item<float>() - mean) * inv * w[ch].item<float>() + b[ch].item<float>();
+            CHECK(std::abs(y[i][ch][r][q].item<float>() - want) <= 1e-5 + 1e-5 * std::abs(want));
+          }
+    }
+  CHECK(test::compare(instance_norm(x, {}, {}, w, b), group_norm(x, c, w, b), 0, 0).ok);
+  const Tensor rm = randn({c}), rv = rand({c}) + 0.5;
+  CHECK(test::compare(instance_norm(x, rm, rv, w, b, false), batch_norm(x, rm, rv, w, b), 0, 0).ok);
+  AMBER_REQUIRE_ERROR(group_norm(x, 4), "must divide into num_groups=4");
+  AMBER_REQUIRE_ERROR(group_norm(x, 3, randn({5})), "must be [6]");
+  AMBER_REQUIRE_ERROR(instance_norm(x, {}, {}, {}, {}, false), "needs running_mean");
+}
+
+TEST_CASE("eager sort orders values with their indices, stably", "[eager]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = tensor(std::vector<float>{3, 1, 2, nan, 0, 0}).reshape({2, 3});
+  const auto [v, i] = sort(x);
+  const auto [vd, id] = sort(x, 1, true);
+  const std::vector<float> want_v{1, 2, 3, 0, 0, nan}, want_vd{3, 2, 1, nan, 0, 0};
+  const std::vector<int64_t> want_i{1, 2, 0, 1, 2, 0}, want_id{0, 2, 1, 0, 1, 2};
+  for (int64_t k = 0; k < 6; ++k) {
+    const float a = v.reshape({-1})[k].item<float>(), d = vd.reshape({-1})[k].item<float>();
+    CHECK((std::isnan(want_v[size_t(k)]) ? std::isnan(a) : a == want_v[size_t(k)]));
+    CHECK((std::isnan(want_vd[size_t(k)]) ? std::isnan(d) : d == want_vd[size_t(k)]));
+    CHECK(i.reshape({-1})[k].item<int64_t>() == want_i[size_t(k)]);
+    CHECK(id.reshape({-1})[k].item<int64_t>() == want_id[size_t(k)]);
+  }
+  CHECK(sort(x, 0).second[0][1].item<int64_t>() == 1);  // along dim 0: 0 < 1
+}

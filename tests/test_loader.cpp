@@ -124,6 +124,23 @@ TEST_CASE("an op with two outputs of different dtypes (topk) traces, saves and l
   check_loaded(t, {x}, f(x), 0, 0, "topk");
 }
 
+TEST_CASE("the eager compositions trace, save and load as the ops they call", "[loader]") {
+  // where with a number, sort, conv1d and conv2d with kSame (an odd total: a pad node),
+  // group_norm and instance_norm, in one graph.
+  manual_seed(21);
+  const Tensor w1 = randn({4, 3, 4}), b1 = randn({4}), w2 = randn({2, 4, 2, 2}), gw = randn({2}), gb = randn({2});
+  auto f = [&](const Tensor& x) {
+    const Tensor c = conv1d(x, w1, b1, {1}, kSame);                // [2, 4, 7]
+    const Tensor d = conv2d(c.unsqueeze(-1), w2, {}, {1}, kSame);  // [2, 2, 7, 1]
+    const Tensor g = group_norm(d, 1, gw, gb) + instance_norm(d);  // [2, 2, 7, 1]
+    const auto [values, indices] = sort(g.squeeze(-1), -1, true);  // [2, 2, 7]
+    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices};
+  };
+  const Tensor x = randn({2, 3, 7});
+  TracedModule t = trace(f, {x}, quiet());
+  check_loaded(t, {x}, f(x), 1e-6, 1e-5, "compositions");
+}
+
 TEST_CASE("pointwise steps write in place only where no other reader sees it", "[loader][memory]") {
   // relu's output is read by the add both directly and transposed: writing the add's result
   // in place of it would change what the transposed view reads. The chain after it may
