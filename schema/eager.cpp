@@ -3,6 +3,7 @@
 
 #include "amber/schema/eager.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "amber/core/backend_registry.h"
@@ -313,6 +314,43 @@ Tensor avg_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVe
 }
 Tensor adaptive_avg_pool2d(const Tensor& x, const DimVec& output_size, SrcLoc loc) {
   return call(AMBER_OP("adaptive_avg_pool2d"), {&x}, {Attr(output_size)}, loc);
+}
+namespace {
+Attr optional_float(std::optional<double> v) { return v ? Attr(*v) : Attr::none(); }
+}  // namespace
+Tensor upsample_nearest2d(const Tensor& x, const DimVec& size, std::optional<double> sh, std::optional<double> sw,
+                          SrcLoc loc) {
+  return call(AMBER_OP("upsample_nearest2d"), {&x}, {Attr(size), optional_float(sh), optional_float(sw)}, loc);
+}
+Tensor upsample_bilinear2d(const Tensor& x, const DimVec& size, bool align_corners, std::optional<double> sh,
+                           std::optional<double> sw, SrcLoc loc) {
+  return call(AMBER_OP("upsample_bilinear2d"), {&x},
+              {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
+}
+Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
+  if (o.mode != "nearest" && o.mode != "bilinear")
+    throw Error(str("interpolate: mode must be \"nearest\" or \"bilinear\", got \"", o.mode, "\""));
+  if (x.dim() != 4)
+    throw Error(str("interpolate: ", o.mode, " mode needs a 4-D (N, C, H, W) input, got shape ", x.sizes()));
+  if (o.size.empty() == o.scale_factor.empty())
+    throw Error("interpolate: exactly one of size and scale_factor must be given");
+  if (o.align_corners && o.mode == "nearest")
+    throw Error("interpolate: align_corners can only be set with the interpolating modes (bilinear)");
+  for (size_t n : {size_t(o.size.size()), o.scale_factor.size()})
+    if (n > 2) throw Error(str("interpolate: size and scale_factor take 1 or 2 values (H, W) for a 4-D input"));
+  DimVec size;
+  std::optional<double> scales[2];
+  for (int i = 0; i < 2; ++i) {
+    if (!o.size.empty()) {
+      size.push_back(o.size.size() == 1 ? o.size[0] : o.size[i]);
+      continue;
+    }
+    const double s = o.scale_factor.size() == 1 ? o.scale_factor[0] : o.scale_factor[size_t(i)];
+    size.push_back(int64_t(std::floor(double(x.size(2 + i)) * s)));
+    if (!o.recompute_scale_factor) scales[i] = s;
+  }
+  if (o.mode == "nearest") return upsample_nearest2d(x, size, scales[0], scales[1], loc);
+  return upsample_bilinear2d(x, size, o.align_corners.value_or(false), scales[0], scales[1], loc);
 }
 Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w, const Tensor& b,
                   bool training, double momentum, double eps, SrcLoc loc) {

@@ -1,6 +1,6 @@
 // Op table entries for neural-network layers: conv2d, max_pool2d, avg_pool2d,
-// adaptive_avg_pool2d, batch_norm and layer_norm (inference), embedding and dropout
-// (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
+// adaptive_avg_pool2d, upsample_nearest2d/bilinear2d, batch_norm and layer_norm (inference),
+// embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
 // ceil_mode, padding limits). conv2d produces channels-last output; pooling and
 // batch_norm keep their input's layout.
 
@@ -125,6 +125,19 @@ void infer_adaptive_avg_pool2d(InferCtx& c) {
   c.add_output(x.dtype, out).format = x.format;
 }
 
+// upsample_nearest2d / upsample_bilinear2d(self, output_size, ...): ATen's
+// upsample_2d_common_check, the layout kept.
+void infer_upsample2d(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  c.check(x.sizes.size() == 4, "expected a 4-D (N, C, H, W) input, got shape ", x.sizes);
+  c.check(x.sizes[1] > 0 && x.sizes[2] > 0 && x.sizes[3] > 0, "expected non-empty C, H and W, got shape ", x.sizes);
+  const std::vector<int64_t>& o = c.attr(0).ints();
+  c.check(o.size() == 2, "output_size must hold 2 values (H, W), got ", c.attr(0));
+  c.check(o[0] > 0 && o[1] > 0, "input and output sizes should be greater than 0, but got input (H: ", x.sizes[2],
+          ", W: ", x.sizes[3], ") output (H: ", o[0], ", W: ", o[1], ")");
+  c.add_output(x.dtype, {x.sizes[0], x.sizes[1], o[0], o[1]}).format = x.format;
+}
+
 void infer_batch_norm(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() >= 2, "expected an input with at least 2 dims (N, C, ...), got shape ", x.sizes);
@@ -198,6 +211,15 @@ const OpRegistrar registrar{
      kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules."},
     {"adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", kFloat, infer_adaptive_avg_pool2d, 0, nullptr, 1,
      "Average over the windows [floor(i*in/out), ceil((i+1)*in/out))."},
+    {"upsample_nearest2d(Tensor self, int[] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+     dtypes::numeric, infer_upsample2d, 0, nullptr, 1,
+     "Each output pixel copies input pixel floor(dst * in / out) per dim, or floor(dst / scale) where scales are "
+     "given (ATen's nearest; F.interpolate(mode=\"nearest\"))."},
+    {"upsample_bilinear2d(Tensor self, int[] output_size, bool align_corners, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor",
+     kFloat, infer_upsample2d, 0, nullptr, 1,
+     "Each output pixel blends the 2x2 input pixels around its source position (corners aligned, or pixel centres "
+     "with scales where given), as ATen's bilinear (F.interpolate(mode=\"bilinear\"))."},
     {"batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
      "bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor",
      kFloat, infer_batch_norm, 0, nullptr, 1,

@@ -674,6 +674,43 @@ case("adaptive_upsample", "adaptive_avg_pool2d", ADAPT, [In([1, 2, 3, 2])], attr
 for op, fn in [("amax", torch_amax), ("amin", torch_amin)]:
     case(f"{op}_short_runs_nan", op, fn, [Fixed(with_nan([9, 5, 3], [4, 40]))], attrs={"dim": [-1]}, atol=0, rtol=0)
 
+# ---- resampling: nearest and bilinear (ATen's ops, as F.interpolate calls them) ----
+def NEAREST(x, output_size, scales_h=None, scales_w=None):
+    return torch.ops.aten.upsample_nearest2d(x, output_size, scales_h, scales_w)
+
+
+def BILINEAR(x, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.aten.upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w)
+
+
+case("nearest_up_odd", "upsample_nearest2d", NEAREST, [In([2, 3, 5, 7])], attrs={"output_size": [9, 11]}, atol=0, rtol=0)
+case("nearest_down_noncontig", "upsample_nearest2d", NEAREST, [In([2, 3, 13, 10], layout=("t", 2, 3))],
+     attrs={"output_size": [5, 4]}, atol=0, rtol=0)
+case("nearest_double_cl_u8", "upsample_nearest2d", NEAREST, [In([1, 4, 5, 6], "u8", "uint", layout=("cl",))],
+     attrs={"output_size": [10, 12]}, atol=0, rtol=0)
+case("nearest_scales", "upsample_nearest2d", NEAREST, [In([1, 2, 5, 7])],
+     attrs={"output_size": [8, 11], "scales_h": 1.7, "scales_w": 1.6}, atol=0, rtol=0)
+# ATen has no integer kernel but uint8 (Amber's covers every numeric dtype): i64 through f64.
+case("nearest_down_i64", "upsample_nearest2d", lambda x, **a: NEAREST(x.double(), **a).long(),
+     [In([1, 2, 7, 3], "i64", "int")], attrs={"output_size": [4, 3]}, atol=0, rtol=0)
+case("nearest_3d", "upsample_nearest2d", NEAREST, [In([2, 5, 7])], attrs={"output_size": [3, 3]},
+     error="4-D (N, C, H, W) input")
+case("bilinear_up_corners", "upsample_bilinear2d", BILINEAR, [In([2, 3, 5, 7])],
+     attrs={"output_size": [9, 13], "align_corners": True})
+case("bilinear_up_centres", "upsample_bilinear2d", BILINEAR, [In([2, 3, 5, 7])],
+     attrs={"output_size": [11, 8], "align_corners": False})
+case("bilinear_down_noncontig", "upsample_bilinear2d", BILINEAR, [In([1, 3, 17, 12], layout=("t", 2, 3))],
+     attrs={"output_size": [6, 5], "align_corners": False})
+case("bilinear_cl_scales", "upsample_bilinear2d", BILINEAR, [In([2, 8, 6, 5], layout=("cl",))],
+     attrs={"output_size": [10, 12], "align_corners": False, "scales_h": 1.75, "scales_w": 2.5})
+case("bilinear_f64_to_1", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7], "f64")],
+     attrs={"output_size": [1, 1], "align_corners": True})
+case("bilinear_same", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
+     attrs={"output_size": [5, 7], "align_corners": False}, atol=0, rtol=0)
+case("bilinear_zero_out", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
+     attrs={"output_size": [0, 3], "align_corners": False}, error="sizes should be greater than 0")
+
+
 # ---- normalisation ----
 def bn(x, w=None, b=None, m=None, v=None, training=False, momentum=0.1, eps=1e-5):
     return F.batch_norm(x, m, v, w, b, training, momentum, eps)

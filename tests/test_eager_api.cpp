@@ -299,6 +299,15 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
       {"triu", [&] { (void)triu(x4, 3); }, {{"diagonal", int64_t(3)}}, {{"self", x4}}},
       {"transpose", [&] { (void)x4.transpose(1, 3); }, {{"dim0", int64_t(1)}, {"dim1", int64_t(3)}}, {{"self", x4}}},
       {"unsqueeze", [&] { (void)m.unsqueeze(2); }, {{"dim", int64_t(2)}}, {{"self", m}}},
+      {"upsample_nearest2d",
+       [&] { (void)upsample_nearest2d(x4, {7, 9}, 1.5, std::nullopt); },
+       {{"output_size", I{7, 9}}, {"scales_h", 1.5}, {"scales_w", Attr::none()}},
+       {{"self", x4}}},
+      {"upsample_bilinear2d",
+       [&] { (void)upsample_bilinear2d(x4, {3, 8}, true, std::nullopt, 2.25); },
+       {{"output_size", I{3, 8}}, {"align_corners", true}, {"scales_h", Attr::none()}, {"scales_w", 2.25}},
+       {{"self", x4}}},
+
   };
 
   std::set<std::string> covered;
@@ -536,4 +545,25 @@ TEST_CASE("eager sort orders values with their indices, stably", "[eager]") {
     CHECK(id.reshape({-1})[k].item<int64_t>() == want_id[size_t(k)]);
   }
   CHECK(sort(x, 0).second[0][1].item<int64_t>() == 1);  // along dim 0: 0 < 1
+}
+
+TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]") {
+  const Tensor x = arange(0, 2 * 3 * 5 * 7, 1, TensorOptions(DType::f32)).reshape({2, 3, 5, 7});
+  // scale_factor: floor(in * scale) and the scales passed on (unless recomputed).
+  const Tensor a = interpolate(x, {.scale_factor = {1.7}});
+  REQUIRE(a.sizes() == DimVec{2, 3, 8, 11});
+  CHECK(test::compare(a, upsample_nearest2d(x, {8, 11}, 1.7, 1.7), 0, 0).ok);
+  CHECK(test::compare(interpolate(x, {.scale_factor = {1.7, 2}, .recompute_scale_factor = true}),
+                      upsample_nearest2d(x, {8, 14}), 0, 0)
+            .ok);
+  const Tensor b = interpolate(x, {.size = {4, 9}, .mode = "bilinear", .align_corners = true});
+  CHECK(test::compare(b, upsample_bilinear2d(x, {4, 9}, true), 0, 0).ok);
+  CHECK(
+      test::compare(interpolate(x, {.size = {6}, .mode = "bilinear"}), upsample_bilinear2d(x, {6, 6}, false), 0, 0).ok);
+  // Corners aligned: the output's corners are the input's.
+  CHECK(b[1][2][3][8].item<float>() == x[1][2][4][6].item<float>());
+  AMBER_REQUIRE_ERROR(interpolate(x, {}), "exactly one of size and scale_factor");
+  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .mode = "bicubic"}), "\"nearest\" or \"bilinear\"");
+  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .align_corners = false}), "align_corners can only be set");
+  AMBER_REQUIRE_ERROR(interpolate(x[0], {.size = {4}}), "needs a 4-D");
 }

@@ -126,7 +126,7 @@ TEST_CASE("an op with two outputs of different dtypes (topk) traces, saves and l
 
 TEST_CASE("the eager compositions trace, save and load as the ops they call", "[loader]") {
   // where with a number, sort, conv1d and conv2d with kSame (an odd total: a pad node),
-  // group_norm and instance_norm, in one graph.
+  // group_norm and instance_norm, and interpolate, in one graph.
   manual_seed(21);
   const Tensor w1 = randn({4, 3, 4}), b1 = randn({4}), w2 = randn({2, 4, 2, 2}), gw = randn({2}), gb = randn({2});
   auto f = [&](const Tensor& x) {
@@ -134,7 +134,9 @@ TEST_CASE("the eager compositions trace, save and load as the ops they call", "[
     const Tensor d = conv2d(c.unsqueeze(-1), w2, {}, {1}, kSame);  // [2, 2, 7, 1]
     const Tensor g = group_norm(d, 1, gw, gb) + instance_norm(d);  // [2, 2, 7, 1]
     const auto [values, indices] = sort(g.squeeze(-1), -1, true);  // [2, 2, 7]
-    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices};
+    const Tensor up = interpolate(d, {.scale_factor = {1.5, 3}, .mode = "bilinear"}) +
+                      interpolate(d, {.size = {10, 3}});  // upsample_bilinear2d + upsample_nearest2d
+    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up};
   };
   const Tensor x = randn({2, 3, 7});
   TracedModule t = trace(f, {x}, quiet());

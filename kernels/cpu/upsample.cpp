@@ -1,0 +1,107 @@
+// CPU kernels for upsample_nearest2d and upsample_bilinear2d: each output row's and column's
+// source pixels (and bilinear weights) come from kernels/resample.h (ATen's rules, shared with
+// the CUDA kernels) as tables built once per call; channels-last outputs run with the channel
+// loop innermost. 4-D inputs of any strides.
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "amber/core/parallel.h"
+#include "amber/kernels/cpu/kernel_util.h"
+#include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/resample.h"
+#include "amber/op_attrs.h"
+
+namespace amber::cpu {
+namespace {
+
+// Sizes and strides of the 4-D input and output.
+struct Geometry {
+  int64_t n, c, h, w, oh, ow;
+  const int64_t *xs, *ys;
+  explicit Geometry(const amber_kernel_args* a)
+      : n(a->inputs[0].sizes[0]),
+        c(a->inputs[0].sizes[1]),
+        h(a->inputs[0].sizes[2]),
+        w(a->inputs[0].sizes[3]),
+        oh(a->outputs[0].sizes[2]),
+        ow(a->outputs[0].sizes[3]),
+        xs(a->inputs[0].strides),
+        ys(a->outputs[0].strides) {}
+  int64_t volume() const { return n * c * oh * ow; }
+};
+
+double scale_attr(const amber_kernel_args* a, int i) { return attr_none(a, i) ? 0.0 : attr_float(a, i); }
+
+// Runs px(x_plane, y_plane, row, col) for every output pixel of every (n, c) plane, a row of
+// output per task; channels innermost where the output is channels-last.
+template <typename T, typename Pixel>
+void for_each_pixel(const amber_kernel_args* a, const Geometry& g, Pixel px) {
+  const T* x = static_cast<const T*>(a->inputs[0].data);
+  T* y = static_cast<T*>(a->outputs[0].data);
+  const bool channels_last = g.ys[1] == 1 && g.c > 1;
+  ThreadLimit limit(std::max(1, a->num_threads));
+  parallel_for(g.n * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow * g.c)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t n = r / g.oh, oh = r % g.oh;
+      const T* xn = x + n * g.xs[0];
+      T* yr = y + n * g.ys[0] + oh * g.ys[2];
+      if (channels_last) {
+        for (int64_t ow = 0; ow < g.ow; ++ow)
+          for (int64_t c = 0; c < g.c; ++c) yr[ow * g.ys[3] + c * g.ys[1]] = px(xn + c * g.xs[1], oh, ow);
+      } else {
+        for (int64_t c = 0; c < g.c; ++c)
+          for (int64_t ow = 0; ow < g.ow; ++ow) yr[ow * g.ys[3] + c * g.ys[1]] = px(xn + c * g.xs[1], oh, ow);
+      }
+    }
+  });
+}
+
+template <typename T>
+struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scales_w)
+  static int run(const amber_kernel_args* a) {
+    namespace at = op_attrs::upsample_nearest2d;
+    const Geometry g(a);
+    if (g.volume() == 0) return 0;
+    std::vector<int64_t> rows(size_t(g.oh)), cols(size_t(g.ow));  // element offsets in a plane
+    const double sh = scale_attr(a, at::scales_h), sw = scale_attr(a, at::scales_w);
+    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::nearest_source(i, g.h, g.oh, sh) * g.xs[2];
+    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = resample::nearest_source(j, g.w, g.ow, sw) * g.xs[3];
+    for_each_pixel<T>(a, g,
+                      [&](const T* plane, int64_t i, int64_t j) { return plane[rows[size_t(i)] + cols[size_t(j)]]; });
+    return 0;
+  }
+};
+
+template <typename T>
+struct BilinearKernel {  // upsample_bilinear2d(self, output_size, align_corners, scales_h, scales_w)
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
+  static int run(const amber_kernel_args* a) {
+    namespace at = op_attrs::upsample_bilinear2d;
+    const Geometry g(a);
+    if (g.volume() == 0) return 0;
+    const bool corners = attr_bool(a, at::align_corners);
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
+    std::vector<resample::LinearTap<A>> rows(size_t(g.oh)), cols(size_t(g.ow));
+    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::linear_source<A>(i, g.h, g.oh, rh, corners);
+    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = resample::linear_source<A>(j, g.w, g.ow, rw, corners);
+    const int64_t sh = g.xs[2], sw = g.xs[3];
+    for_each_pixel<T>(a, g, [&](const T* p, int64_t i, int64_t j) {
+      const resample::LinearTap<A>&r = rows[size_t(i)], &q = cols[size_t(j)];
+      const A top = q.l0 * A(p[r.i0 * sh + q.i0 * sw]) + q.l1 * A(p[r.i0 * sh + q.i1 * sw]);
+      const A bottom = q.l0 * A(p[r.i1 * sh + q.i0 * sw]) + q.l1 * A(p[r.i1 * sh + q.i1 * sw]);
+      return T(r.l0 * top + r.l1 * bottom);
+    });
+    return 0;
+  }
+};
+
+AMBER_CPU_KERNELS(upsample) {
+  register_typed<NearestKernel>(ctypes::numeric{}, "upsample_nearest2d");
+  register_typed<BilinearKernel>(ctypes::floating{}, "upsample_bilinear2d");
+}
+
+}  // namespace
+}  // namespace amber::cpu

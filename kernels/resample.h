@@ -1,0 +1,51 @@
+// The source positions of 2-D resampling (upsample_nearest2d, upsample_bilinear2d) as ATen
+// computes them (UpSample.h: compute_scales_value, area_pixel_compute_scale and _source_index,
+// nearest_idx), shared by the CPU and CUDA kernels so both pick the same pixels and weights.
+// A scale attribute <= 0 means none was given: the ratio of the sizes is used.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "amber/kernels/hd.h"
+
+namespace amber::resample {
+
+// Output index -> input index for nearest: floor(dst * scale) in float, as ATen, with ATen's
+// exact shortcuts for equal and doubled sizes.
+AMBER_HD inline int64_t nearest_source(int64_t dst, int64_t in, int64_t out, double scale_attr) {
+  if (out == in) return dst;
+  if (out == 2 * in) return dst >> 1;
+  const float scale = scale_attr > 0 ? float(1.0 / scale_attr) : float(in) / float(out);
+  const auto src = int64_t(floorf(float(dst) * scale));
+  return src < in - 1 ? src : in - 1;
+}
+
+// The two input positions an output position blends and their weights, for bilinear; A is
+// ATen's opmath type (float for f32, double for f64).
+template <typename A>
+struct LinearTap {
+  int64_t i0, i1;
+  A l0, l1;
+};
+
+// ATen's area_pixel_compute_scale: the step between output and input positions.
+template <typename A>
+AMBER_HD inline A linear_scale(int64_t in, int64_t out, bool align_corners, double scale_attr) {
+  if (align_corners) return out > 1 ? A(in - 1) / A(out - 1) : A(0);
+  return scale_attr > 0 ? A(1.0 / scale_attr) : A(in) / A(out);
+}
+
+// ATen's compute_source_index_and_lambda: equal sizes copy.
+template <typename A>
+AMBER_HD inline LinearTap<A> linear_source(int64_t dst, int64_t in, int64_t out, A scale, bool align_corners) {
+  if (in == out) return {dst, dst, A(1), A(0)};
+  A real = align_corners ? scale * A(dst) : scale * (A(dst) + A(0.5)) - A(0.5);
+  if (real < 0) real = 0;
+  const auto i0 = int64_t(real);
+  A l1 = real - A(i0);
+  l1 = l1 < 0 ? A(0) : l1 > 1 ? A(1) : l1;
+  return {i0, i0 + (i0 < in - 1 ? 1 : 0), A(1) - l1, l1};
+}
+
+}  // namespace amber::resample
