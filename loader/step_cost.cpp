@@ -29,6 +29,8 @@ double estimate_step_ns(OpCost cost, const amber_tensor_view* in, int n_in, cons
     const double outs = numel(out[0]);
     if (cost == OpCost::conv && present(in, n_in, 1) && in[1].ndim == 4)  // weight [out, in / groups, kh, kw]
       return 2 * outs * double(in[1].sizes[1]) * double(in[1].sizes[2]) * double(in[1].sizes[3]) * kNsPerFlop;
+    if (cost == OpCost::conv_transpose && present(in, n_in, 1) && in[1].ndim == 4)  // weight [in, out / g, kh, kw]
+      return 2 * numel(in[0]) * double(in[1].sizes[1]) * double(in[1].sizes[2]) * double(in[1].sizes[3]) * kNsPerFlop;
     if (cost == OpCost::matmul && present(in, n_in, 0) && in[0].ndim >= 1)
       return 2 * outs * double(in[0].sizes[in[0].ndim - 1]) * kNsPerFlop;
     if (cost == OpCost::attention && present(in, n_in, 1) && in[1].ndim >= 2)  // q [.., L, D], k [.., S, D]

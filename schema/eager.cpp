@@ -244,6 +244,11 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& s
               const DimVec& dilation, int64_t groups, SrcLoc loc) {
   return call(AMBER_OP("conv2d"), {&x, &w, &b}, {Attr(stride), Attr(padding), Attr(dilation), Attr(groups)}, loc);
 }
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,
+                        const DimVec& output_padding, int64_t groups, const DimVec& dilation, SrcLoc loc) {
+  return call(AMBER_OP("conv_transpose2d"), {&x, &w, &b},
+              {Attr(stride), Attr(padding), Attr(output_padding), Attr(groups), Attr(dilation)}, loc);
+}
 namespace {
 // The value of a per-dim argument given once or per dim (PyTorch's int or tuple).
 int64_t per_dim(const DimVec& v, int i) { return v.size() == 1 ? v[0] : v[i]; }

@@ -145,6 +145,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 // The output of conv2d is channels-last (NHWC memory); values and shape are PyTorch's.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const DimVec& stride = {1},
               const DimVec& padding = {0}, const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
+// The transposed convolution (the gradient of conv2d with respect to its input), as
+// torch.nn.functional.conv_transpose2d: weight [in_channels, out_channels / groups, kH, kW];
+// output_padding adds rows and columns at the far side. Output channels-last, as conv2d's.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const DimVec& stride = {1},
+                        const DimVec& padding = {0}, const DimVec& output_padding = {0}, int64_t groups = 1,
+                        const DimVec& dilation = {1}, SrcLoc loc = {});
 // Convolution padding by rule, as PyTorch's padding="same" / "valid" (libtorch's kSame /
 // kValid): "same" keeps the size at stride 1, an odd total putting its extra row/column at the
 // far side by a pad node, as PyTorch; "valid" pads nothing.

@@ -64,10 +64,11 @@ inline constexpr uint32_t no_in_place = 1u << 6;
 // What a step of the op costs, for the loader's estimate of whether it is worth the thread
 // pool (loader/step_cost.h): bytes moved, or the floating-point work of a product.
 enum class OpCost : uint8_t {
-  memory,     // bytes read and written (elementwise, reductions, copies, ...)
-  conv,       // 2 * output elements * weight [out, in/groups, kh, kw] elements per output
-  matmul,     // 2 * output elements * input 0's last dim
-  attention,  // 4 * query elements * key length
+  memory,          // bytes read and written (elementwise, reductions, copies, ...)
+  conv,            // 2 * output elements * weight [out, in/groups, kh, kw] elements per output
+  conv_transpose,  // 2 * input elements * weight [in, out/groups, kh, kw] elements per input
+  matmul,          // 2 * output elements * input 0's last dim
+  attention,       // 4 * query elements * key length
 };
 
 struct OpSchema;

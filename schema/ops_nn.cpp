@@ -1,4 +1,4 @@
-// Op table entries for neural-network layers: conv2d, max_pool2d, avg_pool2d,
+// Op table entries for neural-network layers: conv2d, conv_transpose2d, max_pool2d, avg_pool2d,
 // adaptive_avg_pool2d, upsample_nearest2d/bilinear2d, batch_norm and layer_norm (inference),
 // embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
 // ceil_mode, padding limits). conv2d produces channels-last output; pooling and
@@ -70,6 +70,48 @@ void infer_conv2d(InferCtx& c) {
     c.add_output(x.dtype, DimVec{n, w.sizes[0], out_hw[0], out_hw[1]}).format = MemoryFormat::channels_last;
   else
     c.add_output(x.dtype, DimVec{w.sizes[0], out_hw[0], out_hw[1]});
+}
+
+// conv_transpose2d(input, weight [in, out/groups, kH, kW], bias, stride, padding,
+// output_padding, groups, dilation): ATen's checks; the output is channels-last as conv2d's.
+void infer_conv_transpose2d(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &w = c.in(1);
+  check_image(c, x);
+  const bool batched = x.sizes.size() == 4;
+  const int64_t ch = x.sizes[batched ? 1 : 0];
+  c.check(w.sizes.size() == 4, "weight must be 4-D [in_channels, out_channels/groups, kH, kW], got shape ", w.sizes);
+  c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
+  const auto stride = pair(c, c.attr(0), "stride"), pad = pair(c, c.attr(1), "padding"),
+             out_pad = pair(c, c.attr(2), "output_padding"), dil = pair(c, c.attr(4), "dilation");
+  const int64_t groups = c.attr(3).i();
+  c.check(groups > 0, "groups must be positive, got ", groups);
+  c.check(w.sizes[0] == ch, "expected input ", x.sizes, " to have ", w.sizes[0], " channels (weight ", w.sizes,
+          "), but got ", ch, " channels");
+  c.check(ch % groups == 0, "in_channels ", ch, " must be divisible by groups ", groups);
+  const int64_t out_ch = w.sizes[1] * groups;
+  for (int i = 0; i < 2; ++i) {
+    c.check(stride[size_t(i)] > 0, "stride must be positive, got ", c.attr(0));
+    c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr(1));
+    c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr(4));
+    c.check(out_pad[size_t(i)] >= 0 && (out_pad[size_t(i)] < stride[size_t(i)] || out_pad[size_t(i)] < dil[size_t(i)]),
+            "output padding must be smaller than either stride or dilation, got output_padding ", c.attr(2),
+            ", stride ", c.attr(0), ", dilation ", c.attr(4));
+  }
+  if (c.has_input(2)) {
+    c.check(c.in(2).sizes == DimVec{out_ch}, "bias must have shape [", out_ch, "], got ", c.in(2).sizes);
+    c.check(c.in(2).dtype == x.dtype, "bias dtype ", c.in(2).dtype, " differs from input dtype ", x.dtype);
+  }
+  DimVec out = x.sizes;
+  out[batched ? 1 : 0] = out_ch;
+  for (int i = 0; i < 2; ++i) {
+    const int d = out.size() - 2 + i;
+    out[d] = (x.sizes[d] - 1) * stride[size_t(i)] - 2 * pad[size_t(i)] + dil[size_t(i)] * (w.sizes[2 + i] - 1) +
+             out_pad[size_t(i)] + 1;
+    c.check(out[d] > 0, "output size ", DimVec{out[out.size() - 2], out[out.size() - 1]}, " is too small: input ",
+            x.sizes, ", weight ", w.sizes, ", padding ", c.attr(1));
+  }
+  auto& y = c.add_output(x.dtype, out);
+  if (batched) y.format = MemoryFormat::channels_last;
 }
 
 void pooled_output(InferCtx& c, const TensorMeta& x, int64_t oh, int64_t ow) {
@@ -203,6 +245,12 @@ const OpRegistrar registrar{
      "2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input; groups include depthwise. The "
      "output is channels-last.",
      OpCost::conv},
+    {"conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
+     "int[] output_padding=[0], int groups=1, int[] dilation=[1]) -> Tensor",
+     DTypeSet{DType::f32}, infer_conv_transpose2d, 0, nullptr, 1,
+     "2-D transposed convolution (the gradient of conv2d with respect to its input) of (N, C, H, W) or (C, H, W) "
+     "input with weight [in_channels, out_channels/groups, kH, kW]. The output is channels-last.",
+     OpCost::conv_transpose},
     {"max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], int[] dilation=[1], "
      "bool ceil_mode=False) -> Tensor",
      kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size."},

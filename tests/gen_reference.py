@@ -626,6 +626,31 @@ case("conv_wide", "conv2d", conv, [In([1, 64, 14, 14]), In([64, 64, 3, 3]), In([
 case("conv_channel_mismatch", "conv2d", conv, [In([1, 3, 8, 8]), In([4, 4, 3, 3]), None], error="channels")
 case("conv_too_small", "conv2d", conv, [In([1, 1, 2, 2]), In([1, 1, 3, 3]), None], error="smaller than the kernel")
 
+
+
+def conv_t(x, w, b=None, stride=(1,), padding=(0,), output_padding=(0,), groups=1, dilation=(1,)):
+    return F.conv_transpose2d(x, w, b, stride=tuple(stride), padding=tuple(padding),
+                              output_padding=tuple(output_padding), groups=groups, dilation=tuple(dilation))
+
+
+case("convt_3x3", "conv_transpose2d", conv_t, [In([1, 5, 7, 6]), In([5, 4, 3, 3]), In([4])], **CONV_TOL)
+case("convt_s2_outpad", "conv_transpose2d", conv_t, [In([2, 6, 5, 7]), In([6, 3, 4, 3]), In([3])],
+     attrs={"stride": [2], "padding": [1], "output_padding": [1, 0]}, **CONV_TOL)
+case("convt_outpad_past_padding", "conv_transpose2d", conv_t, [In([1, 3, 4, 5]), In([3, 2, 3, 3]), In([2])],
+     attrs={"stride": [3, 2], "output_padding": [2, 1]}, **CONV_TOL)
+case("convt_groups_dilation", "conv_transpose2d", conv_t, [In([2, 6, 5, 5]), In([6, 2, 3, 2]), None],
+     attrs={"groups": 3, "dilation": [2, 1], "padding": [2, 1], "stride": [1, 2]}, **CONV_TOL)
+case("convt_unbatched", "conv_transpose2d", conv_t, [In([4, 6, 5]), In([4, 3, 2, 2]), In([3])],
+     attrs={"stride": [2]}, **CONV_TOL)
+case("convt_noncontig_input", "conv_transpose2d", conv_t,
+     [In([2, 5, 9, 11], layout=("t", 2, 3)), In([5, 3, 3, 3]), In([3])], attrs={"padding": [1]}, **CONV_TOL)
+case("convt_channels_last_input", "conv_transpose2d", conv_t,
+     [In([2, 16, 6, 7], layout=("cl",)), In([16, 8, 2, 2]), In([8])], attrs={"stride": [2]}, **CONV_TOL)
+case("convt_channel_mismatch", "conv_transpose2d", conv_t, [In([1, 3, 8, 8]), In([4, 4, 3, 3]), None],
+     error="channels")
+case("convt_outpad_too_big", "conv_transpose2d", conv_t, [In([1, 3, 8, 8]), In([3, 4, 3, 3]), None],
+     attrs={"stride": [2], "output_padding": [2]}, error="output padding must be smaller than either stride or dilation")
+
 # ---- pooling ----
 def maxpool(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     return F.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode)

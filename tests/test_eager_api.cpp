@@ -51,6 +51,7 @@ struct Case {
 TEST_CASE("every eager argument reaches the op argument of its name", "[eager][op_table]") {
   manual_seed(3);
   const Tensor x4 = randn({2, 3, 4, 5}), m = randn({3, 4}), m2 = randn({3, 4}) + 3.0;
+  const Tensor w4t = randn({3, 2, 2, 2}), b4t = randn({2});  // conv_transpose2d's weight [in, out, kh, kw]
   const Tensor w = randn({3}), b = randn({3}), rm = randn({3}), rv = rand({3}) + 1.0;
   const Tensor cw = randn({6, 1, 2, 2}), cb = randn({6});
   const Tensor ln_w = randn({4, 5}), ln_b = randn({4, 5});
@@ -205,6 +206,16 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"weight", table}, {"indices", idx}}},
       {"log_softmax", [&] { (void)log_softmax(m, 1); }, {{"dim", int64_t(1)}, {"dtype", none}}, {{"self", m}}},
       {"softmax", [&] { (void)softmax(m, 0); }, {{"dim", int64_t(0)}, {"dtype", none}}, {{"self", m}}},
+      {"conv_transpose2d",
+       [&] {
+         (void)conv_transpose2d(x4, w4t, b4t, {2, 3}, {1, 0}, {1, 2}, 1, {2, 1});
+       },
+       {{"stride", I{2, 3}},
+        {"padding", I{1, 0}},
+        {"output_padding", I{1, 2}},
+        {"groups", int64_t(1)},
+        {"dilation", I{2, 1}}},
+       {{"input", x4}, {"weight", w4t}, {"bias", b4t}}},
       {"max_pool2d",
        [&] {
          (void)max_pool2d(x4, {2, 2}, {1, 2}, {1, 0}, {2, 1}, true);

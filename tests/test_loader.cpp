@@ -126,17 +126,19 @@ TEST_CASE("an op with two outputs of different dtypes (topk) traces, saves and l
 
 TEST_CASE("the eager compositions trace, save and load as the ops they call", "[loader]") {
   // where with a number, sort, conv1d and conv2d with kSame (an odd total: a pad node),
-  // group_norm and instance_norm, and interpolate, in one graph.
+  // group_norm and instance_norm, interpolate and conv_transpose2d, in one graph.
   manual_seed(21);
-  const Tensor w1 = randn({4, 3, 4}), b1 = randn({4}), w2 = randn({2, 4, 2, 2}), gw = randn({2}), gb = randn({2});
+  const Tensor w1 = randn({4, 3, 4}), b1 = randn({4}), w2 = randn({2, 4, 2, 2}), gw = randn({2}), gb = randn({2}),
+               wt = randn({2, 3, 3, 3}), bt = randn({3});
   auto f = [&](const Tensor& x) {
     const Tensor c = conv1d(x, w1, b1, {1}, kSame);                // [2, 4, 7]
     const Tensor d = conv2d(c.unsqueeze(-1), w2, {}, {1}, kSame);  // [2, 2, 7, 1]
     const Tensor g = group_norm(d, 1, gw, gb) + instance_norm(d);  // [2, 2, 7, 1]
     const auto [values, indices] = sort(g.squeeze(-1), -1, true);  // [2, 2, 7]
     const Tensor up = interpolate(d, {.scale_factor = {1.5, 3}, .mode = "bilinear"}) +
-                      interpolate(d, {.size = {10, 3}});  // upsample_bilinear2d + upsample_nearest2d
-    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up};
+                      interpolate(d, {.size = {10, 3}});          // upsample_bilinear2d + upsample_nearest2d
+    const Tensor t = conv_transpose2d(d, wt, bt, {2}, {1}, {1});  // [2, 3, 14, 2]
+    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up, t};
   };
   const Tensor x = randn({2, 3, 7});
   TracedModule t = trace(f, {x}, quiet());
@@ -494,6 +496,7 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   CHECK(loader::estimate_step_ns(op_schema("relu").cost, &large, 1, &large, 1) > loader::kParallelMinNs);
   // The cost kinds are the table's.
   CHECK(op_schema("conv2d").cost == OpCost::conv);
+  CHECK(op_schema("conv_transpose2d").cost == OpCost::conv_transpose);
   for (const char* op : {"linear", "matmul", "mm", "bmm"}) CHECK(op_schema(op).cost == OpCost::matmul);
   CHECK(op_schema("scaled_dot_product_attention").cost == OpCost::attention);
   CHECK(op_schema("add").cost == OpCost::memory);

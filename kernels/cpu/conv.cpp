@@ -1,4 +1,6 @@
-// CPU kernel for conv2d, on oneDNN's convolution primitive.
+// CPU kernels for conv2d and conv_transpose2d, on oneDNN's convolution and deconvolution
+// primitives (one state machinery for both: the transposed geometry differs in its weights'
+// dims and strides and its right padding, which output_padding shortens).
 //
 // Layout, measured here with 2 threads (ResNet-18's 3x3 shapes at batch 1, oneDNN 2.6):
 // plain NCHW runs as im2col+GEMM at 210-290 GFLOP/s, NHWC activations with oneDNN's own
@@ -44,35 +46,62 @@ bool strides_usable(const Dims& dims, const Dims& strides) {
   return true;
 }
 
-// The geometry of one conv2d step, as oneDNN sees it.
+// The geometry of one conv2d or conv_transpose2d step, as oneDNN sees it.
 struct Geometry {
-  Dims xd, xs, wd, ws, yd, ys, stride, pad, dil;
+  Dims xd, xs, wd, ws, yd, ys, stride, pad, pad_r, dil;
   int64_t groups = 1, oc = 0;
-  bool bias = false;
+  bool bias = false, transposed = false;
 };
 
+template <bool Transposed>
 Geometry geometry_of(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
   Geometry g;
-  g.groups = attr_int(a, op_attrs::conv2d::groups);
+  g.transposed = Transposed;
   auto pair_of = [&](int i) {
     auto v = attr_ints(a, i);
     return Dims{v[0], v.size() > 1 ? v[1] : v[0]};
   };
-  g.stride = pair_of(op_attrs::conv2d::stride);
-  g.pad = pair_of(op_attrs::conv2d::padding);
-  const Dims dil1 = pair_of(op_attrs::conv2d::dilation);
+  Dims dil1;
+  if constexpr (Transposed) {
+    namespace at = op_attrs::conv_transpose2d;
+    g.groups = attr_int(a, at::groups);
+    g.stride = pair_of(at::stride);
+    g.pad = pair_of(at::padding);
+    const Dims out_pad = pair_of(at::output_padding);
+    g.pad_r = {g.pad[0] - out_pad[0], g.pad[1] - out_pad[1]};  // output_padding: rows past the right padding
+    dil1 = pair_of(at::dilation);
+  } else {
+    namespace at = op_attrs::conv2d;
+    g.groups = attr_int(a, at::groups);
+    g.stride = pair_of(at::stride);
+    g.pad = g.pad_r = pair_of(at::padding);
+    dil1 = pair_of(at::dilation);
+  }
   g.dil = {dil1[0] - 1, dil1[1] - 1};  // oneDNN counts dilation from 0
   nchw_of(x, g.xd, g.xs);
   nchw_of(y, g.yd, g.ys);
-  g.oc = w.sizes[0];
-  const int64_t icg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
-  if (g.groups == 1) {  // user weights, grouped form [G, OC/G, IC/G, KH, KW] when groups > 1
-    g.wd = {g.oc, icg, kh, kw};
-    g.ws.assign(w.strides, w.strides + 4);
-  } else {
-    g.wd = {g.groups, g.oc / g.groups, icg, kh, kw};
-    g.ws = {g.oc / g.groups * w.strides[0], w.strides[0], w.strides[1], w.strides[2], w.strides[3]};
+  const int64_t kh = w.sizes[2], kw = w.sizes[3];
+  if (!Transposed) {  // weight [OC, IC/G, KH, KW]; oneDNN's grouped form [G, OC/G, IC/G, KH, KW]
+    g.oc = w.sizes[0];
+    const int64_t icg = w.sizes[1];
+    if (g.groups == 1) {
+      g.wd = {g.oc, icg, kh, kw};
+      g.ws.assign(w.strides, w.strides + 4);
+    } else {
+      g.wd = {g.groups, g.oc / g.groups, icg, kh, kw};
+      g.ws = {g.oc / g.groups * w.strides[0], w.strides[0], w.strides[1], w.strides[2], w.strides[3]};
+    }
+  } else {  // weight [IC, OC/G, KH, KW]: oneDNN's deconvolution takes [(G,) OC/G, IC/G, KH, KW]
+    const int64_t ocg = w.sizes[1], icg = w.sizes[0] / g.groups;
+    g.oc = ocg * g.groups;
+    if (g.groups == 1) {
+      g.wd = {ocg, icg, kh, kw};
+      g.ws = {w.strides[1], w.strides[0], w.strides[2], w.strides[3]};
+    } else {
+      g.wd = {g.groups, ocg, icg, kh, kw};
+      g.ws = {icg * w.strides[0], w.strides[1], w.strides[0], w.strides[2], w.strides[3]};
+    }
   }
   for (size_t i = 0; i < g.wd.size(); ++i)
     if (g.wd[i] == 1 && g.ws[i] <= 0) g.ws[i] = 1;
@@ -104,15 +133,25 @@ struct ConvState {
       memory::desc wei_md(g.wd, memory::data_type::f32, memory::format_tag::any);
       memory::desc bias_md =
           g.bias ? memory::desc({g.oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
-                                        wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad);
-      dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
       auto p = std::make_unique<ConvPrim>();
-      p->prim = std::make_unique<Primitive>(dnnl::convolution_forward(pd), pd.scratchpad_desc());
-      p->src = pd.src_desc();
-      p->wei = pd.weights_desc();
-      p->bias = pd.bias_desc();
-      p->dst = pd.dst_desc();
+      auto keep = [&](auto primitive, const auto& pd) {
+        p->prim = std::make_unique<Primitive>(std::move(primitive), pd.scratchpad_desc());
+        p->src = pd.src_desc();
+        p->wei = pd.weights_desc();
+        p->bias = pd.bias_desc();
+        p->dst = pd.dst_desc();
+      };
+      if (g.transposed) {
+        dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                            src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
+        dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+        keep(dnnl::deconvolution_forward(pd), pd);
+      } else {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                          src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
+        dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+        keep(dnnl::convolution_forward(pd), pd);
+      }
       const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
       if (w.cache_id != 0 && w.data && user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
       // The reorders a call may need around the primitive, made now (oneDNN keeps them).
@@ -129,20 +168,22 @@ struct ConvState {
 
 // Setup: the primitive for the step's thread count and for one thread (a call that shares
 // the cores with others), weights packed when immutable.
+template <bool Transposed>
 std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   auto s = std::make_unique<ConvState>();
-  s->g = geometry_of(a);
+  s->g = geometry_of<Transposed>(a);
   const int threads = std::max(1, a->num_threads);
   s->ws = s->prim(threads, a->inputs[1]).prim->scratch_bytes();
   if (threads > 1) (void)s->prim(1, a->inputs[1]);
   return s;
 }
 
-int conv2d(const amber_kernel_args* a) {
+template <bool Transposed>
+int conv(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
   std::unique_ptr<ConvState> own;  // a call without setup: a state for this call alone
   ConvState* st = static_cast<ConvState*>(a->state);
-  if (!st) st = (own = make_state(a)).get();
+  if (!st) st = (own = make_state<Transposed>(a)).get();
   // The state was made for this step's shapes and strides (an eager call's is found by them).
   const Geometry& g = st->g;
   const int threads = std::max(1, a->num_threads);
@@ -212,12 +253,18 @@ int conv2d(const amber_kernel_args* a) {
 }
 
 int conv2d_run(const amber_kernel_args* a) {
-  return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv2d(a); });
+  return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv<false>(a); });
+}
+int conv_transpose2d_run(const amber_kernel_args* a) {
+  return guarded_onednn(a, "oneDNN deconvolution failed", [&] { return conv<true>(a); });
 }
 
 AMBER_CPU_KERNELS(conv) {
-  using State = StateOf<ConvState, make_state>;
+  using State = StateOf<ConvState, make_state<false>>;
+  using TransposedState = StateOf<ConvState, make_state<true>>;
   register_kernel("conv2d", DType::f32, amber_kernel{conv2d_run, State::setup, State::destroy, nullptr});
+  register_kernel("conv_transpose2d", DType::f32,
+                  amber_kernel{conv_transpose2d_run, TransposedState::setup, TransposedState::destroy, nullptr});
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// CUDA kernel for conv2d on cuDNN 9: input, KRSC-packed weights and output in dense
-// channels-last (other layouts copied through the workspace), FMA math only (no TF32). It runs
-// the backend-API plan timed fastest at setup when asked (conv_plan.h; bias fused where an
-// engine allows), else the legacy API's algorithm. The step's state owns handle, descriptors,
-// plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
+// CUDA kernels for conv2d and conv_transpose2d on cuDNN 9 (the transposed one as cuDNN's
+// backward-data convolution): input, KRSC-packed weights and output in dense channels-last
+// (other layouts copied through the workspace), FMA math only (no TF32). conv2d runs the
+// backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy API's
+// algorithm. The step's state owns handle, descriptors, plan and packed weights; calls share
+// it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -27,6 +28,7 @@ struct ConvState {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // conv_transpose2d's
   size_t workspace = 0;
   float* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
   bool weights_packed = false;
@@ -105,8 +107,24 @@ __global__ void pack_krsc(const float* w, float* out, int K, int C, int R, int S
 #define CUDNN_TRY(call)                                                                                 \
   do {                                                                                                  \
     const cudnnStatus_t st_ = (call);                                                                   \
-    if (st_ != CUDNN_STATUS_SUCCESS) return fail(a, "conv2d: %s: %s", #call, cudnnGetErrorString(st_)); \
+    if (st_ != CUDNN_STATUS_SUCCESS) return fail(a, "%s: %s: %s", op, #call, cudnnGetErrorString(st_)); \
   } while (0)
+
+// Where each op keeps the attributes the two kernels share.
+struct ConvAttrs {
+  const char* name;
+  int stride, padding, dilation, groups;
+};
+template <bool Transposed>
+constexpr ConvAttrs attrs_of() {
+  if constexpr (Transposed) {
+    namespace at = op_attrs::conv_transpose2d;
+    return {"conv_transpose2d", at::stride, at::padding, at::dilation, at::groups};
+  } else {
+    namespace at = op_attrs::conv2d;
+    return {"conv2d", at::stride, at::padding, at::dilation, at::groups};
+  }
+}
 
 int pair(const amber_kernel_args* a, int i, int which) {
   const amber_attr& at = a->attrs[i];
@@ -194,12 +212,83 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const int xd[4], 
   return e;
 }
 
+// Picks cuDNN's fastest algorithm from its timed list (find), or failing that from its heuristic
+// ranking (rank): the first with FMA math whose workspace (workspace_of) can be sized; keep
+// records it. Timing runs every algorithm on this shape once, as PyTorch's cudnn.benchmark.
+template <typename Perf, int Count, typename Find, typename Rank, typename WorkspaceOf, typename Keep>
+bool choose_fastest(Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
+  Perf perf[Count];
+  int found = 0;
+  if (find(perf, &found) != CUDNN_STATUS_SUCCESS) {
+    (void)cudaGetLastError();
+    found = 0;
+  }
+  bool chosen = false;
+  auto choose = [&](bool fma_only) {
+    for (int i = 0; i < found && !chosen; ++i) {
+      size_t bytes = 0;
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || (fma_only && perf[i].mathType != CUDNN_FMA_MATH) ||
+          workspace_of(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
+        continue;
+      keep(perf[i].algo, padded(bytes));
+      chosen = true;
+    }
+  };
+  choose(true);
+  if (!chosen && rank(perf, &found) == CUDNN_STATUS_SUCCESS) {
+    choose(true);
+    choose(false);
+  }
+  return chosen;
+}
+
+// conv2d's legacy-API algorithm (s->algo, s->workspace): the fallback for calls whose buffers
+// the plan cannot take (misaligned) or when no plan was built; with a plan, not timed.
+bool choose_algo(ConvState* s) {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  constexpr int n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  return choose_fastest<Perf, n>(
+      [&](Perf* perf, int* found) {
+        return s->plan ? CUDNN_STATUS_NOT_SUPPORTED
+                       : cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, n, found, perf);
+      },
+      [&](Perf* perf, int* found) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y, n, found, perf);
+      },
+      [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->w, s->conv, s->y, algo, bytes);
+      },
+      [&](cudnnConvolutionFwdAlgo_t algo, size_t bytes) { s->algo = algo, s->workspace = bytes; });
+}
+
+// conv_transpose2d's algorithm (s->data_algo, s->workspace): cuDNN's backward-data convolution
+// with the step's input as the forward output's gradient (dy, s->x) and its output as the
+// input's (dx, s->y).
+bool choose_data_algo(ConvState* s) {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  constexpr int n = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  return choose_fastest<Perf, n>(
+      [&](Perf* perf, int* found) {
+        return cudnnFindConvolutionBackwardDataAlgorithm(s->handle, s->w, s->x, s->conv, s->y, n, found, perf);
+      },
+      [&](Perf* perf, int* found) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(s->handle, s->w, s->x, s->conv, s->y, n, found, perf);
+      },
+      [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(s->handle, s->w, s->x, s->conv, s->y, algo, bytes);
+      },
+      [&](cudnnConvolutionBwdDataAlgo_t algo, size_t bytes) { s->data_algo = algo, s->workspace = bytes; });
+}
+
+template <bool Transposed>
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  constexpr ConvAttrs at = attrs_of<Transposed>();
+  const char* const op = at.name;
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
   // cuDNN describes a tensor with 32-bit sizes and at most 2^31 - 1 elements.
   for (const amber_tensor_view* v : {&x, &y})
     if (numel(*v) > int64_t(INT32_MAX))
-      return fail(a, "conv2d: a %s of %lld elements is more than cuDNN takes (2^31 - 1); split the batch",
+      return fail(a, "%s: a %s of %lld elements is more than cuDNN takes (2^31 - 1); split the batch", op,
                   v == &x ? "input" : "output", static_cast<long long>(numel(*v)));
   std::unique_lock no_capture(capture_lock());
   DeviceScope scope(a->device);
@@ -218,18 +307,19 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   nhwc_strides(yd, ys);
   CUDNN_TRY(cudnnSetTensorNdDescriptor(s->x, CUDNN_DATA_FLOAT, 4, xd, xs));
   CUDNN_TRY(cudnnSetTensorNdDescriptor(s->y, CUDNN_DATA_FLOAT, 4, yd, ys));
+  // The filter as the forward convolution's [K, C / groups, R, S]: conv2d's weight, or
+  // conv_transpose2d's [in, out / groups, R, S] (its input is that convolution's output).
   const int K = int(w.sizes[0]), C = int(w.sizes[1]), R = int(w.sizes[2]), S = int(w.sizes[3]);
   CUDNN_TRY(cudnnSetFilter4dDescriptor(s->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, K, C, R, S));
-  namespace at = op_attrs::conv2d;
-  const int groups = int(a->attrs[at::groups].i);
-  CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, at::padding, 0), pair(a, at::padding, 1),
-                                            pair(a, at::stride, 0), pair(a, at::stride, 1), pair(a, at::dilation, 0),
-                                            pair(a, at::dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  const int groups = int(a->attrs[at.groups].i);
+  CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, at.padding, 0), pair(a, at.padding, 1),
+                                            pair(a, at.stride, 0), pair(a, at.stride, 1), pair(a, at.dilation, 0),
+                                            pair(a, at.dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CUDNN_TRY(cudnnSetConvolutionGroupCount(s->conv, groups));
   CUDNN_TRY(cudnnSetConvolutionMathType(s->conv, CUDNN_FMA_MATH));  // no TF32
   if (present(bias)) {
     CUDNN_TRY(cudnnCreateTensorDescriptor(&s->b));
-    const int bd[4] = {1, K, 1, 1}, bs[4] = {K * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
+    const int oc = yd[1], bd[4] = {1, oc, 1, 1}, bs[4] = {oc * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
     CUDNN_TRY(cudnnSetTensorNdDescriptor(s->b, CUDNN_DATA_FLOAT, 4, bd, bs));
   }
   // Weights packed now when immutable; mutable ones are packed per call into the workspace.
@@ -237,57 +327,27 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   if (w.cache_id != 0 && w.data) {
     if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
       (void)cudaGetLastError();
-      return fail(a, "conv2d: out of memory packing %zu bytes of weights", wbytes);
+      return fail(a, "%s: out of memory packing %zu bytes of weights", op, wbytes);
     }
     cudaStream_t packing = nullptr;  // its own stream: the setup waits for nothing else
     if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
-      return launched(a, "conv2d: a stream to pack the weights");
+      return launched(
+          a, Transposed ? "conv_transpose2d: a stream to pack the weights" : "conv2d: a stream to pack the weights");
     pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(static_cast<const float*>(w.data),
                                                                               s->packed, K, C, R, S, w.strides[0],
                                                                               w.strides[1], w.strides[2], w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
-    if (e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, xd, yd, packing);
+    if (!Transposed && e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, xd, yd, packing);
     (void)cudaStreamDestroy(packing);
-    if (e != cudaSuccess) return launched(a, "conv2d: packing the weights");
+    if (e != cudaSuccess)
+      return launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights");
     s->weights_packed = true;
   }
-  // The legacy API's algorithm: the fallback for calls whose buffers the plan cannot take
-  // (misaligned) or when no plan was built. Without a plan cuDNN times every algorithm on
-  // this shape once (as PyTorch's cudnn.benchmark does) and the fastest with FMA math whose
-  // workspace can be sized wins; with one (or where timing fails) its heuristic ranking decides.
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int found = 0;
-  if (s->plan ||
-      cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                           &found, perf) != CUDNN_STATUS_SUCCESS) {
-    (void)cudaGetLastError();
-    found = 0;
-  }
-  bool chosen = false;
-  auto choose = [&](bool fma_only) {
-    for (int i = 0; i < found && !chosen; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || (fma_only && perf[i].mathType != CUDNN_FMA_MATH)) continue;
-      size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->w, s->conv, s->y, perf[i].algo, &bytes) !=
-          CUDNN_STATUS_SUCCESS)
-        continue;
-      s->algo = perf[i].algo;
-      s->workspace = padded(bytes);
-      chosen = true;
-    }
-  };
-  choose(true);
-  if (!chosen) {
-    CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
-    choose(true);
-    choose(false);
-  }
-  if (!chosen)
+  if (!(Transposed ? choose_data_algo(s.get()) : choose_algo(s.get())))
     return fail(a,
-                "conv2d: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
-                "groups %d (%d candidates, none supported)",
-                xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, found);
+                "%s: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
+                "groups %d, output [%d, %d, %d, %d]",
+                op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
   // Room for the inputs and the output to be copied to channels-last when they come in
   // another layout (decided per call, as the strides may differ between calls).
@@ -300,9 +360,11 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
 
 void destroy(void* state) { delete static_cast<ConvState*>(state); }
 
-int conv2d(const amber_kernel_args* a) {
+template <bool Transposed>
+int conv(const amber_kernel_args* a) {
+  const char* const op = attrs_of<Transposed>().name;
   auto* s = static_cast<ConvState*>(a->state);
-  if (!s) return fail(a, "conv2d: called without its setup");
+  if (!s) return fail(a, "%s: called without its setup", op);
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
   if (numel(y) == 0) return 0;
   DeviceScope scope(a->device);
@@ -321,19 +383,20 @@ int conv2d(const amber_kernel_args* a) {
   if (!s->weights_packed) {
     const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
     auto* dst = static_cast<float*>(take(wbytes));
-    if (!dst) return fail(a, "conv2d: the workspace is too small");
+    if (!dst) return fail(a, "%s: the workspace is too small", op);
     pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, stream_of(a)>>>(
         static_cast<const float*>(w.data), dst, K, C, R, S, w.strides[0], w.strides[1], w.strides[2], w.strides[3]);
-    if (launched(a, "conv2d: packing the weights") != 0) return 1;
+    if (launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights") != 0)
+      return 1;
     wp = dst;
   }
   void* yp = y.data;
   const bool y_direct = is_nhwc(y);
-  if (!y_direct && !(yp = take(size_t(numel(y)) * sizeof(float)))) return fail(a, "conv2d: the workspace is too small");
+  if (!y_direct && !(yp = take(size_t(numel(y)) * sizeof(float)))) return fail(a, "%s: the workspace is too small", op);
   const void* xp = x.data;
   if (!is_nhwc(x)) {
     void* dst = take(size_t(numel(x)) * sizeof(float));
-    if (!dst) return fail(a, "conv2d: the workspace is too small");
+    if (!dst) return fail(a, "%s: the workspace is too small", op);
     if (copy_convert(a, nhwc_view(x, dst), x) != 0) return 1;
     xp = dst;
   }
@@ -346,6 +409,9 @@ int conv2d(const amber_kernel_args* a) {
     if (by_plan) {
       void* const buffers[4] = {const_cast<void*>(xp), const_cast<float*>(wp), yp, s->plan_bias ? bias.data : nullptr};
       CUDNN_TRY(s->plan->run(s->handle, buffers, ws));
+    } else if constexpr (Transposed) {
+      CUDNN_TRY(cudnnConvolutionBackwardData(s->handle, &one, s->w, wp, s->x, xp, s->conv, s->data_algo, ws, ws_bytes,
+                                             &zero, s->y, yp));
     } else {
       CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
                                         s->y, yp));
@@ -354,10 +420,13 @@ int conv2d(const amber_kernel_args* a) {
       CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
   if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
-  return launched(a, "conv2d");
+  return launched(a, op);
 }
 
-AMBER_CUDA_KERNELS(conv) { register_kernel("conv2d", kF32, amber_kernel{conv2d, setup, destroy, nullptr}); }
+AMBER_CUDA_KERNELS(conv) {
+  register_kernel("conv2d", kF32, amber_kernel{conv<false>, setup<false>, destroy, nullptr});
+  register_kernel("conv_transpose2d", kF32, amber_kernel{conv<true>, setup<true>, destroy, nullptr});
+}
 
 }  // namespace
 }  // namespace amber::cuda
