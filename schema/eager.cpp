@@ -434,6 +434,15 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc lo
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SrcLoc loc) {
   return call(AMBER_OP("gather"), {&x, &index}, {Attr(dim)}, loc);
 }
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& src, SrcLoc loc) {
+  return call(AMBER_OP("scatter"), {&x, &idx, &src}, {Attr(dim)}, loc);
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& idx, Scalar value, SrcLoc loc) {
+  return call(AMBER_OP("scatter.value"), {&x, &idx}, {Attr(dim), Attr(value)}, loc);
+}
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& src, SrcLoc loc) {
+  return call(AMBER_OP("scatter_add"), {&x, &idx, &src}, {Attr(dim)}, loc);
+}
 Tensor pad(const Tensor& x, const DimVec& pad, const std::string& mode, Scalar value, SrcLoc loc) {
   return call(AMBER_OP("pad"), {&x}, {Attr(pad), Attr(mode), Attr(value)}, loc);
 }

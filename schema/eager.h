@@ -220,6 +220,12 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0, S
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
 // Elements of self picked along dim by index (same dims as self), as torch.gather.
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc = {});
+// self with src's elements written where index points along dim, as torch.scatter /
+// scatter_add (index i64 or i32, no larger than src, nor than self but along dim): the last of
+// repeated indices wins (on CUDA, some one of them), and scatter_add sums them.
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, SrcLoc loc = {});
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value, SrcLoc loc = {});
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, SrcLoc loc = {});
 // self padded by pad's (before, after) pairs, last dim first, as torch.nn.functional.pad:
 // mode "constant" (with value; negative pads crop), "reflect", "replicate" or "circular".
 Tensor pad(const Tensor& self, const DimVec& pad, const std::string& mode = "constant", Scalar value = 0,

@@ -1,6 +1,7 @@
 // Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, gather, flip, pad, roll, repeat, and the triangles tril and triu. cat
-// and stack promote mixed dtypes as PyTorch; their kernels convert each input while copying, so no cast runs first.
+// split_with_sizes, chunk (views), index_select, gather, scatter (src, value, add), flip, pad, roll, repeat, and the
+// triangles tril and triu. cat and stack promote mixed dtypes as PyTorch; their kernels convert each input while
+// copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -154,6 +155,31 @@ void infer_gather(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+// scatter / scatter_add(self, index, src, dim) and scatter.value(self, index, dim, value):
+// ATen's scatter_shape_check; the result has self's shape and dtype.
+void infer_scatter(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &idx = c.in(1);
+  const bool has_src = c.num_inputs() > 2 && c.has_input(2);
+  c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "index must be i64 or i32, got ", idx.dtype);
+  c.check(idx.sizes.size() == x.sizes.size(), "index must have as many dims as self: index ", idx.sizes, ", self ",
+          x.sizes);
+  const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
+  for (int d = 0; d < int(x.sizes.size()); ++d)
+    c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes, " in dim ",
+            d, " (only dim ", dim, " may be)");
+  if (has_src) {
+    const TensorMeta& src = c.in(2);
+    c.check(src.dtype == x.dtype, "src dtype ", src.dtype, " differs from self dtype ", x.dtype);
+    c.check(src.sizes.size() == x.sizes.size(), "src must have as many dims as self: src ", src.sizes, ", self ",
+            x.sizes);
+    for (int d = 0; d < int(x.sizes.size()); ++d)
+      c.check(idx.sizes[d] <= src.sizes[d], "index ", idx.sizes, " is larger than src ", src.sizes, " in dim ", d);
+  }
+  c.add_output(x.dtype, x.sizes);
+  c.compute_dtype = x.dtype;
+  c.cast_mask = 0;
+}
+
 void infer_flip(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   uint32_t seen = 0;
@@ -250,6 +276,15 @@ const OpRegistrar registrar{
     {"gather(Tensor self, Tensor index, int dim) -> Tensor", kAll, infer_gather, 0, nullptr, 1,
      "out[i][j][k] = self[index[i][j][k]][j][k] for dim 0 (and so on): index (i64 or i32) has self's dims, no larger "
      "than self's except along dim (tensor arguments first, unlike ATen)."},
+    {"scatter(Tensor self, Tensor index, Tensor src, int dim) -> Tensor", kAll, infer_scatter, 0, nullptr, 1,
+     "self with out[index[i][j][k]][j][k] = src[i][j][k] for dim 0 (and so on); index (i64 or i32) no larger than src, "
+     "nor than self except along dim; with repeated indices the last write wins (tensor arguments first, unlike "
+     "ATen)."},
+    {"scatter.value(Tensor self, Tensor index, int dim, Scalar value) -> Tensor", kAll, infer_scatter, 0, nullptr, 1,
+     "self with value written where index points along dim, as scatter with a constant src."},
+    {"scatter_add(Tensor self, Tensor index, Tensor src, int dim) -> Tensor",
+     DTypeSet{DType::f32, DType::f64, DType::i64, DType::i32}, infer_scatter, 0, nullptr, 1,
+     "self with src added where index points along dim (repeated indices accumulate; on CUDA in no fixed order)."},
     {"flip(Tensor self, int[] dims) -> Tensor", kAll, infer_flip, 0, nullptr, 1,
      "A copy with the order of elements reversed along each of dims."},
     {"pad(Tensor self, int[] pad, str mode=\"constant\", Scalar value=0) -> Tensor", kAll, infer_pad, 0, nullptr, 1,

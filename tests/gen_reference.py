@@ -818,6 +818,45 @@ case("gather_index_too_big", "gather", GATHER, [In([3, 4]), In([4, 2], "i64", "i
 case("gather_rank_mismatch", "gather", GATHER, [In([3, 4]), In([4], "i64", "idx3")], attrs={"dim": 0},
      error="as many dims as self")
 
+
+def distinct_index(shape, dim, size, seed):
+    """An index of shape whose entries along dim are distinct values below size (so scatter's
+    result does not depend on which of repeated writes wins)."""
+    g = torch.Generator().manual_seed(seed)
+    rest = list(shape)
+    n = rest.pop(dim)
+    lines = [torch.randperm(size, generator=g)[:n] for _ in range(math.prod(rest))]
+    return torch.stack(lines).reshape(*rest, n).movedim(-1, dim).contiguous()
+
+
+SCATTER = lambda x, index, src, dim: torch.scatter(x, dim, index.long(), src)  # noqa: E731
+SCATTER_VALUE = lambda x, index, dim, value: torch.scatter(x, dim, index.long(), value)  # noqa: E731
+SCATTER_ADD = lambda x, index, src, dim: torch.scatter_add(x, dim, index.long(), src)  # noqa: E731
+case("scatter_dim0", "scatter", SCATTER, [In([4, 5]), Fixed(distinct_index([3, 5], 0, 4, 1)), In([3, 5])],
+     attrs={"dim": 0}, atol=0, rtol=0)
+case("scatter_dim1_src_larger_noncontig", "scatter", SCATTER,
+     [In([3, 6], layout=("t", 0, 1)), Fixed(distinct_index([2, 3], 1, 6, 2)), In([3, 4])], attrs={"dim": -1},
+     atol=0, rtol=0)
+case("scatter_i64_i32_index", "scatter", SCATTER,
+     [In([5, 4], "i64", "int"), Fixed(distinct_index([5, 2], 1, 4, 3).int()), In([5, 2], "i64", "int")],
+     attrs={"dim": 1}, atol=0, rtol=0)
+case("scatter_value_3d", "scatter.value", SCATTER_VALUE, [In([2, 3, 4]), Fixed(distinct_index([2, 2, 4], 1, 3, 4))],
+     attrs={"dim": 1, "value": 2.5}, atol=0, rtol=0)
+case("scatter_value_bool", "scatter.value", SCATTER_VALUE,
+     [In([3, 4], "bool", "bool"), Fixed(distinct_index([3, 2], 1, 4, 5))], attrs={"dim": 1, "value": True},
+     atol=0, rtol=0)
+case("scatter_add_repeats", "scatter_add", SCATTER_ADD, [In([5]), In([9], "i64", "idx5"), In([9])], attrs={"dim": 0})
+case("scatter_add_2d_f64", "scatter_add", SCATTER_ADD,
+     [In([3, 7], "f64"), In([3, 11], "i64", "idx7"), In([4, 11], "f64")], attrs={"dim": 1})
+case("scatter_add_i32", "scatter_add", SCATTER_ADD,
+     [In([6, 3], "i32", "int"), In([8, 3], "i64", "idx6"), In([8, 3], "i32", "int")], attrs={"dim": 0}, atol=0, rtol=0)
+case("scatter_bad_index", "scatter", SCATTER, [In([7, 13]), Fixed(torch.tensor([[7]])), In([1, 1])], attrs={"dim": 0},
+     error="out of range")
+case("scatter_src_too_small", "scatter", SCATTER, [In([3, 4]), In([2, 3], "i64", "idx3"), In([2, 2])],
+     attrs={"dim": 0}, error="is larger than src")
+case("scatter_add_dtype_mismatch", "scatter_add", SCATTER_ADD, [In([3, 4]), In([2, 4], "i64", "idx3"), In([2, 4], "f64")],
+     attrs={"dim": 0}, error="differs from self dtype")
+
 def repeat(x, repeats):
     return x.repeat(repeats)
 

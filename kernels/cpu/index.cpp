@@ -1,4 +1,5 @@
-// CPU kernels that gather or assemble: embedding, index_select, gather, cat, stack, flip, pad,
+// CPU kernels that gather, scatter or assemble: embedding, index_select, gather, scatter
+// (src, value, add), cat, stack, flip, pad,
 // roll, repeat and the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
 // convert dtypes, as their inference promotes without casting first). Out-of-range indices are
 // errors naming the index.
@@ -111,6 +112,57 @@ struct GatherKernel {
     });
     return 0;
   }
+};
+
+// scatter(self, index, src, dim), scatter.value(self, index, dim, value) and
+// scatter_add(self, index, src, dim): self copied, then for every c over index's shape
+// out[c with c[dim] replaced by index[c]] = src[c] (or value, or += src[c]), in index order, so
+// the last of repeated indices wins and sums accumulate in a fixed order.
+enum class ScatterMode { src, value, add };
+template <ScatterMode M>
+struct Scatter {
+  static constexpr int kDim = M == ScatterMode::value ? op_attrs::scatter_value::dim
+                              : M == ScatterMode::add ? op_attrs::scatter_add::dim
+                                                      : op_attrs::scatter::dim;
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+      int64_t dim = attr_int(a, kDim);
+      if (dim < 0) dim += std::max(x.ndim, 1);
+      const int64_t n = numel(idx), size = x.ndim ? x.sizes[dim] : 1;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = index_at(idx, k);
+        if (i < 0 || i >= size)
+          return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+      }
+      copy_convert(y, x, a->num_threads);
+      T value{};
+      if constexpr (M == ScatterMode::value) value = attr_scalar<T>(a, op_attrs::scatter_value::value);
+      const amber_tensor_view* src = M == ScatterMode::value ? nullptr : &a->inputs[2];
+      T* yp = static_cast<T*>(y.data);
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t rest = k, yo = 0, so = 0;
+        for (int d = idx.ndim - 1; d >= 0; --d) {
+          const int64_t c = rest % idx.sizes[d];
+          rest /= idx.sizes[d];
+          if (d != dim) yo += c * y.strides[d];
+          if (src) so += c * src->strides[d];
+        }
+        if (y.ndim) yo += index_at(idx, k) * y.strides[dim];
+        if constexpr (M == ScatterMode::value) {
+          yp[yo] = value;
+        } else {
+          const T v = static_cast<const T*>(src->data)[so];
+          if constexpr (M == ScatterMode::add)
+            yp[yo] += v;
+          else
+            yp[yo] = v;
+        }
+      }
+      return 0;
+    }
+  };
 };
 
 // cat(tensors, dim): inputs of any dtype, converted to the output's.
@@ -240,6 +292,9 @@ struct Triangle {
 AMBER_CPU_KERNELS(index) {
   register_typed<FlipKernel>(ctypes::all{}, "flip");
   register_typed<GatherKernel>(ctypes::all{}, "gather");
+  register_typed<Scatter<ScatterMode::src>::Kernel>(ctypes::all{}, "scatter");
+  register_typed<Scatter<ScatterMode::value>::Kernel>(ctypes::all{}, "scatter.value");
+  register_typed<Scatter<ScatterMode::add>::Kernel>(TypeList<float, double, int64_t, int32_t>{}, "scatter_add");
   register_typed<PadKernel>(ctypes::all{}, "pad");
   register_typed<RollKernel>(ctypes::all{}, "roll");
   register_typed<RepeatKernel>(ctypes::all{}, "repeat");

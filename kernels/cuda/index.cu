@@ -1,5 +1,5 @@
-// CUDA kernels that gather or assemble: embedding, index_select and gather (i64 or i32
-// indices), cat and stack (converting dtypes as their inference promotes without casting
+// CUDA kernels that gather, scatter or assemble: embedding, index_select, gather and scatter
+// (src, value, add; i64 or i32 indices), cat and stack (converting dtypes as their inference promotes without casting
 // first), flip, pad, roll, repeat, tril and triu. An index out of range gives zeros here: the CPU reports it,
 // which a GPU kernel could only do through a device-to-host read per call.
 
@@ -158,6 +158,72 @@ struct GatherKernel {  // gather(self, index, dim)
   }
 };
 
+// scatter: self copied, then one thread per index element c writes src[c] (or value, or adds
+// it atomically) at c with c[dim] replaced by index[c]. Repeated indices: some write wins and
+// sums accumulate in no fixed order (PyTorch's CUDA scatter does the same).
+enum class ScatterMode { src, value, add };
+__device__ inline void add_to(float* p, float v) { atomicAdd(p, v); }
+__device__ inline void add_to(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void add_to(int32_t* p, int32_t v) { atomicAdd(reinterpret_cast<int*>(p), int(v)); }
+__device__ inline void add_to(int64_t* p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));  // two's complement
+}
+template <typename T, ScatterMode M>
+__global__ void scatter_kernel(Operands<3> o, int64_t dim_bytes, int64_t size, bool i32, T value, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, io = 0, yo = 0, so = 0;
+    for (int d = o.ndim - 1; d >= 0; --d) {
+      const int64_t c = rest % o.sizes[d];
+      rest /= o.sizes[d];
+      io += c * o.bytes[0][d];
+      yo += c * o.bytes[1][d];
+      so += c * o.bytes[2][d];
+    }
+    const char* ip = o.ptr[0] + io;
+    const int64_t at = i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
+    if (at < 0 || at >= size) continue;
+    T* dst = reinterpret_cast<T*>(o.ptr[1] + yo + at * dim_bytes);
+    if constexpr (M == ScatterMode::value) {
+      *dst = value;
+    } else if constexpr (M == ScatterMode::add) {
+      add_to(dst, *reinterpret_cast<const T*>(o.ptr[2] + so));
+    } else {
+      *dst = *reinterpret_cast<const T*>(o.ptr[2] + so);
+    }
+  }
+}
+template <ScatterMode M>
+struct Scatter {
+  static constexpr int kDim = M == ScatterMode::value ? op_attrs::scatter_value::dim
+                              : M == ScatterMode::add ? op_attrs::scatter_add::dim
+                                                      : op_attrs::scatter::dim;
+  template <typename T>
+  struct Kernel {  // scatter(self, index, src, dim), scatter.value(self, index, dim, value), scatter_add
+    static int run(const amber_kernel_args* a) {
+      const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+      if (numel(y) == 0) return 0;
+      if (copy_convert(a, y, x) != 0) return 1;
+      const int64_t n = numel(idx);
+      if (n == 0) return 0;
+      int dim = int(a->attrs[kDim].i);
+      if (dim < 0) dim += x.ndim > 0 ? x.ndim : 1;
+      // The output's and src's strides in index's dims; dim's is applied to the index read.
+      amber_tensor_view ys = y, ss = M == ScatterMode::value ? y : a->inputs[2];
+      for (int d = 0; d < idx.ndim; ++d) ys.sizes[d] = ss.sizes[d] = idx.sizes[d];
+      if (x.ndim) ys.sizes[dim] = 1;
+      const amber_tensor_view* v[3] = {&idx, &ys, &ss};
+      const int64_t items[3] = {idx.dtype == kI32 ? 4 : 8, sizeof(T), sizeof(T)};
+      const Operands<3> o = operands<3>(v, items);
+      T value{};
+      if constexpr (M == ScatterMode::value) value = attr_scalar<T>(a, op_attrs::scatter_value::value);
+      DeviceScope scope(a->device);
+      scatter_kernel<T, M><<<grid_for(n), 256, 0, stream_of(a)>>>(
+          o, x.ndim ? y.strides[dim] * int64_t(sizeof(T)) : 0, x.ndim ? x.sizes[dim] : 1, idx.dtype == kI32, value, n);
+      return launched(a, M == ScatterMode::add ? "scatter_add" : "scatter");
+    }
+  };
+};
+
 // pad: each output element from its source in x (views.h's pad_element), or value where
 // constant padding has none.
 template <typename T>
@@ -290,6 +356,9 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
   register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");
   register_typed<GatherKernel, AMBER_CUDA_ALL>("gather");
+  register_typed<Scatter<ScatterMode::src>::Kernel, AMBER_CUDA_ALL>("scatter");
+  register_typed<Scatter<ScatterMode::value>::Kernel, AMBER_CUDA_ALL>("scatter.value");
+  register_typed<Scatter<ScatterMode::add>::Kernel, float, double, int64_t, int32_t>("scatter_add");
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<PadKernel, AMBER_CUDA_ALL>("pad");
