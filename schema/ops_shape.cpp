@@ -141,7 +141,9 @@ void infer_index_select(InferCtx& c) {
   c.cast_mask = 0;
 }
 
-void infer_gather(InferCtx& c) {
+// gather's and scatter's index (input 1) against self (input 0) along attribute 0's dim:
+// i64 or i32, self's dims, no larger than self but along dim. Returns the wrapped dim.
+int check_index(InferCtx& c) {
   const TensorMeta &x = c.in(0), &idx = c.in(1);
   c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "index must be i64 or i32, got ", idx.dtype);
   c.check(idx.sizes.size() == x.sizes.size(), "index must have as many dims as self: index ", idx.sizes, ", self ",
@@ -150,6 +152,12 @@ void infer_gather(InferCtx& c) {
   for (int d = 0; d < int(x.sizes.size()); ++d)
     c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes, " in dim ",
             d, " (only dim ", dim, " may be)");
+  return dim;
+}
+
+void infer_gather(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &idx = c.in(1);
+  check_index(c);
   c.add_output(x.dtype, idx.sizes);
   c.compute_dtype = x.dtype;
   c.cast_mask = 0;
@@ -159,15 +167,8 @@ void infer_gather(InferCtx& c) {
 // ATen's scatter_shape_check; the result has self's shape and dtype.
 void infer_scatter(InferCtx& c) {
   const TensorMeta &x = c.in(0), &idx = c.in(1);
-  const bool has_src = c.num_inputs() > 2 && c.has_input(2);
-  c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "index must be i64 or i32, got ", idx.dtype);
-  c.check(idx.sizes.size() == x.sizes.size(), "index must have as many dims as self: index ", idx.sizes, ", self ",
-          x.sizes);
-  const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
-  for (int d = 0; d < int(x.sizes.size()); ++d)
-    c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes, " in dim ",
-            d, " (only dim ", dim, " may be)");
-  if (has_src) {
+  check_index(c);
+  if (c.has_input(2)) {
     const TensorMeta& src = c.in(2);
     c.check(src.dtype == x.dtype, "src dtype ", src.dtype, " differs from self dtype ", x.dtype);
     c.check(src.sizes.size() == x.sizes.size(), "src must have as many dims as self: src ", src.sizes, ", self ",
