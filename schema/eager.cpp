@@ -310,6 +310,13 @@ Tensor max_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVe
                   SrcLoc loc) {
   return call(AMBER_OP("max_pool2d"), {&x}, {Attr(k), Attr(s), Attr(p), Attr(d), Attr(ceil_mode)}, loc);
 }
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const DimVec& k, const DimVec& s, const DimVec& p,
+                                                  const DimVec& d, bool ceil_mode, SrcLoc loc) {
+  const Tensor* in[] = {&x};
+  const Attr attrs[] = {Attr(k), Attr(s), Attr(p), Attr(d), Attr(ceil_mode)};
+  std::vector<Tensor> out = dispatch(AMBER_OP("max_pool2d_with_indices"), in, attrs, loc);
+  return {out[0], out[1]};
+}
 Tensor avg_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVec& p, bool ceil_mode,
                   bool count_include_pad, std::optional<int64_t> divisor_override, SrcLoc loc) {
   return call(AMBER_OP("avg_pool2d"), {&x},

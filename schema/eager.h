@@ -166,6 +166,12 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
               const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
 Tensor max_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
                   const DimVec& padding = {0}, const DimVec& dilation = {1}, bool ceil_mode = false, SrcLoc loc = {});
+// max_pool2d and each maximum's flat index h * W + w in its input plane (i64), as
+// F.max_pool2d(..., return_indices=True).
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const DimVec& kernel_size,
+                                                  const DimVec& stride = {}, const DimVec& padding = {0},
+                                                  const DimVec& dilation = {1}, bool ceil_mode = false,
+                                                  SrcLoc loc = {});
 Tensor avg_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
                   const DimVec& padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt, SrcLoc loc = {});

@@ -1,4 +1,5 @@
-// Op table entries for neural-network layers: conv2d, conv_transpose2d, max_pool2d, avg_pool2d,
+// Op table entries for neural-network layers: conv2d, conv_transpose2d, max_pool2d (with or
+// without indices), avg_pool2d,
 // adaptive_avg_pool2d, upsample_nearest2d/bilinear2d, batch_norm and layer_norm (inference),
 // embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
 // ceil_mode, padding limits). conv2d produces channels-last output; pooling and
@@ -145,6 +146,13 @@ void infer_max_pool2d(InferCtx& c) {
                 pooled_size(c, x.sizes[r - 1], a.k[1], a.p[1], a.s[1], dil[1], ceil));
 }
 
+// The same windows; indices (i64) are each maximum's flat position h * W + w in its plane.
+void infer_max_pool2d_with_indices(InferCtx& c) {
+  infer_max_pool2d(c);
+  const TensorMeta values = c.output(0);
+  c.add_output(DType::i64, values.sizes).format = values.format;
+}
+
 void infer_avg_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
@@ -254,6 +262,11 @@ const OpRegistrar registrar{
     {"max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], int[] dilation=[1], "
      "bool ceil_mode=False) -> Tensor",
      kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size."},
+    {"max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], "
+     "int[] dilation=[1], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
+     kFloat, infer_max_pool2d_with_indices, 0, nullptr, 1,
+     "max_pool2d and each maximum's flat index h * W + w in its input plane (F.max_pool2d(return_indices=True)); "
+     "ties keep the first, a NaN wins (the last NaN, as ATen)."},
     {"avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
      "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
      kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules."},

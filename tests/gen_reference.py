@@ -681,6 +681,19 @@ case("maxpool_cl_strided_rows", "max_pool2d", maxpool, [In([2, 5, 7, 9], layout=
      attrs={"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 1]}, atol=0, rtol=0)
 case("maxpool_cl_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 3, 4, 6], [0, 7, 20, 50]), layout=("cl",))],
      attrs={"kernel_size": [2]}, atol=0, rtol=0)
+def maxpool_i(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    return F.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True)
+
+
+case("maxpool_indices_ceil_pad", "max_pool2d_with_indices", maxpool_i, [In([2, 3, 9, 8])],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1], "ceil_mode": True}, atol=0, rtol=0)
+case("maxpool_indices_ties_cl", "max_pool2d_with_indices", maxpool_i, [In([1, 4, 6, 7], kind="halves", layout=("cl",))],
+     attrs={"kernel_size": [2, 3], "stride": [1, 2]}, atol=0, rtol=0)
+case("maxpool_indices_dilation_unbatched_f64", "max_pool2d_with_indices", maxpool_i,
+     [In([3, 11, 10], "f64", layout=("t", 1, 2))], attrs={"kernel_size": [3], "stride": [2], "dilation": [2]},
+     atol=0, rtol=0)
+case("maxpool_indices_nan", "max_pool2d_with_indices", maxpool_i, [Fixed(with_nan([1, 1, 4, 4], [0, 1, 10]))],
+     attrs={"kernel_size": [2]}, atol=0, rtol=0)
 case("maxpool_bad_pad", "max_pool2d", maxpool, [In([1, 1, 8, 8])], attrs={"kernel_size": [2], "padding": [2]},
      error="pad should be at most half")
 case("avgpool_2x2", "avg_pool2d", avgpool, [In([2, 3, 13, 7])], attrs={"kernel_size": [2]})

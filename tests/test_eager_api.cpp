@@ -216,6 +216,16 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
         {"groups", int64_t(1)},
         {"dilation", I{2, 1}}},
        {{"input", x4}, {"weight", w4t}, {"bias", b4t}}},
+      {"max_pool2d_with_indices",
+       [&] {
+         (void)max_pool2d_with_indices(x4, {3, 2}, {2, 1}, {1, 0}, {1, 2}, true);
+       },
+       {{"kernel_size", I{3, 2}},
+        {"stride", I{2, 1}},
+        {"padding", I{1, 0}},
+        {"dilation", I{1, 2}},
+        {"ceil_mode", true}},
+       {{"self", x4}}},
       {"max_pool2d",
        [&] {
          (void)max_pool2d(x4, {2, 2}, {1, 2}, {1, 0}, {2, 1}, true);

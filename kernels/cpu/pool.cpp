@@ -1,4 +1,5 @@
-// CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode),
+// CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode; with or
+// without the maxima's indices),
 // avg_pool2d (ATen's divisor rules: count_include_pad, divisor_override) and
 // adaptive_avg_pool2d. Window bounds follow ATen exactly. Channels-last inputs run with
 // the channel loop innermost (contiguous, vectorised); other layouts pool one channel
@@ -206,6 +207,47 @@ struct MaxPoolKernel {
   }
 };
 
+// max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode): ATen's
+// rule, (v > max) || isnan(v), with each maximum's flat index in its plane; one (n, c) plane
+// per task, any strides.
+template <typename T>
+struct MaxPoolWithIndicesKernel {
+  static int run(const amber_kernel_args* a) {
+    namespace at = op_attrs::max_pool2d_with_indices;
+    const auto k = ints2(a, at::kernel_size, {1, 1});
+    const auto s = ints2(a, at::stride, k), p = ints2(a, at::padding, {0, 0}), d = ints2(a, at::dilation, {1, 1});
+    const Nchw in(a->inputs[0]), out(a->outputs[0]), oi(a->outputs[1]);
+    const T* x = static_cast<const T*>(a->inputs[0].data);
+    T* y = static_cast<T*>(a->outputs[0].data);
+    int64_t* yi = static_cast<int64_t*>(a->outputs[1].data);
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(in.n * in.c, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nc = b; nc < e; ++nc) {
+        const int64_t n = nc / in.c, c = nc % in.c;
+        const T* xp = x + n * in.sn + c * in.sc;
+        for (int64_t oh = 0; oh < out.h; ++oh)
+          for (int64_t ow = 0; ow < out.w; ++ow) {
+            int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
+            const int64_t h1 = std::min(h0 + (k[0] - 1) * d[0] + 1, in.h),
+                          w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, in.w);
+            while (h0 < 0) h0 += d[0];
+            while (w0 < 0) w0 += d[1];
+            T best = -std::numeric_limits<T>::infinity();
+            int64_t at_index = h0 * in.w + w0;
+            for (int64_t ih = h0; ih < h1; ih += d[0])
+              for (int64_t iw = w0; iw < w1; iw += d[1]) {
+                const T v = xp[ih * in.sh + iw * in.sw];
+                if (v > best || std::isnan(v)) best = v, at_index = ih * in.w + iw;
+              }
+            y[n * out.sn + c * out.sc + oh * out.sh + ow * out.sw] = best;
+            yi[n * oi.sn + c * oi.sc + oh * oi.sh + ow * oi.sw] = at_index;
+          }
+      }
+    });
+    return 0;
+  }
+};
+
 // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 template <typename T>
 struct AvgPoolKernel {
@@ -252,6 +294,7 @@ struct AdaptiveAvgPoolKernel {
 
 AMBER_CPU_KERNELS(pool) {
   register_typed<MaxPoolKernel>(ctypes::floating{}, "max_pool2d");
+  register_typed<MaxPoolWithIndicesKernel>(ctypes::floating{}, "max_pool2d_with_indices");
   register_typed<AvgPoolKernel>(ctypes::floating{}, "avg_pool2d");
   register_typed<AdaptiveAvgPoolKernel>(ctypes::floating{}, "adaptive_avg_pool2d");
 }

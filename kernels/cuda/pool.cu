@@ -1,5 +1,5 @@
 // CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
-// propagates, dilation, ceil_mode through the output size), avg_pool2d (count_include_pad,
+// propagates, dilation, ceil_mode through the output size; with or without indices), avg_pool2d (count_include_pad,
 // divisor_override) and adaptive_avg_pool2d. One thread per output element, channels fastest
 // for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than
 // cuDNN's pooling, which has no dilation and other rounding rules.
@@ -47,8 +47,13 @@ struct Params {
 
 enum class Kind : int { max, avg, adaptive };
 
+struct Indices {  // max_pool2d_with_indices' second output (p null for the other ops)
+  int64_t* p;
+  int64_t on, oc, osh, osw;
+};
+
 template <typename T, Kind K>
-__global__ void pool_kernel(const T* x, T* y, Geometry g, Params p) {
+__global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) {
   const int64_t total = g.n * g.c * g.oh * g.ow;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, c = 0;
@@ -73,12 +78,14 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p) {
       while (h0 < 0) h0 += p.dh;
       while (w0 < 0) w0 += p.dw;
       T m = -INFINITY;
+      int64_t at = h0 * g.w + w0;
       for (int64_t r = h0; r < h1; r += p.dh)
         for (int64_t s = w0; s < w1; s += p.dw) {
           const T v = base[r * g.sh + s * g.sw];
-          m = (v > m || v != v) ? v : m;
+          if (v > m || v != v) m = v, at = r * g.w + s;
         }
       out = m;
+      if (yi.p) yi.p[n * yi.on + c * yi.oc + oh * yi.osh + ow * yi.osw] = at;
     } else {
       int64_t h0, h1, w0, w1;
       double div;
@@ -127,9 +134,14 @@ int run_pool(const amber_kernel_args* a, const Params& p, const char* what) {
   const Geometry g = geometry(a->inputs[0], a->outputs[0]);
   const int64_t total = g.n * g.c * g.oh * g.ow;
   if (total == 0) return 0;
+  Indices yi{};
+  if (a->n_outputs > 1) {  // the indices, laid out as the values (their own strides)
+    const Geometry gi = geometry(a->inputs[0], a->outputs[1]);
+    yi = Indices{static_cast<int64_t*>(a->outputs[1].data), gi.on, gi.oc, gi.osh, gi.osw};
+  }
   DeviceScope scope(a->device);
   pool_kernel<T, K><<<grid_for(total), 256, 0, stream_of(a)>>>(static_cast<const T*>(a->inputs[0].data),
-                                                               static_cast<T*>(a->outputs[0].data), g, p);
+                                                               static_cast<T*>(a->outputs[0].data), g, p, yi);
   return launched(a, what);
 }
 
@@ -143,6 +155,18 @@ struct MaxPoolKernel {  // max_pool2d(self, kernel_size, stride, padding, dilati
     ints2(a, at::padding, 0, 0, p.ph, p.pw);
     ints2(a, at::dilation, 1, 1, p.dh, p.dw);
     return run_pool<T, Kind::max>(a, p, "max_pool2d");
+  }
+};
+template <typename T>
+struct MaxPoolWithIndicesKernel {  // max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
+  static int run(const amber_kernel_args* a) {
+    Params p{};
+    namespace at = op_attrs::max_pool2d_with_indices;
+    ints2(a, at::kernel_size, 1, 1, p.kh, p.kw);
+    ints2(a, at::stride, p.kh, p.kw, p.sh, p.sw);
+    ints2(a, at::padding, 0, 0, p.ph, p.pw);
+    ints2(a, at::dilation, 1, 1, p.dh, p.dw);
+    return run_pool<T, Kind::max>(a, p, "max_pool2d_with_indices");
   }
 };
 template <typename T>
@@ -173,6 +197,7 @@ void register_floats(const char* op) {
 
 AMBER_CUDA_KERNELS(pool) {
   register_floats<MaxPoolKernel>("max_pool2d");
+  register_floats<MaxPoolWithIndicesKernel>("max_pool2d_with_indices");
   register_floats<AvgPoolKernel>("avg_pool2d");
   register_floats<AdaptiveAvgPoolKernel>("adaptive_avg_pool2d");
 }
