@@ -47,6 +47,37 @@ Tensor Conv2d::forward(const Tensor& x) {
   return conv2d(x, weight, bias, options.stride, options.padding, options.dilation, options.groups);
 }
 
+ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, DimVec kernel_size,
+                                 ConvTranspose2dOptions o)
+    : options(o) {
+  AMBER_CHECK(kernel_size.size() == 2, "ConvTranspose2d: kernel_size must have two elements, got ", kernel_size);
+  AMBER_CHECK(o.groups > 0 && in_channels % o.groups == 0 && out_channels % o.groups == 0,
+              "ConvTranspose2d: in_channels ", in_channels, " and out_channels ", out_channels,
+              " must be divisible by groups ", o.groups);
+  // PyTorch's fan-in of a [in, out/groups, kH, kW] weight is its dim 1 times the kernel.
+  const int64_t fan_in = out_channels / o.groups * kernel_size[0] * kernel_size[1];
+  default_init(weight, o.bias ? &bias : nullptr, fan_in,
+               {in_channels, out_channels / o.groups, kernel_size[0], kernel_size[1]}, out_channels);
+  register_parameter("weight", weight);
+  if (o.bias) register_parameter("bias", bias);
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  return conv_transpose2d(x, weight, bias, options.stride, options.padding, options.output_padding, options.groups,
+                          options.dilation);
+}
+
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine) : num_groups(groups), eps(eps_) {
+  AMBER_CHECK(groups > 0 && channels % groups == 0, "GroupNorm: num_channels ", channels,
+              " must be divisible by num_groups ", groups);
+  if (affine) {
+    weight = ones({channels});
+    bias = zeros({channels});
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+}
+
 BatchNorm2d::BatchNorm2d(int64_t n, double eps_, double momentum_, bool affine) : eps(eps_), momentum(momentum_) {
   if (affine) {
     weight = ones({n});

@@ -1,8 +1,8 @@
 // The basic nn layers with PyTorch's constructor arguments and parameter names: Linear,
-// Conv2d, BatchNorm2d, LayerNorm, Embedding, ReLU, GELU, MaxPool2d, AvgPool2d,
-// AdaptiveAvgPool2d, Flatten, Dropout. Parameters are initialised as PyTorch does by default
-// (kaiming-uniform weights, uniform biases, unit norms) from Amber's generator; models
-// usually overwrite them with load_state().
+// Conv2d, ConvTranspose2d, BatchNorm2d, GroupNorm, LayerNorm, Embedding, ReLU, GELU,
+// MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Upsample, Flatten, Dropout. Parameters are initialised as PyTorch does by
+// default (kaiming-uniform weights, uniform biases, unit norms) from Amber's generator; models usually overwrite them
+// with load_state().
 #pragma once
 
 #include <optional>
@@ -35,12 +35,36 @@ class Conv2d : public BuiltinModule<Conv2d> {
   Conv2dOptions options;
 };
 
+struct ConvTranspose2dOptions {
+  DimVec stride{1}, padding{0}, output_padding{0}, dilation{1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+class ConvTranspose2d : public BuiltinModule<ConvTranspose2d> {
+ public:
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, DimVec kernel_size, ConvTranspose2dOptions options = {});
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, ConvTranspose2dOptions options = {})
+      : ConvTranspose2d(in_channels, out_channels, DimVec{kernel_size, kernel_size}, options) {}
+  Tensor forward(const Tensor& x);
+  Tensor weight, bias;  // [in, out/groups, kH, kW], [out]
+  ConvTranspose2dOptions options;
+};
+
 class BatchNorm2d : public BuiltinModule<BatchNorm2d> {
  public:
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true);
   Tensor forward(const Tensor& x);
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
   double eps, momentum;
+};
+
+class GroupNorm : public BuiltinModule<GroupNorm> {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) { return group_norm(x, num_groups, weight, bias, eps); }
+  Tensor weight, bias;  // [num_channels] each
+  int64_t num_groups;
+  double eps;
 };
 
 class LayerNorm : public BuiltinModule<LayerNorm> {
@@ -106,6 +130,14 @@ class AdaptiveAvgPool2d : public BuiltinModule<AdaptiveAvgPool2d> {
   explicit AdaptiveAvgPool2d(DimVec output_size) : output_size(output_size) {}
   Tensor forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size); }
   DimVec output_size;
+};
+
+// torch.nn.Upsample: interpolate with fixed options (size or scale_factor, mode, align_corners).
+class Upsample : public BuiltinModule<Upsample> {
+ public:
+  explicit Upsample(InterpolateOptions options) : options(std::move(options)) {}
+  Tensor forward(const Tensor& x) { return interpolate(x, options); }
+  InterpolateOptions options;
 };
 
 class Flatten : public BuiltinModule<Flatten> {

@@ -384,7 +384,11 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Te
   // Each group normalised as a layer_norm row: [N, G, C / G * spatial] over its last dim.
   int64_t row = c / num_groups;
   for (int d = 2; d < x.dim(); ++d) row *= x.size(d);
-  Tensor y = layer_norm(x.reshape({n, num_groups, row}, loc), {row}, {}, {}, eps, loc).reshape(x.sizes(), loc);
+  // -1 for the batch: a trace with a dynamic batch records no batch size here.
+  DimVec back = x.sizes();
+  back[0] = -1;
+  Tensor y = layer_norm(x.reshape({n ? -1 : 0, num_groups, row}, loc), {row}, {}, {}, eps, loc)
+                 .reshape(n ? back : x.sizes(), loc);
   DimVec per_channel{c};  // [C, 1, ...]: right-aligned, it broadcasts along dim 1
   for (int d = 2; d < x.dim(); ++d) per_channel.push_back(1);
   if (w.defined()) y = mul(y, w.reshape(per_channel, loc), loc);

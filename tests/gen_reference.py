@@ -10,7 +10,7 @@ each case (op name as in Amber's op table, attributes by name, layouts, toleranc
 error Amber must raise where PyTorch raises too). Also writes OUT_DIR/core.safetensors
 with torch's type-promotion table, printed tensors and seeded random numbers, and for
 each model (torchvision's ResNet-18, the transformer encoder of DESIGN.md section 9, LeNet,
-the Elman RNN) MODEL.safetensors (its state_dict) and MODEL_io.safetensors (inputs and
+the Elman RNN, the decoder) MODEL.safetensors (its state_dict) and MODEL_io.safetensors (inputs and
 outputs at several batch sizes), and OUT_DIR/seeds_io.safetensors with the inputs and
 outputs of the seed programs of DESIGN.md section 9 (samples/models/programs.h).
 
@@ -1086,7 +1086,7 @@ def core_reference():
     return tensors, meta
 
 
-# ================= models: torchvision ResNet-18, the transformer encoder, LeNet, Elman RNN ===========
+# ======== models: torchvision ResNet-18, the transformer encoder, LeNet, Elman RNN, the decoder ========
 class LeNet(torch.nn.Module):
     """The Net of shared/DESIGN.md section 1."""
 
@@ -1100,6 +1100,29 @@ class LeNet(torch.nn.Module):
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         x = torch.flatten(x, 1)
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class Decoder(torch.nn.Module):
+    """A U-Net-style decoder (samples/models/small.h): transposed convolutions, group norm,
+    bilinear and nearest upsampling."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = torch.nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+        self.norm1 = torch.nn.GroupNorm(4, 8)
+        self.up2 = torch.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.norm2 = torch.nn.GroupNorm(2, 8)
+        self.up3 = torch.nn.Upsample(size=(37, 29))
+        self.head = torch.nn.ConvTranspose2d(8, 3, 3, padding=1)
+        for norm in (self.norm1, self.norm2):
+            norm.weight.data.normal_(1, 0.1)
+            norm.bias.data.normal_(0, 0.1)
+
+    def forward(self, x):
+        y = F.relu(self.norm1(self.up1(x)))
+        y = F.silu(self.norm2(self.conv(self.up2(y))))
+        return self.head(self.up3(y))
 
 
 class ElmanRNN(torch.nn.Module):
@@ -1153,18 +1176,20 @@ def build_models():
         lay.linear1.reset_parameters()
     lenet = LeNet()
     rnn = ElmanRNN(10, 20, 5)
+    decoder = Decoder()
     inputs = {
         "resnet18": {1: torch.randn(1, 3, 224, 224), 8: torch.randn(8, 3, 224, 224)},
         "transformer": {1: torch.randn(1, 128, 256), 8: torch.randn(8, 128, 256)},
         "lenet": {1: torch.randn(1, 1, 32, 32), 8: torch.randn(8, 1, 32, 32), 64: torch.randn(64, 1, 32, 32)},
         "elman_rnn": {1: torch.randn(6, 1, 10), 8: torch.randn(6, 8, 10)},
+        "decoder": {1: torch.randn(1, 16, 5, 7), 8: torch.randn(8, 16, 5, 7)},
         # sequence-first [S, N, E], with a key padding mask (true = padding)
         "transformer_prenorm": {1: torch.randn(9, 1, 64), 3: torch.randn(9, 3, 64)},
     }
     masks = {"transformer_prenorm": {1: torch.zeros(1, 9, dtype=torch.bool),
                                      3: torch.arange(9).expand(3, 9) >= torch.tensor([[9], [5], [2]])}}
     return {"resnet18": resnet, "transformer": encoder, "lenet": lenet, "elman_rnn": rnn,
-            "transformer_prenorm": prenorm}, inputs, masks
+            "transformer_prenorm": prenorm, "decoder": decoder}, inputs, masks
 
 
 def models_reference(out):

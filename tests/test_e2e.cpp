@@ -1,5 +1,6 @@
 // The end-to-end conformance matrix: for every model (the seed programs of DESIGN.md section
-// 9, LeNet, the Elman RNN, torchvision's ResNet-18, the transformer encoder) at batch 1 and 8,
+// 9, LeNet, the Elman RNN, torchvision's ResNet-18, the transformer encoder, a U-Net-style
+// decoder) at batch 1 and 8,
 // PyTorch's reference == Amber eager == traced == saved-then-loaded on CPU == loaded on the
 // simulated device (tests/sim: never skipped; bit for bit the CPU's) == loaded on CUDA (where a
 // GPU and the CUDA backend exist), |amber - ref| <= atol + rtol * |ref| per model.
@@ -222,6 +223,12 @@ TEST_CASE("the transformer encoder traced at batch 1 serves batch 8", "[e2e][mod
   conform_model("transformer", encoder, 1e-5, 1e-4);
 }
 
+TEST_CASE("a U-Net-style decoder (transposed convolutions, group norm, upsampling) traced at batch 1 serves batch 8",
+          "[e2e][models]") {
+  models::Decoder decoder;
+  conform_model("decoder", decoder, 1e-5, 1e-4);
+}
+
 TEST_CASE("the conformance matrix", "[e2e]") {
   std::printf(
       "\nconformance vs PyTorch (tests/gen_reference.py), per path: max |amber - ref| / max |amber - ref| / |ref| "
@@ -242,5 +249,5 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   }
   if (!cuda_skip_reason().empty()) std::printf("loaded CUDA skipped: %s\n", cuda_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).
-  CHECK(matrix().size() == 2 * 2 + 3 + 4 * 2);
+  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2);
 }

@@ -1,5 +1,5 @@
 // Module tests against PyTorch: torchvision's ResNet-18, the 4-layer transformer encoder of
-// DESIGN.md section 9, LeNet and the Elman RNN, built with Amber's nn API, loaded with
+// DESIGN.md section 9, LeNet, the Elman RNN and a U-Net-style decoder, built with Amber's nn API, loaded with
 // load_state() from the PyTorch state_dict, run eagerly at several batch sizes and compared
 // with torch's outputs: |amber - ref| <= 1e-5 + 1e-4 * |ref| (float32). Also checks that
 // load_state reports missing, unexpected and mis-shaped keys.
@@ -73,6 +73,11 @@ TEST_CASE("LeNet and the Elman RNN match PyTorch", "[models]") {
   check_model("lenet", lenet, {1, 8, 64});
   models::ElmanRNN rnn(10, 20, 5);
   check_model("elman_rnn", rnn, {1, 8});
+}
+
+TEST_CASE("a U-Net-style decoder (transposed convolutions, group norm, upsampling) matches PyTorch", "[models]") {
+  models::Decoder decoder;
+  check_model("decoder", decoder, {1, 8});
 }
 
 TEST_CASE("load_state lists every missing, unexpected and mis-shaped key", "[models][errors]") {

@@ -15,6 +15,17 @@ Tensor LeNet::forward(const Tensor& x) {
   return fc3(y);
 }
 
+Decoder::Decoder() {
+  register_modules(
+      {{"up1", up1}, {"norm1", norm1}, {"up2", up2}, {"conv", conv}, {"norm2", norm2}, {"up3", up3}, {"head", head}});
+}
+
+Tensor Decoder::forward(const Tensor& x) {
+  Tensor y = relu(norm1(up1(x)));
+  y = silu(norm2(conv(up2(y))));
+  return head(up3(y));
+}
+
 ElmanRNN::ElmanRNN(int64_t in, int64_t hidden, int64_t out) {
   W_h = randn({in, hidden}) * 0.1;
   U_h = randn({hidden, hidden}) * 0.1;

@@ -1,5 +1,6 @@
-// The small models of shared/DESIGN.md section 9: the LeNet-style Net of section 1 and
-// an Elman RNN, with the parameter names their PyTorch twins in tests/gen_reference.py use.
+// The small models of shared/DESIGN.md section 9 (the LeNet-style Net of section 1 and an
+// Elman RNN) and a U-Net-style decoder, with the parameter names their PyTorch twins in
+// tests/gen_reference.py use.
 #pragma once
 
 #include <amber/amber.h>
@@ -23,6 +24,22 @@ class ElmanRNN : public nn::ModuleImpl<ElmanRNN> {
   ElmanRNN(int64_t input_size, int64_t hidden_size, int64_t output_size);
   Tensor forward(const Tensor& x);
   Tensor W_h, U_h, b_h, W_y, b_y;
+};
+
+// Input [N, 16, H, W] -> [N, 3, 37, 29]: a stride-2 transposed convolution, group norm and
+// relu; bilinear 2x upsampling; a 3x3 convolution, group norm and silu; nearest resizing to
+// 37x29; a transposed-convolution head.
+class Decoder : public nn::ModuleImpl<Decoder> {
+ public:
+  Decoder();
+  Tensor forward(const Tensor& x);
+  nn::ConvTranspose2d up1{16, 8, 4, {.stride = {2}, .padding = {1}}};
+  nn::GroupNorm norm1{4, 8};
+  nn::Upsample up2{{.scale_factor = {2}, .mode = "bilinear", .align_corners = false}};
+  nn::Conv2d conv{8, 8, 3, {.padding = {1}}};
+  nn::GroupNorm norm2{2, 8};
+  nn::Upsample up3{{.size = {37, 29}}};
+  nn::ConvTranspose2d head{8, 3, 3, {.padding = {1}}};
 };
 
 }  // namespace amber::models
