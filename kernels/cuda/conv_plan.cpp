@@ -30,6 +30,7 @@ void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBack
 }  // namespace
 
 ConvPlan::~ConvPlan() {
+  for (cudnnBackendDescriptor_t pack : captured_packs_) cudnnBackendDestroyDescriptor(pack);
   if (plan_) cudnnBackendDestroyDescriptor(plan_);
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
 }
@@ -235,7 +236,7 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
   }
 }
 
-cudnnStatus_t ConvPlan::run(cudnnHandle_t handle, void* const buffers[4], void* workspace) const {
+cudnnStatus_t ConvPlan::run(cudnnHandle_t handle, void* const buffers[4], void* workspace) {
   const int64_t ids[4] = {kX, kW, kY, kB};
   cudnnBackendDescriptor_t pack = nullptr;
   cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
@@ -248,6 +249,15 @@ cudnnStatus_t ConvPlan::run(cudnnHandle_t handle, void* const buffers[4], void* 
           CUDNN_STATUS_SUCCESS &&
       (st = cudnnBackendFinalize(pack)) == CUDNN_STATUS_SUCCESS)
     st = cudnnBackendExecute(handle, plan_, pack);
+  // Untested hypothesis for the crash with plans under 8 threads (README, GPUs): a graph
+  // replay reading a destroyed pack's host memory. Packs of recorded runs are kept.
+  cudaStream_t stream = nullptr;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (st == CUDNN_STATUS_SUCCESS && cudnnGetStream(handle, &stream) == CUDNN_STATUS_SUCCESS &&
+      cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusActive) {
+    captured_packs_.push_back(pack);
+    return st;
+  }
   cudnnBackendDestroyDescriptor(pack);
   return st;
 }

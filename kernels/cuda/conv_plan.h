@@ -33,14 +33,18 @@ class ConvPlan {
   std::string build(cudnnHandle_t handle, const ConvShape& shape, void* const buffers[4], cudaStream_t stream);
   size_t workspace_bytes() const { return size_t(workspace_); }
   // Runs the plan on the handle's stream; buffers as for build, workspace of workspace_bytes().
-  cudnnStatus_t run(cudnnHandle_t handle, void* const buffers[4], void* workspace) const;
+  // A run recorded into a CUDA graph (the stream capturing) keeps its variant pack until the
+  // plan is destroyed, in case the engine's recorded work refers to the pack's host memory.
+  // Not thread-safe: callers serialise runs on a plan (as on its handle).
+  cudnnStatus_t run(cudnnHandle_t handle, void* const buffers[4], void* workspace);
   // The chosen engine's global index and its measured time (for diagnostics).
   int64_t engine() const { return engine_; }
   float microseconds() const { return microseconds_; }
 
  private:
   cudnnBackendDescriptor_t make(cudnnBackendDescriptorType_t type);
-  std::vector<cudnnBackendDescriptor_t> owned_;  // every descriptor the plan refers to
+  std::vector<cudnnBackendDescriptor_t> owned_;           // every descriptor the plan refers to
+  std::vector<cudnnBackendDescriptor_t> captured_packs_;  // variant packs of runs recorded into graphs
   cudnnBackendDescriptor_t plan_ = nullptr;
   int64_t workspace_ = 0, engine_ = -1;
   int n_tensors_ = 3;
