@@ -1,7 +1,8 @@
-// The source positions of 2-D resampling (upsample_nearest2d, upsample_bilinear2d) as ATen
-// computes them (UpSample.h: compute_scales_value, area_pixel_compute_scale and _source_index,
-// nearest_idx), shared by the CPU and CUDA kernels so both pick the same pixels and weights.
-// A scale attribute <= 0 means none was given: the ratio of the sizes is used.
+// The source positions of 2-D resampling (upsample_nearest2d, upsample_bilinear2d,
+// upsample_bicubic2d) as ATen computes them (UpSample.h: compute_scales_value,
+// area_pixel_compute_scale and _source_index, nearest_idx, the cubic coefficients), shared by the CPU and CUDA kernels
+// so both pick the same pixels and weights. A scale attribute <= 0 means none was given: the ratio of the sizes is
+// used.
 #pragma once
 
 #include <cmath>
@@ -46,6 +47,33 @@ AMBER_HD inline LinearTap<A> linear_source(int64_t dst, int64_t in, int64_t out,
   A l1 = real - A(i0);
   l1 = l1 < 0 ? A(0) : l1 > 1 ? A(1) : l1;
   return {i0, i0 + (i0 < in - 1 ? 1 : 0), A(1) - l1, l1};
+}
+
+// The four input positions (clamped to the edges) an output position blends for bicubic and
+// their weights: Keys' cubic convolution with A = -0.75, as ATen's upsample_bicubic2d.
+template <typename A>
+struct CubicTap {
+  int64_t i[4];
+  A w[4];
+};
+
+template <typename A>
+AMBER_HD inline CubicTap<A> cubic_source(int64_t dst, int64_t in, A scale, bool align_corners) {
+  const A real = align_corners ? scale * A(dst) : scale * (A(dst) + A(0.5)) - A(0.5);  // not clamped at 0
+  auto i0 = int64_t(real);
+  if (A(i0) > real) --i0;  // floor
+  if (i0 > in - 1) i0 = in - 1;
+  A t = real - A(i0);
+  t = t < 0 ? A(0) : t > 1 ? A(1) : t;
+  const A a = A(-0.75);
+  auto near = [a](A x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [a](A x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
+  CubicTap<A> tap{{}, {far(t + 1), near(t), near(1 - t), far(2 - t)}};
+  for (int j = 0; j < 4; ++j) {
+    const int64_t k = i0 - 1 + j;
+    tap.i[j] = k < 0 ? 0 : k > in - 1 ? in - 1 : k;
+  }
+  return tap;
 }
 
 }  // namespace amber::resample

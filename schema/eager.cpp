@@ -339,15 +339,21 @@ Tensor upsample_bilinear2d(const Tensor& x, const DimVec& size, bool align_corne
   return call(AMBER_OP("upsample_bilinear2d"), {&x},
               {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
 }
+Tensor upsample_bicubic2d(const Tensor& x, const DimVec& size, bool align_corners, std::optional<double> sh,
+                          std::optional<double> sw, SrcLoc loc) {
+  return call(AMBER_OP("upsample_bicubic2d"), {&x},
+              {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
+}
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
-  if (o.mode != "nearest" && o.mode != "bilinear")
-    throw Error(str("interpolate: mode must be \"nearest\" or \"bilinear\", got \"", o.mode, "\""));
+  if (o.mode != "nearest" && o.mode != "bilinear" && o.mode != "bicubic" && o.mode != "area")
+    throw Error(
+        str("interpolate: mode must be \"nearest\", \"bilinear\", \"bicubic\" or \"area\", got \"", o.mode, "\""));
   if (x.dim() != 4)
     throw Error(str("interpolate: ", o.mode, " mode needs a 4-D (N, C, H, W) input, got shape ", x.sizes()));
   if (o.size.empty() == o.scale_factor.empty())
     throw Error("interpolate: exactly one of size and scale_factor must be given");
-  if (o.align_corners && o.mode == "nearest")
-    throw Error("interpolate: align_corners can only be set with the interpolating modes (bilinear)");
+  if (o.align_corners && (o.mode == "nearest" || o.mode == "area"))
+    throw Error("interpolate: align_corners can only be set with the interpolating modes (bilinear, bicubic)");
   for (size_t n : {size_t(o.size.size()), o.scale_factor.size()})
     if (n > 2) throw Error(str("interpolate: size and scale_factor take 1 or 2 values (H, W) for a 4-D input"));
   DimVec size;
@@ -362,6 +368,9 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
     if (!o.recompute_scale_factor) scales[i] = s;
   }
   if (o.mode == "nearest") return upsample_nearest2d(x, size, scales[0], scales[1], loc);
+  if (o.mode == "area") return adaptive_avg_pool2d(x, size, loc);  // as F.interpolate: no scales
+  if (o.mode == "bicubic")
+    return upsample_bicubic2d(x, size, o.align_corners.value_or(false), scales[0], scales[1], loc);
   return upsample_bilinear2d(x, size, o.align_corners.value_or(false), scales[0], scales[1], loc);
 }
 Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w, const Tensor& b,

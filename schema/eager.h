@@ -184,18 +184,21 @@ Tensor upsample_nearest2d(const Tensor& input, const DimVec& output_size, std::o
 Tensor upsample_bilinear2d(const Tensor& input, const DimVec& output_size, bool align_corners,
                            std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt,
                            SrcLoc loc = {});
+Tensor upsample_bicubic2d(const Tensor& input, const DimVec& output_size, bool align_corners,
+                          std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt,
+                          SrcLoc loc = {});
 // torch.nn.functional.interpolate's arguments (exactly one of size and scale_factor; one value
 // applies to both H and W). Call as interpolate(x, {.scale_factor = {2}, .mode = "bilinear"}).
 struct InterpolateOptions {
   DimVec size = {};
   std::vector<double> scale_factor = {};
-  std::string mode = "nearest";                      // "nearest" or "bilinear"
-  std::optional<bool> align_corners = std::nullopt;  // bilinear only; false when not given
+  std::string mode = "nearest";                      // "nearest", "bilinear", "bicubic" or "area"
+  std::optional<bool> align_corners = std::nullopt;  // bilinear and bicubic; false when not given
   bool recompute_scale_factor = false;
 };
 // torch.nn.functional.interpolate for 4-D input: the output size is floor(in * scale) when
 // scaled, and the scales reach the op unless recompute_scale_factor; traced as
-// upsample_nearest2d or upsample_bilinear2d.
+// upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d or (area) adaptive_avg_pool2d.
 Tensor interpolate(const Tensor& input, const InterpolateOptions& options, SrcLoc loc = {});
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
                   const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5,

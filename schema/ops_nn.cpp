@@ -1,6 +1,6 @@
 // Op table entries for neural-network layers: conv2d, conv_transpose2d, max_pool2d (with or
 // without indices), avg_pool2d,
-// adaptive_avg_pool2d, upsample_nearest2d/bilinear2d, batch_norm and layer_norm (inference),
+// adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, batch_norm and layer_norm (inference),
 // embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
 // ceil_mode, padding limits). conv2d produces channels-last output; pooling and
 // batch_norm keep their input's layout.
@@ -281,6 +281,11 @@ const OpRegistrar registrar{
      kFloat, infer_upsample2d, 0, nullptr, 1,
      "Each output pixel blends the 2x2 input pixels around its source position (corners aligned, or pixel centres "
      "with scales where given), as ATen's bilinear (F.interpolate(mode=\"bilinear\"))."},
+    {"upsample_bicubic2d(Tensor self, int[] output_size, bool align_corners, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor",
+     kFloat, infer_upsample2d, 0, nullptr, 1,
+     "Each output pixel blends the 4x4 input pixels around its source position (edges repeated) with Keys' cubic "
+     "weights (A = -0.75), as ATen's bicubic (F.interpolate(mode=\"bicubic\"))."},
     {"batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
      "bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor",
      kFloat, infer_batch_norm, 0, nullptr, 1,

@@ -745,6 +745,18 @@ case("bilinear_f64_to_1", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7], "f6
      attrs={"output_size": [1, 1], "align_corners": True})
 case("bilinear_same", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
      attrs={"output_size": [5, 7], "align_corners": False}, atol=0, rtol=0)
+def BICUBIC(x, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.aten.upsample_bicubic2d(x, output_size, align_corners, scales_h, scales_w)
+
+
+case("bicubic_up_centres", "upsample_bicubic2d", BICUBIC, [In([2, 3, 5, 7])],
+     attrs={"output_size": [11, 9], "align_corners": False}, atol=1e-5)
+case("bicubic_up_corners_noncontig", "upsample_bicubic2d", BICUBIC, [In([1, 3, 6, 5], layout=("t", 2, 3))],
+     attrs={"output_size": [13, 8], "align_corners": True}, atol=1e-5)
+case("bicubic_down_cl_scales", "upsample_bicubic2d", BICUBIC, [In([2, 4, 17, 12], layout=("cl",))],
+     attrs={"output_size": [7, 5], "align_corners": False, "scales_h": 0.45, "scales_w": 0.45}, atol=1e-5)
+case("bicubic_f64_tiny", "upsample_bicubic2d", BICUBIC, [In([1, 2, 1, 2], "f64")],
+     attrs={"output_size": [3, 5], "align_corners": False})
 case("bilinear_zero_out", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
      attrs={"output_size": [0, 3], "align_corners": False}, error="sizes should be greater than 0")
 

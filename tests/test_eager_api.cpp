@@ -336,6 +336,10 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        [&] { (void)upsample_nearest2d(x4, {7, 9}, 1.5, std::nullopt); },
        {{"output_size", I{7, 9}}, {"scales_h", 1.5}, {"scales_w", Attr::none()}},
        {{"self", x4}}},
+      {"upsample_bicubic2d",
+       [&] { (void)upsample_bicubic2d(x4, {5, 6}, true, 1.25, std::nullopt); },
+       {{"output_size", I{5, 6}}, {"align_corners", true}, {"scales_h", 1.25}, {"scales_w", Attr::none()}},
+       {{"self", x4}}},
       {"upsample_bilinear2d",
        [&] { (void)upsample_bilinear2d(x4, {3, 8}, true, std::nullopt, 2.25); },
        {{"output_size", I{3, 8}}, {"align_corners", true}, {"scales_h", Attr::none()}, {"scales_w", 2.25}},
@@ -596,7 +600,11 @@ TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]")
   // Corners aligned: the output's corners are the input's.
   CHECK(b[1][2][3][8].item<float>() == x[1][2][4][6].item<float>());
   AMBER_REQUIRE_ERROR(interpolate(x, {}), "exactly one of size and scale_factor");
-  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .mode = "bicubic"}), "\"nearest\" or \"bilinear\"");
+  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .mode = "trilinear"}), "\"bicubic\" or \"area\", got");
+  CHECK(test::compare(interpolate(x, {.size = {3, 4}, .mode = "area"}), adaptive_avg_pool2d(x, {3, 4}), 0, 0).ok);
+  CHECK(test::compare(interpolate(x, {.scale_factor = {1.5}, .mode = "bicubic", .align_corners = true}),
+                      upsample_bicubic2d(x, {7, 10}, true, 1.5, 1.5), 0, 0)
+            .ok);
   AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .align_corners = false}), "align_corners can only be set");
   AMBER_REQUIRE_ERROR(interpolate(x[0], {.size = {4}}), "needs a 4-D");
 }

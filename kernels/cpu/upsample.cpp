@@ -1,5 +1,5 @@
-// CPU kernels for upsample_nearest2d and upsample_bilinear2d: each output row's and column's
-// source pixels (and bilinear weights) come from kernels/resample.h (ATen's rules, shared with
+// CPU kernels for upsample_nearest2d, upsample_bilinear2d and upsample_bicubic2d: each output
+// row's and column's source pixels (and weights) come from kernels/resample.h (ATen's rules, shared with
 // the CUDA kernels) as tables built once per call; channels-last outputs run with the channel
 // loop innermost. 4-D inputs of any strides.
 
@@ -98,9 +98,39 @@ struct BilinearKernel {  // upsample_bilinear2d(self, output_size, align_corners
   }
 };
 
+template <typename T>
+struct BicubicKernel {  // upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
+  static int run(const amber_kernel_args* a) {
+    namespace at = op_attrs::upsample_bicubic2d;
+    const Geometry g(a);
+    if (g.volume() == 0) return 0;
+    const bool corners = attr_bool(a, at::align_corners);
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
+    std::vector<resample::CubicTap<A>> rows(size_t(g.oh)), cols(size_t(g.ow));
+    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::cubic_source<A>(i, g.h, rh, corners);
+    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = resample::cubic_source<A>(j, g.w, rw, corners);
+    const int64_t sh = g.xs[2], sw = g.xs[3];
+    for_each_pixel<T>(a, g, [&](const T* p, int64_t i, int64_t j) {
+      const resample::CubicTap<A>&r = rows[size_t(i)], &q = cols[size_t(j)];
+      A out = 0;
+      for (int u = 0; u < 4; ++u) {
+        const T* line = p + r.i[u] * sh;
+        A t = A(line[q.i[0] * sw]) * q.w[0];
+        for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
+        out = u == 0 ? t * r.w[0] : out + t * r.w[u];
+      }
+      return T(out);
+    });
+    return 0;
+  }
+};
+
 AMBER_CPU_KERNELS(upsample) {
   register_typed<NearestKernel>(ctypes::numeric{}, "upsample_nearest2d");
   register_typed<BilinearKernel>(ctypes::floating{}, "upsample_bilinear2d");
+  register_typed<BicubicKernel>(ctypes::floating{}, "upsample_bicubic2d");
 }
 
 }  // namespace

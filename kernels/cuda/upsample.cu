@@ -1,4 +1,4 @@
-// CUDA kernels for upsample_nearest2d and upsample_bilinear2d: one thread per output element,
+// CUDA kernels for upsample_nearest2d, upsample_bilinear2d and upsample_bicubic2d: one thread per output element,
 // channels fastest for channels-last outputs, source pixels and weights from
 // kernels/resample.h (ATen's rules, the CPU kernels' formulas). 4-D tensors of any strides.
 
@@ -67,6 +67,26 @@ __global__ void bilinear_kernel(const T* x, T* y, Geometry g, A rh, A rw, bool c
   }
 }
 
+template <typename T, typename A>
+__global__ void bicubic_kernel(const T* x, T* y, Geometry g, A rh, A rw, bool corners) {
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t n, c, oh, ow;
+    position(g, i, n, c, oh, ow);
+    const resample::CubicTap<A> r = resample::cubic_source<A>(oh, g.h, rh, corners),
+                                q = resample::cubic_source<A>(ow, g.w, rw, corners);
+    const T* p = x + n * g.xs[0] + c * g.xs[1];
+    A out = 0;
+    for (int u = 0; u < 4; ++u) {
+      const T* line = p + r.i[u] * g.xs[2];
+      A t = A(line[q.i[0] * g.xs[3]]) * q.w[0];
+      for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * g.xs[3]]) * q.w[v];
+      out = u == 0 ? t * r.w[0] : out + t * r.w[u];
+    }
+    y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] = T(out);
+  }
+}
+
 template <typename T>
 struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scales_w)
   static int run(const amber_kernel_args* a) {
@@ -82,27 +102,42 @@ struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scale
   }
 };
 
-template <typename T>
-struct BilinearKernel {  // upsample_bilinear2d(self, output_size, align_corners, scales_h, scales_w)
+// upsample_bilinear2d / upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
+template <typename T, bool Cubic>
+struct Interpolating {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
+  static constexpr int kCorners = Cubic ? op_attrs::upsample_bicubic2d::align_corners
+                                        : op_attrs::upsample_bilinear2d::align_corners,
+                       kScalesH =
+                           Cubic ? op_attrs::upsample_bicubic2d::scales_h : op_attrs::upsample_bilinear2d::scales_h,
+                       kScalesW =
+                           Cubic ? op_attrs::upsample_bicubic2d::scales_w : op_attrs::upsample_bilinear2d::scales_w;
   static int run(const amber_kernel_args* a) {
-    namespace at = op_attrs::upsample_bilinear2d;
     const Geometry g = geometry(a);
     const int64_t total = g.n * g.c * g.oh * g.ow;
     if (total == 0) return 0;
-    const bool corners = a->attrs[at::align_corners].i != 0;
-    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
-            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
+    const bool corners = a->attrs[kCorners].i != 0;
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, kScalesH)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, kScalesW));
+    const T* x = static_cast<const T*>(a->inputs[0].data);
+    T* y = static_cast<T*>(a->outputs[0].data);
     DeviceScope scope(a->device);
-    bilinear_kernel<T, A><<<grid_for(total), 256, 0, stream_of(a)>>>(
-        static_cast<const T*>(a->inputs[0].data), static_cast<T*>(a->outputs[0].data), g, rh, rw, corners);
-    return launched(a, "upsample_bilinear2d");
+    if constexpr (Cubic)
+      bicubic_kernel<T, A><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, rh, rw, corners);
+    else
+      bilinear_kernel<T, A><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, rh, rw, corners);
+    return launched(a, Cubic ? "upsample_bicubic2d" : "upsample_bilinear2d");
   }
 };
+template <typename T>
+using BilinearKernel = Interpolating<T, false>;
+template <typename T>
+using BicubicKernel = Interpolating<T, true>;
 
 AMBER_CUDA_KERNELS(upsample) {
   register_typed<NearestKernel, AMBER_CUDA_NUMERIC>("upsample_nearest2d");
   register_typed<BilinearKernel, AMBER_CUDA_FLOATING>("upsample_bilinear2d");
+  register_typed<BicubicKernel, AMBER_CUDA_FLOATING>("upsample_bicubic2d");
 }
 
 }  // namespace
