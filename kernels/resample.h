@@ -76,4 +76,33 @@ AMBER_HD inline CubicTap<A> cubic_source(int64_t dst, int64_t in, A scale, bool 
   return tap;
 }
 
+// The tap of output position dst for bilinear (Cubic false) or bicubic (true).
+template <bool Cubic, typename A>
+AMBER_HD inline auto tap_of(int64_t dst, int64_t in, int64_t out, A scale, bool align_corners) {
+  if constexpr (Cubic)
+    return cubic_source<A>(dst, in, scale, align_corners);
+  else
+    return linear_source<A>(dst, in, out, scale, align_corners);
+}
+
+// An output pixel from its row tap r and column tap q in plane p (element strides sh, sw), in
+// ATen's order: each row's columns blended, then the rows.
+template <typename A, typename T>
+AMBER_HD inline A blend(const T* p, const LinearTap<A>& r, const LinearTap<A>& q, int64_t sh, int64_t sw) {
+  const A top = q.l0 * A(p[r.i0 * sh + q.i0 * sw]) + q.l1 * A(p[r.i0 * sh + q.i1 * sw]);
+  const A bottom = q.l0 * A(p[r.i1 * sh + q.i0 * sw]) + q.l1 * A(p[r.i1 * sh + q.i1 * sw]);
+  return r.l0 * top + r.l1 * bottom;
+}
+template <typename A, typename T>
+AMBER_HD inline A blend(const T* p, const CubicTap<A>& r, const CubicTap<A>& q, int64_t sh, int64_t sw) {
+  A out = 0;
+  for (int u = 0; u < 4; ++u) {
+    const T* line = p + r.i[u] * sh;
+    A t = A(line[q.i[0] * sw]) * q.w[0];
+    for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
+    out = u == 0 ? t * r.w[0] : out + t * r.w[u];
+  }
+  return out;
+}
+
 }  // namespace amber::resample

@@ -74,58 +74,36 @@ struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scale
   }
 };
 
-template <typename T>
-struct BilinearKernel {  // upsample_bilinear2d(self, output_size, align_corners, scales_h, scales_w)
+// upsample_bilinear2d / upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
+template <typename T, bool Cubic>
+struct Interpolating {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
+  static constexpr int kCorners = Cubic ? op_attrs::upsample_bicubic2d::align_corners
+                                        : op_attrs::upsample_bilinear2d::align_corners,
+                       kScalesH =
+                           Cubic ? op_attrs::upsample_bicubic2d::scales_h : op_attrs::upsample_bilinear2d::scales_h,
+                       kScalesW =
+                           Cubic ? op_attrs::upsample_bicubic2d::scales_w : op_attrs::upsample_bilinear2d::scales_w;
   static int run(const amber_kernel_args* a) {
-    namespace at = op_attrs::upsample_bilinear2d;
     const Geometry g(a);
     if (g.volume() == 0) return 0;
-    const bool corners = attr_bool(a, at::align_corners);
-    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
-            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
-    std::vector<resample::LinearTap<A>> rows(size_t(g.oh)), cols(size_t(g.ow));
-    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::linear_source<A>(i, g.h, g.oh, rh, corners);
-    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = resample::linear_source<A>(j, g.w, g.ow, rw, corners);
-    const int64_t sh = g.xs[2], sw = g.xs[3];
+    const bool corners = attr_bool(a, kCorners);
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, kScalesH)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, kScalesW));
+    using Tap = decltype(resample::tap_of<Cubic, A>(0, 1, 1, A(1), false));
+    std::vector<Tap> rows(size_t(g.oh)), cols(size_t(g.ow));
+    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::tap_of<Cubic, A>(i, g.h, g.oh, rh, corners);
+    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = resample::tap_of<Cubic, A>(j, g.w, g.ow, rw, corners);
     for_each_pixel<T>(a, g, [&](const T* p, int64_t i, int64_t j) {
-      const resample::LinearTap<A>&r = rows[size_t(i)], &q = cols[size_t(j)];
-      const A top = q.l0 * A(p[r.i0 * sh + q.i0 * sw]) + q.l1 * A(p[r.i0 * sh + q.i1 * sw]);
-      const A bottom = q.l0 * A(p[r.i1 * sh + q.i0 * sw]) + q.l1 * A(p[r.i1 * sh + q.i1 * sw]);
-      return T(r.l0 * top + r.l1 * bottom);
+      return T(resample::blend<A>(p, rows[size_t(i)], cols[size_t(j)], g.xs[2], g.xs[3]));
     });
     return 0;
   }
 };
-
 template <typename T>
-struct BicubicKernel {  // upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
-  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
-  static int run(const amber_kernel_args* a) {
-    namespace at = op_attrs::upsample_bicubic2d;
-    const Geometry g(a);
-    if (g.volume() == 0) return 0;
-    const bool corners = attr_bool(a, at::align_corners);
-    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
-            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
-    std::vector<resample::CubicTap<A>> rows(size_t(g.oh)), cols(size_t(g.ow));
-    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::cubic_source<A>(i, g.h, rh, corners);
-    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = resample::cubic_source<A>(j, g.w, rw, corners);
-    const int64_t sh = g.xs[2], sw = g.xs[3];
-    for_each_pixel<T>(a, g, [&](const T* p, int64_t i, int64_t j) {
-      const resample::CubicTap<A>&r = rows[size_t(i)], &q = cols[size_t(j)];
-      A out = 0;
-      for (int u = 0; u < 4; ++u) {
-        const T* line = p + r.i[u] * sh;
-        A t = A(line[q.i[0] * sw]) * q.w[0];
-        for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
-        out = u == 0 ? t * r.w[0] : out + t * r.w[u];
-      }
-      return T(out);
-    });
-    return 0;
-  }
-};
+using BilinearKernel = Interpolating<T, false>;
+template <typename T>
+using BicubicKernel = Interpolating<T, true>;
 
 AMBER_CPU_KERNELS(upsample) {
   register_typed<NearestKernel>(ctypes::numeric{}, "upsample_nearest2d");

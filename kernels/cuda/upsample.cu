@@ -51,39 +51,16 @@ __global__ void nearest_kernel(const T* x, T* y, Geometry g, double sh, double s
   }
 }
 
-template <typename T, typename A>
-__global__ void bilinear_kernel(const T* x, T* y, Geometry g, A rh, A rw, bool corners) {
+template <typename T, typename A, bool Cubic>
+__global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rh, A rw, bool corners) {
   const int64_t total = g.n * g.c * g.oh * g.ow;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t n, c, oh, ow;
     position(g, i, n, c, oh, ow);
-    const resample::LinearTap<A> r = resample::linear_source<A>(oh, g.h, g.oh, rh, corners),
-                                 q = resample::linear_source<A>(ow, g.w, g.ow, rw, corners);
-    const T* p = x + n * g.xs[0] + c * g.xs[1];
-    const int64_t sh = g.xs[2], sw = g.xs[3];
-    const A top = q.l0 * A(p[r.i0 * sh + q.i0 * sw]) + q.l1 * A(p[r.i0 * sh + q.i1 * sw]);
-    const A bottom = q.l0 * A(p[r.i1 * sh + q.i0 * sw]) + q.l1 * A(p[r.i1 * sh + q.i1 * sw]);
-    y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] = T(r.l0 * top + r.l1 * bottom);
-  }
-}
-
-template <typename T, typename A>
-__global__ void bicubic_kernel(const T* x, T* y, Geometry g, A rh, A rw, bool corners) {
-  const int64_t total = g.n * g.c * g.oh * g.ow;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t n, c, oh, ow;
-    position(g, i, n, c, oh, ow);
-    const resample::CubicTap<A> r = resample::cubic_source<A>(oh, g.h, rh, corners),
-                                q = resample::cubic_source<A>(ow, g.w, rw, corners);
-    const T* p = x + n * g.xs[0] + c * g.xs[1];
-    A out = 0;
-    for (int u = 0; u < 4; ++u) {
-      const T* line = p + r.i[u] * g.xs[2];
-      A t = A(line[q.i[0] * g.xs[3]]) * q.w[0];
-      for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * g.xs[3]]) * q.w[v];
-      out = u == 0 ? t * r.w[0] : out + t * r.w[u];
-    }
-    y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] = T(out);
+    const auto r = resample::tap_of<Cubic, A>(oh, g.h, g.oh, rh, corners),
+               q = resample::tap_of<Cubic, A>(ow, g.w, g.ow, rw, corners);
+    y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] =
+        T(resample::blend<A>(x + n * g.xs[0] + c * g.xs[1], r, q, g.xs[2], g.xs[3]));
   }
 }
 
@@ -122,10 +99,7 @@ struct Interpolating {
     const T* x = static_cast<const T*>(a->inputs[0].data);
     T* y = static_cast<T*>(a->outputs[0].data);
     DeviceScope scope(a->device);
-    if constexpr (Cubic)
-      bicubic_kernel<T, A><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, rh, rw, corners);
-    else
-      bilinear_kernel<T, A><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, rh, rw, corners);
+    interpolating_kernel<T, A, Cubic><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, rh, rw, corners);
     return launched(a, Cubic ? "upsample_bicubic2d" : "upsample_bilinear2d");
   }
 };
