@@ -127,9 +127,9 @@ class AvgPool2d : public BuiltinModule<AvgPool2d> {
 
 class AdaptiveAvgPool2d : public BuiltinModule<AdaptiveAvgPool2d> {
  public:
-  explicit AdaptiveAvgPool2d(DimVec output_size) : output_size(output_size) {}
+  explicit AdaptiveAvgPool2d(OptionalSize2d output_size) : output_size(std::move(output_size)) {}
   Tensor forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size); }
-  DimVec output_size;
+  OptionalSize2d output_size;
 };
 
 // torch.nn.Upsample: interpolate with fixed options (size or scale_factor, mode, align_corners).

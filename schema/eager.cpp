@@ -324,8 +324,25 @@ Tensor avg_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVe
                divisor_override ? Attr(*divisor_override) : Attr::none()},
               loc);
 }
-Tensor adaptive_avg_pool2d(const Tensor& x, const DimVec& output_size, SrcLoc loc) {
-  return call(AMBER_OP("adaptive_avg_pool2d"), {&x}, {Attr(output_size)}, loc);
+Tensor adaptive_avg_pool2d(const Tensor& x, const OptionalSize2d& output_size, SrcLoc loc) {
+  const auto& o = output_size.values();
+  DimVec size;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o[i]) {
+      size.push_back(*o[i]);
+      continue;
+    }
+    // None: the input's size in that dim (with one value, both dims)
+    if (o.size() > 2 || x.dim() < 3)
+      throw Error(str("adaptive_avg_pool2d: output_size with None needs 1 or 2 values and a 3-D or 4-D input, got ",
+                      o.size(), " values and shape ", x.sizes()));
+    if (o.size() == 1) {
+      size = {x.size(-2), x.size(-1)};
+      break;
+    }
+    size.push_back(x.size(int(i) - 2));
+  }
+  return call(AMBER_OP("adaptive_avg_pool2d"), {&x}, {Attr(size)}, loc);
 }
 namespace {
 Attr optional_float(std::optional<double> v) { return v ? Attr(*v) : Attr::none(); }

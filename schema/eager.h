@@ -175,7 +175,19 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Dim
 Tensor avg_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
                   const DimVec& padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt, SrcLoc loc = {});
-Tensor adaptive_avg_pool2d(const Tensor& input, const DimVec& output_size, SrcLoc loc = {});
+// adaptive_avg_pool2d's output_size, as PyTorch's Optional[int] list: (H, W) or one value for
+// both, where std::nullopt keeps the input's size: adaptive_avg_pool2d(x, {std::nullopt, 7}).
+// Resolved against the input when called, so a trace records the concrete sizes.
+class OptionalSize2d {
+ public:
+  OptionalSize2d(std::initializer_list<std::optional<int64_t>> sizes) : sizes_(sizes) {}
+  OptionalSize2d(const DimVec& sizes) : sizes_(sizes.begin(), sizes.end()) {}
+  const std::vector<std::optional<int64_t>>& values() const { return sizes_; }
+
+ private:
+  std::vector<std::optional<int64_t>> sizes_;
+};
+Tensor adaptive_avg_pool2d(const Tensor& input, const OptionalSize2d& output_size, SrcLoc loc = {});
 // Nearest and bilinear resizing of [N, C, H, W] to output_size (H, W), as ATen's ops: the
 // scales (when given, and > 0) set the source step 1 / scale instead of in / out, as
 // F.interpolate passes them with scale_factor.

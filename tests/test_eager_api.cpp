@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "amber/nn/layers.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/schema/eager.h"
 #include "amber/schema/op_library.h"
@@ -607,4 +608,17 @@ TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]")
             .ok);
   AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .align_corners = false}), "align_corners can only be set");
   AMBER_REQUIRE_ERROR(interpolate(x[0], {.size = {4}}), "needs a 4-D");
+}
+
+TEST_CASE("eager adaptive_avg_pool2d takes None sizes as the input's own", "[eager]") {
+  const Tensor x = randn({2, 3, 7, 5}).transpose(2, 3);  // [2, 3, 5, 7], not contiguous
+  CHECK(test::compare(adaptive_avg_pool2d(x, {std::nullopt, 3}), adaptive_avg_pool2d(x, {5, 3}), 0, 0).ok);
+  CHECK(test::compare(adaptive_avg_pool2d(x, {4, std::nullopt}), adaptive_avg_pool2d(x, {4, 7}), 0, 0).ok);
+  CHECK(test::compare(adaptive_avg_pool2d(x, {std::nullopt}), x, 1e-6, 1e-6).ok);
+  CHECK(test::compare(adaptive_avg_pool2d(x, {std::nullopt, 1}), x.mean({3}, true), 1e-6, 1e-6).ok);
+  CHECK(test::compare(adaptive_avg_pool2d(x[0], {1, std::nullopt}), x[0].mean({1}, true), 1e-6, 1e-6).ok);
+  nn::AdaptiveAvgPool2d pool({std::nullopt, 2});
+  CHECK(pool(x).sizes() == DimVec{2, 3, 5, 2});
+  AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x, {std::nullopt, 2, 2}), "needs 1 or 2 values");
+  AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x[0][0], {std::nullopt}), "3-D or 4-D input, got 1 values and shape [5, 7]");
 }
