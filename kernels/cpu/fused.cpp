@@ -119,15 +119,16 @@ struct FusedRun {
       for (int64_t t = 0; t < n_instrs; ++t) {
         const amber_fused_instr& in = instrs[t];
         float* o = tmp + int64_t(t) * kBlock;
-        if (in.op == AMBER_FUSED_POW && in.b.kind == AMBER_OPERAND_IMM) {  // ATen's exact shortcuts
-          const float e = in.b.imm;
-          map1(o, arg(in.a), m, [e](float x) { return pw::pow_scalar(x, e); });
-          continue;
-        }
         switch (in.op) {
-#define AMBER_FUSED_CASE(OPCODE, name, arity, kind)                            \
-  case AMBER_FUSED_##OPCODE:                                                   \
-    apply<arity>(o, in, arg, m, [](auto... x) { return pw::op::name(x...); }); \
+          // pow by an immediate exponent takes ATen's exact shortcuts (pow_scalar)
+#define AMBER_FUSED_CASE(OPCODE, name, arity, set)                                   \
+  case AMBER_FUSED_##OPCODE:                                                         \
+    if (AMBER_FUSED_##OPCODE == AMBER_FUSED_POW && in.b.kind == AMBER_OPERAND_IMM) { \
+      const float e = in.b.imm;                                                      \
+      map1(o, arg(in.a), m, [e](float x) { return pw::pow_scalar(x, e); });          \
+    } else {                                                                         \
+      apply<arity>(o, in, arg, m, [](auto... x) { return pw::op::name(x...); });     \
+    }                                                                                \
     break;
           AMBER_FUSED_OPS(AMBER_FUSED_CASE)
 #undef AMBER_FUSED_CASE
