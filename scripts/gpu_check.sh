@@ -34,7 +34,7 @@ build=${AMBER_GPU_BUILD:-build-gpu}
 jobs=${AMBER_GPU_JOBS:-$(nproc)}
 # What Amber builds and tests against that a CUDA image usually lacks (Debian 12 names).
 packages=(libdnnl-dev libdnnl2 libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
-  zlib1g-dev libxxhash-dev libxxhash0 catch2 nlohmann-json3-dev libzip-dev libzip4)
+  zlib1g-dev libxxhash-dev libxxhash0 catch2 nlohmann-json3-dev libzip-dev libzip4 libonnx-dev libonnx1)
 
 if [[ ${1:-} == --prepare ]]; then
   set -e

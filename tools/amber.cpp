@@ -1,8 +1,12 @@
-// The amber command-line tool: `amber inspect|run|bench|dot FILE [options]`. Dispatches to
-// the commands (cli_<command>.cpp) and turns every failure into one line on stderr and a
-// documented exit code (docs/CLI.md); no input makes it crash.
+// The amber command-line tool: `amber inspect|run|bench|dot FILE [options]` and `amber import` (run as
+// amber-import). Dispatches to the commands (cli_<command>.cpp) and turns every failure into one line on
+// stderr and a documented exit code (docs/CLI.md); no input makes it crash.
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -23,6 +27,7 @@ commands:
   bench FILE [--batch N] [--iters N] [--seconds S] [--json] [--profile]
                                   first-call latency, p50/p90/p99, throughput, peak memory
   dot FILE                        the graph as Graphviz text
+  import MODEL.onnx -o OUT.amber  an ONNX model to an archive (runs amber-import; amber import --help)
 
 options of every command:
   --device cpu|cuda[:N]           where to run (default cpu)
@@ -34,33 +39,22 @@ exit codes: 0 success, 1 the archive, inputs or run failed, 2 bad command line,
             3 a file could not be written
 )";
 
-// An error message as one printable line: newlines become "; ", other control bytes and
-// bytes that are not UTF-8 become \xNN (messages may quote names from a hostile file).
-std::string one_line(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    for (size_t k = 1; len && k < len; ++k)
-      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) >> 6) != 2) len = 0;
-    if (c == '\n') {
-      while (i + 1 < s.size() && s[i + 1] == ' ') ++i;
-      out += "; ";
-      i += 1;
-    } else if (len == 1 && c >= 0x20 && c != 0x7f) {
-      out += char(c);
-      i += 1;
-    } else if (len > 1) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-      i += 1;
-    }
+// `amber import ...` runs amber-import from this program's folder (it links the authoring
+// library, which this tool does not).
+int run_import(char** argv) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string tool = "amber-import";
+  if (n > 0) {
+    self[n] = '\0';
+    const std::string path(self);
+    tool = path.substr(0, path.rfind('/') + 1) + "amber-import";
   }
-  return out;
+  argv[1] = const_cast<char*>("amber-import");
+  execv(tool.c_str(), argv + 1);
+  std::fprintf(stderr, "amber import: error: cannot run %s (%s); it is built and installed with libamber\n",
+               tool.c_str(), std::strerror(errno));
+  return amber::cli::kExitError;
 }
 
 }  // namespace
@@ -82,6 +76,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  if (command == "import") return run_import(argv);
   try {
     if (command == "inspect") return cmd_inspect(args);
     if (command == "run") return cmd_run(args);

@@ -54,6 +54,8 @@ class Args {
 LoadOptions load_options(const Args& a);
 // "46.8 MiB"
 std::string format_bytes(double bytes);
+// An error message as one printable line (newlines become "; ", other control bytes \xNN).
+std::string one_line(const std::string& s);
 // The inputs for a run: read from --inputs (keyed by input name) or generated (random
 // normal floats from --seed, zeros for integers and bools) at --batch or the example shapes.
 std::vector<Tensor> make_inputs(const Model& m, const Args& a);

@@ -78,6 +78,35 @@ LoadOptions load_options(const Args& a) {
   return o;
 }
 
+// An error message as one printable line: newlines become "; ", other control bytes and
+// bytes that are not UTF-8 become \xNN (messages may quote names from a hostile file).
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    for (size_t k = 1; len && k < len; ++k)
+      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) >> 6) != 2) len = 0;
+    if (c == '\n') {
+      while (i + 1 < s.size() && s[i + 1] == ' ') ++i;
+      out += "; ";
+      i += 1;
+    } else if (len == 1 && c >= 0x20 && c != 0x7f) {
+      out += char(c);
+      i += 1;
+    } else if (len > 1) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      i += 1;
+    }
+  }
+  return out;
+}
+
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -1,0 +1,280 @@
+// ONNX import (import.h): parses and checks the model with libonnx, refuses what it cannot
+// take (every such node listed at once), then traces a function that runs the graph's nodes
+// in order through the op table (ops.h). Nodes whose inputs are all known at import run
+// untraced (constant folding, and shapes computed from Shape); the rest are recorded.
+
+#include "amber/onnx/import.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "amber/onnx/ops.h"
+#include "amber/onnx/tensor_proto.h"
+#include "amber/schema/dispatcher.h"
+#include "amber/schema/eager.h"
+
+namespace amber {
+
+using onnx_in::NodeCtx;
+using onnx_in::OnnxOp;
+using onnx_in::Val;
+
+namespace {
+
+constexpr int kMinOpset = 7, kMaxOpset = 17;
+
+std::string node_label(const onnx::NodeProto& n, int index) { return n.name().empty() ? str("#", index) : n.name(); }
+
+std::string read_file(const std::string& path, uint64_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str("import_onnx: cannot open '", path, "'"));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw Error(str("import_onnx: cannot read '", path, "'"));
+  if (uint64_t(size) > max_bytes)
+    throw Error(str("import_onnx: '", path, "' is ", size, " bytes; the limit is ", max_bytes,
+                    " (OnnxImportOptions::max_file_bytes; weights past it belong in external data)"));
+  std::string bytes(size_t(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  if (!in) throw Error(str("import_onnx: reading '", path, "' failed"));
+  return bytes;
+}
+
+// One declared input's example tensor: its dims, the batch for a leading symbol.
+Tensor example_input(const onnx::ValueInfoProto& vi, const OnnxImportOptions& o, bool* leading_symbol,
+                     std::string* batch_symbol) {
+  const std::string what = str("input '", vi.name(), "'");
+  if (!vi.type().has_tensor_type()) throw OnnxImportError(str("import_onnx: ", what, " is not a tensor"));
+  const auto& tt = vi.type().tensor_type();
+  const DType dtype = onnx_in::dtype_from_onnx(tt.elem_type(), str("import_onnx: ", what));
+  if (!tt.has_shape()) throw OnnxImportError(str("import_onnx: ", what, " has no shape"));
+  DimVec sizes;
+  *leading_symbol = false;
+  if (tt.shape().dim_size() > kMaxDims)
+    throw OnnxImportError(str("import_onnx: ", what, " has ", tt.shape().dim_size(), " dims (at most ", kMaxDims, ")"));
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0 || d.dim_value() > (int64_t(1) << 40))
+        throw OnnxImportError(str("import_onnx: ", what, " dim ", i, " is ", d.dim_value()));
+      sizes.push_back(d.dim_value());
+      continue;
+    }
+    const std::string sym = d.has_dim_param() ? d.dim_param() : "";
+    auto it = sym.empty() ? o.dims.end() : o.dims.find(sym);
+    if (it != o.dims.end()) {
+      sizes.push_back(it->second);
+    } else if (i == 0) {
+      *leading_symbol = true;
+      *batch_symbol = sym;
+      sizes.push_back(o.batch);
+    } else {
+      throw OnnxImportError(str("import_onnx: ", what, " dim ", i, " is symbolic ('", sym.empty() ? "?" : sym,
+                                "'): give its size (OnnxImportOptions::dims, amber import --dim ",
+                                sym.empty() ? "NAME" : sym, "=N)"));
+    }
+  }
+  return zeros(sizes, dtype);
+}
+
+// A model of an opset before 7 imports when each op's definition there is the one in force
+// at opset 7 (most ops' last change is older): then the node reads as an opset-7 node.
+bool same_as_opset_7(const std::string& op, int opset) {
+  const onnx::OpSchema* at = onnx::OpSchemaRegistry::Schema(op, opset);
+  const onnx::OpSchema* at7 = onnx::OpSchemaRegistry::Schema(op, kMinOpset);
+  return at && at7 && at->since_version() == at7->since_version();
+}
+
+struct Model {
+  onnx::ModelProto proto;
+  int opset = 0;
+  std::string base_dir;
+};
+
+Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::string& base_dir,
+            const std::string& path) {
+  Model m;
+  m.base_dir = base_dir;
+  if (bytes.size() > o.max_file_bytes)
+    throw OnnxImportError(str("import_onnx: the model is ", bytes.size(), " bytes; the limit is ", o.max_file_bytes));
+  if (!m.proto.ParseFromString(bytes))
+    throw OnnxImportError("import_onnx: the file is not an ONNX model (its protobuf does not parse)");
+  for (const auto& op : m.proto.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") m.opset = int(op.version());
+  if (m.opset < 1 || m.opset > kMaxOpset)
+    throw OnnxImportError(m.opset == 0 ? std::string("import_onnx: the model imports no opset of the default domain")
+                                       : str("import_onnx: the model imports opset ", m.opset,
+                                             " of the default domain; Amber reads ", kMinOpset, " to ", kMaxOpset));
+  const onnx::GraphProto& g = m.proto.graph();
+  if (g.node_size() > o.max_nodes)
+    throw OnnxImportError(
+        str("import_onnx: ", g.node_size(), " nodes; the limit is ", o.max_nodes, " (OnnxImportOptions::max_nodes)"));
+  // Every node Amber cannot take, listed together.
+  std::vector<OnnxRefusal> refused;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!default_domain)
+      refused.push_back({node_label(n, i), str(n.domain(), "::", n.op_type()), "an op outside the default domain"});
+    else if (!onnx_in::find_onnx_op(n.op_type()))
+      refused.push_back({node_label(n, i), n.op_type(), "no Amber mapping for this op type"});
+    else if (m.opset < kMinOpset && !same_as_opset_7(n.op_type(), m.opset))
+      refused.push_back({node_label(n, i), n.op_type(),
+                         str("its definition in opset ", m.opset, " changed before opset ", kMinOpset,
+                             " (Amber reads the definitions of opsets ", kMinOpset, " to ", kMaxOpset, ")")});
+    else
+      for (const auto& a : n.attribute())
+        if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
+          refused.push_back({node_label(n, i), n.op_type(), "subgraph attributes"});
+  }
+  if (!refused.empty()) {
+    std::string msg = str("import_onnx: ", refused.size(), " node(s) cannot be imported:");
+    for (const auto& r : refused) msg += str("\n  ", r.node, " (", r.op_type, "): ", r.reason);
+    throw OnnxImportError(msg, refused);
+  }
+  // The checker reads external data files relative to the model's folder: given the path, it
+  // is told that folder.
+  try {
+    if (path.empty())
+      onnx::checker::check_model(m.proto);
+    else
+      onnx::checker::check_model(path);
+  } catch (const std::exception& e) {
+    throw OnnxImportError(str("import_onnx: the ONNX checker refuses the model: ", e.what()));
+  }
+  return m;
+}
+
+TracedModule import(const Model& m, const OnnxImportOptions& o) {
+  const onnx::GraphProto& g = m.proto.graph();
+  // Initializers, converted once (both runs of a dynamic-batch trace capture the same tensors).
+  std::unordered_map<std::string, Tensor> initializers;
+  for (const auto& t : g.initializer())
+    initializers[t.name()] =
+        onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes, str("import_onnx: initializer '", t.name(), "'"));
+  std::vector<std::string> input_names;
+  std::vector<Tensor> examples;
+  std::unordered_map<std::string, Tensor> constants;
+  bool all_leading = true;
+  std::set<std::string> symbols;
+  for (const auto& vi : g.input()) {
+    if (initializers.count(vi.name())) continue;  // an initializer listed as an input (IR < 4)
+    if (auto c = o.constant_inputs.find(vi.name()); c != o.constant_inputs.end()) {
+      constants[vi.name()] = c->second;
+      continue;
+    }
+    bool leading = false;
+    std::string sym;
+    Tensor example = example_input(vi, o, &leading, &sym);
+    if (auto e = o.example_inputs.find(vi.name()); e != o.example_inputs.end()) {
+      example = e->second;
+      leading = false;
+    }
+    all_leading = all_leading && leading;
+    symbols.insert(sym);
+    input_names.push_back(vi.name());
+    examples.push_back(example);
+  }
+  std::vector<std::string> output_names;
+  for (const auto& vi : g.output()) output_names.push_back(vi.name());
+  if (output_names.empty()) throw OnnxImportError("import_onnx: the graph has no outputs");
+
+  const int opset = std::max(m.opset, kMinOpset);  // older models hold only opset-7 definitions
+  TraceFn fn = [&](const std::vector<Tensor>& ins) {
+    std::unordered_map<std::string, Val> env;
+    for (const auto& [name, t] : initializers) env[name] = Val{t, true, ""};
+    for (const auto& [name, t] : constants) env[name] = Val{t, true, ""};
+    for (size_t i = 0; i < ins.size(); ++i) env[input_names[i]] = Val{ins[i], false, input_names[i]};
+    for (int k = 0; k < g.node_size(); ++k) {
+      const onnx::NodeProto& n = g.node(k);
+      const OnnxOp* op = onnx_in::find_onnx_op(n.op_type());
+      std::vector<const Val*> vals;
+      bool known = true;
+      for (const std::string& name : n.input()) {
+        if (name.empty()) {
+          vals.push_back(nullptr);
+          continue;
+        }
+        auto it = env.find(name);
+        if (it == env.end())
+          throw OnnxImportError(str("import_onnx: node ", node_label(n, k), " (", n.op_type(), ") reads '", name,
+                                    "', which no earlier node, input or initializer defines"));
+        vals.push_back(&it->second);
+        known = known && it->second.known;
+      }
+      known = known || op->host;
+      std::vector<Tensor> outs;
+      try {
+        std::optional<DispatchHookGuard> untraced;
+        if (known) untraced.emplace(nullptr);
+        const NodeCtx ctx(n, opset, std::move(vals), o.max_tensor_bytes);
+        outs = op->fn(ctx);
+      } catch (const onnx_in::NeedsConstant& e) {
+        throw OnnxImportError(str("import_onnx: node ", node_label(n, k), " (", n.op_type(), "): ", e.what()), {},
+                              {e.input()});
+      } catch (const onnx_in::Unsupported& e) {
+        throw OnnxImportError(
+            str("import_onnx: node ", node_label(n, k), " (", n.op_type(), "): not supported: ", e.what()),
+            {{node_label(n, k), n.op_type(), e.what()}});
+      } catch (const std::exception& e) {
+        throw OnnxImportError(str("import_onnx: node ", node_label(n, k), " (", n.op_type(), "): ", e.what()));
+      }
+      for (int j = 0; j < n.output_size(); ++j) {
+        if (n.output(j).empty()) continue;
+        if (size_t(j) >= outs.size())
+          throw OnnxImportError(
+              str("import_onnx: node ", node_label(n, k), " (", n.op_type(), ") output ", j, " is not supported"),
+              {{node_label(n, k), n.op_type(), str("output ", j)}});
+        env[n.output(j)] = Val{outs[size_t(j)], known, ""};
+      }
+    }
+    std::vector<Tensor> outs;
+    for (const std::string& name : output_names) {
+      auto it = env.find(name);
+      if (it == env.end()) throw OnnxImportError(str("import_onnx: graph output '", name, "' is never defined"));
+      outs.push_back(it->second.t);
+    }
+    return outs;
+  };
+
+  TraceOptions to;
+  to.input_names = input_names;
+  to.output_names = output_names;
+  to.strict = true;
+  to.print_warnings = false;
+  to.optimize = o.optimize;
+  to.dynamic_batch = !examples.empty() && all_leading && symbols.size() == 1;
+  return trace_function(fn, examples, to);
+}
+
+}  // namespace
+
+TracedModule import_onnx_bytes(const std::string& bytes, const OnnxImportOptions& options,
+                               const std::string& base_dir) {
+  return import(parse(bytes, options, base_dir, ""), options);
+}
+
+TracedModule import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  const std::string bytes = read_file(path, options.max_file_bytes);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return import(parse(bytes, options, dir, path), options);
+}
+
+Tensor read_onnx_tensor(const std::string& path) {
+  const std::string bytes = read_file(path, uint64_t(1) << 31);
+  onnx::TensorProto p;
+  if (!p.ParseFromString(bytes)) throw Error(str("read_onnx_tensor: '", path, "' is not an ONNX TensorProto"));
+  return onnx_in::tensor_from_proto(p, "", uint64_t(16) << 30, str("read_onnx_tensor: '", path, "'"));
+}
+
+std::vector<std::string> onnx_supported_ops() { return onnx_in::onnx_op_types(); }
+
+}  // namespace amber

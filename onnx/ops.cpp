@@ -1,0 +1,927 @@
+// The importer's ONNX op table (ops.h): each ONNX op of the default domain written with
+// Amber's eager ops, following the ONNX operator specification of opsets 7 to 17. What an
+// op cannot express (3-D convolutions, training outputs, other modes) refuses the node with
+// the reason; docs/ONNX.md lists the mapping.
+
+#include "amber/onnx/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "amber/onnx/tensor_proto.h"
+#include "amber/schema/dispatcher.h"
+#include "amber/schema/eager.h"
+
+namespace amber::onnx_in {
+
+using onnx::AttributeProto;
+
+// ---- NodeCtx ----
+
+const Tensor& NodeCtx::in(int i) const {
+  if (!has(i)) throw Error(str("input ", i, " is required"));
+  return inputs_[size_t(i)]->t;
+}
+
+std::vector<int64_t> NodeCtx::ints(int i) const {
+  DispatchHookGuard untraced(nullptr);  // reading a known value records nothing
+  const Tensor& t = in(i);
+  const Val& v = *inputs_[size_t(i)];
+  if (!v.known) {
+    if (!v.input.empty())
+      throw NeedsConstant(str("input ", i, " ('", node.input(i), "') must be known at import (Amber fixes shapes, ",
+                              "axes and pads when it traces); the graph input '", v.input,
+                              "' feeds it: make it an initializer or give it as a constant input"),
+                          v.input);
+    throw Unsupported(str("input ", i, " ('", node.input(i),
+                          "') must be known at import (a shape, axes or pads operand), but it is computed from the "
+                          "model's inputs"));
+  }
+  if (t.dtype() != DType::i64 && t.dtype() != DType::i32)
+    throw Error(str("input ", i, " ('", node.input(i), "') must be int64 or int32, got ", dtype_name(t.dtype())));
+  return t.to(DType::i64).contiguous().to_vector<int64_t>();
+}
+
+double NodeCtx::scalar(int i) const {
+  DispatchHookGuard untraced(nullptr);
+  const Tensor& t = in(i);
+  const Val& v = *inputs_[size_t(i)];
+  if (!v.known) {
+    if (!v.input.empty())
+      throw NeedsConstant(str("input ", i, " ('", node.input(i), "') must be known at import; the graph input '",
+                              v.input, "' feeds it"),
+                          v.input);
+    throw Unsupported(str("input ", i, " ('", node.input(i), "') must be known at import"));
+  }
+  if (t.numel() != 1)
+    throw Error(str("input ", i, " ('", node.input(i), "') must hold one value, got shape ", t.sizes()));
+  return t.to(DType::f64).contiguous().to_vector<double>()[0];
+}
+
+const AttributeProto* NodeCtx::find(const char* name) const {
+  for (const AttributeProto& a : node.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+const AttributeProto& NodeCtx::typed(const char* name, int type) const {
+  const AttributeProto* a = find(name);
+  if (a->type() != type)
+    throw Error(str("attribute '", name, "' has type ", AttributeProto::AttributeType_Name(a->type()), ", expected ",
+                    AttributeProto::AttributeType_Name(AttributeProto::AttributeType(type))));
+  return *a;
+}
+
+int64_t NodeCtx::attr_i(const char* name, int64_t def) const {
+  return find(name) ? typed(name, AttributeProto::INT).i() : def;
+}
+float NodeCtx::attr_f(const char* name, float def) const {
+  return find(name) ? typed(name, AttributeProto::FLOAT).f() : def;
+}
+std::string NodeCtx::attr_s(const char* name, const std::string& def) const {
+  return find(name) ? typed(name, AttributeProto::STRING).s() : def;
+}
+std::vector<int64_t> NodeCtx::attr_ints(const char* name) const {
+  if (!find(name)) return {};
+  const auto& v = typed(name, AttributeProto::INTS).ints();
+  return {v.begin(), v.end()};
+}
+std::vector<float> NodeCtx::attr_floats(const char* name) const {
+  if (!find(name)) return {};
+  const auto& v = typed(name, AttributeProto::FLOATS).floats();
+  return {v.begin(), v.end()};
+}
+Tensor NodeCtx::attr_tensor(const char* name) const {
+  return tensor_from_proto(typed(name, AttributeProto::TENSOR).t(), "", max_tensor_bytes_,
+                           str("attribute '", name, "'"));
+}
+
+void NodeCtx::refuse(const std::string& why) const { throw Unsupported(why); }
+
+namespace {
+
+using Outs = std::vector<Tensor>;
+
+int64_t wrap_axis(const NodeCtx& c, int64_t a, int64_t rank) {
+  if (a < -rank || a >= std::max<int64_t>(rank, 1)) throw Error(str("axis ", a, " is out of range for rank ", rank));
+  return a < 0 ? a + rank : a;
+}
+
+bool is_integral(DType t) { return t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16; }
+
+Tensor i64_tensor(const std::vector<int64_t>& v) { return tensor(v, {int64_t(v.size())}); }
+
+// ---- elementwise ----
+
+template <Tensor (*F)(const Tensor&, SrcLoc)>
+Outs unary(const NodeCtx& c) {
+  return {F(c.in(0), SrcLoc::none())};
+}
+
+Outs identity(const NodeCtx& c) { return {c.in(0)}; }
+
+Outs softsign(const NodeCtx& c) { return {c.in(0) / (abs(c.in(0)) + 1)}; }
+Outs is_nan(const NodeCtx& c) { return {ne(c.in(0), c.in(0))}; }
+Outs is_inf(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const bool pos = c.attr_i("detect_positive", 1) != 0, neg_ = c.attr_i("detect_negative", 1) != 0;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (pos && neg_) return {eq(abs(x), inf)};
+  if (pos) return {eq(x, inf)};
+  if (neg_) return {eq(x, -inf)};
+  return {zeros_like(x).to(DType::b8)};
+}
+Outs elu_(const NodeCtx& c) { return {elu(c.in(0), double(c.attr_f("alpha", 1.0f)))}; }
+Outs leaky_relu_(const NodeCtx& c) { return {leaky_relu(c.in(0), double(c.attr_f("alpha", 0.01f)))}; }
+Outs selu_(const NodeCtx& c) {
+  const double alpha = c.attr_f("alpha", 1.67326319217681884765625f),
+               gamma = c.attr_f("gamma", 1.05070102214813232421875f);
+  const Tensor& x = c.in(0);
+  return {mul(where(gt(x, 0), x, mul(expm1(x), alpha)), gamma)};
+}
+Outs hard_sigmoid(const NodeCtx& c) {
+  const double alpha = c.attr_f("alpha", 0.2f), beta = c.attr_f("beta", 0.5f);
+  return {clamp(c.in(0) * alpha + beta, Scalar(0.0), Scalar(1.0))};
+}
+Outs hard_swish(const NodeCtx& c) { return {hardswish(c.in(0))}; }
+Outs softplus_(const NodeCtx& c) {
+  // log(exp(x) + 1) without overflow: max(x, 0) + log1p(exp(-|x|))
+  const Tensor& x = c.in(0);
+  return {clamp(x, Scalar(0.0), std::nullopt) + log1p(exp(-abs(x)))};
+}
+Outs thresholded_relu(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  return {where(gt(x, double(c.attr_f("alpha", 1.0f))), x, Scalar(0.0))};
+}
+Outs celu(const NodeCtx& c) {
+  const double alpha = c.attr_f("alpha", 1.0f);
+  const Tensor& x = c.in(0);
+  return {clamp(x, Scalar(0.0), std::nullopt) + clamp(mul(expm1(x / alpha), alpha), std::nullopt, Scalar(0.0))};
+}
+Outs shrink(const NodeCtx& c) {
+  const double bias = c.attr_f("bias", 0.0f), lambd = c.attr_f("lambd", 0.5f);
+  const Tensor& x = c.in(0);
+  const DType t = x.dtype();
+  return {where(lt(x, -lambd), (x + bias).to(t), where(gt(x, lambd), (x - bias).to(t), zeros_like(x)))};
+}
+Outs prelu_(const NodeCtx& c) {
+  const Tensor &x = c.in(0), &slope = c.in(1);
+  return {where(lt(x, 0), x * slope, x)};
+}
+Outs clip(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::optional<Scalar> lo, hi;
+  if (c.opset < 11) {
+    lo = double(c.attr_f("min", -std::numeric_limits<float>::max()));
+    hi = double(c.attr_f("max", std::numeric_limits<float>::max()));
+  } else {
+    auto bound = [&](int i) -> std::optional<Scalar> {
+      if (!c.has(i)) return std::nullopt;
+      const double v = c.scalar(i);
+      if (is_integral(x.dtype())) return Scalar(int64_t(v));
+      return Scalar(v);
+    };
+    lo = bound(1), hi = bound(2);
+  }
+  if (!lo && !hi) return {x};
+  Tensor y = x;
+  if (lo) y = clamp(y, lo, std::nullopt);
+  if (hi) y = clamp(y, std::nullopt, hi);
+  return {y};
+}
+
+Outs add_(const NodeCtx& c) { return {c.in(0) + c.in(1)}; }
+Outs sub_(const NodeCtx& c) { return {c.in(0) - c.in(1)}; }
+Outs mul_(const NodeCtx& c) { return {c.in(0) * c.in(1)}; }
+Outs div_(const NodeCtx& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  if (is_integral(a.dtype())) return {div(a, b, "trunc")};
+  return {a / b};
+}
+Outs pow_(const NodeCtx& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  return {pow(a, b).to(a.dtype())};  // ONNX: the result has the base's type
+}
+Outs mod(const NodeCtx& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  const bool fmod = c.attr_i("fmod", 0) != 0;
+  if (!fmod && !is_integral(a.dtype())) throw Error("Mod with fmod=0 needs integer inputs");
+  return {a - div(a, b, fmod ? "trunc" : "floor") * b};
+}
+Outs equal(const NodeCtx& c) { return {eq(c.in(0), c.in(1))}; }
+Outs greater(const NodeCtx& c) { return {gt(c.in(0), c.in(1))}; }
+Outs greater_equal(const NodeCtx& c) { return {ge(c.in(0), c.in(1))}; }
+Outs less(const NodeCtx& c) { return {lt(c.in(0), c.in(1))}; }
+Outs less_equal(const NodeCtx& c) { return {le(c.in(0), c.in(1))}; }
+Outs and_(const NodeCtx& c) { return {logical_and(c.in(0), c.in(1))}; }
+Outs or_(const NodeCtx& c) { return {logical_or(c.in(0), c.in(1))}; }
+Outs xor_(const NodeCtx& c) { return {logical_xor(c.in(0), c.in(1))}; }
+Outs not_(const NodeCtx& c) { return {logical_not(c.in(0))}; }
+Outs where_(const NodeCtx& c) { return {where(c.in(0).to(DType::b8), c.in(1), c.in(2))}; }
+
+template <Tensor (*F)(const Tensor&, const Tensor&, SrcLoc)>
+Outs fold(const NodeCtx& c) {
+  Tensor y = c.in(0);
+  for (int i = 1; i < c.size(); ++i) y = F(y, c.in(i), SrcLoc::none());
+  return {y};
+}
+Tensor add2(const Tensor& a, const Tensor& b, SrcLoc) { return a + b; }
+Outs mean_(const NodeCtx& c) {
+  Tensor y = fold<add2>(c)[0];
+  return {y / double(c.size())};
+}
+
+// ---- matrix products ----
+
+Outs mat_mul(const NodeCtx& c) { return {matmul(c.in(0), c.in(1))}; }
+
+Outs gemm(const NodeCtx& c) {
+  Tensor a = c.in(0), b = c.in(1);
+  const double alpha = c.attr_f("alpha", 1.0f), beta = c.attr_f("beta", 1.0f);
+  if (c.attr_i("transA", 0)) a = a.t();
+  const bool tb = c.attr_i("transB", 0) != 0;
+  const bool bias_1d = c.has(2) && c.in(2).dim() == 1 && c.in(2).size(0) == b.size(tb ? 0 : 1);
+  if (alpha == 1.0 && beta == 1.0 && (!c.has(2) || bias_1d))  // torch.nn.Linear's export
+    return {linear(a, tb ? b : b.t(), c.has(2) ? c.in(2) : Tensor{})};
+  Tensor y = mm(a, tb ? b.t() : b);
+  if (alpha != 1.0) y = y * alpha;
+  if (c.has(2)) y = y + (beta == 1.0 ? c.in(2) : c.in(2) * beta);
+  return {y};
+}
+
+// ---- convolution and pooling ----
+
+// The pads and sizes of a 1-D or 2-D window op, from auto_pad / pads (begin..., end...).
+struct Window {
+  int nd = 2;
+  std::vector<int64_t> kernel, strides, dilations, begin, end;
+  bool symmetric() const { return begin == end; }
+};
+
+Window window(const NodeCtx& c, const Tensor& x, std::vector<int64_t> kernel) {
+  Window w;
+  w.nd = int(x.dim()) - 2;
+  if (w.nd != 1 && w.nd != 2) c.refuse(str(w.nd, "-D windows (input shape ", x.sizes(), "): Amber has 1-D and 2-D"));
+  if (int(kernel.size()) != w.nd) throw Error(str("kernel_shape ", DimVec(kernel), " does not fit input ", x.sizes()));
+  w.kernel = kernel;
+  auto per_dim = [&](const char* name, int64_t def) {
+    std::vector<int64_t> v = c.attr_ints(name);
+    if (v.empty()) v.assign(size_t(w.nd), def);
+    if (int(v.size()) != w.nd) throw Error(str(name, " must hold ", w.nd, " values, got ", v.size()));
+    return v;
+  };
+  w.strides = per_dim("strides", 1);
+  w.dilations = per_dim("dilations", 1);
+  const std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
+  w.begin.assign(size_t(w.nd), 0);
+  w.end.assign(size_t(w.nd), 0);
+  if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = c.attr_ints("pads");
+    if (pads.empty()) pads.assign(size_t(2 * w.nd), 0);
+    if (int(pads.size()) != 2 * w.nd) throw Error(str("pads must hold ", 2 * w.nd, " values, got ", pads.size()));
+    for (int i = 0; i < w.nd; ++i) w.begin[size_t(i)] = pads[size_t(i)], w.end[size_t(i)] = pads[size_t(i + w.nd)];
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < w.nd; ++i) {
+      const int64_t in = x.size(2 + i), s = w.strides[size_t(i)];
+      const int64_t out = (in + s - 1) / s, span = (w.kernel[size_t(i)] - 1) * w.dilations[size_t(i)] + 1;
+      const int64_t total = std::max<int64_t>((out - 1) * s + span - in, 0);
+      const int64_t small = total / 2, big = total - small;
+      w.begin[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
+      w.end[size_t(i)] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "VALID") {
+    throw Error(str("auto_pad '", auto_pad, "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
+  }
+  return w;
+}
+
+// x padded explicitly by the window's pads (F.pad order: last dim first).
+Tensor pad_window(const Tensor& x, const Window& w, double value) {
+  DimVec p;
+  for (int i = w.nd - 1; i >= 0; --i) p.push_back(w.begin[size_t(i)]), p.push_back(w.end[size_t(i)]);
+  return pad(x, p, "constant", value);
+}
+
+DimVec dv(const std::vector<int64_t>& v) { return DimVec(v); }
+
+// 1-D ops run as 2-D ones over [N, C, 1, L].
+Tensor as_2d(const Tensor& x, const Window& w) { return w.nd == 1 ? x.unsqueeze(2) : x; }
+Tensor from_2d(const Tensor& y, const Window& w) { return w.nd == 1 ? y.squeeze(2) : y; }
+Window window_2d(Window w) {
+  if (w.nd == 2) return w;
+  for (auto* v : {&w.kernel, &w.strides, &w.dilations}) v->insert(v->begin(), 1);
+  for (auto* v : {&w.begin, &w.end}) v->insert(v->begin(), 0);
+  w.nd = 2;
+  return w;
+}
+
+Outs conv(const NodeCtx& c) {
+  const Tensor &x = c.in(0), &wt = c.in(1);
+  if (wt.dim() != x.dim()) throw Error(str("weight ", wt.sizes(), " does not fit input ", x.sizes()));
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+  if (kernel.empty())
+    for (int64_t i = 2; i < wt.dim(); ++i) kernel.push_back(wt.size(i));
+  const Window w1 = window(c, x, kernel);
+  const Window w = window_2d(w1);
+  Tensor xin = as_2d(x, w1), win = as_2d(wt, w1);
+  DimVec padding = {0, 0};
+  if (w.symmetric())
+    padding = dv(w.begin);
+  else
+    xin = pad_window(xin, w, 0.0);
+  const Tensor y =
+      conv2d(xin, win, c.has(2) ? c.in(2) : Tensor{}, dv(w.strides), padding, dv(w.dilations), c.attr_i("group", 1));
+  return {from_2d(y, w1)};
+}
+
+Outs conv_transpose(const NodeCtx& c) {
+  const Tensor &x = c.in(0), &wt = c.in(1);
+  const int nd = int(x.dim()) - 2;
+  if (nd != 1 && nd != 2) c.refuse(str(nd, "-D transposed convolution: Amber has 1-D and 2-D"));
+  if (c.has_attr("output_shape")) c.refuse("ConvTranspose with output_shape");
+  const std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") c.refuse(str("ConvTranspose with auto_pad ", auto_pad));
+  auto per_dim = [&](const char* name, int64_t def) {
+    std::vector<int64_t> v = c.attr_ints(name);
+    if (v.empty()) v.assign(size_t(nd), def);
+    if (int(v.size()) != nd) throw Error(str(name, " must hold ", nd, " values, got ", v.size()));
+    if (nd == 1) v.insert(v.begin(), def);
+    return v;
+  };
+  const std::vector<int64_t> strides = per_dim("strides", 1), dil = per_dim("dilations", 1),
+                             out_pad = per_dim("output_padding", 0);
+  std::vector<int64_t> pads = c.attr_ints("pads");
+  if (pads.empty()) pads.assign(size_t(2 * nd), 0);
+  if (int(pads.size()) != 2 * nd) throw Error(str("pads must hold ", 2 * nd, " values, got ", pads.size()));
+  std::vector<int64_t> begin(pads.begin(), pads.begin() + nd), end(pads.begin() + nd, pads.end());
+  if (nd == 1) begin.insert(begin.begin(), 0), end.insert(end.begin(), 0);
+  Tensor xin = nd == 1 ? x.unsqueeze(2) : x, win = nd == 1 ? wt.unsqueeze(2) : wt;
+  const bool sym = begin == end;
+  Tensor y = conv_transpose2d(xin, win, c.has(2) ? c.in(2) : Tensor{}, dv(strides), sym ? dv(begin) : DimVec{0, 0},
+                              dv(out_pad), c.attr_i("group", 1), dv(dil));
+  if (!sym)  // crop the pads: begin rows at the start, end rows at the end
+    for (int i = 0; i < 2; ++i) y = y.slice(2 + i, begin[size_t(i)], y.size(2 + i) - end[size_t(i)]);
+  return {nd == 1 ? y.squeeze(2) : y};
+}
+
+Outs max_pool(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  if (c.output_used(1)) c.refuse("MaxPool's Indices output (ONNX flattens over the whole tensor)");
+  if (c.attr_i("storage_order", 0) != 0) c.refuse("MaxPool with storage_order 1");
+  const Window w1 = window(c, x, c.attr_ints("kernel_shape"));
+  const Window w = window_2d(w1);
+  Tensor xin = as_2d(x, w1);
+  DimVec padding = {0, 0};
+  bool fits = w.symmetric();
+  for (int i = 0; i < 2; ++i) fits = fits && w.begin[size_t(i)] * 2 <= w.kernel[size_t(i)];
+  if (fits)
+    padding = dv(w.begin);
+  else
+    xin = pad_window(xin, w, -std::numeric_limits<double>::infinity());
+  const bool ceil = c.attr_i("ceil_mode", 0) != 0;
+  return {from_2d(max_pool2d(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil), w1)};
+}
+
+Outs average_pool(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const Window w1 = window(c, x, c.attr_ints("kernel_shape"));
+  const Window w = window_2d(w1);
+  for (int64_t d : w.dilations)
+    if (d != 1) c.refuse("AveragePool with dilations");
+  const bool include = c.attr_i("count_include_pad", 0) != 0, ceil = c.attr_i("ceil_mode", 0) != 0;
+  Tensor xin = as_2d(x, w1);
+  DimVec padding = {0, 0};
+  bool fits = w.symmetric();
+  for (int i = 0; i < 2; ++i) fits = fits && w.begin[size_t(i)] * 2 <= w.kernel[size_t(i)];
+  if (fits)
+    padding = dv(w.begin);
+  else if (include && !ceil)
+    xin = pad_window(xin, w, 0.0);
+  else
+    c.refuse("AveragePool with asymmetric or large pads that exclude the padding or use ceil_mode");
+  return {from_2d(avg_pool2d(xin, dv(w.kernel), dv(w.strides), padding, ceil, include), w1)};
+}
+
+DimVec spatial_dims(const Tensor& x) {
+  DimVec d;
+  for (int64_t i = 2; i < x.dim(); ++i) d.push_back(i);
+  return d;
+}
+Outs global_average_pool(const NodeCtx& c) { return {mean(c.in(0), spatial_dims(c.in(0)), true)}; }
+Outs global_max_pool(const NodeCtx& c) { return {amax(c.in(0), spatial_dims(c.in(0)), true)}; }
+
+// ---- normalisation ----
+
+Outs batch_normalization(const NodeCtx& c) {
+  if (c.attr_i("training_mode", 0) != 0 || c.output_used(1) || c.output_used(2))
+    c.refuse("BatchNormalization in training mode (Amber imports inference graphs)");
+  if (c.opset < 9 && c.attr_i("spatial", 1) != 1) c.refuse("BatchNormalization with spatial=0");
+  return {batch_norm(c.in(0), c.in(3), c.in(4), c.in(1), c.in(2), false, 0.1, c.attr_f("epsilon", 1e-5f))};
+}
+
+Outs instance_normalization(const NodeCtx& c) {
+  return {instance_norm(c.in(0), {}, {}, c.in(1), c.in(2), true, 0.1, c.attr_f("epsilon", 1e-5f))};
+}
+
+Outs layer_normalization(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", -1), x.dim());
+  DimVec shape;
+  for (int64_t i = axis; i < x.dim(); ++i) shape.push_back(x.size(i));
+  auto fit = [&](int i) -> Tensor {
+    if (!c.has(i)) return {};
+    const Tensor& p = c.in(i);
+    if (p.sizes() == shape) return p;
+    if (p.numel() == std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>()))
+      return p.reshape(shape);
+    return p.expand(shape).contiguous();
+  };
+  const double eps = c.attr_f("epsilon", 1e-5f);
+  Outs o = {layer_norm(x, shape, fit(1), fit(2), eps)};
+  if (c.output_used(1) || c.output_used(2)) {  // the statistics, over the normalised dims kept as 1s
+    DimVec dims;
+    for (int64_t i = axis; i < x.dim(); ++i) dims.push_back(i);
+    const Tensor m = mean(x, dims, true), d = x - m;
+    o.push_back(m);
+    o.push_back(rsqrt(mean(d * d, dims, true) + eps));
+  }
+  return o;
+}
+
+// softmax over `axis`: from opset 13 over that dim; before, over the input coerced to 2-D at axis.
+template <bool Log>
+Outs softmax_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  if (c.opset >= 13) {
+    const int64_t axis = c.attr_i("axis", -1);
+    return {Log ? log_softmax(x, axis) : softmax(x, axis)};
+  }
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", 1), x.dim());
+  Tensor flat = axis == 0 ? x.reshape({1, -1}) : x.flatten(axis).flatten(0, axis - 1);
+  if (axis == x.dim()) flat = x.reshape({-1, 1});
+  const Tensor y = Log ? log_softmax(flat, 1) : softmax(flat, 1);
+  return {y.reshape(x.sizes())};
+}
+
+Outs dropout_(const NodeCtx& c) {
+  if (c.opset >= 12 && c.has(2) && c.scalar(2) != 0) c.refuse("Dropout in training mode");
+  Outs o = {c.in(0)};
+  if (c.output_used(1)) o.push_back(ones(c.in(0).sizes(), DType::b8));
+  return o;
+}
+
+// ---- shapes ----
+
+Outs flatten_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = c.attr_i("axis", 1) < 0 ? c.attr_i("axis", 1) + x.dim() : c.attr_i("axis", 1);
+  if (axis < 0 || axis > x.dim()) throw Error(str("axis ", c.attr_i("axis", 1), " is out of range for rank ", x.dim()));
+  if (axis == 0) return {x.reshape({1, -1})};
+  if (axis == x.dim()) return {x.reshape({-1, 1})};
+  const Tensor y = axis + 1 < x.dim() ? x.flatten(axis) : x;
+  return {axis > 1 ? y.flatten(0, axis - 1) : y};
+}
+
+Outs reshape_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> shape = c.opset < 5 ? c.attr_ints("shape") : c.ints(1);
+  const bool allowzero = c.attr_i("allowzero", 0) != 0;
+  if (!allowzero)
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] == 0) {
+        if (int64_t(i) >= x.dim()) throw Error(str("shape ", DimVec(shape), ": a 0 at ", i, " past the input's rank"));
+        shape[i] = x.size(int64_t(i));
+      }
+  return {x.reshape(DimVec(shape))};
+}
+
+Outs transpose_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> perm = c.attr_ints("perm");
+  if (perm.empty())
+    for (int64_t i = x.dim() - 1; i >= 0; --i) perm.push_back(i);
+  return {x.permute(DimVec(perm))};
+}
+
+Outs concat(const NodeCtx& c) {
+  std::vector<Tensor> xs;
+  for (int i = 0; i < c.size(); ++i) xs.push_back(c.in(i));
+  return {cat(xs, c.attr_i("axis", 0))};
+}
+
+Outs split_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  std::vector<int64_t> sizes = c.opset < 13 ? c.attr_ints("split") : (c.has(1) ? c.ints(1) : std::vector<int64_t>{});
+  if (sizes.empty()) {
+    const int64_t n = c.outputs(), len = x.size(axis);
+    if (len % n != 0) throw Error(str("Split of ", len, " into ", n, " equal parts"));
+    sizes.assign(size_t(n), len / n);
+  }
+  return split_with_sizes(x, sizes, axis);
+}
+
+std::vector<int64_t> axes_of(const NodeCtx& c, int input) {
+  return c.opset < 13 ? c.attr_ints("axes") : (c.has(input) ? c.ints(input) : std::vector<int64_t>{});
+}
+
+Outs squeeze_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 1);
+  if (axes.empty()) return {x.squeeze()};
+  for (int64_t& a : axes) a = wrap_axis(c, a, x.dim());
+  std::sort(axes.rbegin(), axes.rend());
+  Tensor y = x;
+  for (int64_t a : axes) {
+    if (x.size(a) != 1) throw Error(str("Squeeze of axis ", a, " of size ", x.size(a), " (shape ", x.sizes(), ")"));
+    y = y.squeeze(a);
+  }
+  return {y};
+}
+
+Outs unsqueeze_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 1);
+  const int64_t rank = x.dim() + int64_t(axes.size());
+  for (int64_t& a : axes) a = wrap_axis(c, a, rank);
+  std::sort(axes.begin(), axes.end());
+  Tensor y = x;
+  for (int64_t a : axes) y = y.unsqueeze(a);
+  return {y};
+}
+
+Outs slice_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts = c.attr_ints("starts"), ends = c.attr_ints("ends"), axes = c.attr_ints("axes");
+  } else {
+    starts = c.ints(1), ends = c.ints(2);
+    if (c.has(3)) axes = c.ints(3);
+    if (c.has(4)) steps = c.ints(4);
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw Error("starts, ends, axes and steps must have the same length");
+  Tensor y = x;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = wrap_axis(c, axes[i], x.dim()), n = x.size(a), step = steps[i];
+    if (step == 0) throw Error("Slice step 0");
+    int64_t s = starts[i] < 0 ? starts[i] + n : starts[i], e = ends[i] < 0 ? ends[i] + n : ends[i];
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, n), e = std::clamp<int64_t>(e, 0, n);
+      y = y.slice(a, s, std::max(s, e), step);
+    } else {  // flip, then walk forward from the mirrored start
+      s = std::clamp<int64_t>(s, 0, n - 1), e = std::clamp<int64_t>(e, -1, n - 1);
+      const int64_t fs = n - 1 - s, fe = n - 1 - e;
+      y = n == 0 ? y : flip(y, {a}).slice(a, fs, std::max(fs, fe), -step);
+    }
+  }
+  return {y};
+}
+
+Tensor wrap_indices(const Tensor& idx, int64_t n) {
+  const Tensor i = idx.to(DType::i64);
+  return where(lt(i, 0), i + n, i);
+}
+
+Outs gather_(const NodeCtx& c) {
+  const Tensor &x = c.in(0), &idx = c.in(1);
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const Tensor i = wrap_indices(idx, x.size(axis));
+  const Tensor picked = index_select(x, axis, i.reshape({-1}));
+  DimVec shape;
+  for (int64_t d = 0; d < axis; ++d) shape.push_back(x.size(d));
+  for (int64_t d : idx.sizes()) shape.push_back(d);
+  for (int64_t d = axis + 1; d < x.dim(); ++d) shape.push_back(x.size(d));
+  return {picked.reshape(shape)};
+}
+
+Outs gather_elements(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  return {gather(x, axis, wrap_indices(c.in(1), x.size(axis)))};
+}
+
+Outs scatter_elements(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const Tensor i = wrap_indices(c.in(1), x.size(axis));
+  const std::string red = c.attr_s("reduction", "none");
+  if (red == "none") return {scatter(x, axis, i, c.in(2))};
+  if (red == "add") return {scatter_add(x, axis, i, c.in(2))};
+  c.refuse(str("ScatterElements with reduction '", red, "'"));
+}
+
+// numpy's two-way broadcast of two shapes.
+DimVec broadcast_shapes(const DimVec& a, const std::vector<int64_t>& b) {
+  const int n = std::max(a.size(), int(b.size()));
+  DimVec out;
+  for (int i = 0; i < n; ++i) {
+    const int ia = i - (n - a.size()), ib = i - (n - int(b.size()));
+    const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[size_t(ib)] : 1;
+    if (da != db && da != 1 && db != 1) throw Error(str("shapes ", a, " and ", DimVec(b), " do not broadcast"));
+    out.push_back(da == 1 ? db : da);
+  }
+  return out;
+}
+
+Outs expand_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  return {x.expand(broadcast_shapes(x.sizes(), c.ints(1)))};
+}
+
+Outs tile(const NodeCtx& c) { return {repeat(c.in(0), DimVec(c.ints(1)))}; }
+
+Outs shape_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t r = x.dim();
+  int64_t s = c.attr_i("start", 0), e = c.attr_i("end", r);
+  s = std::clamp<int64_t>(s < 0 ? s + r : s, 0, r), e = std::clamp<int64_t>(e < 0 ? e + r : e, 0, r);
+  std::vector<int64_t> v;
+  for (int64_t i = s; i < e; ++i) v.push_back(x.size(i));
+  return {i64_tensor(v)};
+}
+
+Outs size_(const NodeCtx& c) { return {full({}, c.in(0).numel(), DType::i64)}; }
+
+Outs constant_of_shape(const NodeCtx& c) {
+  const std::vector<int64_t> shape = c.ints(0);
+  Tensor value = c.has_attr("value") ? c.attr_tensor("value") : zeros({1}, DType::f32);
+  if (value.numel() != 1) throw Error("ConstantOfShape's value must hold one element");
+  return {value.reshape({}).expand(DimVec(shape)).contiguous()};
+}
+
+Outs constant(const NodeCtx& c) {
+  if (c.has_attr("value")) return {c.attr_tensor("value")};
+  if (c.has_attr("value_float")) return {full({}, double(c.attr_f("value_float", 0)), DType::f32)};
+  if (c.has_attr("value_floats")) return {tensor(c.attr_floats("value_floats"))};
+  if (c.has_attr("value_int")) return {full({}, c.attr_i("value_int", 0), DType::i64)};
+  if (c.has_attr("value_ints")) return {i64_tensor(c.attr_ints("value_ints"))};
+  c.refuse("Constant of a sparse tensor or strings");
+}
+
+Outs cast(const NodeCtx& c) {
+  const DType to = dtype_from_onnx(int32_t(c.attr_i("to", 0)), "Cast's 'to'");
+  return {c.in(0).to(to)};
+}
+Outs cast_like(const NodeCtx& c) { return {c.in(0).to(c.in(1).dtype())}; }
+
+Outs range_(const NodeCtx& c) {
+  const DType t = c.in(0).dtype();
+  const double s = c.scalar(0), e = c.scalar(1), d = c.scalar(2);
+  if (d == 0) throw Error("Range with delta 0");
+  const int64_t n = std::max<int64_t>(int64_t(std::ceil((e - s) / d)), 0);
+  // start + i * delta, computed in the output type as ONNX defines it
+  return {(arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::i64).to(t) * Scalar(d) + Scalar(s)).to(t)};
+}
+
+Outs pad_(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::string mode = c.attr_s("mode", "constant");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (c.opset < 11) {
+    pads = c.attr_ints("pads");
+    value = c.attr_f("value", 0.0f);
+  } else {
+    pads = c.ints(1);
+    if (c.has(2)) value = c.scalar(2);
+  }
+  const int64_t r = x.dim();
+  if (int64_t(pads.size()) != 2 * r) throw Error(str("pads must hold ", 2 * r, " values, got ", pads.size()));
+  if (mode == "edge") mode = "replicate";
+  if (mode != "constant" && mode != "reflect" && mode != "replicate") c.refuse(str("Pad mode '", mode, "'"));
+  DimVec p;
+  int64_t last = -1;  // F.pad takes pairs from the last dim; leading unpadded dims are left out
+  for (int64_t i = 0; i < r; ++i)
+    if (pads[size_t(i)] != 0 || pads[size_t(i + r)] != 0) last = std::max(last, r - 1 - i);
+  if (mode == "constant") last = r - 1;
+  for (int64_t i = r - 1; i >= r - 1 - last && i >= 0; --i)
+    p.push_back(pads[size_t(i)]), p.push_back(pads[size_t(i + r)]);
+  if (p.empty()) return {x};
+  return {pad(x, p, mode, is_integral(x.dtype()) ? Scalar(int64_t(value)) : Scalar(value))};
+}
+
+Outs cum_sum(const NodeCtx& c) {
+  Tensor x = c.in(0);
+  const int64_t axis = wrap_axis(c, int64_t(c.scalar(1)), x.dim());
+  const bool reverse = c.attr_i("reverse", 0) != 0, exclusive = c.attr_i("exclusive", 0) != 0;
+  if (reverse) x = flip(x, {axis});
+  Tensor y = cumsum(x, axis);
+  if (exclusive) y = y - x;
+  if (reverse) y = flip(y, {axis});
+  return {y};
+}
+
+Outs top_k(const NodeCtx& c) {
+  const int64_t k = c.opset < 10 ? c.attr_i("k", 0) : c.ints(1).at(0);
+  auto [v, i] = topk(c.in(0), k, c.attr_i("axis", -1), c.attr_i("largest", 1) != 0, c.attr_i("sorted", 1) != 0);
+  return {v, i};
+}
+
+template <bool Max>
+Outs arg_reduce(const NodeCtx& c) {
+  Tensor x = c.in(0);
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const bool keep = c.attr_i("keepdims", 1) != 0, last = c.attr_i("select_last_index", 0) != 0;
+  if (last) x = flip(x, {axis});
+  Tensor i = Max ? argmax(x, axis, keep) : argmin(x, axis, keep);
+  if (last) i = rsub(i, x.size(axis) - 1);
+  return {i};
+}
+
+// The reduced dims: the axes attribute (or input from ReduceSum 13), all dims when empty
+// unless noop_with_empty_axes.
+enum class Reduce { sum, mean, max, min, sum_square, l1, l2, log_sum, log_sum_exp };
+template <Reduce R>
+Outs reduce(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes =
+      (R == Reduce::sum && c.opset >= 13) ? (c.has(1) ? c.ints(1) : std::vector<int64_t>{}) : c.attr_ints("axes");
+  const bool keep = c.attr_i("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (c.attr_i("noop_with_empty_axes", 0) != 0) return {x};
+    for (int64_t i = 0; i < x.dim(); ++i) axes.push_back(i);
+  }
+  const DimVec d(axes);
+  switch (R) {
+    case Reduce::sum:
+      return {sum(x, d, keep)};
+    case Reduce::mean:
+      return {mean(x, d, keep)};
+    case Reduce::max:
+      return {amax(x, d, keep)};
+    case Reduce::min:
+      return {amin(x, d, keep)};
+    case Reduce::sum_square:
+      return {sum(x * x, d, keep)};
+    case Reduce::l1:
+      return {sum(abs(x), d, keep)};
+    case Reduce::l2:
+      return {sqrt(sum(x * x, d, keep))};
+    case Reduce::log_sum:
+      return {log(sum(x, d, keep))};
+    case Reduce::log_sum_exp: {
+      const Tensor m = amax(x, d, true);
+      Tensor y = log(sum(exp(x - m), d, true)) + m;
+      if (!keep) {
+        std::vector<int64_t> s = axes;
+        for (int64_t& a : s) a = a < 0 ? a + x.dim() : a;
+        std::sort(s.rbegin(), s.rend());
+        for (int64_t a : s) y = y.squeeze(a);
+      }
+      return {y};
+    }
+  }
+  return {};
+}
+
+Outs trilu(const NodeCtx& c) {
+  const int64_t k = c.has(1) ? c.ints(1).at(0) : 0;
+  return {c.attr_i("upper", 1) != 0 ? triu(c.in(0), k) : tril(c.in(0), k)};
+}
+
+Outs depth_to_space(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t b = c.attr_i("blocksize", 0);
+  if (x.dim() != 4 || b <= 0) throw Error(str("DepthToSpace needs a 4-D input and a positive blocksize"));
+  if (c.attr_s("mode", "DCR") == "CRD") return {pixel_shuffle(x, b)};
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  return {
+      x.reshape({n, b, b, ch / (b * b), h, w}).permute({0, 3, 4, 1, 5, 2}).reshape({n, ch / (b * b), h * b, w * b})};
+}
+
+Outs space_to_depth(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const int64_t b = c.attr_i("blocksize", 0);
+  if (x.dim() != 4 || b <= 0) throw Error(str("SpaceToDepth needs a 4-D input and a positive blocksize"));
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  return {x.reshape({n, ch, h / b, b, w / b, b}).permute({0, 3, 5, 1, 2, 4}).reshape({n, ch * b * b, h / b, w / b})};
+}
+
+// The table, sorted by type.
+const OnnxOp kOps[] = {
+    {"Abs", unary<abs>},
+    {"Add", add_},
+    {"And", and_},
+    {"ArgMax", arg_reduce<true>},
+    {"ArgMin", arg_reduce<false>},
+    {"AveragePool", average_pool},
+    {"BatchNormalization", batch_normalization},
+    {"Cast", cast},
+    {"CastLike", cast_like},
+    {"Ceil", unary<ceil>},
+    {"Celu", celu},
+    {"Clip", clip},
+    {"Concat", concat},
+    {"Constant", constant, true},
+    {"ConstantOfShape", constant_of_shape},
+    {"Conv", conv},
+    {"ConvTranspose", conv_transpose},
+    {"Cos", unary<cos>},
+    {"CumSum", cum_sum},
+    {"DepthToSpace", depth_to_space},
+    {"Div", div_},
+    {"Dropout", dropout_},
+    {"Elu", elu_},
+    {"Equal", equal},
+    {"Erf", unary<erf>},
+    {"Exp", unary<exp>},
+    {"Expand", expand_},
+    {"Flatten", flatten_},
+    {"Floor", unary<floor>},
+    {"Gather", gather_},
+    {"GatherElements", gather_elements},
+    {"Gemm", gemm},
+    {"GlobalAveragePool", global_average_pool},
+    {"GlobalMaxPool", global_max_pool},
+    {"Greater", greater},
+    {"GreaterOrEqual", greater_equal},
+    {"HardSigmoid", hard_sigmoid},
+    {"HardSwish", hard_swish},
+    {"Identity", identity},
+    {"InstanceNormalization", instance_normalization},
+    {"IsInf", is_inf},
+    {"IsNaN", is_nan},
+    {"LayerNormalization", layer_normalization},
+    {"LeakyRelu", leaky_relu_},
+    {"Less", less},
+    {"LessOrEqual", less_equal},
+    {"Log", unary<log>},
+    {"LogSoftmax", softmax_<true>},
+    {"MatMul", mat_mul},
+    {"Max", fold<maximum>},
+    {"MaxPool", max_pool},
+    {"Mean", mean_},
+    {"Min", fold<minimum>},
+    {"Mod", mod},
+    {"Mul", mul_},
+    {"Neg", unary<neg>},
+    {"Not", not_},
+    {"Or", or_},
+    {"PRelu", prelu_},
+    {"Pad", pad_},
+    {"Pow", pow_},
+    {"Range", range_},
+    {"Reciprocal", unary<reciprocal>},
+    {"ReduceL1", reduce<Reduce::l1>},
+    {"ReduceL2", reduce<Reduce::l2>},
+    {"ReduceLogSum", reduce<Reduce::log_sum>},
+    {"ReduceLogSumExp", reduce<Reduce::log_sum_exp>},
+    {"ReduceMax", reduce<Reduce::max>},
+    {"ReduceMean", reduce<Reduce::mean>},
+    {"ReduceMin", reduce<Reduce::min>},
+    {"ReduceSum", reduce<Reduce::sum>},
+    {"ReduceSumSquare", reduce<Reduce::sum_square>},
+    {"Relu", unary<relu>},
+    {"Reshape", reshape_},
+    {"Round", unary<round>},
+    {"ScatterElements", scatter_elements},
+    {"Selu", selu_},
+    {"Shape", shape_, true},
+    {"Shrink", shrink},
+    {"Sigmoid", unary<sigmoid>},
+    {"Sign", unary<sign>},
+    {"Sin", unary<sin>},
+    {"Size", size_, true},
+    {"Slice", slice_},
+    {"Softmax", softmax_<false>},
+    {"Softplus", softplus_},
+    {"Softsign", softsign},
+    {"SpaceToDepth", space_to_depth},
+    {"Split", split_},
+    {"Sqrt", unary<sqrt>},
+    {"Squeeze", squeeze_},
+    {"Sub", sub_},
+    {"Sum", fold<add2>},
+    {"Tanh", unary<tanh>},
+    {"ThresholdedRelu", thresholded_relu},
+    {"Tile", tile},
+    {"TopK", top_k},
+    {"Transpose", transpose_},
+    {"Trilu", trilu},
+    {"Unsqueeze", unsqueeze_},
+    {"Where", where_},
+    {"Xor", xor_},
+};
+
+}  // namespace
+
+const OnnxOp* find_onnx_op(std::string_view type) {
+  auto it = std::lower_bound(std::begin(kOps), std::end(kOps), type,
+                             [](const OnnxOp& o, std::string_view t) { return o.type < t; });
+  return it != std::end(kOps) && it->type == type ? it : nullptr;
+}
+
+std::vector<std::string> onnx_op_types() {
+  std::vector<std::string> v;
+  for (const OnnxOp& o : kOps) v.emplace_back(o.type);
+  return v;
+}
+
+}  // namespace amber::onnx_in

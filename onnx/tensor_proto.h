@@ -1,0 +1,22 @@
+// ONNX TensorProto to Amber tensors: every ONNX data type Amber has, from raw or typed
+// fields or from external data read only from inside the model's folder, with the declared
+// dims and every byte count checked before anything is allocated.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+#include "amber/core/tensor.h"
+
+namespace amber::onnx_in {
+
+// Amber's dtype for an ONNX TensorProto::DataType; an error naming `what` for the rest.
+DType dtype_from_onnx(int32_t elem_type, const std::string& what);
+std::string onnx_type_name(int32_t elem_type);
+
+// The tensor a TensorProto holds. base_dir: the model's folder ("" refuses external data).
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, uint64_t max_bytes,
+                         const std::string& what);
+
+}  // namespace amber::onnx_in

@@ -1,0 +1,99 @@
+// amber-import (run as `amber import`): an ONNX model to an Amber archive through the
+// authoring library's importer (onnx/import.h). A program of its own so that the amber tool
+// itself links only the runtime; exit codes as the amber tool's (docs/CLI.md).
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <amber/amber.h>
+
+#include "cli.h"
+
+namespace {
+
+const char* kUsage = R"(usage: amber import MODEL.onnx -o OUT.amber [options]
+
+  -o, --output OUT.amber     the archive to write
+  --dim NAME=N               the size of a symbolic dim other than a leading batch; repeatable
+  --batch N                  the batch traced at when the inputs' first dim is symbolic (default 1;
+                             the archive serves any batch)
+  --no-optimize              skip the optimisation passes
+
+exit codes: 0 success, 1 the model cannot be imported (every refused node is named),
+            2 bad command line, 3 the archive could not be written
+)";
+
+int64_t parse_int(const std::string& what, const std::string& v) {
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || n < 1)
+    throw amber::cli::UsageError(what + " needs a positive integer, got '" + v + "'");
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace amber;
+  using namespace amber::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    std::string model, out;
+    OnnxImportOptions o;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+        return args[++i];
+      };
+      if (a == "--help" || a == "-h") {
+        std::fputs(kUsage, stdout);
+        return kExitOk;
+      } else if (a == "-o" || a == "--output") {
+        out = value();
+      } else if (a == "--dim") {
+        const std::string v = value();
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0) throw UsageError("--dim takes NAME=N, got '" + v + "'");
+        o.dims[v.substr(0, eq)] = parse_int("--dim " + v.substr(0, eq), v.substr(eq + 1));
+      } else if (a == "--batch") {
+        o.batch = parse_int("--batch", value());
+      } else if (a == "--no-optimize") {
+        o.optimize = false;
+      } else if (!a.empty() && a[0] == '-') {
+        throw UsageError("unknown option '" + a + "'");
+      } else if (model.empty()) {
+        model = a;
+      } else {
+        throw UsageError("one MODEL.onnx only (got '" + model + "' and '" + a + "')");
+      }
+    }
+    if (model.empty()) throw UsageError("missing MODEL.onnx");
+    if (out.empty()) throw UsageError("missing -o OUT.amber");
+    const TracedModule traced = import_onnx(model, o);
+    try {
+      traced.save(out);
+    } catch (const Error& e) {
+      throw IoError(e.what());
+    }
+    const graph::Graph& g = traced.graph();
+    std::printf("imported %s -> %s: %zu inputs, %zu outputs, %zu nodes, %zu weights\n", model.c_str(), out.c_str(),
+                g.inputs().size(), g.outputs().size(), g.num_nodes(), g.constants().size());
+    return kExitOk;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "amber import: %s (see amber import --help)\n", one_line(e.what()).c_str());
+    return kExitUsage;
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "amber import: error: %s\n", one_line(e.what()).c_str());
+    return kExitIo;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "amber import: error: %s\n", one_line(e.what()).c_str());
+    return kExitError;
+  }
+}
