@@ -49,6 +49,15 @@
   X(SOFTSHRINK, softshrink, 2, floating_attrs)   \
   X(THRESHOLD, threshold, 3, floating_attrs)     \
   X(MAXIMUM, maximum, 2, binary)                 \
-  X(MINIMUM, minimum, 2, binary)
+  X(MINIMUM, minimum, 2, binary)                 \
+  X(TAN, tan, 1, floating)                       \
+  X(ASIN, asin, 1, floating)                     \
+  X(ACOS, acos, 1, floating)                     \
+  X(ATAN, atan, 1, floating)                     \
+  X(SINH, sinh, 1, floating)                     \
+  X(COSH, cosh, 1, floating)                     \
+  X(ASINH, asinh, 1, floating)                   \
+  X(ACOSH, acosh, 1, floating)                   \
+  X(ATANH, atanh, 1, floating)
 
 #endif /* AMBER_CORE_FUSED_OPS_H */

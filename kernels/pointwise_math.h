@@ -208,6 +208,42 @@ AMBER_HD inline T cos(T a) {
   return std::cos(a);
 }
 template <typename T>
+AMBER_HD inline T tan(T a) {
+  return std::tan(a);
+}
+template <typename T>
+AMBER_HD inline T asin(T a) {
+  return std::asin(a);
+}
+template <typename T>
+AMBER_HD inline T acos(T a) {
+  return std::acos(a);
+}
+template <typename T>
+AMBER_HD inline T atan(T a) {
+  return std::atan(a);
+}
+template <typename T>
+AMBER_HD inline T sinh(T a) {
+  return std::sinh(a);
+}
+template <typename T>
+AMBER_HD inline T cosh(T a) {
+  return std::cosh(a);
+}
+template <typename T>
+AMBER_HD inline T asinh(T a) {
+  return std::asinh(a);
+}
+template <typename T>
+AMBER_HD inline T acosh(T a) {
+  return std::acosh(a);
+}
+template <typename T>
+AMBER_HD inline T atanh(T a) {
+  return std::atanh(a);
+}
+template <typename T>
 AMBER_HD inline T floor(T a) {  // integers: themselves
   if constexpr (std::is_integral_v<T>)
     return a;

@@ -39,7 +39,8 @@ class In:
 
     kind: "randn" (normal), "pos" (0.5..2.5), "nonzero" (|x| in 0.5..2.5 with random sign),
     "int" (-9..9), "nzint" (+-1..9), "uint" (0..9), "bool", "idxN" (0..N-1), "wide" (normal
-    times 5), "halves" (multiples of 0.5 in -4..4, zeros of both signs included).
+    times 5), "halves" (multiples of 0.5 in -4..4, zeros of both signs included), "unit"
+    (-0.99..0.99), "ge1" (1..5).
     layout: None (contiguous), ("t", a, b) transposed dims a and b, ("s2", d) every second
     element along d, ("exp", d, n) a size-1 dim d expanded to n (stride 0), ("cl",) a 4-D
     tensor in channels-last memory (stored as NHWC, rebuilt with permute(0, 3, 1, 2)).
@@ -71,6 +72,10 @@ class In:
             x = torch.randint(0, 2, shape, generator=gen).bool()
         elif self.kind == "wide":
             x = torch.randn(shape, generator=gen, dtype=torch.float64) * 5
+        elif self.kind == "unit":
+            x = torch.rand(shape, generator=gen, dtype=torch.float64) * 1.98 - 0.99
+        elif self.kind == "ge1":
+            x = torch.rand(shape, generator=gen, dtype=torch.float64) * 4 + 1
         elif self.kind == "halves":
             x = torch.randint(-8, 9, shape, generator=gen).to(torch.float64) / 2
             x = torch.where(torch.randint(0, 4, shape, generator=gen) == 0, x * -0.0, x)
@@ -979,6 +984,17 @@ for op, (fn, kind) in LIST_UNARY.items():
     case(f"{op}_noncontig", op, fn, [In([5, 7, 13], kind=kind, layout=("t", 0, 2))])
     case(f"{op}_f64", op, fn, [In([7, 5], "f64", kind=kind)], atol=1e-12, rtol=1e-12)
     case(f"{op}_big", op, fn, [In([3, 1001], kind=kind)])
+# the trigonometric and hyperbolic functions ONNX has (added with [onnx])
+TRIG_UNARY = {"tan": (torch.tan, "randn"), "asin": (torch.asin, "unit"), "acos": (torch.acos, "unit"),
+              "atan": (torch.atan, "wide"), "sinh": (torch.sinh, "randn"), "cosh": (torch.cosh, "randn"),
+              "asinh": (torch.asinh, "wide"), "acosh": (torch.acosh, "ge1"), "atanh": (torch.atanh, "unit")}
+for op, (fn, kind) in TRIG_UNARY.items():
+    case(f"{op}_13", op, fn, [In([13], kind=kind)])
+    case(f"{op}_noncontig", op, fn, [In([5, 7, 13], kind=kind, layout=("t", 0, 2))])
+    case(f"{op}_f64", op, fn, [In([7, 5], "f64", kind=kind)], atol=1e-12, rtol=1e-12)
+    case(f"{op}_big", op, fn, [In([3, 1001], kind=kind)])
+case("acosh_below_1_nan", "acosh", torch.acosh, [In([7], kind="unit")])
+case("atan_i64_to_f32", "atan", torch.atan, [In([7], "i64", "int")])
 case("sign_i32", "sign", torch.sign, [In([13], "i32", "int")], atol=0, rtol=0)
 case("sign_u8", "sign", torch.sign, [In([13], "u8", "uint")], atol=0, rtol=0)
 case("erf_i64_to_f32", "erf", torch.erf, [In([7], "i64", "int")])
