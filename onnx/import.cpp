@@ -8,6 +8,7 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -141,11 +142,13 @@ Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::str
   }
   // The checker reads external data files relative to the model's folder: given the path, it
   // is told that folder.
+  bool external = false;
+  for (const auto& t : g.initializer()) external = external || t.data_location() == onnx::TensorProto::EXTERNAL;
   try {
-    if (path.empty())
+    if (path.empty() || !external)
       onnx::checker::check_model(m.proto);
     else
-      onnx::checker::check_model(path);
+      onnx::checker::check_model(path);  // parses the file again
   } catch (const std::exception& e) {
     throw OnnxImportError(str("import_onnx: the ONNX checker refuses the model: ", e.what()));
   }
@@ -209,6 +212,15 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
         vals.push_back(&it->second);
         known = known && it->second.known;
       }
+      bool from_shape = false, data_from_shape = false;
+      for (size_t i = 0; i < vals.size(); ++i)
+        if (vals[i] && vals[i]->from_shape) (i == 0 ? data_from_shape : from_shape) = true;
+      if (op->sizes == OnnxOp::by_operands) from_shape = from_shape || data_from_shape;
+      // Sized by the batch and filled from constants: recorded, so the sizes follow the batch.
+      if (known && op->sizes != OnnxOp::fixed && from_shape && !data_from_shape) known = false;
+      const bool outs_from_shape =
+          from_shape || data_from_shape ||
+          (op->host && std::any_of(vals.begin(), vals.end(), [](const Val* v) { return v && !v->known; }));
       known = known || op->host;
       std::vector<Tensor> outs;
       try {
@@ -232,7 +244,7 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
           throw OnnxImportError(
               str("import_onnx: node ", node_label(n, k), " (", n.op_type(), ") output ", j, " is not supported"),
               {{node_label(n, k), n.op_type(), str("output ", j)}});
-        env[n.output(j)] = Val{outs[size_t(j)], known, ""};
+        env[n.output(j)] = Val{outs[size_t(j)], known, "", known && outs_from_shape};
       }
     }
     std::vector<Tensor> outs;

@@ -340,9 +340,9 @@ Outs conv_transpose(const NodeCtx& c) {
   const Tensor &x = c.in(0), &wt = c.in(1);
   const int nd = int(x.dim()) - 2;
   if (nd != 1 && nd != 2) c.refuse(str(nd, "-D transposed convolution: Amber has 1-D and 2-D"));
-  if (c.has_attr("output_shape")) c.refuse("ConvTranspose with output_shape");
   const std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") c.refuse(str("ConvTranspose with auto_pad ", auto_pad));
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    throw Error(str("auto_pad '", auto_pad, "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
   auto per_dim = [&](const char* name, int64_t def) {
     std::vector<int64_t> v = c.attr_ints(name);
     if (v.empty()) v.assign(size_t(nd), def);
@@ -350,14 +350,35 @@ Outs conv_transpose(const NodeCtx& c) {
     if (nd == 1) v.insert(v.begin(), def);
     return v;
   };
-  const std::vector<int64_t> strides = per_dim("strides", 1), dil = per_dim("dilations", 1),
-                             out_pad = per_dim("output_padding", 0);
+  const std::vector<int64_t> strides = per_dim("strides", 1), dil = per_dim("dilations", 1);
+  std::vector<int64_t> out_pad = per_dim("output_padding", 0);
   std::vector<int64_t> pads = c.attr_ints("pads");
   if (pads.empty()) pads.assign(size_t(2 * nd), 0);
   if (int(pads.size()) != 2 * nd) throw Error(str("pads must hold ", 2 * nd, " values, got ", pads.size()));
   std::vector<int64_t> begin(pads.begin(), pads.begin() + nd), end(pads.begin() + nd, pads.end());
   if (nd == 1) begin.insert(begin.begin(), 0), end.insert(end.begin(), 0);
   Tensor xin = nd == 1 ? x.unsqueeze(2) : x, win = nd == 1 ? wt.unsqueeze(2) : wt;
+  // output_shape (or SAME: the input's size times the stride) sets the pads, as the spec's formula
+  std::vector<int64_t> out_shape = c.attr_ints("output_shape");
+  if (out_shape.size() > size_t(nd)) out_shape.erase(out_shape.begin(), out_shape.end() - nd);  // N, C given too
+  if (out_shape.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+    for (int i = 0; i < nd; ++i) out_shape.push_back(x.size(2 + i) * strides[size_t(i + 2 - nd)]);
+  if (!out_shape.empty()) {
+    if (int(out_shape.size()) != nd) throw Error(str("output_shape must hold ", nd, " values"));
+    if (nd == 1) out_shape.insert(out_shape.begin(), 1);
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t total = strides[i] * (xin.size(2 + int64_t(i)) - 1) + out_pad[i] +
+                            (win.size(2 + int64_t(i)) - 1) * dil[i] + 1 - out_shape[i];
+      if (total < 0) {  // larger than the full output: the rows past it come from output padding
+        out_pad[i] -= total;
+        begin[i] = end[i] = 0;
+        continue;
+      }
+      const bool upper = auto_pad == "SAME_UPPER";
+      begin[i] = upper ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    }
+  }
   const bool sym = begin == end;
   Tensor y = conv_transpose2d(xin, win, c.has(2) ? c.in(2) : Tensor{}, dv(strides), sym ? dv(begin) : DimVec{0, 0},
                               dv(out_pad), c.attr_i("group", 1), dv(dil));
@@ -391,17 +412,17 @@ Outs average_pool(const NodeCtx& c) {
   for (int64_t d : w.dilations)
     if (d != 1) c.refuse("AveragePool with dilations");
   const bool include = c.attr_i("count_include_pad", 0) != 0, ceil = c.attr_i("ceil_mode", 0) != 0;
-  Tensor xin = as_2d(x, w1);
-  DimVec padding = {0, 0};
+  const Tensor xin = as_2d(x, w1);
   bool fits = w.symmetric();
   for (int i = 0; i < 2; ++i) fits = fits && w.begin[size_t(i)] * 2 <= w.kernel[size_t(i)];
-  if (fits)
-    padding = dv(w.begin);
-  else if (include && !ceil)
-    xin = pad_window(xin, w, 0.0);
-  else
-    c.refuse("AveragePool with asymmetric or large pads that exclude the padding or use ceil_mode");
-  return {from_2d(avg_pool2d(xin, dv(w.kernel), dv(w.strides), padding, ceil, include), w1)};
+  if (fits) return {from_2d(avg_pool2d(xin, dv(w.kernel), dv(w.strides), dv(w.begin), ceil, include), w1)};
+  // Pads avg_pool2d cannot take: pad explicitly; without count_include_pad, divide the pooled
+  // sum by the pooled count of real elements (a ones plane padded alike)
+  const Tensor pooled = avg_pool2d(pad_window(xin, w, 0.0), dv(w.kernel), dv(w.strides), {0, 0}, ceil, true);
+  if (include) return {from_2d(pooled, w1)};
+  const Tensor count = avg_pool2d(pad_window(ones({1, 1, xin.size(2), xin.size(3)}, xin.dtype()), w, 0.0), dv(w.kernel),
+                                  dv(w.strides), {0, 0}, ceil, true);
+  return {from_2d(pooled / count, w1)};
 }
 
 DimVec spatial_dims(const Tensor& x) {
@@ -804,6 +825,151 @@ Outs space_to_depth(const NodeCtx& c) {
   return {x.reshape({n, ch, h / b, b, w / b, b}).permute({0, 3, 5, 1, 2, 4}).reshape({n, ch * b * b, h / b, w / b})};
 }
 
+// NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...], weight [C]?): -input at
+// the target class times its weight; ignore_index entries weigh 0; mean divides by the weights.
+Tensor nll_loss(const NodeCtx& c, const Tensor& input, const Tensor& target, const Tensor& weight) {
+  const std::string red = c.attr_s("reduction", "mean");
+  if (red != "mean" && red != "sum" && red != "none") throw Error(str("reduction '", red, "'"));
+  Tensor t = target.to(DType::i64);
+  const bool ignore = c.has_attr("ignore_index");
+  Tensor keep;
+  if (ignore) {
+    keep = ne(t, c.attr_i("ignore_index", 0));
+    t = where(keep, t, Scalar(int64_t(0)));
+  }
+  const Tensor picked = gather(input, 1, t.unsqueeze(1)).squeeze(1);
+  Tensor w = weight.defined() ? index_select(weight, 0, t.reshape({-1})).reshape(t.sizes()) : ones_like(picked);
+  if (ignore) w = where(keep, w, Scalar(0.0)).to(picked.dtype());
+  const Tensor loss = neg(picked * w);
+  if (red == "none") return loss;
+  if (red == "sum") return sum(loss);
+  return sum(loss) / sum(w);
+}
+
+Outs negative_log_likelihood_loss(const NodeCtx& c) {
+  return {nll_loss(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : Tensor{})};
+}
+
+Outs softmax_cross_entropy_loss(const NodeCtx& c) {
+  const Tensor log_prob = log_softmax(c.in(0), 1);
+  Outs o = {nll_loss(c, log_prob, c.in(1), c.has(2) ? c.in(2) : Tensor{})};
+  if (c.output_used(1)) o.push_back(log_prob);
+  return o;
+}
+
+// One-hot of the first maximum along axis (before opset 13: of the input coerced to 2-D).
+Outs hardmax(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const bool coerce = c.opset < 13;
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", coerce ? 1 : -1), x.dim());
+  const Tensor x2 = coerce ? (axis == 0 ? x.reshape({1, -1}) : x.flatten(axis).flatten(0, axis - 1)) : x;
+  const int64_t a = coerce ? 1 : axis, n = x2.size(a);
+  DimVec shape = DimVec::filled(int(x2.dim()), 1);
+  shape[int(a)] = n;
+  const Tensor pos = arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::i64).reshape(shape);
+  return {eq(pos, argmax(x2, a, true)).to(x.dtype()).reshape(x.sizes())};
+}
+
+Outs eye_like(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  if (x.dim() != 2) throw Error(str("EyeLike needs a 2-D input, got shape ", x.sizes()));
+  const DType t = c.has_attr("dtype") ? dtype_from_onnx(int32_t(c.attr_i("dtype", 0)), "EyeLike's dtype") : x.dtype();
+  const Tensor rows = arange(Scalar(int64_t(0)), Scalar(x.size(0)), Scalar(int64_t(1)), DType::i64).unsqueeze(1);
+  const Tensor cols = arange(Scalar(int64_t(0)), Scalar(x.size(1)), Scalar(int64_t(1)), DType::i64);
+  return {eq(cols - rows, c.attr_i("k", 0)).to(t)};
+}
+
+Outs one_hot(const NodeCtx& c) {
+  const Tensor& idx = c.in(0);
+  const int64_t depth = int64_t(c.scalar(1));
+  const Tensor& values = c.in(2);
+  if (values.numel() != 2) throw Error("OneHot's values must hold [off, on]");
+  const int64_t axis = wrap_axis(c, c.attr_i("axis", -1), idx.dim() + 1);
+  DimVec shape = DimVec::filled(int(idx.dim()) + 1, 1);
+  shape[int(axis)] = depth;
+  const Tensor pos = arange(Scalar(int64_t(0)), Scalar(depth), Scalar(int64_t(1)), DType::i64).reshape(shape);
+  const Tensor i = wrap_indices(idx, depth).unsqueeze(axis);
+  const Tensor v = values.reshape({2});
+  return {where(eq(pos, i), v.select(0, 1), v.select(0, 0))};
+}
+
+// Local response normalisation across channels: x / (bias + alpha / size * sum of squares
+// over the channel window)^beta; the window sum is an average pool over [N, 1, C, H*W].
+Outs lrn(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  if (x.dim() != 4) c.refuse(str("LRN of a ", x.dim(), "-D input (Amber: 4-D)"));
+  const int64_t size = c.attr_i("size", 0);
+  if (size <= 0) throw Error("LRN needs a positive size");
+  const double alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f), bias = c.attr_f("bias", 1.0f);
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  const Tensor sq = (x * x).reshape({n, 1, ch, h * w});
+  const Tensor padded = pad(sq, {0, 0, (size - 1) / 2, size - 1 - (size - 1) / 2});
+  const Tensor sums = avg_pool2d(padded, {size, 1}, {1, 1}, {0, 0}, false, true) * double(size);
+  return {x / pow(sums.reshape(x.sizes()) * (alpha / double(size)) + bias, Scalar(beta))};
+}
+
+Outs mean_variance_normalization(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  if (axes.empty()) axes = {0, 2, 3};
+  const DimVec d(axes);
+  const Tensor m = mean(x, d, true), diff = x - m;
+  return {diff / (sqrt(mean(diff * diff, d, true)) + 1e-9)};
+}
+
+// data flattened over the indexed dims, and the indices' linear positions in it.
+struct NdIndex {
+  Tensor flat, lin;
+  DimVec rest;  // data's dims after the indexed ones
+};
+NdIndex nd_index(const NodeCtx& c, const Tensor& data, const Tensor& indices) {
+  if (c.attr_i("batch_dims", 0) != 0) c.refuse("GatherND with batch_dims");
+  const int64_t k = indices.size(-1);
+  if (k < 1 || k > data.dim()) throw Error(str("indices' last dim ", k, " does not fit data of rank ", data.dim()));
+  std::vector<int64_t> strides(size_t(k), 1);
+  int64_t rows = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    strides[size_t(j)] = rows;
+    rows *= data.size(j);
+  }
+  NdIndex r;
+  for (int64_t j = k; j < data.dim(); ++j) r.rest.push_back(data.size(j));
+  DimVec flat_shape = {rows};
+  for (int64_t d : r.rest) flat_shape.push_back(d);
+  r.flat = data.reshape(flat_shape);
+  Tensor idx = indices.to(DType::i64);
+  DimVec sizes;
+  for (int64_t j = 0; j < k; ++j) sizes.push_back(data.size(j));
+  const Tensor dim_sizes = tensor(sizes.vec(), {k});
+  idx = where(lt(idx, 0), idx + dim_sizes, idx);
+  r.lin = sum(idx * tensor(strides, {k}), {-1});
+  return r;
+}
+
+Outs gather_nd(const NodeCtx& c) {
+  const Tensor &data = c.in(0), &indices = c.in(1);
+  const NdIndex r = nd_index(c, data, indices);
+  DimVec shape;
+  for (int64_t j = 0; j + 1 < indices.dim(); ++j) shape.push_back(indices.size(j));
+  for (int64_t d : r.rest) shape.push_back(d);
+  return {index_select(r.flat, 0, r.lin.reshape({-1})).reshape(shape)};
+}
+
+Outs scatter_nd(const NodeCtx& c) {
+  const Tensor &data = c.in(0), &indices = c.in(1), &updates = c.in(2);
+  const std::string red = c.attr_s("reduction", "none");
+  if (red != "none" && red != "add") c.refuse(str("ScatterND with reduction '", red, "'"));
+  const NdIndex r = nd_index(c, data, indices);
+  DimVec ushape = {-1};
+  for (int64_t d : r.rest) ushape.push_back(d);
+  const Tensor u = updates.reshape(ushape);
+  DimVec ishape = DimVec::filled(u.dim(), 1);
+  ishape[0] = u.size(0);
+  const Tensor i = r.lin.reshape(ishape).expand(u.sizes());
+  const Tensor y = red == "add" ? scatter_add(r.flat, 0, i, u) : scatter(r.flat, 0, i, u);
+  return {y.reshape(data.sizes())};
+}
+
 // The table, sorted by type.
 const OnnxOp kOps[] = {
     {"Abs", unary<abs>},
@@ -826,7 +992,7 @@ const OnnxOp kOps[] = {
     {"Clip", clip},
     {"Concat", concat},
     {"Constant", constant, true},
-    {"ConstantOfShape", constant_of_shape},
+    {"ConstantOfShape", constant_of_shape, false, OnnxOp::by_operands},
     {"Conv", conv},
     {"ConvTranspose", conv_transpose},
     {"Cos", unary<cos>},
@@ -839,11 +1005,13 @@ const OnnxOp kOps[] = {
     {"Equal", equal},
     {"Erf", unary<erf>},
     {"Exp", unary<exp>},
-    {"Expand", expand_},
+    {"Expand", expand_, false, OnnxOp::by_operands_of_data},
+    {"EyeLike", eye_like},
     {"Flatten", flatten_},
     {"Floor", unary<floor>},
     {"Gather", gather_},
     {"GatherElements", gather_elements},
+    {"GatherND", gather_nd},
     {"Gemm", gemm},
     {"GlobalAveragePool", global_average_pool},
     {"GlobalMaxPool", global_max_pool},
@@ -851,10 +1019,12 @@ const OnnxOp kOps[] = {
     {"GreaterOrEqual", greater_equal},
     {"HardSigmoid", hard_sigmoid},
     {"HardSwish", hard_swish},
+    {"Hardmax", hardmax},
     {"Identity", identity},
     {"InstanceNormalization", instance_normalization},
     {"IsInf", is_inf},
     {"IsNaN", is_nan},
+    {"LRN", lrn},
     {"LayerNormalization", layer_normalization},
     {"LeakyRelu", leaky_relu_},
     {"Less", less},
@@ -865,16 +1035,19 @@ const OnnxOp kOps[] = {
     {"Max", fold<maximum>},
     {"MaxPool", max_pool},
     {"Mean", mean_},
+    {"MeanVarianceNormalization", mean_variance_normalization},
     {"Min", fold<minimum>},
     {"Mod", mod},
     {"Mul", mul_},
     {"Neg", unary<neg>},
+    {"NegativeLogLikelihoodLoss", negative_log_likelihood_loss},
     {"Not", not_},
+    {"OneHot", one_hot},
     {"Or", or_},
     {"PRelu", prelu_},
     {"Pad", pad_},
     {"Pow", pow_},
-    {"Range", range_},
+    {"Range", range_, false, OnnxOp::by_operands},
     {"Reciprocal", unary<reciprocal>},
     {"ReduceL1", reduce<Reduce::l1>},
     {"ReduceL2", reduce<Reduce::l2>},
@@ -886,9 +1059,11 @@ const OnnxOp kOps[] = {
     {"ReduceSum", reduce<Reduce::sum>},
     {"ReduceSumSquare", reduce<Reduce::sum_square>},
     {"Relu", unary<relu>},
-    {"Reshape", reshape_},
+    {"Reshape", reshape_, false, OnnxOp::by_operands_of_data},
     {"Round", unary<round>},
+    {"Scatter", scatter_elements},
     {"ScatterElements", scatter_elements},
+    {"ScatterND", scatter_nd},
     {"Selu", selu_},
     {"Shape", shape_, true},
     {"Shrink", shrink},
@@ -899,6 +1074,7 @@ const OnnxOp kOps[] = {
     {"Size", size_, true},
     {"Slice", slice_},
     {"Softmax", softmax_<false>},
+    {"SoftmaxCrossEntropyLoss", softmax_cross_entropy_loss},
     {"Softplus", softplus_},
     {"Softsign", softsign},
     {"SpaceToDepth", space_to_depth},
@@ -910,7 +1086,7 @@ const OnnxOp kOps[] = {
     {"Tan", unary<tan>},
     {"Tanh", unary<tanh>},
     {"ThresholdedRelu", thresholded_relu},
-    {"Tile", tile},
+    {"Tile", tile, false, OnnxOp::by_operands_of_data},
     {"TopK", top_k},
     {"Transpose", transpose_},
     {"Trilu", trilu},

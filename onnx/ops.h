@@ -19,8 +19,9 @@ namespace amber::onnx_in {
 // A value of the ONNX graph while it runs.
 struct Val {
   Tensor t;
-  bool known = false;  // fixed at import (computed untraced; becomes a constant if used)
-  std::string input;   // the graph input it is, if it is one
+  bool known = false;       // fixed at import (computed untraced; becomes a constant if used)
+  std::string input;        // the graph input it is, if it is one
+  bool from_shape = false;  // known, but computed from the size of a traced value (may follow the batch)
 };
 
 // An op needs a graph input's value at import (a shape, axes or pads operand).
@@ -78,6 +79,10 @@ struct OnnxOp {
   std::string_view type;
   OnnxOpFn fn;
   bool host = false;  // produces a value known at import whatever its inputs (Shape, Size)
+  // The output's size comes from operands (ConstantOfShape, Range: all inputs; Expand, Tile,
+  // Reshape: all but input 0, the data). Sized by values computed from a traced value's
+  // shape, the node is recorded (its sizes then follow the batch) rather than folded.
+  enum Sizes { fixed, by_operands, by_operands_of_data } sizes = fixed;
 };
 
 // The entry for an op type of the default domain, or nullptr.

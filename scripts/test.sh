@@ -17,12 +17,13 @@ stage "tests (ctest)" ctest --test-dir build --output-on-failure -V
 [[ ${AMBER_SANITIZERS:-1} == 0 ]] && exit 0
 
 # Sanitizer builds: clang, no CUDA. The installed-package checks (install_and_service,
-# guide) build other projects against the install and run in the main build only.
+# guide) build other projects against the install, and the ONNX zoo (label zoo) runs a dozen
+# full-size models: they run in the main build only.
 san=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DAMBER_CUDA=OFF
   -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror)
 stage "asan+ubsan: configure" cmake -S . -B build-asan "${san[@]}" -DAMBER_FUZZ=ON
 stage "asan+ubsan: build (-j2)" cmake --build build-asan -j2
-stage "asan+ubsan: tests" env ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure -E '^(install_and_service|guide)$'
+stage "asan+ubsan: tests" env ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure -E '^(install_and_service|guide)$' -LE zoo
 stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
 stage "tsan: configure" cmake -S . -B build-tsan "${san[@]}" -DAMBER_SANITIZE=thread
 stage "tsan: build (-j2)" cmake --build build-tsan -j2 --target test_loader test_sim
