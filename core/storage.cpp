@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -96,7 +97,18 @@ StorageImpl::~StorageImpl() {
   }
 }
 
+namespace {
+thread_local size_t t_allocation_limit = SIZE_MAX;
+}  // namespace
+
+AllocationLimit::AllocationLimit(size_t max_bytes) : previous_(t_allocation_limit) {
+  t_allocation_limit = std::min(previous_, max_bytes);
+}
+AllocationLimit::~AllocationLimit() { t_allocation_limit = previous_; }
+
 Storage Storage::allocate(size_t nbytes, Device device, bool long_lived) {
+  AMBER_CHECK(nbytes <= t_allocation_limit, "allocating ", nbytes, " bytes on ", device,
+              " exceeds this thread's limit of ", t_allocation_limit, " bytes");
   Storage s;
   if (device.is_cpu() && !long_lived) {
     void* p = cpu_allocate(nbytes);

@@ -73,6 +73,20 @@ class Storage {
   Ref<StorageImpl> impl_;
 };
 
+// Caps each allocation Storage::allocate makes on the calling thread while alive (nested
+// limits keep the smaller): running an untrusted model at import (onnx/) bounds what one
+// tensor may take, and a larger request is an amber::Error naming both sizes.
+class AllocationLimit {
+ public:
+  explicit AllocationLimit(size_t max_bytes);
+  ~AllocationLimit();
+  AllocationLimit(const AllocationLimit&) = delete;
+  AllocationLimit& operator=(const AllocationLimit&) = delete;
+
+ private:
+  size_t previous_;
+};
+
 // Raw 64-byte aligned host memory (the CPU backend's allocator); nullptr on failure.
 void* cpu_allocate(size_t nbytes);
 // For buffers that live long (weights reordered once for a loaded model, call arenas),

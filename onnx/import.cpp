@@ -15,6 +15,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "amber/core/storage.h"
 #include "amber/onnx/ops.h"
 #include "amber/onnx/tensor_proto.h"
 #include "amber/schema/dispatcher.h"
@@ -156,6 +157,7 @@ Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::str
 }
 
 TracedModule import(const Model& m, const OnnxImportOptions& o) {
+  const AllocationLimit limit(size_t(std::min<uint64_t>(o.max_tensor_bytes, SIZE_MAX)));
   const onnx::GraphProto& g = m.proto.graph();
   // Initializers, converted once (both runs of a dynamic-batch trace capture the same tensors).
   std::unordered_map<std::string, Tensor> initializers;

@@ -31,7 +31,9 @@ struct OnnxImportOptions {
   bool optimize = true;
   // Limits against hostile files.
   uint64_t max_file_bytes = (uint64_t(1) << 31) - 1;  // model.onnx itself (protobuf's own bound)
-  uint64_t max_tensor_bytes = uint64_t(16) << 30;     // one initializer, constant or external record
+  // One tensor: an initializer, constant or external record, and any tensor computed while
+  // the model runs at import (core/storage.h's AllocationLimit).
+  uint64_t max_tensor_bytes = uint64_t(16) << 30;
   int64_t max_nodes = 1 << 20;
 };
 

@@ -19,7 +19,28 @@ namespace {
 
 namespace pb = amber::archive;
 
+// model.pb's strings are proto3 strings, which readers refuse unless they are UTF-8: a name
+// that is not (from an imported model, say) fails the save, not the load.
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += len;
+  }
+  return true;
+}
+void require_utf8(const std::string& s, const char* what) {
+  if (valid_utf8(s)) return;
+  std::string shown;
+  for (unsigned char c : s) shown += c >= 0x20 && c < 0x7f ? std::string(1, char(c)) : str("\\x", std::hex, int(c));
+  throw Error(str("save: ", what, " '", shown, "' is not valid UTF-8 (archive names and texts must be)"));
+}
+
 void fill_value_info(pb::ValueInfo* v, const std::string& name, const graph::ValueType& t) {
+  require_utf8(name, "value name");
   v->set_name(name);
   v->set_dtype(pb::DType(int(t.dtype)));
   for (const graph::SymInt& d : t.shape) {
@@ -91,6 +112,8 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
   for (const graph::Value* c : g.constants()) {
     AMBER_CHECK(c->data.defined(), "save: constant %", c->name, " has no data");
     pb::Constant* pc = pg->add_constants();
+    require_utf8(c->name, "constant name");
+    require_utf8(c->source, "constant source");
     pc->set_name(c->name);
     pc->set_source(c->source);
     Tensor t = c->data.to(Device::cpu(), SrcLoc::none()).contiguous(SrcLoc::none());
@@ -113,11 +136,14 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
     for (int i = 0; i < n->op->num_attrs(); ++i)
       fill_attr(pn->add_attrs(), n->op->attr_spec(i).name, n->attrs[size_t(i)],
                 size_t(i) < n->attr_coefs.size() ? n->attr_coefs[size_t(i)] : none);
+    require_utf8(n->source, "node source");
+    require_utf8(n->scope, "node scope");
     pn->set_source(n->source);
     pn->set_scope(n->scope);
   }
   for (const auto& [name, v] : g.outputs()) {
     pb::Output* po = pg->add_outputs();
+    require_utf8(name, "output name");
     po->set_name(name);
     po->set_value(v->name);
   }

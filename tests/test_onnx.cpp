@@ -320,6 +320,36 @@ TEST_CASE("import_onnx refuses what is not a model it can take, naming why", "[o
   }
 }
 
+TEST_CASE("import_onnx caps every tensor the model computes while it runs at import", "[onnx]") {
+  // ConstantOfShape of a 4 GiB shape held in an initializer: refused before allocating
+  Builder b;
+  b.input("x", {2});
+  b.output("y", 2);
+  auto* shape = b.m.mutable_graph()->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(int64_t(1) << 20);
+  shape->add_int64_data(int64_t(1) << 10);
+  b.node("ConstantOfShape", {"shape"}, {"big"}, "c");
+  b.node("Add", {"big", "x"}, {"y"}, "a");
+  OnnxImportOptions o;
+  o.max_tensor_bytes = 1 << 20;
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(b.bytes(), o),
+                      "node c (ConstantOfShape): allocating 4294967296 bytes on cpu exceeds this thread's limit of "
+                      "1048576 bytes");
+  const Tensor small = zeros({600, 600});  // the limit ends with the import
+  CHECK(small.numel() == 360000);
+}
+
+TEST_CASE("an imported name that is not UTF-8 fails the save, not a later load", "[onnx]") {
+  Builder b;
+  b.input("x\xff", {2});
+  b.output("y");
+  b.node("Relu", {"x\xff"}, {"y"});
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(b.bytes()).save_to_bytes(), "save: value name 'x\\xff' is not valid UTF-8");
+}
+
 TEST_CASE("import_onnx reads external data only from inside the model's folder", "[onnx]") {
   const fs::path dir = fs::temp_directory_path() / str("amber_onnx_ext_", ::getpid());
   fs::remove_all(dir);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for a bounded time on its seed corpus (valid archives of varied
-# programs, the golden archive, the checklist's broken variants, safetensors files) and fails
-# on any crash, sanitizer report, leak or timeout. Prints the executions per target.
+# programs, the golden archive, the checklist's broken variants, safetensors files, small ONNX
+# models of ONNX's node tests) and fails on any crash, sanitizer report, leak or timeout.
+# Prints the executions per target.
 # Usage: run_fuzz.sh FUZZ_BUILD_DIR SOURCE_DIR SECONDS_PER_TARGET
 set -euo pipefail
 build=$(realpath "$1")
@@ -16,11 +17,20 @@ fixture=$build/tests/archive_fixture  # built with the tests, or by tests/fuzz w
 "$fixture" "$work/seeds" > /dev/null
 cp "$src"/tests/golden/* "$work/seeds/"
 total=0
-for target in fuzz_archive fuzz_load fuzz_safetensors; do
+for target in fuzz_archive fuzz_load fuzz_safetensors fuzz_onnx_import; do
   corpus=$work/corpus-$target
   mkdir -p "$corpus"
   if [[ $target == fuzz_safetensors ]]; then
     cp "$work"/seeds/*.safetensors "$corpus/"
+  elif [[ $target == fuzz_onnx_import ]]; then
+    # ONNX's node tests under 4 KiB (Debian's libonnx-testdata), or ONNX files written here
+    node=/usr/share/libonnx-testdata/data/node
+    if [[ -d $node ]]; then
+      find "$node" -name model.onnx -size -4k | sort | head -300 | while read -r m; do
+        cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"
+      done
+    fi
+    [[ -n $(ls "$corpus") ]] || printf 'no seeds' > "$corpus/empty"
   else
     cp "$work"/seeds/*.amber "$corpus/"
   fi
