@@ -235,7 +235,21 @@ Outs mean_(const NodeCtx& c) {
 
 // ---- matrix products ----
 
-Outs mat_mul(const NodeCtx& c) { return {matmul(c.in(0), c.in(1))}; }
+// A weight matrix [K, N] known at import as linear's [N, K], transposed untraced (a constant).
+Tensor weight_rows(const Tensor& b) {
+  DispatchHookGuard untraced(nullptr);
+  return b.t().contiguous();
+}
+
+// A product with a weight matrix known at import runs as linear (torch.nn.Linear's export of
+// inputs with more than two dims): one GEMM over the rows, the weight packed at load,
+// instead of a batch of matrix-vector products.
+Outs mat_mul(const NodeCtx& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  if (c.known(1) && b.dim() == 2 && a.dim() >= 2 && a.dtype() == DType::f32 && b.dtype() == DType::f32)
+    return {linear(a, weight_rows(b))};
+  return {matmul(a, b)};
+}
 
 Outs gemm(const NodeCtx& c) {
   Tensor a = c.in(0), b = c.in(1);
@@ -244,7 +258,7 @@ Outs gemm(const NodeCtx& c) {
   const bool tb = c.attr_i("transB", 0) != 0;
   const bool bias_1d = c.has(2) && c.in(2).dim() == 1 && c.in(2).size(0) == b.size(tb ? 0 : 1);
   if (alpha == 1.0 && beta == 1.0 && (!c.has(2) || bias_1d))  // torch.nn.Linear's export
-    return {linear(a, tb ? b : b.t(), c.has(2) ? c.in(2) : Tensor{})};
+    return {linear(a, tb ? b : c.known(1) ? weight_rows(b) : b.t(), c.has(2) ? c.in(2) : Tensor{})};
   Tensor y = mm(a, tb ? b.t() : b);
   if (alpha != 1.0) y = y * alpha;
   if (c.has(2)) y = y + (beta == 1.0 ? c.in(2) : c.in(2) * beta);

@@ -48,6 +48,7 @@ class NodeCtx {
 
   int size() const { return int(inputs_.size()); }
   bool has(int i) const { return i < size() && inputs_[size_t(i)] != nullptr; }
+  bool known(int i) const { return has(i) && inputs_[size_t(i)]->known; }
   const Tensor& in(int i) const;
   // Input i's integers (i64 or i32), which must be known at import.
   std::vector<int64_t> ints(int i) const;
