@@ -99,16 +99,24 @@ StorageImpl::~StorageImpl() {
 
 namespace {
 thread_local size_t t_allocation_limit = SIZE_MAX;
+// Limits alive on any thread: while none is, allocate() skips the thread-local lookup (a call
+// into the TLS resolver from a shared library, 5% of a 0.3 us model call).
+std::atomic<int> g_allocation_limits{0};
 }  // namespace
 
 AllocationLimit::AllocationLimit(size_t max_bytes) : previous_(t_allocation_limit) {
   t_allocation_limit = std::min(previous_, max_bytes);
+  g_allocation_limits.fetch_add(1, std::memory_order_relaxed);
 }
-AllocationLimit::~AllocationLimit() { t_allocation_limit = previous_; }
+AllocationLimit::~AllocationLimit() {
+  t_allocation_limit = previous_;
+  g_allocation_limits.fetch_sub(1, std::memory_order_relaxed);
+}
 
 Storage Storage::allocate(size_t nbytes, Device device, bool long_lived) {
-  AMBER_CHECK(nbytes <= t_allocation_limit, "allocating ", nbytes, " bytes on ", device,
-              " exceeds this thread's limit of ", t_allocation_limit, " bytes");
+  if (g_allocation_limits.load(std::memory_order_relaxed) != 0)
+    AMBER_CHECK(nbytes <= t_allocation_limit, "allocating ", nbytes, " bytes on ", device,
+                " exceeds this thread's limit of ", t_allocation_limit, " bytes");
   Storage s;
   if (device.is_cpu() && !long_lived) {
     void* p = cpu_allocate(nbytes);
