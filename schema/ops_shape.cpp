@@ -40,7 +40,12 @@ void infer_cat(InferCtx& c) {
                 r[d], " but got size ", s[d], " for tensor number ", i, " in the list");
       out[dim] = checked_add(out[dim], s[dim], "cat");
     }
-    c.add_output(t, out);
+    // Channels-last when every input is, as ATen keeps a memory format all inputs share (the
+    // convolutions around a 4-D cat then need no layout change)
+    bool channels_last = out.size() == 4;
+    for (int i = 0; i < c.num_inputs(); ++i)
+      if (!skipped_by_cat(c.in(i))) channels_last = channels_last && c.in(i).format == MemoryFormat::channels_last;
+    c.add_output(t, out).format = channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous;
   }
   c.compute_dtype = t;
   c.cast_mask = 0;
