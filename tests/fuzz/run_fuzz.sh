@@ -26,7 +26,9 @@ for target in fuzz_archive fuzz_load fuzz_safetensors fuzz_onnx_import; do
     # ONNX's node tests under 4 KiB (Debian's libonnx-testdata), or ONNX files written here
     node=/usr/share/libonnx-testdata/data/node
     if [[ -d $node ]]; then
-      find "$node" -name model.onnx -size -4k | sort | head -300 | while read -r m; do
+      # (no `| head`: under pipefail, head closing the pipe early fails the stage with SIGPIPE)
+      mapfile -t models < <(find "$node" -name model.onnx -size -4k | sort)
+      for m in "${models[@]:0:300}"; do
         cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"
       done
     fi
