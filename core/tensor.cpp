@@ -42,8 +42,16 @@ Tensor Tensor::make(Storage storage, const DimVec& sizes, const DimVec& strides,
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("Tensor::size", d, dim())]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("Tensor::stride", d, dim())]; }
+// A 0-d tensor has no size or stride to give (wrap_dim accepts dims 0 and -1 for it, as
+// ops taking a dim do); PyTorch refuses the same.
+int64_t Tensor::size(int64_t d) const {
+  AMBER_CHECK(dim() > 0, "Tensor::size: dimension ", d, " asked of a 0-d tensor, which has no dimensions");
+  return sizes()[wrap_dim("Tensor::size", d, dim())];
+}
+int64_t Tensor::stride(int64_t d) const {
+  AMBER_CHECK(dim() > 0, "Tensor::stride: dimension ", d, " asked of a 0-d tensor, which has no dimensions");
+  return strides()[wrap_dim("Tensor::stride", d, dim())];
+}
 
 const void* Tensor::data() const {
   AMBER_CHECK(defined(), "data(): the tensor is undefined");

@@ -13,9 +13,11 @@ namespace amber::views {
 
 // v walking each dim of dims (negative dims count from the end) backwards: its data points
 // at the last element along them and their strides are negated. itemsize: v's element bytes.
-// Sets *empty when a flipped dim has no elements (nothing to read).
+// Sets *empty when a flipped dim has no elements (nothing to read). A 0-d v (whose dims 0
+// and -1 inference accepts, as PyTorch does) has nothing to flip and is returned as it is.
 inline amber_tensor_view flipped(amber_tensor_view v, const amber_attr& dims, int64_t itemsize, bool* empty) {
   *empty = false;
+  if (v.ndim == 0) return v;
   for (int i = 0; i < dims.count; ++i) {
     const int d = int(dims.ints[i] < 0 ? dims.ints[i] + v.ndim : dims.ints[i]);
     if (v.sizes[d] == 0) {

@@ -766,7 +766,7 @@ Outs arg_reduce(const NodeCtx& c) {
   const bool keep = c.attr_i("keepdims", 1) != 0, last = c.attr_i("select_last_index", 0) != 0;
   if (last) x = flip(x, {axis});
   Tensor i = Max ? argmax(x, axis, keep) : argmin(x, axis, keep);
-  if (last) i = rsub(i, x.size(axis) - 1);
+  if (last) i = rsub(i, (x.dim() == 0 ? 1 : x.size(axis)) - 1);
   return {i};
 }
 

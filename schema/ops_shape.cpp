@@ -236,6 +236,7 @@ void infer_roll(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   const std::vector<int64_t>&shifts = c.attr(0).ints(), &dims = c.attr(1).ints();
   c.check(!dims.empty(), "roll needs dims (the eager roll flattens for none)");
+  c.check(!x.sizes.empty(), "a 0-d self has no dim to roll along (dims ", c.attr(1), "), as in PyTorch");
   c.check(shifts.size() == dims.size(), "shifts ", c.attr(0), " and dims ", c.attr(1), " must have the same length");
   for (int64_t d : dims) c.wrap(d, x.sizes.size());
   c.add_output(x.dtype, x.sizes);

@@ -622,3 +622,42 @@ TEST_CASE("eager adaptive_avg_pool2d takes None sizes as the input's own", "[eag
   AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x, {std::nullopt, 2, 2}), "needs 1 or 2 values");
   AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x[0][0], {std::nullopt}), "3-D or 4-D input, got 1 values and shape [5, 7]");
 }
+
+// Ops that take a dim on a 0-d tensor: PyTorch accepts dim 0 and -1 for most (the scalar
+// acts as one element) and refuses them for a few; each must give PyTorch's value or an
+// amber::Error, never read a stride the tensor does not have (a fuzzed ONNX ArgMax with
+// select_last_index on a scalar flipped dim 0 of a 0-d tensor).
+TEST_CASE("eager ops given a dim on a 0-d tensor act as PyTorch's", "[eager]") {
+  const Tensor x = tensor(std::vector<float>{3.f}).reshape({});
+  const Tensor i0 = tensor(std::vector<int64_t>{0}).reshape({});
+  const auto value = [](const Tensor& t) { return t.to(DType::f32).item<float>(); };
+  for (const int64_t d : {int64_t(0), int64_t(-1)}) {
+    INFO("dim " << d);
+    CHECK(value(argmax(x, d, true)) == 0.f);
+    CHECK(value(argmin(x, d)) == 0.f);
+    CHECK(value(softmax(x, d)) == 1.f);
+    CHECK(value(log_softmax(x, d)) == 0.f);
+    CHECK(value(topk(x, 1, d).first) == 3.f);
+    CHECK(value(topk(x, 1, d).second) == 0.f);
+    CHECK(value(sort(x, d).first) == 3.f);
+    CHECK(value(cumsum(x, d)) == 3.f);
+    CHECK(stack({x, x}, d).sizes() == DimVec{2});
+    CHECK(value(index_select(x, d, tensor(std::vector<int64_t>{0}))) == 3.f);
+    CHECK(value(gather(x, d, i0)) == 3.f);
+    CHECK(value(scatter(x, d, i0, x * 2.f)) == 6.f);
+    CHECK(value(flip(x, {d})) == 3.f);
+    CHECK(flip(x, {d}).dim() == 0);
+    CHECK(x.flatten(d, d).sizes() == DimVec{1});
+    CHECK(value(x.transpose(d, d)) == 3.f);
+    CHECK(x.unsqueeze(d).sizes() == DimVec{1});
+    CHECK(x.squeeze(d).dim() == 0);
+    CHECK(value(sum(x, {d})) == 3.f);
+    CHECK(value(amax(x, {d})) == 3.f);
+    AMBER_REQUIRE_ERROR(cat({x, x}, d), "cat");
+    AMBER_REQUIRE_ERROR(split(x, 1, d), "split");
+    AMBER_REQUIRE_ERROR(chunk(x, 1, d), "chunk");
+    AMBER_REQUIRE_ERROR(roll(x, {1}, {d}), "roll");
+    AMBER_REQUIRE_ERROR(x.slice(d, 0, 1), "slice");
+    AMBER_REQUIRE_ERROR(x.select(d, 0), "select");
+  }
+}

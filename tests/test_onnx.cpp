@@ -406,6 +406,20 @@ TEST_CASE("import_onnx serves any batch when the inputs' first dim is symbolic",
   }
 }
 
+TEST_CASE("import_onnx takes ArgMax with select_last_index of a 0-d input", "[onnx]") {
+  // Found by fuzz_onnx_import: the flip this maps to read a stride a 0-d tensor lacks.
+  Builder b;
+  b.input("x", {});
+  b.output("y", 0, onnx::TensorProto::INT64);
+  auto* n = b.node("ArgMax", {"x"}, {"y"}, "am");
+  add_int_attr(n, "keepdims", 1);
+  add_int_attr(n, "select_last_index", 1);
+  const TracedModule t = import_onnx_bytes(b.bytes());
+  const Tensor y = t.forward({tensor(std::vector<float>{2.5f}).reshape({})})[0];
+  CHECK(y.dim() == 0);
+  CHECK(y.item<int64_t>() == 0);
+}
+
 TEST_CASE("docs/ONNX.md's op mapping lists exactly the ops the importer maps", "[onnx]") {
   std::ifstream in(std::string(AMBER_SOURCE_DIR) + "/docs/ONNX.md");
   REQUIRE(in);

@@ -81,7 +81,8 @@ Plan plan(const amber_tensor_view& in, const amber_tensor_view& out, uint32_t ma
 }
 
 uint32_t dims_mask(const amber_kernel_args* a, int attr, int ndim) {
-  if (attr_none(a, attr) || a->attrs[attr].count == 0) return ndim == 0 ? 0u : (1u << ndim) - 1;
+  if (ndim == 0) return 0u;  // a scalar's dims 0 and -1 (inference accepted them) reduce nothing
+  if (attr_none(a, attr) || a->attrs[attr].count == 0) return (1u << ndim) - 1;
   uint32_t mask = 0;
   for (int64_t d : attr_ints(a, attr)) mask |= 1u << (d < 0 ? d + ndim : d);
   return mask;
