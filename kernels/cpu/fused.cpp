@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "amber/core/fused_ops.h"
@@ -24,11 +25,6 @@ using namespace pw;  // the shared formulas (kernels/arith.h, kernels/pointwise_
 constexpr int64_t kBlock = 256;
 
 constexpr int kMaxInputs = 8;  // the fused op's limit (docs/OPS.md)
-
-struct Ctx {
-  const amber_fused_program* program;
-  int num_inputs;
-};
 
 // An operand resolved for one block: an array or a broadcast scalar.
 struct Arg {
@@ -68,17 +64,74 @@ inline void map3(float* o, Arg a, Arg b, Arg c, int64_t m, F f) {
     o[i] = f(a.scalar ? *a.p : a.p[i], b.scalar ? *b.p : b.p[i], c.scalar ? *c.p : c.p[i]);
 }
 
-// Runs one instruction of the given arity over a block; arg resolves an operand (only the
-// instruction's own operands are resolved).
-template <int Arity, typename ArgFn, typename F>
-inline void apply(float* o, const amber_fused_instr& in, const ArgFn& arg, int64_t m, F f) {
+// One instruction over a block: o[0, m) = op(a[0], ..., a[arity - 1]). b_imm: operand b is
+// an immediate (pow by an immediate exponent takes ATen's exact shortcuts, pow_scalar).
+using BlockFn = void (*)(float* o, const Arg* a, int64_t m, bool b_imm);
+
+template <int Opcode, int Arity, typename F>
+inline void block(float* o, const Arg* a, int64_t m, [[maybe_unused]] bool b_imm, F f) {
+  if constexpr (Opcode == AMBER_FUSED_POW) {
+    if (b_imm) {
+      const float e = *a[1].p;
+      map1(o, a[0], m, [e](float x) { return pw::pow_scalar(x, e); });
+      return;
+    }
+  }
   if constexpr (Arity == 1)
-    map1(o, arg(in.a), m, f);
+    map1(o, a[0], m, f);
   else if constexpr (Arity == 2)
-    map2(o, arg(in.a), arg(in.b), m, f);
+    map2(o, a[0], a[1], m, f);
   else
-    map3(o, arg(in.a), arg(in.b), arg(in.c), m, f);
+    map3(o, a[0], a[1], a[2], m, f);
 }
+
+// Each instruction's block function, compiled for each ISA and reached through a table
+// indexed by opcode: the interpreter below stays the same size however long the
+// instruction list grows (a switch inlining every case into one function per ISA made
+// every fused call slower as the list grew).
+#define AMBER_FUSED_BLOCK_FN(TARGET, ISA, OPCODE, name, arity)                                        \
+  TARGET void name##_##ISA(float* o, const Arg* a, int64_t m, bool b_imm) {                           \
+    block<AMBER_FUSED_##OPCODE, arity>(o, a, m, b_imm, [](auto... x) { return pw::op::name(x...); }); \
+  }
+#define AMBER_FUSED_BLOCK_FNS(OPCODE, name, arity, kind)                 \
+  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_AVX512, avx512, OPCODE, name, arity) \
+  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_AVX2, avx2, OPCODE, name, arity)     \
+  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_BASE, base, OPCODE, name, arity)
+AMBER_FUSED_OPS(AMBER_FUSED_BLOCK_FNS)
+#undef AMBER_FUSED_BLOCK_FNS
+#undef AMBER_FUSED_BLOCK_FN
+
+#define AMBER_FUSED_ENTRY_AVX512(OPCODE, name, arity, kind) &name##_avx512,
+#define AMBER_FUSED_ENTRY_AVX2(OPCODE, name, arity, kind) &name##_avx2,
+#define AMBER_FUSED_ENTRY_BASE(OPCODE, name, arity, kind) &name##_base,
+constexpr BlockFn kBlocksAvx512[] = {AMBER_FUSED_OPS(AMBER_FUSED_ENTRY_AVX512)};
+constexpr BlockFn kBlocksAvx2[] = {AMBER_FUSED_OPS(AMBER_FUSED_ENTRY_AVX2)};
+constexpr BlockFn kBlocksBase[] = {AMBER_FUSED_OPS(AMBER_FUSED_ENTRY_BASE)};
+#undef AMBER_FUSED_ENTRY_AVX512
+#undef AMBER_FUSED_ENTRY_AVX2
+#undef AMBER_FUSED_ENTRY_BASE
+static_assert(std::size(kBlocksBase) == AMBER_FUSED_NUM_OPCODES);
+#define AMBER_FUSED_ARITY(OPCODE, name, arity, kind) arity,
+constexpr int kArity[] = {AMBER_FUSED_OPS(AMBER_FUSED_ARITY)};
+#undef AMBER_FUSED_ARITY
+
+const BlockFn* blocks_for_this_cpu() {
+  switch (cpu_isa()) {
+    case Isa::avx512:
+      return kBlocksAvx512;
+    case Isa::avx2:
+      return kBlocksAvx2;
+    case Isa::base:
+      break;
+  }
+  return kBlocksBase;
+}
+
+struct Ctx {
+  const amber_fused_program* program;
+  int num_inputs;
+  const BlockFn* blocks;  // blocks_for_this_cpu()
+};
 
 struct FusedRun {
   static void run(char* const* p, const int64_t* s, int64_t n, const void* vc) {
@@ -118,21 +171,11 @@ struct FusedRun {
       };
       for (int64_t t = 0; t < n_instrs; ++t) {
         const amber_fused_instr& in = instrs[t];
-        float* o = tmp + int64_t(t) * kBlock;
-        switch (in.op) {
-          // pow by an immediate exponent takes ATen's exact shortcuts (pow_scalar)
-#define AMBER_FUSED_CASE(OPCODE, name, arity, set)                                   \
-  case AMBER_FUSED_##OPCODE:                                                         \
-    if (AMBER_FUSED_##OPCODE == AMBER_FUSED_POW && in.b.kind == AMBER_OPERAND_IMM) { \
-      const float e = in.b.imm;                                                      \
-      map1(o, arg(in.a), m, [e](float x) { return pw::pow_scalar(x, e); });          \
-    } else {                                                                         \
-      apply<arity>(o, in, arg, m, [](auto... x) { return pw::op::name(x...); });     \
-    }                                                                                \
-    break;
-          AMBER_FUSED_OPS(AMBER_FUSED_CASE)
-#undef AMBER_FUSED_CASE
-        }
+        Arg args[3];
+        args[0] = arg(in.a);  // only the instruction's own operands are resolved
+        if (in.arity > 1) args[1] = arg(in.b);
+        if (in.arity > 2) args[2] = arg(in.c);
+        ctx.blocks[in.op](tmp + t * kBlock, args, m, in.arity > 1 && in.b.kind == AMBER_OPERAND_IMM);
       }
       // The last result is the output.
       const float* r = tmp + (n_instrs - 1) * kBlock;
@@ -159,12 +202,13 @@ void run_fused(const amber_kernel_args* a, const Ctx& ctx) {
   it.run(inner, &ctx, a->num_threads, kGrainMath);
 }
 
-// Checks what the kernel relies on: operand indices in range, temporaries defined before use.
+// Checks what the kernel relies on: each opcode's own arity, operand indices in range,
+// temporaries defined before use.
 bool valid_program(const amber_fused_program* p, int num_inputs) {
   if (!p || p->n_instrs < 1 || p->n_inputs != num_inputs) return false;
   for (int32_t t = 0; t < p->n_instrs; ++t) {
     const amber_fused_instr& in = p->instrs[t];
-    if (in.op < 0 || in.op >= AMBER_FUSED_NUM_OPCODES || in.arity < 1 || in.arity > 3) return false;
+    if (in.op < 0 || in.op >= AMBER_FUSED_NUM_OPCODES || in.arity != kArity[in.op]) return false;
     for (const amber_fused_operand* o : {&in.a, &in.b, &in.c}) {
       if (o - &in.a >= in.arity) break;
       if (o->kind == AMBER_OPERAND_INPUT && (o->index < 0 || o->index >= num_inputs)) return false;
@@ -180,7 +224,8 @@ struct FusedKernel {  // fused(inputs, program)
     return guarded(a, [&] {
       if (!valid_program(a->program, a->n_inputs))
         return fail(a, "fused: the call carries no valid program for its %d inputs", a->n_inputs);
-      const Ctx ctx{a->program, a->n_inputs};
+      static const BlockFn* const blocks = blocks_for_this_cpu();
+      const Ctx ctx{a->program, a->n_inputs, blocks};
       switch (a->n_inputs) {
         case 1:
           run_fused<2>(a, ctx);
