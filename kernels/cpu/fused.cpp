@@ -64,6 +64,18 @@ inline void map3(float* o, Arg a, Arg b, Arg c, int64_t m, F f) {
     o[i] = f(a.scalar ? *a.p : a.p[i], b.scalar ? *b.p : b.p[i], c.scalar ? *c.p : c.p[i]);
 }
 
+// Runs one instruction of the given arity over a block; arg resolves an operand (only the
+// instruction's own operands are resolved).
+template <int Arity, typename ArgFn, typename F>
+inline void apply(float* o, const amber_fused_instr& in, const ArgFn& arg, int64_t m, F f) {
+  if constexpr (Arity == 1)
+    map1(o, arg(in.a), m, f);
+  else if constexpr (Arity == 2)
+    map2(o, arg(in.a), arg(in.b), m, f);
+  else
+    map3(o, arg(in.a), arg(in.b), arg(in.c), m, f);
+}
+
 // One instruction over a block: o[0, m) = op(a[0], ..., a[arity - 1]). b_imm: operand b is
 // an immediate (pow by an immediate exponent takes ATen's exact shortcuts, pow_scalar).
 using BlockFn = void (*)(float* o, const Arg* a, int64_t m, bool b_imm);
@@ -85,10 +97,9 @@ inline void block(float* o, const Arg* a, int64_t m, [[maybe_unused]] bool b_imm
     map3(o, a[0], a[1], a[2], m, f);
 }
 
-// Each instruction's block function, compiled for each ISA and reached through a table
-// indexed by opcode: the interpreter below stays the same size however long the
-// instruction list grows (a switch inlining every case into one function per ISA made
-// every fused call slower as the list grew).
+// Each instruction's block function, compiled for each ISA, in a table indexed by opcode:
+// the interpreter runs AMBER_FUSED_OPS_CORE inline in its switch and calls the rest
+// (AMBER_FUSED_OPS_MORE) through the table, so it does not grow as the list does.
 #define AMBER_FUSED_BLOCK_FN(TARGET, ISA, OPCODE, name, arity)                                        \
   TARGET void name##_##ISA(float* o, const Arg* a, int64_t m, bool b_imm) {                           \
     block<AMBER_FUSED_##OPCODE, arity>(o, a, m, b_imm, [](auto... x) { return pw::op::name(x...); }); \
@@ -171,11 +182,28 @@ struct FusedRun {
       };
       for (int64_t t = 0; t < n_instrs; ++t) {
         const amber_fused_instr& in = instrs[t];
-        Arg args[3];
-        args[0] = arg(in.a);  // only the instruction's own operands are resolved
-        if (in.arity > 1) args[1] = arg(in.b);
-        if (in.arity > 2) args[2] = arg(in.c);
-        ctx.blocks[in.op](tmp + t * kBlock, args, m, in.arity > 1 && in.b.kind == AMBER_OPERAND_IMM);
+        float* o = tmp + t * kBlock;
+        switch (in.op) {
+          // pow by an immediate exponent takes ATen's exact shortcuts (pow_scalar)
+#define AMBER_FUSED_CASE(OPCODE, name, arity, set)                                   \
+  case AMBER_FUSED_##OPCODE:                                                         \
+    if (AMBER_FUSED_##OPCODE == AMBER_FUSED_POW && in.b.kind == AMBER_OPERAND_IMM) { \
+      const float e = in.b.imm;                                                      \
+      map1(o, arg(in.a), m, [e](float x) { return pw::pow_scalar(x, e); });          \
+    } else {                                                                         \
+      apply<arity>(o, in, arg, m, [](auto... x) { return pw::op::name(x...); });     \
+    }                                                                                \
+    break;
+          AMBER_FUSED_OPS_CORE(AMBER_FUSED_CASE)
+#undef AMBER_FUSED_CASE
+          default: {  // AMBER_FUSED_OPS_MORE: out of line, through the table
+            Arg args[3];
+            args[0] = arg(in.a);  // only the instruction's own operands are resolved
+            if (in.arity > 1) args[1] = arg(in.b);
+            if (in.arity > 2) args[2] = arg(in.c);
+            ctx.blocks[in.op](o, args, m, in.arity > 1 && in.b.kind == AMBER_OPERAND_IMM);
+          }
+        }
       }
       // The last result is the output.
       const float* r = tmp + (n_instrs - 1) * kBlock;
