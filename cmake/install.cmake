@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 install(TARGETS amber_runtime amber_runtime_static amber amber_headers EXPORT AmberTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS amber_cli amber_import RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS amber_cli amber_import amber_export_onnx RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # PyTorch state_dict -> safetensors converter (needs only torch; Debian has no safetensors).
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/tools/torch2safetensors.py DESTINATION ${CMAKE_INSTALL_BINDIR}
         RENAME amber-torch2safetensors)
@@ -17,7 +17,7 @@ foreach(folder core schema graph serialize loader nn tracer)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${folder}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/amber/${folder}
           FILES_MATCHING PATTERN "*.h" PATTERN "passes" EXCLUDE)
 endforeach()
-install(FILES ${CMAKE_SOURCE_DIR}/onnx/import.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/amber/onnx)
+install(FILES ${CMAKE_SOURCE_DIR}/onnx/import.h ${CMAKE_SOURCE_DIR}/onnx/export.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/amber/onnx)
 install(FILES ${CMAKE_BINARY_DIR}/umbrella/amber/amber.h ${CMAKE_BINARY_DIR}/umbrella/amber/runtime.h
               ${CMAKE_BINARY_DIR}/umbrella/amber/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/amber)
 

@@ -44,6 +44,15 @@ std::vector<int64_t> NodeCtx::ints(int i) const {
   return t.to(DType::i64).contiguous().to_vector<int64_t>();
 }
 
+std::vector<double> NodeCtx::numbers(int i) const {
+  if (known(i)) {
+    DispatchHookGuard untraced(nullptr);
+    return in(i).to(DType::f64).contiguous().to_vector<double>();
+  }
+  scalar(i);  // throws the error saying why the value must be known
+  return {};
+}
+
 double NodeCtx::scalar(int i) const {
   DispatchHookGuard untraced(nullptr);
   const Tensor& t = in(i);
@@ -759,6 +768,68 @@ Outs top_k(const NodeCtx& c) {
   return {v, i};
 }
 
+// Resize (opsets 10 to 17) and Upsample over the two trailing dims of a 4-D input, in the
+// forms PyTorch's upsampling takes: nearest with asymmetric coordinates rounding down,
+// linear and cubic (a = -0.75, no exclude_outside) with align_corners or (pytorch_)half_pixel
+// coordinates. Sizes come from the sizes input or from floor(input size * scale).
+Outs resize(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  if (x.dim() != 4) c.refuse(str("a ", x.dim(), "-d input (Amber resizes the two trailing dims of 4-d inputs)"));
+  const bool upsample = c.node.op_type() == "Upsample";
+  const std::string mode = c.attr_s("mode", "nearest");
+  const std::string ctm =
+      (upsample || c.opset < 11) ? "asymmetric" : c.attr_s("coordinate_transformation_mode", "half_pixel");
+  const int scales_at = (upsample || c.opset < 11) ? 1 : 2;
+  std::vector<double> scales;
+  DimVec out(x.sizes());
+  if (c.opset >= 11 && !upsample && c.has(3) && c.in(3).numel() > 0) {
+    const std::vector<int64_t> sizes = c.ints(3);
+    if (sizes.size() != 4) c.refuse(str("sizes holds ", sizes.size(), " values for a 4-d input"));
+    for (int d = 0; d < 4; ++d) out[d] = sizes[size_t(d)];
+  } else if (upsample && c.opset < 9) {
+    for (float f : c.attr_floats("scales")) scales.push_back(f);
+  } else {
+    scales = c.numbers(scales_at);
+  }
+  if (!scales.empty()) {
+    if (scales.size() != 4) c.refuse(str("scales holds ", scales.size(), " values for a 4-d input"));
+    for (int d = 0; d < 4; ++d) out[d] = int64_t(std::floor(double(x.size(d)) * scales[size_t(d)]));
+  }
+  if (out[0] != x.size(0) || out[1] != x.size(1)) c.refuse("resizing the batch or channel dim");
+  const DimVec hw{out[2], out[3]};
+  std::optional<double> sh, sw;
+  if (!scales.empty()) sh = scales[2], sw = scales[3];
+  if (mode == "nearest") {
+    if (ctm != "asymmetric" ||
+        (c.opset >= 11 && !upsample && c.attr_s("nearest_mode", "round_prefer_floor") != "floor"))
+      c.refuse(str("nearest with coordinate_transformation_mode ", ctm, " and nearest_mode ",
+                   c.attr_s("nearest_mode", "round_prefer_floor"),
+                   " (Amber's nearest is asymmetric, rounding down: PyTorch's)"));
+    return {upsample_nearest2d(x, hw, sh, sw)};
+  }
+  if (mode != "linear" && mode != "cubic") c.refuse(str("mode ", mode));
+  bool corners = false;
+  if (ctm == "align_corners") {
+    corners = true;
+  } else if (ctm == "pytorch_half_pixel" && (hw[0] == 1 || hw[1] == 1)) {
+    c.refuse(
+        "pytorch_half_pixel to an output size of 1 (it samples the first element; PyTorch's own, half_pixel, "
+        "the middle)");
+  } else if (ctm != "pytorch_half_pixel" && ctm != "half_pixel") {
+    c.refuse(str(mode, " with coordinate_transformation_mode ", ctm));
+  }
+  if (corners && !scales.empty()) {  // ONNX then divides by the unrounded size, PyTorch by the size
+    for (int d = 2; d < 4; ++d)
+      if (double(x.size(d)) * scales[size_t(d)] != double(out[d]))
+        c.refuse("align_corners with scales that do not give whole sizes (ONNX divides by the unrounded size)");
+    sh = sw = std::nullopt;
+  }
+  if (mode == "linear") return {upsample_bilinear2d(x, hw, corners, sh, sw)};
+  if (c.attr_f("cubic_coeff_a", -0.75f) != -0.75f || c.attr_i("exclude_outside", 0) != 0)
+    c.refuse("cubic with cubic_coeff_a other than -0.75 or exclude_outside (PyTorch's bicubic)");
+  return {upsample_bicubic2d(x, hw, corners, sh, sw)};
+}
+
 template <bool Max>
 Outs arg_reduce(const NodeCtx& c) {
   Tensor x = c.in(0);
@@ -1074,6 +1145,7 @@ const OnnxOp kOps[] = {
     {"ReduceSumSquare", reduce<Reduce::sum_square>},
     {"Relu", unary<relu>},
     {"Reshape", reshape_, false, OnnxOp::by_operands_of_data},
+    {"Resize", resize},
     {"Round", unary<round>},
     {"Scatter", scatter_elements},
     {"ScatterElements", scatter_elements},
@@ -1105,6 +1177,7 @@ const OnnxOp kOps[] = {
     {"Transpose", transpose_},
     {"Trilu", trilu},
     {"Unsqueeze", unsqueeze_},
+    {"Upsample", resize},
     {"Where", where_},
     {"Xor", xor_},
 };

@@ -54,6 +54,8 @@ class NodeCtx {
   std::vector<int64_t> ints(int i) const;
   // Input i's single number (a 0-d or 1-element tensor known at import).
   double scalar(int i) const;
+  // Input i's numbers (any dtype), which must be known at import.
+  std::vector<double> numbers(int i) const;
   int outputs() const { return node.output_size(); }
   bool output_used(int i) const { return i < node.output_size() && !node.output(i).empty(); }
 

@@ -1,4 +1,4 @@
-// ONNX TensorProto to Amber tensors (tensor_proto.h). External data: the location must be a
+// ONNX TensorProto and Amber tensors, both ways (tensor_proto.h). External data: the location must be a
 // relative path that stays inside the model's folder after symlinks are resolved (the class
 // of CVE-2024-27318), and offset + length must lie inside the file.
 
@@ -19,6 +19,39 @@ using onnx::TensorProto;
 std::string onnx_type_name(int32_t t) {
   if (TensorProto::DataType_IsValid(t)) return TensorProto::DataType_Name(TensorProto::DataType(t));
   return str("unknown data type ", t);
+}
+
+int32_t dtype_to_onnx(DType t) {
+  switch (t) {
+    case DType::f32:
+      return TensorProto::FLOAT;
+    case DType::f64:
+      return TensorProto::DOUBLE;
+    case DType::f16:
+      return TensorProto::FLOAT16;
+    case DType::bf16:
+      return TensorProto::BFLOAT16;
+    case DType::i64:
+      return TensorProto::INT64;
+    case DType::i32:
+      return TensorProto::INT32;
+    case DType::i16:
+      return TensorProto::INT16;
+    case DType::i8:
+      return TensorProto::INT8;
+    case DType::u8:
+      return TensorProto::UINT8;
+    case DType::b8:
+      return TensorProto::BOOL;
+  }
+  throw Error(str("ONNX export: dtype ", int(t), " has no ONNX data type"));
+}
+
+void tensor_to_proto(const Tensor& t, onnx::TensorProto* p) {
+  p->set_data_type(dtype_to_onnx(t.dtype()));
+  for (int64_t d : t.sizes()) p->add_dims(d);
+  const Tensor c = t.contiguous();  // Amber's dtypes are little-endian in memory, as raw_data is
+  p->set_raw_data(static_cast<const char*>(c.data()), size_t(c.numel()) * itemsize(c.dtype()));
 }
 
 DType dtype_from_onnx(int32_t t, const std::string& what) {

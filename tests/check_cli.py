@@ -132,6 +132,15 @@ check("device cuda:4096 requested but" in run("run", golden, "--device", "cuda:4
 # Outputs that cannot be written: exit 3.
 run("run", golden, "--outputs", os.path.join(work, "no", "such", "dir", "out.safetensors"), expect=3)
 
+# amber export-onnx (amber-export-onnx beside amber): the archive as ONNX opset 17.
+golden_onnx = os.path.join(work, "golden.onnx")
+p = run("export-onnx", golden, "-o", golden_onnx)
+check("opset 17" in p.stdout and os.path.getsize(golden_onnx) > 0, f"export-onnx prints a summary: {p.stdout}")
+run("export-onnx", golden, expect=2)
+run("export-onnx", golden, "-o", golden_onnx, "--bogus", expect=2)
+check("junk.amber" in run("export-onnx", junk, "-o", golden_onnx, expect=1).stderr, "export-onnx of a non-archive")
+run("export-onnx", golden, "-o", os.path.join(work, "no", "such", "dir", "x.onnx"), expect=3)
+
 
 def corrupt(data, rng, i, path, max_flips):
     """Writes to path a copy of data cut short (every third i) or with a few bytes changed."""
@@ -168,6 +177,8 @@ else:
     check("1 inputs, 1 outputs" in p.stdout, f"import prints a summary: {p.stdout}")
     check("batch: dynamic" in run("inspect", fc_amber).stdout, "an imported symbolic batch is dynamic")
     run("import", fc_onnx, expect=2)
+    onnx.checker.check_model(onnx.load(golden_onnx), full_check=True)  # the export above, by ONNX's Python API
+    run("import", golden_onnx, "-o", os.path.join(work, "golden_back.amber"))
     run("import", fc_onnx, "-o", fc_amber, "--dim", "T", expect=2)
     run("import", fc_onnx, "-o", os.path.join(work, "no", "such", "dir", "fc.amber"), expect=3)
     check("does not parse" in run("import", junk, "-o", fc_amber, expect=1).stderr, "import of a non-ONNX file")

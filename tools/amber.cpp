@@ -1,6 +1,6 @@
-// The amber command-line tool: `amber inspect|run|bench|dot FILE [options]` and `amber import` (run as
-// amber-import). Dispatches to the commands (cli_<command>.cpp) and turns every failure into one line on
-// stderr and a documented exit code (docs/CLI.md); no input makes it crash.
+// The amber command-line tool: `amber inspect|run|bench|dot FILE [options]`, `amber import` (run as
+// amber-import) and `amber export-onnx` (run as amber-export-onnx). Dispatches to the commands (cli_<command>.cpp) and
+// turns every failure into one line on stderr and a documented exit code (docs/CLI.md); no input makes it crash.
 
 #include <unistd.h>
 
@@ -28,6 +28,7 @@ commands:
                                   first-call latency, p50/p90/p99, throughput, peak memory
   dot FILE                        the graph as Graphviz text
   import MODEL.onnx -o OUT.amber  an ONNX model to an archive (runs amber-import; amber import --help)
+  export-onnx FILE -o OUT.onnx    an archive to an ONNX model (runs amber-export-onnx; --help there)
 
 options of every command:
   --device cpu|cuda[:N]           where to run (default cpu)
@@ -39,20 +40,20 @@ exit codes: 0 success, 1 the archive, inputs or run failed, 2 bad command line,
             3 a file could not be written
 )";
 
-// `amber import ...` runs amber-import from this program's folder (it links the authoring
-// library, which this tool does not).
-int run_import(char** argv) {
+// `amber import ...` and `amber export-onnx ...` run amber-import and amber-export-onnx from
+// this program's folder (they link the authoring library, which this tool does not).
+int run_tool(char** argv, const char* command, const char* program) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string tool = "amber-import";
+  std::string tool = program;
   if (n > 0) {
     self[n] = '\0';
     const std::string path(self);
-    tool = path.substr(0, path.rfind('/') + 1) + "amber-import";
+    tool = path.substr(0, path.rfind('/') + 1) + program;
   }
-  argv[1] = const_cast<char*>("amber-import");
+  argv[1] = const_cast<char*>(program);
   execv(tool.c_str(), argv + 1);
-  std::fprintf(stderr, "amber import: error: cannot run %s (%s); it is built and installed with libamber\n",
+  std::fprintf(stderr, "amber %s: error: cannot run %s (%s); it is built and installed with libamber\n", command,
                tool.c_str(), std::strerror(errno));
   return amber::cli::kExitError;
 }
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   using namespace amber::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fputs("amber: missing command: inspect, run, bench or dot (see amber --help)\n", stderr);
+    std::fputs("amber: missing command: inspect, run, bench, dot, import or export-onnx (see amber --help)\n", stderr);
     return kExitUsage;
   }
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -76,7 +77,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
-  if (command == "import") return run_import(argv);
+  if (command == "import") return run_tool(argv, "import", "amber-import");
+  if (command == "export-onnx") return run_tool(argv, "export-onnx", "amber-export-onnx");
   try {
     if (command == "inspect") return cmd_inspect(args);
     if (command == "run") return cmd_run(args);

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   using namespace amber;
   using namespace amber::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
-  try {
+  return run_guarded("import", [&]() -> int {
     std::string model, out;
     OnnxImportOptions o;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -86,14 +86,5 @@ int main(int argc, char** argv) {
     std::printf("imported %s -> %s: %zu inputs, %zu outputs, %zu nodes, %zu weights\n", model.c_str(), out.c_str(),
                 g.inputs().size(), g.outputs().size(), g.num_nodes(), g.constants().size());
     return kExitOk;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "amber import: %s (see amber import --help)\n", one_line(e.what()).c_str());
-    return kExitUsage;
-  } catch (const IoError& e) {
-    std::fprintf(stderr, "amber import: error: %s\n", one_line(e.what()).c_str());
-    return kExitIo;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "amber import: error: %s\n", one_line(e.what()).c_str());
-    return kExitError;
-  }
+  });
 }

@@ -3,6 +3,7 @@
 // Each command lives in its own cli_<command>.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -56,6 +57,9 @@ LoadOptions load_options(const Args& a);
 std::string format_bytes(double bytes);
 // An error message as one printable line (newlines become "; ", other control bytes \xNN).
 std::string one_line(const std::string& s);
+// Runs a helper program's body (amber-import, amber-export-onnx) and turns what it throws into
+// one line on stderr, "amber <command>: ...", and the documented exit code.
+int run_guarded(const char* command, const std::function<int()>& body);
 // The inputs for a run: read from --inputs (keyed by input name) or generated (random
 // normal floats from --seed, zeros for integers and bools) at --batch or the example shapes.
 std::vector<Tensor> make_inputs(const Model& m, const Args& a);

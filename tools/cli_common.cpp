@@ -166,4 +166,19 @@ std::vector<Tensor> make_inputs(const Model& m, const Args& a) {
   return out;
 }
 
+int run_guarded(const char* command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "amber %s: %s (see amber %s --help)\n", command, one_line(e.what()).c_str(), command);
+    return kExitUsage;
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "amber %s: error: %s\n", command, one_line(e.what()).c_str());
+    return kExitIo;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "amber %s: error: %s\n", command, one_line(e.what()).c_str());
+    return kExitError;
+  }
+}
+
 }  // namespace amber::cli

@@ -1,0 +1,1008 @@
+// ONNX export (export.h): one emitter per Amber op, writing standard ONNX ops of opset 17.
+// Attributes are read by name (<amber/op_attrs.h>); sizes that follow the batch (shapes
+// affine in N) are computed in the model from Shape of the input that carries N; fused
+// nodes are expanded instruction by instruction through the same pointwise emitters as the
+// ops they came from. Nodes that cannot be written are collected and refused together.
+
+#include "amber/onnx/export.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "amber/core/shape.h"
+#include "amber/onnx/tensor_proto.h"
+#include "amber/op_attrs.h"
+#include "amber/schema/eager.h"
+#include "amber/schema/fused_program.h"
+#include "amber/serialize/archive.h"
+#include "amber/serialize/file_io.h"
+
+namespace amber {
+namespace {
+
+namespace oa = op_attrs;
+using graph::Node;
+using graph::SymInt;
+using graph::SymShape;
+using graph::Value;
+using onnx::TensorProto;
+
+constexpr int kOpset = 17;
+
+// Thrown by an emitter for a node it cannot write; collected with the node.
+struct Refuse {
+  std::string reason;
+};
+
+// An operand of a pointwise emitter: a value, or a number known at export (a fused
+// immediate or a Scalar attribute).
+struct Opd {
+  std::string name;
+  std::optional<double> imm;
+};
+
+class Exporter {
+ public:
+  Exporter(const graph::Graph& g, onnx::ModelProto& m) : g_(g), gp_(m.mutable_graph()) {
+    for (const Value* v : g.inputs()) used_.insert(v->name);
+    for (const Value* v : g.constants()) used_.insert(v->name);
+    for (const Node* n : g.nodes())
+      for (const Value* v : n->outputs) used_.insert(v->name);
+    for (const auto& [name, v] : g.outputs()) used_.insert(name);
+  }
+
+  // ---- Names, nodes and constants ----
+
+  std::string fresh(const std::string& hint) {
+    for (;;) {
+      std::string n = str("amber.", hint, ".", next_++);
+      if (used_.insert(n).second) return n;
+    }
+  }
+
+  onnx::NodeProto* add(const std::string& type, const std::vector<std::string>& ins,
+                       const std::vector<std::string>& outs) {
+    onnx::NodeProto* n = gp_->add_node();
+    n->set_op_type(type);
+    n->set_name(outs.empty() ? fresh(type) : outs[0]);
+    for (const std::string& i : ins) n->add_input(i);
+    for (const std::string& o : outs) n->add_output(o);
+    return n;
+  }
+  // A node with one fresh output; returns its name.
+  std::string op(const std::string& type, const std::vector<std::string>& ins,
+                 const std::function<void(onnx::NodeProto*)>& attrs = {}, std::string out = "") {
+    if (out.empty()) out = fresh(type);
+    onnx::NodeProto* n = add(type, ins, {out});
+    if (attrs) attrs(n);
+    return out;
+  }
+
+  static void attr_i(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr_f(onnx::NodeProto* n, const std::string& name, double v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(float(v));
+  }
+  static void attr_s(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+  static void attr_ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+
+  std::string initializer(const Tensor& t, std::string name = "") {
+    if (name.empty()) name = fresh("const");
+    TensorProto* p = gp_->add_initializer();
+    onnx_in::tensor_to_proto(t, p);
+    p->set_name(name);
+    return name;
+  }
+  std::string ints(const std::vector<int64_t>& v) { return initializer(tensor(v).reshape({int64_t(v.size())})); }
+  std::string int_scalar(int64_t v) { return initializer(full({}, v, DType::i64)); }
+  // A 0-d constant of dtype t.
+  std::string scalar(double v, DType t) { return initializer(full({}, number(v, t), t)); }
+  static Scalar number(double v, DType t) {
+    if (t == DType::b8) return Scalar(v != 0);
+    return is_floating(t) ? Scalar(v) : Scalar(int64_t(v));
+  }
+  std::string value(const Opd& o, DType t) { return o.imm ? scalar(*o.imm, t) : o.name; }
+
+  std::string cast(const std::string& x, DType from, DType to) {
+    if (from == to) return x;
+    return op("Cast", {x}, [&](onnx::NodeProto* n) { attr_i(n, "to", onnx_in::dtype_to_onnx(to)); });
+  }
+
+  // ---- The batch N and sizes affine in it ----
+
+  // N as int64[1], from Shape of the first input whose dim is N.
+  std::string batch() {
+    if (!batch_.empty()) return batch_;
+    for (const Value* v : g_.inputs())
+      for (size_t d = 0; d < v->type.shape.size(); ++d)
+        if (v->type.shape[d] == SymInt(1, 0)) {
+          batch_ = op("Shape", {v->name}, [&](onnx::NodeProto* n) {
+            attr_i(n, "start", int64_t(d));
+            attr_i(n, "end", int64_t(d) + 1);
+          });
+          return batch_;
+        }
+    throw Refuse{"a size depends on the batch N, but no input has a dim equal to N"};
+  }
+  // An int64[rank] tensor of s's values at the model's N.
+  std::string sizes(const SymShape& s) {
+    if (graph::is_static(s)) {
+      const DimVec d = graph::concrete_shape(s, 0);
+      return ints(std::vector<int64_t>(d.begin(), d.end()));
+    }
+    std::vector<std::string> parts;
+    for (const SymInt& d : s) {
+      if (d.is_static()) {
+        parts.push_back(ints({d.value}));
+        continue;
+      }
+      std::string p = d.coef == 1 ? batch() : op("Mul", {batch(), ints({d.coef})});
+      if (d.value != 0) p = op("Add", {p, ints({d.value})});
+      parts.push_back(p);
+    }
+    return op("Concat", parts, [](onnx::NodeProto* n) { attr_i(n, "axis", 0); });
+  }
+  static int64_t static_dim(const Value* v, int d, const char* what) {
+    const SymShape& s = v->type.shape;
+    const int w = d < 0 ? d + int(s.size()) : d;
+    if (w < 0 || w >= int(s.size()) || !s[size_t(w)].is_static())
+      throw Refuse{str(what, " needs dim ", d, " of %", v->name, " to be static; it is ", v->type)};
+    return s[size_t(w)].value;
+  }
+
+  // ---- Pointwise: one emitter per name, shared by ops and fused instructions ----
+
+  // Writes pointwise `name` over operands of dtype t (already cast) into out ("" for fresh).
+  std::string pointwise(const std::string& name, const std::vector<Opd>& a, DType t, const std::string& out = "");
+
+  // ---- Nodes ----
+
+  void node(const Node& n);
+  void fused(const Node& n);
+
+  // A node's input i (cast to dtype t when given), output i.
+  std::string in(const Node& n, size_t i) const { return n.inputs[i] ? n.inputs[i]->name : ""; }
+  std::string in(const Node& n, size_t i, DType t) { return cast(n.inputs[i]->name, n.inputs[i]->type.dtype, t); }
+  static DType in_type(const Node& n, size_t i) { return n.inputs[i]->type.dtype; }
+  static DType out_type(const Node& n, size_t i = 0) { return n.outputs[i]->type.dtype; }
+  static std::string out(const Node& n, size_t i = 0) { return n.outputs[i]->name; }
+  static int rank(const Value* v) { return int(v->type.shape.size()); }
+  static int wrap(int64_t d, int r) { return int(d < 0 ? d + std::max(r, 1) : d); }
+  // x of a 0-d value as [1], for ONNX ops that need a dim to work along.
+  std::string lift0(const std::string& x, const Value* v) { return rank(v) == 0 ? op("Reshape", {x, ints({1})}) : x; }
+  // y written to out, reshaped back to 0-d when the op was lifted.
+  void land0(const std::string& y, const Value* v, const std::string& out) {
+    if (rank(v) == 0)
+      op("Reshape", {y, ints({})}, {}, out);
+    else
+      op("Identity", {y}, {}, out);
+  }
+  // x of a 3-d (unbatched) image as a batch of one, for Conv and the pools; their result is
+  // written to unbatched_out(n) and unbatch() squeezes it back into the node's output.
+  std::string batch1(const std::string& x, const Value* v) {
+    return rank(v) == 3 ? op("Unsqueeze", {x, ints({0})}) : x;
+  }
+  std::string unbatched_out(const Node& n) { return rank(n.inputs[0]) == 3 ? fresh("batch1") : out(n); }
+  void unbatch(const std::string& y, const Node& n) {
+    if (rank(n.inputs[0]) == 3) op("Squeeze", {y, ints({0})}, {}, out(n));
+  }
+
+  const graph::Graph& g_;
+  onnx::GraphProto* gp_;
+  std::set<std::string> used_;
+  int64_t next_ = 0;
+  std::string batch_;
+};
+
+double kInf = std::numeric_limits<double>::infinity();
+
+std::string Exporter::pointwise(const std::string& name, const std::vector<Opd>& a, DType t, const std::string& out) {
+  auto v = [&](size_t i) { return value(a.at(i), t); };
+  auto imm = [&](size_t i, const char* what) {
+    if (!a.at(i).imm) throw Refuse{str(name, "'s ", what, " must be a number known at export")};
+    return *a.at(i).imm;
+  };
+  auto one = [&](const std::string& type) { return op(type, {v(0)}, {}, out); };
+  auto two = [&](const std::string& type) { return op(type, {v(0), v(1)}, {}, out); };
+  static const std::unordered_map<std::string, std::string> kUnary = {{"neg", "Neg"},
+                                                                      {"abs", "Abs"},
+                                                                      {"exp", "Exp"},
+                                                                      {"log", "Log"},
+                                                                      {"sqrt", "Sqrt"},
+                                                                      {"tanh", "Tanh"},
+                                                                      {"sigmoid", "Sigmoid"},
+                                                                      {"relu", "Relu"},
+                                                                      {"erf", "Erf"},
+                                                                      {"sin", "Sin"},
+                                                                      {"cos", "Cos"},
+                                                                      {"tan", "Tan"},
+                                                                      {"asin", "Asin"},
+                                                                      {"acos", "Acos"},
+                                                                      {"atan", "Atan"},
+                                                                      {"sinh", "Sinh"},
+                                                                      {"cosh", "Cosh"},
+                                                                      {"asinh", "Asinh"},
+                                                                      {"acosh", "Acosh"},
+                                                                      {"atanh", "Atanh"},
+                                                                      {"floor", "Floor"},
+                                                                      {"ceil", "Ceil"},
+                                                                      {"round", "Round"},
+                                                                      {"sign", "Sign"},
+                                                                      {"reciprocal", "Reciprocal"},
+                                                                      {"selu", "Selu"},
+                                                                      {"hardswish", "HardSwish"}};
+  static const std::unordered_map<std::string, std::string> kBinary = {
+      {"add", "Add"},     {"sub", "Sub"},     {"mul", "Mul"},       {"div", "Div"},      {"pow", "Pow"},
+      {"maximum", "Max"}, {"minimum", "Min"}, {"clamp_min", "Max"}, {"clamp_max", "Min"}};
+  if (auto it = kUnary.find(name); it != kUnary.end()) return one(it->second);
+  if (auto it = kBinary.find(name); it != kBinary.end()) {
+    return two(it->second);
+  }
+  const std::string x = v(0);
+  if (name == "rsqrt") return op("Reciprocal", {op("Sqrt", {x})}, {}, out);
+  if (name == "log1p") return op("Log", {op("Add", {x, scalar(1, t)})}, {}, out);
+  if (name == "expm1") return op("Sub", {op("Exp", {x}), scalar(1, t)}, {}, out);
+  if (name == "silu") return op("Mul", {x, op("Sigmoid", {x})}, {}, out);
+  if (name == "mish") return op("Mul", {x, op("Tanh", {op("Softplus", {x})})}, {}, out);
+  if (name == "gelu") {  // x * 0.5 * (1 + erf(x / sqrt(2)))
+    const std::string e = op("Erf", {op("Mul", {x, scalar(M_SQRT1_2, t)})});
+    return op("Mul", {op("Mul", {x, scalar(0.5, t)}), op("Add", {e, scalar(1, t)})}, {}, out);
+  }
+  if (name == "gelu_tanh") {  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    const std::string x3 = op("Mul", {op("Mul", {x, x}), x});
+    const std::string inner =
+        op("Mul", {op("Add", {x, op("Mul", {x3, scalar(0.044715, t)})}), scalar(std::sqrt(2.0 / M_PI), t)});
+    return op("Mul", {op("Mul", {x, scalar(0.5, t)}), op("Add", {op("Tanh", {inner}), scalar(1, t)})}, {}, out);
+  }
+  if (name == "clamp") return op("Min", {op("Max", {x, v(1)}), v(2)}, {}, out);
+  if (name == "relu6") return op("Clip", {x, scalar(0, t), scalar(6, t)}, {}, out);
+  if (name == "hardsigmoid")
+    return op(
+        "HardSigmoid", {x}, [](onnx::NodeProto* n) { attr_f(n, "alpha", 1.0 / 6), attr_f(n, "beta", 0.5); }, out);
+  if (name == "leaky_relu") {
+    const double s = imm(1, "negative_slope");
+    return op(
+        "LeakyRelu", {x}, [&](onnx::NodeProto* n) { attr_f(n, "alpha", s); }, out);
+  }
+  if (name == "elu") {
+    const double al = imm(1, "alpha");
+    return op(
+        "Elu", {x}, [&](onnx::NodeProto* n) { attr_f(n, "alpha", al); }, out);
+  }
+  if (name == "softplus") {  // x * beta > threshold ? x : softplus(x * beta) / beta
+    const double beta = imm(1, "beta"), th = imm(2, "threshold");
+    const std::string bx = op("Mul", {x, scalar(beta, t)});
+    return op("Where", {op("Greater", {bx, scalar(th, t)}), x, op("Div", {op("Softplus", {bx}), scalar(beta, t)})}, {},
+              out);
+  }
+  if (name == "hardshrink" || name == "softshrink") {
+    const double l = imm(1, "lambd");
+    const bool soft = name == "softshrink";
+    return op(
+        "Shrink", {x}, [&](onnx::NodeProto* n) { attr_f(n, "lambd", l), attr_f(n, "bias", soft ? l : 0); }, out);
+  }
+  if (name == "threshold") return op("Where", {op("Greater", {x, v(1)}), x, v(2)}, {}, out);
+  throw Refuse{str("no ONNX form of pointwise ", name)};
+}
+
+void Exporter::fused(const Node& n) {
+  const FusedProgram p = parse_fused_program(n.attrs[oa::fused::program].s(), int(n.inputs.size()));
+  std::vector<std::string> temps;
+  for (size_t k = 0; k < p.instrs.size(); ++k) {
+    const FusedInstr& ins = p.instrs[k];
+    std::vector<Opd> a;
+    for (const FusedOperand* o : {&ins.a, &ins.b, &ins.c}) {
+      if (int(a.size()) == ins.arity) break;
+      if (o->kind == FusedOperand::Kind::input)
+        a.push_back({in(n, size_t(o->index), DType::f32), {}});
+      else if (o->kind == FusedOperand::Kind::temp)
+        a.push_back({temps.at(size_t(o->index)), {}});
+      else
+        a.push_back({"", double(o->imm)});
+    }
+    const bool last = k + 1 == p.instrs.size();
+    temps.push_back(pointwise(fused_op_name(ins.op), a, DType::f32, last ? out(n) : ""));
+  }
+}
+
+void Exporter::node(const Node& n) {
+  const std::string& name = n.op->name;
+  const auto& at = n.attrs;
+  const auto any_symbolic = [&](std::initializer_list<int> idx) {
+    for (int i : idx)
+      if (size_t(i) < n.attr_coefs.size() && !n.attr_coefs[size_t(i)].empty())
+        throw Refuse{str("attribute ", n.op->attr_spec(i).name, " depends on the batch N")};
+  };
+  const Value* x0 = n.inputs.empty() ? nullptr : n.inputs[0];
+  const DType ot = out_type(n);
+
+  if (name == "fused") return fused(n);
+
+  static const std::unordered_map<std::string, std::pair<std::string, bool>> kArith = {
+      {"add", {"Add", false}}, {"sub", {"Sub", false}}, {"add.Scalar", {"Add", true}}, {"sub.Scalar", {"Sub", true}}};
+  if (auto it = kArith.find(name); it != kArith.end()) {  // self op alpha * other
+    const bool scalar_form = it->second.second;
+    const double alpha = at[scalar_form ? oa::add_Scalar::alpha : oa::add::alpha].scalar().to_double();
+    std::string b;
+    if (scalar_form)
+      b = scalar(at[oa::add_Scalar::other].scalar().to_double() * alpha, ot);
+    else
+      b = alpha == 1 ? in(n, 1, ot) : op("Mul", {in(n, 1, ot), scalar(alpha, ot)});
+    op(it->second.first, {in(n, 0, ot), b}, {}, out(n));
+    return;
+  }
+  if (name == "rsub.Scalar") {  // other - alpha * self
+    const double alpha = at[oa::rsub_Scalar::alpha].scalar().to_double();
+    std::string s = in(n, 0, ot);
+    if (alpha != 1) s = op("Mul", {s, scalar(alpha, ot)});
+    op("Sub", {scalar(at[oa::rsub_Scalar::other].scalar().to_double(), ot), s}, {}, out(n));
+    return;
+  }
+  if (name == "mul.Scalar" || name == "pow.Scalar") {
+    static_assert(oa::mul_Scalar::other == 0 && oa::pow_Scalar::exponent == 0);
+    pointwise(name == "mul.Scalar" ? "mul" : "pow", {{in(n, 0, ot), {}}, {"", at[0].scalar().to_double()}}, ot, out(n));
+    return;
+  }
+  if (name == "div" || name == "div.Scalar") {
+    const Attr& mode = at[name == "div" ? oa::div::rounding_mode : oa::div_Scalar::rounding_mode];
+    const std::string a = in(n, 0, ot),
+                      b = name == "div" ? in(n, 1, ot) : scalar(at[oa::div_Scalar::other].scalar().to_double(), ot);
+    if (mode.is_none()) {
+      op("Div", {a, b}, {}, out(n));
+    } else if (is_floating(ot)) {  // floor(a / b), or trunc(a / b) = sign * floor(|a / b|)
+      const std::string q = op("Div", {a, b});
+      if (mode.s() == "floor")
+        op("Floor", {q}, {}, out(n));
+      else
+        op("Mul", {op("Sign", {q}), op("Floor", {op("Abs", {q})})}, {}, out(n));
+    } else if (mode.s() == "floor") {  // ONNX's integer Div truncates; Mod (fmod 0) takes b's sign
+      op("Div", {op("Sub", {a, op("Mod", {a, b})}), b}, {}, out(n));
+    } else {
+      op("Div", {a, b}, {}, out(n));
+    }
+    return;
+  }
+  if (name == "gelu") {
+    const bool tanh_form = at[oa::gelu::approximate].s() == "tanh";
+    pointwise(tanh_form ? "gelu_tanh" : "gelu", {{in(n, 0, ot), {}}}, ot, out(n));
+    return;
+  }
+  if (!is_floating(ot) && (name == "floor" || name == "ceil" || name == "round")) {  // integers stay
+    op("Identity", {in(n, 0)}, {}, out(n));
+    return;
+  }
+  // Pointwise ops whose name is a fused instruction's (Scalar attributes are its further
+  // operands): operands cast to the output dtype.
+  FusedOp fop;
+  if (fused_op_from_name(name, fop) && name != "clamp") {
+    std::vector<Opd> a;
+    for (size_t i = 0; i < n.inputs.size(); ++i) a.push_back({in(n, i, ot), {}});
+    for (const Attr& x : at) a.push_back({"", x.scalar().to_double()});
+    if (int(a.size()) != fused_op_arity(fop)) throw Refuse{"operand count differs from the instruction's"};
+    pointwise(name, a, ot, out(n));
+    return;
+  }
+  if (name == "hardtanh") {
+    pointwise("clamp",
+              {{in(n, 0, ot), {}},
+               {"", at[oa::hardtanh::min_val].scalar().to_double()},
+               {"", at[oa::hardtanh::max_val].scalar().to_double()}},
+              ot, out(n));
+    return;
+  }
+  if (name == "clamp") {
+    std::string y = in(n, 0, ot);
+    const Attr &lo = at[oa::clamp::min], &hi = at[oa::clamp::max];
+    if (!lo.is_none()) y = op("Max", {y, scalar(lo.scalar().to_double(), ot)});
+    if (!hi.is_none()) y = op("Min", {y, scalar(hi.scalar().to_double(), ot)});
+    op("Identity", {y}, {}, out(n));
+    return;
+  }
+  // Comparisons and logic.
+  static const std::unordered_map<std::string, std::string> kCompare = {{"eq", "Equal"},   {"ne", "Equal"},
+                                                                        {"lt", "Less"},    {"le", "LessOrEqual"},
+                                                                        {"gt", "Greater"}, {"ge", "GreaterOrEqual"}};
+  const std::string base = name.substr(0, name.find('.'));
+  if (auto it = kCompare.find(base); it != kCompare.end()) {
+    std::string a, b;
+    if (name.size() > base.size()) {  // .Scalar
+      const Scalar s = at[0].scalar();
+      DType t = in_type(n, 0);
+      if (s.is_floating() && !is_floating(t)) t = DType::f32;
+      if (t == DType::b8) t = DType::u8;  // ONNX compares no bools but Equal
+      a = in(n, 0, t);
+      b = scalar(s.to_double(), t);
+    } else {
+      DType t = promote_types(in_type(n, 0), in_type(n, 1));
+      if (t == DType::b8 && base != "eq" && base != "ne") t = DType::u8;
+      a = in(n, 0, t);
+      b = in(n, 1, t);
+    }
+    if (base == "ne")
+      op("Not", {op("Equal", {a, b})}, {}, out(n));
+    else
+      op(it->second, {a, b}, {}, out(n));
+    return;
+  }
+  static const std::unordered_map<std::string, std::string> kLogic = {
+      {"logical_and", "And"}, {"logical_or", "Or"}, {"logical_xor", "Xor"}};
+  if (auto it = kLogic.find(name); it != kLogic.end()) {
+    op(it->second, {in(n, 0, DType::b8), in(n, 1, DType::b8)}, {}, out(n));
+    return;
+  }
+  if (name == "logical_not") {
+    op("Not", {in(n, 0, DType::b8)}, {}, out(n));
+    return;
+  }
+  if (name == "where") {
+    op("Where", {in(n, 0, DType::b8), in(n, 1, ot), in(n, 2, ot)}, {}, out(n));
+    return;
+  }
+  if (name == "masked_fill.Scalar") {
+    op("Where", {in(n, 1, DType::b8), scalar(at[oa::masked_fill_Scalar::value].scalar().to_double(), ot), in(n, 0, ot)},
+       {}, out(n));
+    return;
+  }
+  if (name == "to") {
+    op(
+        "Cast", {in(n, 0)}, [&](onnx::NodeProto* p) { attr_i(p, "to", onnx_in::dtype_to_onnx(ot)); }, out(n));
+    return;
+  }
+  if (name == "clone" || name == "contiguous" || name == "dropout") {
+    op("Identity", {in(n, 0)}, {}, out(n));
+    return;
+  }
+
+  // Shapes and views: the output's own shape says what they do.
+  if (name == "reshape" || name == "view" || name == "flatten" || name == "squeeze" || name == "squeeze.dim" ||
+      name == "unsqueeze") {
+    const SymShape& s = n.outputs[0]->type.shape;
+    const bool zero = std::find(s.begin(), s.end(), SymInt(0)) != s.end();  // else 0 copies the input's dim
+    op(
+        "Reshape", {in(n, 0), sizes(s)}, [&](onnx::NodeProto* p) { attr_i(p, "allowzero", zero ? 1 : 0); }, out(n));
+    return;
+  }
+  if (name == "expand") {
+    op("Expand", {in(n, 0), sizes(n.outputs[0]->type.shape)}, {}, out(n));
+    return;
+  }
+  if (name == "permute" || name == "transpose") {
+    const int r = rank(x0);
+    std::vector<int64_t> perm(static_cast<size_t>(r), 0);
+    for (int i = 0; i < r; ++i) perm[size_t(i)] = i;
+    if (name == "permute") {
+      const auto& d = at[oa::permute::dims].ints();
+      for (int i = 0; i < r; ++i) perm[size_t(i)] = wrap(d[size_t(i)], r);
+    } else if (r > 0) {
+      std::swap(perm[size_t(wrap(at[oa::transpose::dim0].i(), r))], perm[size_t(wrap(at[oa::transpose::dim1].i(), r))]);
+    }
+    op(
+        "Transpose", {in(n, 0)}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", perm); }, out(n));
+    return;
+  }
+  if (name == "select") {
+    any_symbolic({oa::select::dim, oa::select::index});
+    const int d = wrap(at[oa::select::dim].i(), rank(x0));
+    op(
+        "Gather", {in(n, 0), int_scalar(at[oa::select::index].i())}, [&](onnx::NodeProto* p) { attr_i(p, "axis", d); },
+        out(n));
+    return;
+  }
+  if (name == "slice") {
+    any_symbolic({oa::slice::start, oa::slice::end});
+    const Attr &s = at[oa::slice::start], &e = at[oa::slice::end];
+    op("Slice",
+       {in(n, 0), ints({s.is_none() ? 0 : s.i()}), ints({e.is_none() ? std::numeric_limits<int64_t>::max() : e.i()}),
+        ints({wrap(at[oa::slice::dim].i(), rank(x0))}), ints({at[oa::slice::step].i()})},
+       {}, out(n));
+    return;
+  }
+  if (name == "chunk" || name == "split" || name == "split_with_sizes") {
+    static_assert(oa::chunk::dim == 1 && oa::split::dim == 1 && oa::split_with_sizes::dim == 1);
+    const int d = wrap(at[1].i(), rank(x0));
+    std::vector<int64_t> parts;
+    std::vector<std::string> outs;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      parts.push_back(static_dim(n.outputs[i], d, "split"));
+      outs.push_back(out(n, i));
+    }
+    attr_i(add("Split", {in(n, 0), ints(parts)}, outs), "axis", d);
+    return;
+  }
+  if (name == "cat" || name == "stack") {
+    static_assert(oa::cat::dim == oa::stack::dim);
+    const int r = rank(n.outputs[0]);
+    const int d = wrap(at[oa::cat::dim].i(), r);
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      // cat skips 1-d empty tensors of another rank (legacy PyTorch); Concat would refuse them
+      if (name == "cat" && rank(n.inputs[i]) != r && n.inputs[i]->type.shape == SymShape{SymInt(0)}) continue;
+      std::string v = in(n, i, ot);
+      if (name == "stack") v = op("Unsqueeze", {v, ints({d})});
+      ins.push_back(v);
+    }
+    op(
+        "Concat", ins, [&](onnx::NodeProto* p) { attr_i(p, "axis", d); }, out(n));
+    return;
+  }
+  if (name == "index_select" || name == "gather" || name == "embedding") {
+    if (name == "embedding") {
+      op(
+          "Gather", {in(n, 0), in(n, 1)}, [](onnx::NodeProto* p) { attr_i(p, "axis", 0); }, out(n));
+      return;
+    }
+    static_assert(oa::index_select::dim == oa::gather::dim);
+    const int d = wrap(at[oa::gather::dim].i(), rank(x0));
+    std::string idx = in(n, 1);
+    if (rank(n.inputs[1]) == 0) idx = op("Reshape", {idx, ints({1})});  // a 0-d index acts as [1]
+    op(
+        name == "gather" ? "GatherElements" : "Gather", {in(n, 0), idx},
+        [&](onnx::NodeProto* p) { attr_i(p, "axis", d); }, out(n));
+    return;
+  }
+  if (name == "scatter" || name == "scatter_add" || name == "scatter.value") {
+    static_assert(oa::scatter::dim == oa::scatter_add::dim && oa::scatter_value::dim == 0);
+    const int d = wrap(at[0].i(), rank(x0));
+    std::string src =
+        name == "scatter.value"
+            ? op("Expand", {scalar(at[oa::scatter_value::value].scalar().to_double(), ot), op("Shape", {in(n, 1)})})
+            : in(n, 2, ot);
+    op(
+        "ScatterElements", {in(n, 0), in(n, 1), src},
+        [&](onnx::NodeProto* p) {
+          attr_i(p, "axis", d);
+          if (name == "scatter_add") attr_s(p, "reduction", "add");
+        },
+        out(n));
+    return;
+  }
+  if (name == "flip") {
+    std::vector<int64_t> axes;
+    for (int64_t d : at[oa::flip::dims].ints()) axes.push_back(wrap(d, rank(x0)));
+    if (axes.empty() || rank(x0) == 0) {
+      op("Identity", {in(n, 0)}, {}, out(n));
+      return;
+    }
+    const std::vector<int64_t> starts(axes.size(), -1), ends(axes.size(), std::numeric_limits<int64_t>::min()),
+        steps(axes.size(), -1);
+    op("Slice", {in(n, 0), ints(starts), ints(ends), ints(axes), ints(steps)}, {}, out(n));
+    return;
+  }
+  if (name == "roll") {
+    std::string y = in(n, 0);
+    const auto &shifts = at[oa::roll::shifts].ints(), &dims = at[oa::roll::dims].ints();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int d = wrap(dims[i], rank(x0));
+      const int64_t size = static_dim(x0, d, "roll");
+      const int64_t s = size == 0 ? 0 : ((shifts[i] % size) + size) % size;
+      if (s == 0) continue;
+      const std::string tail = op("Slice", {y, ints({size - s}), ints({size}), ints({d})});
+      const std::string head = op("Slice", {y, ints({0}), ints({size - s}), ints({d})});
+      y = op("Concat", {tail, head}, [&](onnx::NodeProto* p) { attr_i(p, "axis", d); });
+    }
+    op("Identity", {y}, {}, out(n));
+    return;
+  }
+  if (name == "repeat") {
+    const auto& r = at[oa::repeat::repeats].ints();
+    std::string y = in(n, 0);
+    if (int(r.size()) > rank(x0)) {
+      SymShape s(r.size() - size_t(rank(x0)), SymInt(1));
+      s.insert(s.end(), x0->type.shape.begin(), x0->type.shape.end());
+      y = op("Reshape", {y, sizes(s)});
+    }
+    op("Tile", {y, ints(r)}, {}, out(n));
+    return;
+  }
+  if (name == "tril" || name == "triu") {
+    static_assert(oa::tril::diagonal == oa::triu::diagonal);
+    const bool upper = name == "triu";
+    op(
+        "Trilu", {in(n, 0), int_scalar(at[oa::tril::diagonal].i())},
+        [&](onnx::NodeProto* p) { attr_i(p, "upper", upper ? 1 : 0); }, out(n));
+    return;
+  }
+  if (name == "pad") {
+    const auto& pad = at[oa::pad::pad].ints();
+    const std::string& mode = at[oa::pad::mode].s();
+    const int r = rank(x0);
+    std::vector<int64_t> pads(size_t(2 * r), 0);
+    for (size_t k = 0; k + 1 < pad.size() && k / 2 < size_t(r); k += 2) {  // (before, after) from the last dim
+      const size_t d = size_t(r) - 1 - k / 2;
+      pads[d] = pad[k];
+      pads[d + size_t(r)] = pad[k + 1];
+    }
+    std::string m = mode == "constant" ? "constant" : mode == "reflect" ? "reflect" : mode == "replicate" ? "edge" : "";
+    if (m.empty()) throw Refuse{str("pad mode '", mode, "' (ONNX 17 has constant, reflect and edge)")};
+    std::vector<std::string> ins{in(n, 0), ints(pads)};
+    if (m == "constant") ins.push_back(scalar(at[oa::pad::value].scalar().to_double(), ot));
+    op(
+        "Pad", ins, [&](onnx::NodeProto* p) { attr_s(p, "mode", m); }, out(n));
+    return;
+  }
+  if (name == "full") {
+    onnx::NodeProto* p = add("ConstantOfShape", {sizes(n.outputs[0]->type.shape)}, {out(n)});
+    auto* a = p->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    onnx_in::tensor_to_proto(full({1}, at[oa::full::fill_value].scalar().to_double(), ot), a->mutable_t());
+    return;
+  }
+  if (name == "arange") {
+    any_symbolic({oa::arange::start, oa::arange::end, oa::arange::step});
+    op("Range",
+       {scalar(at[oa::arange::start].scalar().to_double(), ot), scalar(at[oa::arange::end].scalar().to_double(), ot),
+        scalar(at[oa::arange::step].scalar().to_double(), ot)},
+       {}, out(n));
+    return;
+  }
+
+  // Reductions.
+  if (name == "sum" || name == "mean" || name == "amax" || name == "amin" || name == "any" || name == "all") {
+    static_assert(oa::sum::dim == 0 && oa::mean::dim == 0 && oa::amax::dim == 0 && oa::amin::dim == 0 &&
+                  oa::any::dim == 0 && oa::all::dim == 0);
+    static_assert(oa::sum::keepdim == 1 && oa::mean::keepdim == 1 && oa::amax::keepdim == 1 && oa::amin::keepdim == 1 &&
+                  oa::any::keepdim == 1 && oa::all::keepdim == 1);
+    std::vector<int64_t> axes;
+    if (!at[0].is_none())
+      for (int64_t d : at[0].ints()) axes.push_back(wrap(d, rank(x0)));
+    const bool keep = at[1].b();
+    // any and all count: the elements that are true (any) or false (all), summed as int64,
+    // compared with 0 (an empty reduction gives false and true, as PyTorch's).
+    const bool logic = name == "any" || name == "all";
+    std::string x = in(n, 0, logic ? DType::b8 : ot);
+    if (name == "all") x = op("Not", {x});
+    if (logic) x = cast(x, DType::b8, DType::i64);
+    if (rank(x0) == 0 && !logic) {  // nothing to reduce
+      op("Identity", {x}, {}, out(n));
+      return;
+    }
+    const std::string type = name == "sum" || logic ? "ReduceSum"
+                             : name == "mean"       ? "ReduceMean"
+                             : name == "amax"       ? "ReduceMax"
+                                                    : "ReduceMin";
+    std::vector<std::string> ins{x};
+    if (type == "ReduceSum" && !axes.empty()) ins.push_back(ints(axes));
+    std::string y = op(type, ins, [&](onnx::NodeProto* p) {
+      attr_i(p, "keepdims", keep ? 1 : 0);
+      if (type != "ReduceSum" && !axes.empty()) attr_ints(p, "axes", axes);
+    });
+    if (logic)
+      op(name == "any" ? "Greater" : "Equal", {y, int_scalar(0)}, {}, out(n));
+    else
+      op("Identity", {y}, {}, out(n));
+    return;
+  }
+  if (name == "argmax" || name == "argmin") {
+    static_assert(oa::argmax::dim == oa::argmin::dim && oa::argmax::keepdim == oa::argmin::keepdim);
+    const Attr& dim = at[oa::argmax::dim];
+    std::string x = in(n, 0);
+    int d = 0;
+    if (dim.is_none() || rank(x0) == 0)
+      x = op("Reshape", {x, ints({-1})});
+    else
+      d = wrap(dim.i(), rank(x0));
+    const std::string y = op(name == "argmax" ? "ArgMax" : "ArgMin", {x}, [&](onnx::NodeProto* p) {
+      attr_i(p, "axis", d);
+      attr_i(p, "keepdims", 1);
+    });
+    op("Reshape", {y, sizes(n.outputs[0]->type.shape)}, {}, out(n));
+    return;
+  }
+  if (name == "softmax" || name == "log_softmax") {
+    static_assert(oa::softmax::dim == oa::log_softmax::dim);
+    const int d = wrap(at[oa::softmax::dim].i(), rank(x0));
+    land0(op(name == "softmax" ? "Softmax" : "LogSoftmax", {lift0(in(n, 0, ot), x0)},
+             [&](onnx::NodeProto* p) { attr_i(p, "axis", d); }),
+          x0, out(n));
+    return;
+  }
+  if (name == "cumsum") {
+    land0(op("CumSum", {lift0(in(n, 0, ot), x0), int_scalar(wrap(at[oa::cumsum::dim].i(), rank(x0)))}), x0, out(n));
+    return;
+  }
+  if (name == "topk") {
+    const bool zero_d = rank(x0) == 0;
+    const std::string v = zero_d ? fresh("TopK") : out(n, 0), i = zero_d ? fresh("TopK") : out(n, 1);
+    onnx::NodeProto* p = add("TopK", {lift0(in(n, 0), x0), ints({at[oa::topk::k].i()})}, {v, i});
+    attr_i(p, "axis", wrap(at[oa::topk::dim].i(), rank(x0)));
+    attr_i(p, "largest", at[oa::topk::largest].b() ? 1 : 0);
+    attr_i(p, "sorted", at[oa::topk::sorted].b() ? 1 : 0);
+    if (zero_d) land0(v, x0, out(n, 0)), land0(i, x0, out(n, 1));
+    return;
+  }
+
+  // Neural-network ops.
+  if (name == "linear") {
+    if (rank(x0) == 2) {
+      std::vector<std::string> ins{in(n, 0), in(n, 1)};
+      if (n.inputs[2]) ins.push_back(in(n, 2));
+      op(
+          "Gemm", ins, [](onnx::NodeProto* p) { attr_i(p, "transB", 1); }, out(n));
+      return;
+    }
+    const std::string w = op("Transpose", {in(n, 1)}, [](onnx::NodeProto* p) { attr_ints(p, "perm", {1, 0}); });
+    if (n.inputs[2])
+      op("Add", {op("MatMul", {in(n, 0), w}), in(n, 2)}, {}, out(n));
+    else
+      op("MatMul", {in(n, 0), w}, {}, out(n));
+    return;
+  }
+  if (name == "matmul" || name == "mm" || name == "bmm") {
+    op("MatMul", {in(n, 0), in(n, 1)}, {}, out(n));
+    return;
+  }
+  if (name == "conv2d" || name == "conv_transpose2d") {
+    const bool tr = name == "conv_transpose2d";
+    auto pair = [](const std::vector<int64_t>& v, int64_t dflt) {
+      return v.empty() ? std::vector<int64_t>{dflt, dflt} : v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+    };
+    const auto stride = pair(at[tr ? oa::conv_transpose2d::stride : oa::conv2d::stride].ints(), 1);
+    const auto padding = pair(at[tr ? oa::conv_transpose2d::padding : oa::conv2d::padding].ints(), 0);
+    const auto dilation = pair(at[tr ? oa::conv_transpose2d::dilation : oa::conv2d::dilation].ints(), 1);
+    const int64_t groups = at[tr ? oa::conv_transpose2d::groups : oa::conv2d::groups].i();
+    std::vector<std::string> ins{batch1(in(n, 0), x0), in(n, 1)};
+    if (n.inputs[2]) ins.push_back(in(n, 2));
+    unbatch(op(
+                tr ? "ConvTranspose" : "Conv", ins,
+                [&](onnx::NodeProto* p) {
+                  attr_ints(p, "strides", stride);
+                  attr_ints(p, "pads", {padding[0], padding[1], padding[0], padding[1]});
+                  attr_ints(p, "dilations", dilation);
+                  attr_i(p, "group", groups);
+                  if (tr) attr_ints(p, "output_padding", pair(at[oa::conv_transpose2d::output_padding].ints(), 0));
+                },
+                unbatched_out(n)),
+            n);
+    return;
+  }
+  if (name == "max_pool2d" || name == "avg_pool2d") {
+    const bool mx = name == "max_pool2d";
+    auto pair = [](const std::vector<int64_t>& v, const std::vector<int64_t>& dflt) {
+      return v.empty() ? dflt : v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+    };
+    const auto kernel = pair(at[mx ? oa::max_pool2d::kernel_size : oa::avg_pool2d::kernel_size].ints(), {1, 1});
+    const auto stride = pair(at[mx ? oa::max_pool2d::stride : oa::avg_pool2d::stride].ints(), kernel);
+    const auto padding = pair(at[mx ? oa::max_pool2d::padding : oa::avg_pool2d::padding].ints(), {0, 0});
+    const bool ceil = at[mx ? oa::max_pool2d::ceil_mode : oa::avg_pool2d::ceil_mode].b();
+    // divisor_override d: the window's sum over d, which is the average counting padding
+    // times kh * kw / d where no window runs past the padding (no ceil_mode)
+    const Attr none;
+    const Attr& divisor = mx ? none : at[oa::avg_pool2d::divisor_override];
+    const bool divided = !mx && !divisor.is_none();
+    if (divided && ceil) throw Refuse{"divisor_override with ceil_mode (ONNX's AveragePool has no divisor)"};
+    const std::string y = op(mx ? "MaxPool" : "AveragePool", {batch1(in(n, 0), x0)}, [&](onnx::NodeProto* p) {
+      attr_ints(p, "kernel_shape", kernel);
+      attr_ints(p, "strides", stride);
+      attr_ints(p, "pads", {padding[0], padding[1], padding[0], padding[1]});
+      attr_i(p, "ceil_mode", ceil ? 1 : 0);
+      if (mx) attr_ints(p, "dilations", pair(at[oa::max_pool2d::dilation].ints(), {1, 1}));
+      if (!mx) attr_i(p, "count_include_pad", divided || at[oa::avg_pool2d::count_include_pad].b() ? 1 : 0);
+    });
+    unbatch(divided
+                ? op("Mul", {y, scalar(double(kernel[0] * kernel[1]) / double(divisor.i()), ot)}, {}, unbatched_out(n))
+                : op("Identity", {y}, {}, unbatched_out(n)),
+            n);
+    return;
+  }
+  if (name == "adaptive_avg_pool2d") {
+    const int64_t h = static_dim(x0, -2, "adaptive_avg_pool2d"), w = static_dim(x0, -1, "adaptive_avg_pool2d");
+    const int64_t oh = static_dim(n.outputs[0], -2, "adaptive_avg_pool2d"),
+                  ow = static_dim(n.outputs[0], -1, "adaptive_avg_pool2d");
+    if (oh == 1 && ow == 1) {
+      unbatch(op("GlobalAveragePool", {batch1(in(n, 0), x0)}, {}, unbatched_out(n)), n);
+      return;
+    }
+    if (oh == 0 || ow == 0 || h % oh != 0 || w % ow != 0)
+      throw Refuse{str("output ", oh, "x", ow, " does not divide the input's ", h, "x", w, " (uneven windows)")};
+    unbatch(op(
+                "AveragePool", {batch1(in(n, 0), x0)},
+                [&](onnx::NodeProto* p) {
+                  attr_ints(p, "kernel_shape", {h / oh, w / ow});
+                  attr_ints(p, "strides", {h / oh, w / ow});
+                },
+                unbatched_out(n)),
+            n);
+    return;
+  }
+  if (name == "batch_norm") {
+    if (at[oa::batch_norm::training].b()) throw Refuse{"training-mode batch norm"};
+    if (!n.inputs[3] || !n.inputs[4]) throw Refuse{"batch norm without running statistics"};
+    const int64_t c = static_dim(x0, 1, "batch_norm");
+    const std::string w = n.inputs[1] ? in(n, 1) : initializer(full({c}, 1.0, ot));
+    const std::string b = n.inputs[2] ? in(n, 2) : initializer(full({c}, 0.0, ot));
+    op(
+        "BatchNormalization", {in(n, 0), w, b, in(n, 3), in(n, 4)},
+        [&](onnx::NodeProto* p) { attr_f(p, "epsilon", at[oa::batch_norm::eps].f()); }, out(n));
+    return;
+  }
+  if (name == "layer_norm") {
+    const auto& shape = at[oa::layer_norm::normalized_shape].ints();
+    const std::string w = n.inputs[1] ? in(n, 1) : initializer(full(DimVec(shape), 1.0, ot));
+    std::vector<std::string> ins{in(n, 0), w};
+    if (n.inputs[2]) ins.push_back(in(n, 2));
+    op(
+        "LayerNormalization", ins,
+        [&](onnx::NodeProto* p) {
+          attr_i(p, "axis", -int64_t(shape.size()));
+          attr_f(p, "epsilon", at[oa::layer_norm::eps].f());
+        },
+        out(n));
+    return;
+  }
+  if (name == "scaled_dot_product_attention") {  // softmax(q k^T / sqrt(E) + mask) v
+    const int r = rank(x0);
+    const int64_t e = static_dim(x0, -1, "scaled_dot_product_attention");
+    std::vector<int64_t> perm(static_cast<size_t>(r), 0);
+    for (int i = 0; i < r; ++i) perm[size_t(i)] = i;
+    std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);
+    const std::string kt = op("Transpose", {in(n, 1)}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", perm); });
+    std::string s = op("Mul", {op("MatMul", {in(n, 0), kt}), scalar(1.0 / std::sqrt(double(e)), ot)});
+    if (n.inputs[3]) {
+      if (in_type(n, 3) == DType::b8)
+        s = op("Where", {in(n, 3), s, scalar(-kInf, ot)});
+      else
+        s = op("Add", {s, in(n, 3, ot)});
+    }
+    if (at[oa::scaled_dot_product_attention::is_causal].b()) {
+      const int64_t l = static_dim(x0, -2, "causal attention"), sl = static_dim(n.inputs[1], -2, "causal attention");
+      const Tensor mask = tril(ones({l, sl}, DType::b8));  // query i sees keys 0..i
+      s = op("Where", {initializer(mask), s, scalar(-kInf, ot)});
+    }
+    op("MatMul", {op("Softmax", {s}, [](onnx::NodeProto* p) { attr_i(p, "axis", -1); }), in(n, 2)}, {}, out(n));
+    return;
+  }
+  if (name == "upsample_nearest2d" || name == "upsample_bilinear2d" || name == "upsample_bicubic2d") {
+    const bool nearest = name == "upsample_nearest2d";
+    static_assert(oa::upsample_bilinear2d::align_corners == oa::upsample_bicubic2d::align_corners);
+    const bool corners = !nearest && at[oa::upsample_bilinear2d::align_corners].b();
+    // Given scales (interpolate's scale_factor) set the coordinates' ratio, so they go as
+    // Resize's scales (its output size is then floor(size * scale), as PyTorch's); else sizes.
+    static_assert(oa::upsample_bilinear2d::scales_h == oa::upsample_bicubic2d::scales_h &&
+                  oa::upsample_bilinear2d::scales_w == oa::upsample_bicubic2d::scales_w);
+    const Attr& sh = at[nearest ? oa::upsample_nearest2d::scales_h : oa::upsample_bilinear2d::scales_h];
+    const Attr& sw = at[nearest ? oa::upsample_nearest2d::scales_w : oa::upsample_bilinear2d::scales_w];
+    std::vector<std::string> ins{in(n, 0), "", "", sizes(n.outputs[0]->type.shape)};
+    if (!sh.is_none() || !sw.is_none()) {
+      auto ratio = [&](const Attr& given, int d) {
+        return given.is_none() ? double(static_dim(n.outputs[0], d, "upsample")) / double(static_dim(x0, d, "upsample"))
+                               : given.f();
+      };
+      ins = {in(n, 0), "", initializer(tensor(std::vector<float>{1.f, 1.f, float(ratio(sh, 2)), float(ratio(sw, 3))}))};
+    }
+    op(
+        "Resize", ins,
+        [&](onnx::NodeProto* p) {
+          if (nearest) {
+            attr_s(p, "mode", "nearest");
+            attr_s(p, "coordinate_transformation_mode", "asymmetric");
+            attr_s(p, "nearest_mode", "floor");
+          } else {
+            attr_s(p, "mode", name == "upsample_bilinear2d" ? "linear" : "cubic");
+            attr_s(p, "coordinate_transformation_mode", corners ? "align_corners" : "half_pixel");
+            if (name == "upsample_bicubic2d") attr_f(p, "cubic_coeff_a", -0.75);
+          }
+        },
+        out(n));
+    return;
+  }
+  if (name == "max_pool2d_with_indices")
+    throw Refuse{"its indices (ONNX's MaxPool numbers elements over the whole tensor, PyTorch's over each plane)"};
+  throw Refuse{"no ONNX mapping"};
+}
+
+// ONNX's type of an Amber value: dtype and dims, N as the symbolic dim "N" ("2*N+1" for
+// other sizes affine in N).
+void set_type(onnx::ValueInfoProto* vi, const std::string& name, const graph::ValueType& t) {
+  vi->set_name(name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx_in::dtype_to_onnx(t.dtype));
+  auto* shape = tt->mutable_shape();
+  for (const SymInt& d : t.shape) {
+    auto* dim = shape->add_dim();
+    if (d.is_static())
+      dim->set_dim_value(d.value);
+    else
+      dim->set_dim_param(str(d));
+  }
+}
+
+}  // namespace
+
+std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);  // opset 17's
+  m.set_producer_name(options.producer_name);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  Exporter e(g, m);
+  onnx::GraphProto* gp = m.mutable_graph();
+  gp->set_name("amber");
+  uint64_t weight_bytes = 0;
+  for (const Value* v : g.inputs()) set_type(gp->add_input(), v->name, v->type);
+  for (const Value* v : g.constants()) {
+    if (!v->data.defined()) throw Error(str("ONNX export: constant %", v->name, " has no data"));
+    weight_bytes += uint64_t(v->data.numel()) * itemsize(v->data.dtype());
+    if (weight_bytes > (uint64_t(1) << 31) - (uint64_t(64) << 20))
+      throw Error(
+          "ONNX export: the weights exceed 2 GiB, protobuf's limit for one ONNX file (external data is not "
+          "written yet)");
+    e.initializer(v->data, v->name);
+  }
+  std::vector<OnnxExportRefusal> refused;
+  for (const Node* n : g.nodes()) {
+    try {
+      e.node(*n);
+    } catch (const Refuse& r) {
+      refused.push_back({n->outputs.empty() ? "" : "%" + n->outputs[0]->name, n->op->name, n->source, r.reason});
+    }
+  }
+  if (!refused.empty()) {
+    std::string msg = str("ONNX export: ", refused.size(), " node(s) cannot be exported:");
+    for (const auto& r : refused)
+      msg += str("\n  ", r.value, " (", r.op, r.source.empty() ? "" : ", " + r.source, "): ", r.reason);
+    throw OnnxExportError(msg, std::move(refused));
+  }
+  for (const auto& [name, v] : g.outputs()) {
+    if (name != v->name) e.op("Identity", {v->name}, {}, name);
+    set_type(gp->add_output(), name, v->type);
+  }
+  if (options.check) {
+    try {
+      onnx::checker::check_model(m);
+      onnx::ShapeInferenceOptions so{true, 1, false};  // check types, fail on errors
+      onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), so);
+    } catch (const std::exception& ex) {
+      throw Error(str("ONNX export: ONNX's checker refuses the exported model: ", ex.what()));
+    }
+  }
+  std::string bytes;
+  if (!m.SerializeToString(&bytes)) throw Error("ONNX export: the model does not serialize (over 2 GiB?)");
+  return bytes;
+}
+
+void export_onnx(const graph::Graph& g, const std::string& onnx_path, const OnnxExportOptions& options) {
+  const std::string bytes = export_onnx_bytes(g, options);
+  write_file_atomically(onnx_path, [&](const WriteChunk& write) {
+    if (!write(bytes.data(), bytes.size())) throw Error(str(onnx_path, ": write failed"));
+  });
+}
+
+void export_onnx(const TracedModule& m, const std::string& onnx_path, const OnnxExportOptions& options) {
+  export_onnx(m.graph(), onnx_path, options);
+}
+
+void export_onnx(const std::string& archive_path, const std::string& onnx_path, const OnnxExportOptions& options) {
+  const LoadedArchive a = read_archive(archive_path);
+  export_onnx(a.graph, onnx_path, options);
+}
+
+}  // namespace amber

@@ -1,0 +1,183 @@
+// ONNX export: every op case of tests/gen_reference.py traced as a one-op model, exported
+// (which runs ONNX's checker and strict shape inference), imported back and compared with
+// PyTorch's output. Ops the exporter refuses must be exactly docs/ONNX.md's list; a table
+// per op is printed. Also the exporter's own errors, and the dynamic batch as dim "N".
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "amber/onnx/export.h"
+#include "amber/onnx/import.h"
+#include "amber/schema/dispatcher.h"
+#include "amber/schema/eager.h"
+#include "amber/schema/op_library.h"
+#include "ref_cases.h"
+#include "test_util.h"
+
+using namespace amber;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Stats {
+  int exported = 0;
+  std::set<std::string> refused;  // the reasons for the cases the exporter refuses
+  double max_abs = 0;
+};
+
+// The ops docs/ONNX.md lists under "## Export" as not exported, in all or some cases (lines
+// "| `op` | why |").
+std::set<std::string> documented_refusals() {
+  std::ifstream in(std::string(AMBER_SOURCE_DIR) + "/docs/ONNX.md");
+  REQUIRE(in);
+  std::set<std::string> ops;
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_table = line == "## Export";
+    if (!in_table || line.rfind("| `", 0) != 0) continue;
+    ops.insert(line.substr(3, line.find('`', 3) - 3));
+  }
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("every op case exports to ONNX and imports back to PyTorch's output", "[onnx][export]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
+  SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
+  const Json cases = Json::parse(file.metadata().at("cases"));
+  // Where given, the first exported model of each op is written there (check_onnx_export.py
+  // runs Python's onnx.checker on them).
+  const char* out_dir = std::getenv("AMBER_ONNX_EXPORT_DIR");
+  if (out_dir) fs::create_directories(out_dir);
+  std::map<std::string, Stats> stats;
+  int total = 0, failed = 0;
+  for (const Json& c : cases) {
+    if (!c["error"].is_null()) continue;
+    const std::string name = c["name"], opname = c["op"];
+    INFO("case " << name << " (op " << opname << ")");
+    const OpSchema* op = find_op(opname);
+    REQUIRE(op != nullptr);
+    std::vector<Tensor> inputs;  // the defined ones, in order: the model's inputs
+    std::vector<int> slot;       // each argument's index into inputs, -1 when absent
+    for (size_t k = 0; k < c["inputs"].size(); ++k) {
+      const Json& spec = c["inputs"][k];
+      if (spec.contains("absent")) {
+        slot.push_back(-1);
+        continue;
+      }
+      slot.push_back(int(inputs.size()));
+      inputs.push_back(test::rebuild_layout(file.tensor(name + ".input" + std::to_string(k)), spec["layout"]));
+    }
+    std::vector<Attr> attrs;
+    for (int i = 0; i < op->num_attrs(); ++i) {
+      const ArgSpec& spec = op->attr_spec(i);
+      if (c["attrs"].contains(spec.name))
+        attrs.push_back(test::attr_from_json(*op, spec, c["attrs"][spec.name]));
+      else
+        attrs.push_back(*spec.default_value);
+    }
+    auto model = [&](const std::vector<Tensor>& xs) {
+      std::vector<const Tensor*> ptrs;
+      for (int s : slot) ptrs.push_back(s < 0 ? nullptr : &xs[size_t(s)]);
+      while (!op->has_tensor_list && int(ptrs.size()) < op->num_tensor_args) ptrs.push_back(nullptr);
+      return dispatch(*op, ptrs, attrs, SrcLoc::none());
+    };
+    TraceOptions to;
+    to.optimize = false;
+    to.print_warnings = false;
+    const TracedModule traced = trace(model, inputs, to);
+    Stats& st = stats[opname];
+    std::string bytes;
+    try {
+      bytes = export_onnx_bytes(traced.graph());
+    } catch (const OnnxExportError& e) {
+      REQUIRE(e.refusals().size() == 1);
+      CHECK(e.refusals()[0].op == opname);
+      st.refused.insert(e.refusals()[0].reason);
+      continue;
+    } catch (const Error& e) {  // ONNX's checker refused what was written
+      ++failed;
+      FAIL_CHECK(e.what());
+      continue;
+    }
+    ++total;
+    if (out_dir && st.exported == 0) std::ofstream(fs::path(out_dir) / (opname + ".onnx"), std::ios::binary) << bytes;
+    OnnxImportOptions io;
+    for (size_t i = 0; i < inputs.size(); ++i) io.example_inputs[traced.graph().inputs()[i]->name] = inputs[i];
+    io.optimize = false;
+    std::vector<Tensor> outs;
+    try {
+      outs = import_onnx_bytes(bytes, io).forward(inputs);
+    } catch (const Error& e) {
+      ++failed;
+      FAIL_CHECK("the exported model does not import and run: " << e.what());
+      continue;
+    }
+    REQUIRE(int(outs.size()) == c["outputs"].get<int>());
+    ++st.exported;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const Tensor expected = file.tensor(name + ".expected" + std::to_string(k));
+      // ONNX's forms of some formulas (gelu, mish, softplus, ...) round differently.
+      const test::Diff d =
+          test::compare(outs[k].to(expected.dtype()), expected, std::max(c["atol"].get<double>(), 1e-5),
+                        std::max(c["rtol"].get<double>(), 1e-4));
+      INFO("output " << k << ": " << d.message);
+      if (!d.ok) ++failed;
+      CHECK(d.ok);
+      st.max_abs = std::max(st.max_abs, d.max_abs);
+    }
+  }
+  std::printf("%-30s %9s %12s  %s\n", "op", "exported", "max |diff|", "refused because");
+  std::set<std::string> refused;
+  for (const auto& [name, s] : stats) {
+    std::string why;
+    for (const std::string& r : s.refused) why += (why.empty() ? "" : "; ") + r;
+    std::printf("%-30s %9d %12.3g  %s\n", name.c_str(), s.exported, s.max_abs, why.c_str());
+    if (!s.refused.empty()) refused.insert(name);
+  }
+  std::printf("%d cases exported, imported back and run; %d failed; %zu ops refused\n", total, failed, refused.size());
+  CHECK(failed == 0);
+  // Every op of the table has cases; those it refuses (in any case) are documented, and no
+  // other op is.
+  for (const OpSchema* op : all_ops())
+    if (op_namespace(op->name).empty() && op->name != "fused") CHECK(stats.count(op->name) == 1);
+  CHECK(refused == documented_refusals());
+}
+
+TEST_CASE("ONNX export writes the dynamic batch as dim N and refuses what it cannot write", "[onnx][export]") {
+  // A dynamic-batch model with a fused chain and a reshape that follows N.
+  auto f = [](const Tensor& x) { return relu(x * 2.0f + 1.0f).reshape({-1, 6}).softmax(1); };
+  TraceOptions to;
+  to.dynamic_batch = true;
+  const TracedModule t = trace(f, {randn({2, 3, 2})}, to);
+  const std::string bytes = export_onnx_bytes(t.graph());
+  const TracedModule back = import_onnx_bytes(bytes);
+  for (int64_t n : {1, 5}) {
+    const Tensor x = randn({n, 3, 2});
+    CHECK(test::compare(back.forward({x})[0], f(x), 1e-6, 1e-5).ok);
+  }
+  CHECK(back.graph().inputs()[0]->type.shape[0] == graph::SymInt(1, 0));
+
+  // Every node that cannot be written, in one error.
+  auto g = [](const Tensor& x) {
+    return max_pool2d_with_indices(x, {2}).second.to(DType::f32) + avg_pool2d(x, {2}, {}, {0}, true, true, 3);
+  };
+  const TracedModule u = trace(g, {randn({1, 1, 4, 4})});
+  try {
+    export_onnx_bytes(u.graph());
+    FAIL("exported");
+  } catch (const OnnxExportError& e) {
+    REQUIRE(e.refusals().size() == 2);  // in trace order, which C++ leaves to the compiler here
+    std::map<std::string, std::string> why;
+    for (const OnnxExportRefusal& r : e.refusals()) why[r.op] = r.reason;
+    CHECK(why["max_pool2d_with_indices"].find("its indices") == 0);
+    CHECK(why["avg_pool2d"] == "divisor_override with ceil_mode (ONNX's AveragePool has no divisor)");
+    CHECK(std::string(e.what()).find("ONNX export: 2 node(s) cannot be exported:\n  %") != std::string::npos);
+  }
+}
