@@ -15,6 +15,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -24,6 +25,7 @@
 #include "amber/op_attrs.h"
 #include "amber/schema/eager.h"
 #include "amber/schema/fused_program.h"
+#include "amber/schema/op_library.h"
 #include "amber/serialize/archive.h"
 #include "amber/serialize/file_io.h"
 
@@ -186,6 +188,9 @@ class Exporter {
 
   void node(const Node& n);
   void fused(const Node& n);
+  void custom(const Node& n, const std::string& domain);
+  // The domains of op libraries' ops written, with the highest op version of each.
+  std::map<std::string, int> custom_domains;
 
   // A node's input i (cast to dtype t when given), output i.
   std::string in(const Node& n, size_t i) const { return n.inputs[i] ? n.inputs[i]->name : ""; }
@@ -222,6 +227,8 @@ class Exporter {
 };
 
 double kInf = std::numeric_limits<double>::infinity();
+
+void set_type(onnx::ValueInfoProto* vi, const std::string& name, const graph::ValueType& t);
 
 std::string Exporter::pointwise(const std::string& name, const std::vector<Opd>& a, DType t, const std::string& out) {
   auto v = [&](size_t i) { return value(a.at(i), t); };
@@ -332,8 +339,52 @@ void Exporter::fused(const Node& n) {
   }
 }
 
+// An op library's op (docs/OPS.md, "Custom ops"), "ns::op": node op_type op of domain ns,
+// with its attributes by name and its outputs' types as value_info (ONNX knows no schema).
+void Exporter::custom(const Node& n, const std::string& domain) {
+  std::vector<std::string> ins, outs;
+  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(in(n, i));
+  while (!ins.empty() && ins.back().empty()) ins.pop_back();
+  for (size_t i = 0; i < n.outputs.size(); ++i) outs.push_back(out(n, i));
+  onnx::NodeProto* p = add(n.op->name.substr(domain.size() + 2), ins, outs);
+  p->set_domain(domain);
+  for (int i = 0; i < n.op->num_attrs(); ++i) {
+    const Attr& a = n.attrs[size_t(i)];
+    const std::string& an = n.op->attr_spec(i).name;
+    switch (a.kind()) {
+      case AttrKind::none:
+        break;
+      case AttrKind::i:
+      case AttrKind::b:
+      case AttrKind::dtype:
+        attr_i(p, an, a.i());
+        break;
+      case AttrKind::f:
+        attr_f(p, an, a.f());
+        break;
+      case AttrKind::ints:
+        attr_ints(p, an, a.ints());
+        break;
+      case AttrKind::floats: {
+        auto* fa = p->add_attribute();
+        fa->set_name(an);
+        fa->set_type(onnx::AttributeProto::FLOATS);
+        for (double f : a.floats()) fa->add_floats(float(f));
+        break;
+      }
+      case AttrKind::s:
+        attr_s(p, an, a.s());
+        break;
+    }
+  }
+  for (const Value* v : n.outputs) set_type(gp_->add_value_info(), v->name, v->type);
+  int& version = custom_domains[domain];
+  version = std::max(version, n.op->version);
+}
+
 void Exporter::node(const Node& n) {
   const std::string& name = n.op->name;
+  if (const std::string_view ns = op_namespace(name); !ns.empty()) return custom(n, std::string(ns));
   const auto& at = n.attrs;
   const auto any_symbolic = [&](std::initializer_list<int> idx) {
     for (int i : idx)
@@ -974,6 +1025,11 @@ std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& op
   for (const auto& [name, v] : g.outputs()) {
     if (name != v->name) e.op("Identity", {v->name}, {}, name);
     set_type(gp->add_output(), name, v->type);
+  }
+  for (const auto& [domain, version] : e.custom_domains) {
+    auto* o = m.add_opset_import();
+    o->set_domain(domain);
+    o->set_version(version);
   }
   if (options.check) {
     try {

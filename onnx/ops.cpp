@@ -793,7 +793,11 @@ Outs resize(const NodeCtx& c) {
   }
   if (!scales.empty()) {
     if (scales.size() != 4) c.refuse(str("scales holds ", scales.size(), " values for a 4-d input"));
-    for (int d = 0; d < 4; ++d) out[d] = int64_t(std::floor(double(x.size(d)) * scales[size_t(d)]));
+    for (int d = 0; d < 4; ++d) {
+      const double size = std::floor(double(x.size(d)) * scales[size_t(d)]);
+      if (!(size >= 0 && size < 0x1p40)) c.refuse(str("scale ", scales[size_t(d)], " of dim ", d));
+      out[d] = int64_t(size);
+    }
   }
   if (out[0] != x.size(0) || out[1] != x.size(1)) c.refuse("resizing the batch or channel dim");
   const DimVec hw{out[2], out[3]};

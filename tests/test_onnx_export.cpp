@@ -1,7 +1,10 @@
 // ONNX export: every op case of tests/gen_reference.py traced as a one-op model, exported
 // (which runs ONNX's checker and strict shape inference), imported back and compared with
 // PyTorch's output. Ops the exporter refuses must be exactly docs/ONNX.md's list; a table
-// per op is printed. Also the exporter's own errors, and the dynamic batch as dim "N".
+// per op is printed. Also the exporter's own errors, the dynamic batch as dim "N", and an op
+// library's op in its own domain.
+
+#include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <fstream>
@@ -180,4 +183,47 @@ TEST_CASE("ONNX export writes the dynamic batch as dim N and refuses what it can
     CHECK(why["avg_pool2d"] == "divisor_override with ceil_mode (ONNX's AveragePool has no divisor)");
     CHECK(std::string(e.what()).find("ONNX export: 2 node(s) cannot be exported:\n  %") != std::string::npos);
   }
+}
+
+namespace {
+
+// exportops::scale(x, a) = a * x: an op library's op, f32, contiguous.
+int scale_f32(const amber_kernel_args* args) {
+  const amber_tensor_view &x = args->inputs[0], &y = args->outputs[0];
+  int64_t n = 1;
+  for (int d = 0; d < y.ndim; ++d) n *= y.sizes[d];
+  for (int64_t k = 0; k < n; ++k)
+    static_cast<float*>(y.data)[k] = float(args->attrs[0].f) * static_cast<const float*>(x.data)[k];
+  return 0;
+}
+void register_exportops(OpLibrary& lib) {
+  lib.def({"exportops::scale(Tensor x, float a) -> Tensor", dtypes::floating,
+           [](InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }});
+  lib.kernel("exportops::scale", DeviceType::cpu, DType::f32, scale_f32);
+}
+const amber_op_library_info kExportops{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, "exportops",
+                                       &register_exportops};
+
+}  // namespace
+
+TEST_CASE("ONNX export writes an op library's ops in their own domain", "[onnx][export]") {
+  register_op_library(kExportops, "this test");
+  auto f = [](const Tensor& x) { return relu(call_op("exportops::scale", {x}, {{"a", 2.5}})[0]); };
+  const TracedModule t = trace(f, {randn({2, 3})});
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(export_onnx_bytes(t.graph())));
+  const onnx::NodeProto* scale = nullptr;
+  for (const onnx::NodeProto& n : m.graph().node())
+    if (n.domain() == "exportops") scale = &n;
+  REQUIRE(scale != nullptr);
+  CHECK(scale->op_type() == "scale");
+  REQUIRE(scale->attribute_size() == 1);
+  CHECK(scale->attribute(0).name() == "a");
+  CHECK(scale->attribute(0).f() == 2.5f);
+  bool domain_imported = false;
+  for (const onnx::OperatorSetIdProto& o : m.opset_import())
+    domain_imported = domain_imported || (o.domain() == "exportops" && o.version() == 1);
+  CHECK(domain_imported);
+  // Amber's importer reads the default domain only, and says so for the op.
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(m.SerializeAsString()), "exportops::scale");
 }
