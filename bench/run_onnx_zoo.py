@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""The ONNX zoo against ONNX Runtime: each model of tests/gen_onnx_zoo.py's output imported
-with `amber import`, then Amber (`amber bench`) and ONNX Runtime (bench/ort_case.js, the npm
-registry's onnxruntime-node, graph optimisation on) on the same .onnx file, the same batch and
-intra-op threads, alternating, in one run; prints the median over rounds of each run's p50.
+"""The ONNX zoo against ONNX Runtime and libtorch: each model of tests/gen_onnx_zoo.py's output
+imported with `amber import`, then Amber (`amber bench`), ONNX Runtime (bench/ort_case.js, the
+npm registry's onnxruntime-node, graph optimisation on) on the same .onnx file and, with
+--torch, libtorch (bench_torch_case on bench/gen_zoo_torch.py's traced and frozen model, with
+and without optimize_for_inference, the faster counted) at the same batch and intra-op
+threads, alternating, in one run; prints the median over rounds of each run's p50.
 
 Usage: run_onnx_zoo.py ZOO_DIR ORT_NODE_MODULES [--amber build/tools/amber] [--models a,b]
-       [--batches 1,4] [--threads 2,1] [--seconds 2] [--rounds 3]
+       [--batches 1] [--threads 2,1] [--seconds 2] [--rounds 3] [--torch build-bench/bench/bench_torch_case]
 ORT_NODE_MODULES: a folder where `npm install --ignore-scripts onnxruntime-node` was run
-(bench/README.md).
+(bench/README.md). libtorch runs at batch 1 only (the model is traced there).
 """
 import argparse
 import json
@@ -31,6 +33,17 @@ def ort_p50(modules, model, batch, threads, seconds):
     return json.loads(p.stdout)["p50_ms"]
 
 
+def torch_p50(tool, zoo, model, threads, seconds):
+    best = None
+    for extra in ([], ["--optimize"]):
+        p = subprocess.run([tool, os.path.join(zoo, model + ".frozen.pt"), os.path.join(zoo, model + ".inputs.pt"),
+                            "--threads", str(threads), "--seconds", str(seconds), *extra], capture_output=True,
+                           text=True, check=True)
+        v = json.loads(p.stdout.strip().splitlines()[-1])["p50_ms"]
+        best = v if best is None else min(best, v)
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("zoo")
@@ -41,23 +54,32 @@ def main():
     ap.add_argument("--threads", default="2,1")
     ap.add_argument("--seconds", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--torch", default="")
     a = ap.parse_args()
     with open(os.path.join(a.zoo, "zoo.json")) as f:
         models = [m["model"] for m in json.load(f)]
     if a.models:
         models = [m for m in models if m in a.models.split(",")]
-    print(f"{'model':20} {'batch':>5} {'thr':>3} {'amber ms':>9} {'ORT ms':>9} {'amber/ORT':>9}", flush=True)
+    print(f"{'model':20} {'batch':>5} {'thr':>3} {'amber ms':>9} {'ORT ms':>9} {'amber/ORT':>9}"
+          + (f" {'torch ms':>9} {'amber/torch':>11}" if a.torch else ""), flush=True)
     for m in models:
         onnx_path, archive = os.path.join(a.zoo, m + ".onnx"), os.path.join(a.zoo, m + ".bench.amber")
         subprocess.run([a.amber, "import", onnx_path, "-o", archive], check=True, capture_output=True)
         for batch in [int(b) for b in a.batches.split(",")]:
             for threads in [int(t) for t in a.threads.split(",")]:
-                am, ort = [], []
+                am, ort, tt = [], [], []
+                with_torch = a.torch and batch == 1
                 for _ in range(a.rounds):
                     am.append(amber_p50(a.amber, archive, batch, threads, a.seconds))
                     ort.append(ort_p50(a.ort_modules, onnx_path, batch, threads, a.seconds))
+                    if with_torch:
+                        tt.append(torch_p50(a.torch, a.zoo, m, threads, a.seconds))
                 x, y = statistics.median(am), statistics.median(ort)
-                print(f"{m:20} {batch:5} {threads:3} {x:9.3f} {y:9.3f} {x / y:9.2f}", flush=True)
+                line = f"{m:20} {batch:5} {threads:3} {x:9.3f} {y:9.3f} {x / y:9.2f}"
+                if with_torch:
+                    z = statistics.median(tt)
+                    line += f" {z:9.3f} {x / z:11.2f}"
+                print(line, flush=True)
     return 0
 
 

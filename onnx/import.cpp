@@ -149,7 +149,7 @@ Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::str
     if (path.empty() || !external)
       onnx::checker::check_model(m.proto);
     else
-      onnx::checker::check_model(path);  // parses the file again
+      onnx::checker::check_model(path);  // parses it again: libonnx 1.12 takes the folder no other way
   } catch (const std::exception& e) {
     throw OnnxImportError(str("import_onnx: the ONNX checker refuses the model: ", e.what()));
   }

@@ -113,12 +113,19 @@ namespace {
 
 using Outs = std::vector<Tensor>;
 
-int64_t wrap_axis(const NodeCtx& c, int64_t a, int64_t rank) {
+int64_t wrap_axis(int64_t a, int64_t rank) {
   if (a < -rank || a >= std::max<int64_t>(rank, 1)) throw Error(str("axis ", a, " is out of range for rank ", rank));
   return a < 0 ? a + rank : a;
 }
 
-bool is_integral(DType t) { return t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16; }
+// x as 2-D at axis (in [0, rank]): [product of the dims before it, product of the rest], as
+// Flatten and the opset < 13 forms of Softmax, LogSoftmax and Hardmax coerce their input.
+Tensor flatten_2d(const Tensor& x, int64_t axis) {
+  if (axis == 0) return x.reshape({1, -1});
+  if (axis == x.dim()) return x.reshape({-1, 1});
+  const Tensor y = axis + 1 < x.dim() ? x.flatten(axis) : x;
+  return axis > 1 ? y.flatten(0, axis - 1) : y;
+}
 
 Tensor i64_tensor(const std::vector<int64_t>& v) { return tensor(v, {int64_t(v.size())}); }
 
@@ -189,7 +196,7 @@ Outs clip(const NodeCtx& c) {
     auto bound = [&](int i) -> std::optional<Scalar> {
       if (!c.has(i)) return std::nullopt;
       const double v = c.scalar(i);
-      if (is_integral(x.dtype())) return Scalar(int64_t(v));
+      if (!is_floating(x.dtype())) return Scalar(int64_t(v));
       return Scalar(v);
     };
     lo = bound(1), hi = bound(2);
@@ -206,7 +213,7 @@ Outs sub_(const NodeCtx& c) { return {c.in(0) - c.in(1)}; }
 Outs mul_(const NodeCtx& c) { return {c.in(0) * c.in(1)}; }
 Outs div_(const NodeCtx& c) {
   const Tensor &a = c.in(0), &b = c.in(1);
-  if (is_integral(a.dtype())) return {div(a, b, "trunc")};
+  if (!is_floating(a.dtype())) return {div(a, b, "trunc")};
   return {a / b};
 }
 Outs pow_(const NodeCtx& c) {
@@ -216,7 +223,7 @@ Outs pow_(const NodeCtx& c) {
 Outs mod(const NodeCtx& c) {
   const Tensor &a = c.in(0), &b = c.in(1);
   const bool fmod = c.attr_i("fmod", 0) != 0;
-  if (!fmod && !is_integral(a.dtype())) throw Error("Mod with fmod=0 needs integer inputs");
+  if (!fmod && is_floating(a.dtype())) throw Error("Mod with fmod=0 needs integer inputs");
   return {a - div(a, b, fmod ? "trunc" : "floor") * b};
 }
 Outs equal(const NodeCtx& c) { return {eq(c.in(0), c.in(1))}; }
@@ -471,7 +478,7 @@ Outs instance_normalization(const NodeCtx& c) {
 
 Outs layer_normalization(const NodeCtx& c) {
   const Tensor& x = c.in(0);
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", -1), x.dim());
+  const int64_t axis = wrap_axis(c.attr_i("axis", -1), x.dim());
   DimVec shape;
   for (int64_t i = axis; i < x.dim(); ++i) shape.push_back(x.size(i));
   auto fit = [&](int i) -> Tensor {
@@ -502,9 +509,8 @@ Outs softmax_(const NodeCtx& c) {
     const int64_t axis = c.attr_i("axis", -1);
     return {Log ? log_softmax(x, axis) : softmax(x, axis)};
   }
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", 1), x.dim());
-  Tensor flat = axis == 0 ? x.reshape({1, -1}) : x.flatten(axis).flatten(0, axis - 1);
-  if (axis == x.dim()) flat = x.reshape({-1, 1});
+  const int64_t axis = wrap_axis(c.attr_i("axis", 1), x.dim());
+  const Tensor flat = flatten_2d(x, axis);
   const Tensor y = Log ? log_softmax(flat, 1) : softmax(flat, 1);
   return {y.reshape(x.sizes())};
 }
@@ -522,10 +528,7 @@ Outs flatten_(const NodeCtx& c) {
   const Tensor& x = c.in(0);
   const int64_t axis = c.attr_i("axis", 1) < 0 ? c.attr_i("axis", 1) + x.dim() : c.attr_i("axis", 1);
   if (axis < 0 || axis > x.dim()) throw Error(str("axis ", c.attr_i("axis", 1), " is out of range for rank ", x.dim()));
-  if (axis == 0) return {x.reshape({1, -1})};
-  if (axis == x.dim()) return {x.reshape({-1, 1})};
-  const Tensor y = axis + 1 < x.dim() ? x.flatten(axis) : x;
-  return {axis > 1 ? y.flatten(0, axis - 1) : y};
+  return {flatten_2d(x, axis)};
 }
 
 Outs reshape_(const NodeCtx& c) {
@@ -557,7 +560,7 @@ Outs concat(const NodeCtx& c) {
 
 Outs split_(const NodeCtx& c) {
   const Tensor& x = c.in(0);
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const int64_t axis = wrap_axis(c.attr_i("axis", 0), x.dim());
   std::vector<int64_t> sizes = c.opset < 13 ? c.attr_ints("split") : (c.has(1) ? c.ints(1) : std::vector<int64_t>{});
   if (sizes.empty()) {
     const int64_t n = c.outputs(), len = x.size(axis);
@@ -575,7 +578,7 @@ Outs squeeze_(const NodeCtx& c) {
   const Tensor& x = c.in(0);
   std::vector<int64_t> axes = axes_of(c, 1);
   if (axes.empty()) return {x.squeeze()};
-  for (int64_t& a : axes) a = wrap_axis(c, a, x.dim());
+  for (int64_t& a : axes) a = wrap_axis(a, x.dim());
   std::sort(axes.rbegin(), axes.rend());
   Tensor y = x;
   for (int64_t a : axes) {
@@ -589,7 +592,7 @@ Outs unsqueeze_(const NodeCtx& c) {
   const Tensor& x = c.in(0);
   std::vector<int64_t> axes = axes_of(c, 1);
   const int64_t rank = x.dim() + int64_t(axes.size());
-  for (int64_t& a : axes) a = wrap_axis(c, a, rank);
+  for (int64_t& a : axes) a = wrap_axis(a, rank);
   std::sort(axes.begin(), axes.end());
   Tensor y = x;
   for (int64_t a : axes) y = y.unsqueeze(a);
@@ -613,7 +616,7 @@ Outs slice_(const NodeCtx& c) {
     throw Error("starts, ends, axes and steps must have the same length");
   Tensor y = x;
   for (size_t i = 0; i < starts.size(); ++i) {
-    const int64_t a = wrap_axis(c, axes[i], x.dim()), n = x.size(a), step = steps[i];
+    const int64_t a = wrap_axis(axes[i], x.dim()), n = x.size(a), step = steps[i];
     if (step == 0) throw Error("Slice step 0");
     int64_t s = starts[i] < 0 ? starts[i] + n : starts[i], e = ends[i] < 0 ? ends[i] + n : ends[i];
     if (step > 0) {
@@ -635,7 +638,7 @@ Tensor wrap_indices(const Tensor& idx, int64_t n) {
 
 Outs gather_(const NodeCtx& c) {
   const Tensor &x = c.in(0), &idx = c.in(1);
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const int64_t axis = wrap_axis(c.attr_i("axis", 0), x.dim());
   const Tensor i = wrap_indices(idx, x.size(axis));
   const Tensor picked = index_select(x, axis, i.reshape({-1}));
   DimVec shape;
@@ -647,13 +650,13 @@ Outs gather_(const NodeCtx& c) {
 
 Outs gather_elements(const NodeCtx& c) {
   const Tensor& x = c.in(0);
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const int64_t axis = wrap_axis(c.attr_i("axis", 0), x.dim());
   return {gather(x, axis, wrap_indices(c.in(1), x.size(axis)))};
 }
 
 Outs scatter_elements(const NodeCtx& c) {
   const Tensor& x = c.in(0);
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const int64_t axis = wrap_axis(c.attr_i("axis", 0), x.dim());
   const Tensor i = wrap_indices(c.in(1), x.size(axis));
   const std::string red = c.attr_s("reduction", "none");
   if (red == "none") return {scatter(x, axis, i, c.in(2))};
@@ -748,12 +751,12 @@ Outs pad_(const NodeCtx& c) {
   for (int64_t i = r - 1; i >= r - 1 - last && i >= 0; --i)
     p.push_back(pads[size_t(i)]), p.push_back(pads[size_t(i + r)]);
   if (p.empty()) return {x};
-  return {pad(x, p, mode, is_integral(x.dtype()) ? Scalar(int64_t(value)) : Scalar(value))};
+  return {pad(x, p, mode, !is_floating(x.dtype()) ? Scalar(int64_t(value)) : Scalar(value))};
 }
 
 Outs cum_sum(const NodeCtx& c) {
   Tensor x = c.in(0);
-  const int64_t axis = wrap_axis(c, int64_t(c.scalar(1)), x.dim());
+  const int64_t axis = wrap_axis(int64_t(c.scalar(1)), x.dim());
   const bool reverse = c.attr_i("reverse", 0) != 0, exclusive = c.attr_i("exclusive", 0) != 0;
   if (reverse) x = flip(x, {axis});
   Tensor y = cumsum(x, axis);
@@ -837,7 +840,7 @@ Outs resize(const NodeCtx& c) {
 template <bool Max>
 Outs arg_reduce(const NodeCtx& c) {
   Tensor x = c.in(0);
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", 0), x.dim());
+  const int64_t axis = wrap_axis(c.attr_i("axis", 0), x.dim());
   const bool keep = c.attr_i("keepdims", 1) != 0, last = c.attr_i("select_last_index", 0) != 0;
   if (last) x = flip(x, {axis});
   Tensor i = Max ? argmax(x, axis, keep) : argmin(x, axis, keep);
@@ -950,8 +953,8 @@ Outs softmax_cross_entropy_loss(const NodeCtx& c) {
 Outs hardmax(const NodeCtx& c) {
   const Tensor& x = c.in(0);
   const bool coerce = c.opset < 13;
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", coerce ? 1 : -1), x.dim());
-  const Tensor x2 = coerce ? (axis == 0 ? x.reshape({1, -1}) : x.flatten(axis).flatten(0, axis - 1)) : x;
+  const int64_t axis = wrap_axis(c.attr_i("axis", coerce ? 1 : -1), x.dim());
+  const Tensor x2 = coerce ? flatten_2d(x, axis) : x;
   const int64_t a = coerce ? 1 : axis, n = x2.size(a);
   DimVec shape = DimVec::filled(int(x2.dim()), 1);
   shape[int(a)] = n;
@@ -973,7 +976,7 @@ Outs one_hot(const NodeCtx& c) {
   const int64_t depth = int64_t(c.scalar(1));
   const Tensor& values = c.in(2);
   if (values.numel() != 2) throw Error("OneHot's values must hold [off, on]");
-  const int64_t axis = wrap_axis(c, c.attr_i("axis", -1), idx.dim() + 1);
+  const int64_t axis = wrap_axis(c.attr_i("axis", -1), idx.dim() + 1);
   DimVec shape = DimVec::filled(int(idx.dim()) + 1, 1);
   shape[int(axis)] = depth;
   const Tensor pos = arange(Scalar(int64_t(0)), Scalar(depth), Scalar(int64_t(1)), DType::i64).reshape(shape);

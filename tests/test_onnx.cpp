@@ -55,21 +55,11 @@ Tol tolerance(DType t) {
   }
 }
 
-// "" when equal, else what differs.
+// "" when equal within the dtype's tolerance, else what differs.
 std::string compare(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype())
-    return str("dtype ", dtype_name(got.dtype()), ", expected ", dtype_name(want.dtype()));
-  if (got.sizes() != want.sizes()) return str("shape ", got.sizes(), ", expected ", want.sizes());
   const Tol tol = tolerance(want.dtype());
-  const std::vector<double> g = got.to(DType::f64).contiguous().to_vector<double>(),
-                            w = want.to(DType::f64).contiguous().to_vector<double>();
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-    if (g[i] == w[i]) continue;
-    if (!(std::abs(g[i] - w[i]) <= tol.atol + tol.rtol * std::abs(w[i])))
-      return str("element ", i, ": ", g[i], ", expected ", w[i], " (atol ", tol.atol, ", rtol ", tol.rtol, ")");
-  }
-  return "";
+  const test::Diff d = test::compare(got, want, tol.atol, tol.rtol);
+  return d.ok ? "" : d.message;
 }
 
 struct Counts {
