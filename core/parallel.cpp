@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "amber/core/error.h"
+#include "amber/core/hot.h"
 
 namespace amber {
 namespace {
@@ -44,7 +45,7 @@ int get_num_threads() {
   return n;
 }
 
-ThreadLimit::ThreadLimit(int n) : previous_(t_limit) {
+AMBER_HOT ThreadLimit::ThreadLimit(int n) : previous_(t_limit) {
   AMBER_CHECK(n >= 1, "ThreadLimit: expected at least 1 thread, got ", n);
   t_limit = n;
 }

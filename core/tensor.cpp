@@ -9,6 +9,7 @@
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/dtype_cast.h"
+#include "amber/core/hot.h"
 
 namespace amber {
 
@@ -17,7 +18,8 @@ HostAccessHook*& tls_host_access_hook() {
   return hook;
 }
 
-Tensor Tensor::make(Storage storage, const DimVec& sizes, const DimVec& strides, int64_t offset, DType dtype) {
+AMBER_HOT Tensor Tensor::make(Storage storage, const DimVec& sizes, const DimVec& strides, int64_t offset,
+                              DType dtype) {
   AMBER_ASSERT(sizes.size() == strides.size(), "sizes ", sizes, " vs strides ", strides);
   auto impl = Ref<TensorImpl>::make();
   impl->numel = checked_numel(sizes);

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <map>
 
+#include "amber/core/hot.h"
+
 namespace amber::graph {
 
 int64_t SymInt::at(int64_t n) const { return checked_add(checked_mul(coef, n, "symbolic dim"), value, "symbolic dim"); }
@@ -34,7 +36,7 @@ std::ostream& operator<<(std::ostream& os, const ValueType& t) { return os << dt
 
 SymShape sym_shape(const DimVec& d) { return SymShape(d.begin(), d.end()); }
 
-DimVec concrete_shape(const SymShape& s, int64_t n) {
+AMBER_HOT DimVec concrete_shape(const SymShape& s, int64_t n) {
   DimVec d;
   for (const SymInt& x : s) d.push_back(x.at(n));
   return d;
@@ -210,7 +212,7 @@ void Graph::remove_unused_constants() {
   constants_ = std::move(keep);
 }
 
-bool Graph::is_dynamic() const {
+AMBER_HOT bool Graph::is_dynamic() const {
   for (const auto& v : values_)
     if (!is_static(v->type.shape)) return true;
   for (const auto& n : nodes_)
@@ -256,7 +258,7 @@ Graph Graph::instantiate(int64_t n) const {
 
 Graph Graph::clone() const { return copy_graph(*this, nullptr); }
 
-int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs) {
+AMBER_HOT int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs) {
   int64_t n = -1;
   std::string from;
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
@@ -278,7 +280,7 @@ int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs) {
   return n < 0 ? 0 : n;
 }
 
-void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, int64_t n) {
+AMBER_HOT void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, int64_t n) {
   AMBER_CHECK(
       inputs.size() == g.inputs().size(), "expected ", g.inputs().size(), " inputs (",
       [&] {

@@ -3,6 +3,7 @@
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/error.h"
+#include "amber/core/hot.h"
 
 namespace amber::loader {
 
@@ -45,7 +46,7 @@ ArenaPool::Arena ArenaPool::take(size_t bytes) {
   return a;
 }
 
-void ArenaPool::give(Arena a) {
+AMBER_HOT void ArenaPool::give(Arena a) {
   if (!a.data) return;
   std::lock_guard lock(mutex_);
   idle_.push_back(a);

@@ -4,6 +4,7 @@
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/error.h"
+#include "amber/core/hot.h"
 
 namespace amber::loader {
 
@@ -20,7 +21,7 @@ void BufferCache::release(Block* b) {
   delete b;
 }
 
-Storage BufferCache::take(size_t bytes) {
+AMBER_HOT Storage BufferCache::take(size_t bytes) {
   Block* found = slot_.exchange(nullptr, std::memory_order_acquire);
   if (found && found->bytes != bytes) {
     give(found);  // another size: back to the list

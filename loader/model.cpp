@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "amber/core/backend_registry.h"
+#include "amber/core/hot.h"
 #include "amber/core/parallel.h"
 #include "amber/graph/text.h"
 #include "amber/loader/plan.h"
@@ -265,7 +266,7 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
   return m;
 }
 
-std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, const CallOptions& call) const {
+AMBER_HOT std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, const CallOptions& call) const {
   Impl& m = *check_defined(impl_);  // this handle keeps the model alive until the call returns
   int64_t n = 0;
   try {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "amber/core/backend_registry.h"
+#include "amber/core/hot.h"
 #include "amber/core/parallel.h"
 #include "amber/graph/passes.h"
 #include "amber/loader/step_cost.h"
@@ -377,7 +378,8 @@ void Plan::check_anomaly(const Step& s, const amber_tensor_view* outs, void* str
   }
 }
 
-void Plan::bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const {
+AMBER_HOT void Plan::bind(Workspace& ws, const std::vector<const void*>& inputs,
+                          const std::vector<Storage>& buffers) const {
   for (size_t v = 0; v < values_.size(); ++v) {
     const PlanValue& pv = values_[v];
     char* base = nullptr;
@@ -411,7 +413,7 @@ void Plan::prepare(int num_threads) const {
     parallel_for(num_threads, 1, [](int64_t, int64_t) {});
 }
 
-void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& options) const {
+AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& options) const {
   ThreadLimit limit(options.num_threads);
   char* scratch = static_cast<char*>(ws.arena.data) + scratch_offset_;
   const bool timed = options.profile;
@@ -477,7 +479,8 @@ bool Plan::capture(Workspace& ws, const RunOptions& options) const {
   return true;
 }
 
-std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const {
+AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host,
+                                                   void* stream) const {
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (int o : outputs_) {
@@ -501,7 +504,7 @@ std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bo
   return out;
 }
 
-std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
+AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
   struct Lease {
     const Plan* plan;
     std::unique_ptr<Workspace> ws;
