@@ -15,15 +15,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import gen_onnx_zoo  # noqa: E402
 
-
-class Holder(torch.nn.Module):
-    def __init__(self, tensors):
-        super().__init__()
-        for k, v in tensors.items():
-            self.register_buffer(k, v)
-
-    def forward(self):
-        return 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_bench_models import Holder  # noqa: E402  (the inputs holder bench_torch_case reads)
 
 
 def main():

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <utility>
 
 #include "amber/core/error.h"
 #include "amber/core/shape.h"
@@ -21,29 +23,17 @@ std::string onnx_type_name(int32_t t) {
   return str("unknown data type ", t);
 }
 
+// Amber's dtypes and their ONNX data types, one pair each (every Amber dtype has one).
+constexpr std::pair<DType, TensorProto::DataType> kDTypes[] = {
+    {DType::f32, TensorProto::FLOAT},     {DType::f64, TensorProto::DOUBLE}, {DType::f16, TensorProto::FLOAT16},
+    {DType::bf16, TensorProto::BFLOAT16}, {DType::i64, TensorProto::INT64},  {DType::i32, TensorProto::INT32},
+    {DType::i16, TensorProto::INT16},     {DType::i8, TensorProto::INT8},    {DType::u8, TensorProto::UINT8},
+    {DType::b8, TensorProto::BOOL}};
+static_assert(std::size(kDTypes) == kNumDTypes);
+
 int32_t dtype_to_onnx(DType t) {
-  switch (t) {
-    case DType::f32:
-      return TensorProto::FLOAT;
-    case DType::f64:
-      return TensorProto::DOUBLE;
-    case DType::f16:
-      return TensorProto::FLOAT16;
-    case DType::bf16:
-      return TensorProto::BFLOAT16;
-    case DType::i64:
-      return TensorProto::INT64;
-    case DType::i32:
-      return TensorProto::INT32;
-    case DType::i16:
-      return TensorProto::INT16;
-    case DType::i8:
-      return TensorProto::INT8;
-    case DType::u8:
-      return TensorProto::UINT8;
-    case DType::b8:
-      return TensorProto::BOOL;
-  }
+  for (const auto& [amber, onnx_type] : kDTypes)
+    if (amber == t) return onnx_type;
   throw Error(str("ONNX export: dtype ", int(t), " has no ONNX data type"));
 }
 
@@ -55,30 +45,8 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto* p) {
 }
 
 DType dtype_from_onnx(int32_t t, const std::string& what) {
-  switch (t) {
-    case TensorProto::FLOAT:
-      return DType::f32;
-    case TensorProto::DOUBLE:
-      return DType::f64;
-    case TensorProto::FLOAT16:
-      return DType::f16;
-    case TensorProto::BFLOAT16:
-      return DType::bf16;
-    case TensorProto::INT64:
-      return DType::i64;
-    case TensorProto::INT32:
-      return DType::i32;
-    case TensorProto::INT16:
-      return DType::i16;
-    case TensorProto::INT8:
-      return DType::i8;
-    case TensorProto::UINT8:
-      return DType::u8;
-    case TensorProto::BOOL:
-      return DType::b8;
-    default:
-      break;
-  }
+  for (const auto& [amber, onnx_type] : kDTypes)
+    if (onnx_type == t) return amber;
   throw Error(str(what, ": ONNX data type ", onnx_type_name(t),
                   " has no Amber dtype (Amber has float, double, float16, bfloat16, int64, int32, int16, int8, uint8 "
                   "and bool)"));

@@ -76,19 +76,11 @@ inline void apply(float* o, const amber_fused_instr& in, const ArgFn& arg, int64
     map3(o, arg(in.a), arg(in.b), arg(in.c), m, f);
 }
 
-// One instruction over a block: o[0, m) = op(a[0], ..., a[arity - 1]). b_imm: operand b is
-// an immediate (pow by an immediate exponent takes ATen's exact shortcuts, pow_scalar).
-using BlockFn = void (*)(float* o, const Arg* a, int64_t m, bool b_imm);
+// One instruction of AMBER_FUSED_OPS_MORE over a block: o[0, m) = op(a[0], ..., a[arity - 1]).
+using BlockFn = void (*)(float* o, const Arg* a, int64_t m);
 
-template <int Opcode, int Arity, typename F>
-inline void block(float* o, const Arg* a, int64_t m, [[maybe_unused]] bool b_imm, F f) {
-  if constexpr (Opcode == AMBER_FUSED_POW) {
-    if (b_imm) {
-      const float e = *a[1].p;
-      map1(o, a[0], m, [e](float x) { return pw::pow_scalar(x, e); });
-      return;
-    }
-  }
+template <int Arity, typename F>
+inline void block(float* o, const Arg* a, int64_t m, F f) {
   if constexpr (Arity == 1)
     map1(o, a[0], m, f);
   else if constexpr (Arity == 2)
@@ -97,31 +89,34 @@ inline void block(float* o, const Arg* a, int64_t m, [[maybe_unused]] bool b_imm
     map3(o, a[0], a[1], a[2], m, f);
 }
 
-// Each instruction's block function, compiled for each ISA, in a table indexed by opcode:
-// the interpreter runs AMBER_FUSED_OPS_CORE inline in its switch and calls the rest
-// (AMBER_FUSED_OPS_MORE) through the table, so it does not grow as the list does.
-#define AMBER_FUSED_BLOCK_FN(TARGET, ISA, OPCODE, name, arity)                                        \
-  TARGET void name##_##ISA(float* o, const Arg* a, int64_t m, bool b_imm) {                           \
-    block<AMBER_FUSED_##OPCODE, arity>(o, a, m, b_imm, [](auto... x) { return pw::op::name(x...); }); \
+// The block functions of AMBER_FUSED_OPS_MORE, compiled for each ISA, in a table indexed by
+// opcode - kCoreOps: the interpreter runs AMBER_FUSED_OPS_CORE inline in its switch and calls
+// the rest through the table, so it does not grow as the list does.
+#define AMBER_FUSED_COUNT(OPCODE, name, arity, kind) +1
+constexpr int kCoreOps = 0 AMBER_FUSED_OPS_CORE(AMBER_FUSED_COUNT);
+#undef AMBER_FUSED_COUNT
+#define AMBER_FUSED_BLOCK_FN(TARGET, ISA, name, arity)                   \
+  TARGET void name##_##ISA(float* o, const Arg* a, int64_t m) {          \
+    block<arity>(o, a, m, [](auto... x) { return pw::op::name(x...); }); \
   }
-#define AMBER_FUSED_BLOCK_FNS(OPCODE, name, arity, kind)                 \
-  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_AVX512, avx512, OPCODE, name, arity) \
-  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_AVX2, avx2, OPCODE, name, arity)     \
-  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_BASE, base, OPCODE, name, arity)
-AMBER_FUSED_OPS(AMBER_FUSED_BLOCK_FNS)
+#define AMBER_FUSED_BLOCK_FNS(OPCODE, name, arity, kind)         \
+  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_AVX512, avx512, name, arity) \
+  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_AVX2, avx2, name, arity)     \
+  AMBER_FUSED_BLOCK_FN(AMBER_TARGET_BASE, base, name, arity)
+AMBER_FUSED_OPS_MORE(AMBER_FUSED_BLOCK_FNS)
 #undef AMBER_FUSED_BLOCK_FNS
 #undef AMBER_FUSED_BLOCK_FN
 
 #define AMBER_FUSED_ENTRY_AVX512(OPCODE, name, arity, kind) &name##_avx512,
 #define AMBER_FUSED_ENTRY_AVX2(OPCODE, name, arity, kind) &name##_avx2,
 #define AMBER_FUSED_ENTRY_BASE(OPCODE, name, arity, kind) &name##_base,
-constexpr BlockFn kBlocksAvx512[] = {AMBER_FUSED_OPS(AMBER_FUSED_ENTRY_AVX512)};
-constexpr BlockFn kBlocksAvx2[] = {AMBER_FUSED_OPS(AMBER_FUSED_ENTRY_AVX2)};
-constexpr BlockFn kBlocksBase[] = {AMBER_FUSED_OPS(AMBER_FUSED_ENTRY_BASE)};
+constexpr BlockFn kBlocksAvx512[] = {AMBER_FUSED_OPS_MORE(AMBER_FUSED_ENTRY_AVX512)};
+constexpr BlockFn kBlocksAvx2[] = {AMBER_FUSED_OPS_MORE(AMBER_FUSED_ENTRY_AVX2)};
+constexpr BlockFn kBlocksBase[] = {AMBER_FUSED_OPS_MORE(AMBER_FUSED_ENTRY_BASE)};
 #undef AMBER_FUSED_ENTRY_AVX512
 #undef AMBER_FUSED_ENTRY_AVX2
 #undef AMBER_FUSED_ENTRY_BASE
-static_assert(std::size(kBlocksBase) == AMBER_FUSED_NUM_OPCODES);
+static_assert(kCoreOps + std::size(kBlocksBase) == AMBER_FUSED_NUM_OPCODES);
 #define AMBER_FUSED_ARITY(OPCODE, name, arity, kind) arity,
 constexpr int kArity[] = {AMBER_FUSED_OPS(AMBER_FUSED_ARITY)};
 #undef AMBER_FUSED_ARITY
@@ -201,7 +196,7 @@ struct FusedRun {
             args[0] = arg(in.a);  // only the instruction's own operands are resolved
             if (in.arity > 1) args[1] = arg(in.b);
             if (in.arity > 2) args[2] = arg(in.c);
-            ctx.blocks[in.op](o, args, m, in.arity > 1 && in.b.kind == AMBER_OPERAND_IMM);
+            ctx.blocks[in.op - kCoreOps](o, args, m);
           }
         }
       }
