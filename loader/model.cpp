@@ -164,6 +164,12 @@ void upload_weights(Model::Impl& impl) {
   impl.uploaded = true;
 }
 
+// LoadOptions::max_workspace_bytes, or the machine's physical memory when 0.
+size_t workspace_limit(const LoadOptions& options) {
+  return options.max_workspace_bytes > 0 ? options.max_workspace_bytes
+                                         : size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
+}
+
 std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions& options, const std::string& source) {
   AMBER_CHECK(options.num_threads >= 0, "load: num_threads must be >= 0 (0: all cores), got ", options.num_threads);
   const amber_backend& b = backend(options.device);  // names what is missing
@@ -173,10 +179,7 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   impl->info = std::move(archive.info);
   impl->options = options;
   impl->total_threads = options.num_threads > 0 ? options.num_threads : available_cores();
-  impl->arenas = std::make_shared<loader::ArenaPool>(
-      options.device, options.max_workspace_bytes > 0
-                          ? options.max_workspace_bytes
-                          : size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE)));
+  impl->arenas = std::make_shared<loader::ArenaPool>(options.device, workspace_limit(options));
   impl->output_buffers = std::make_shared<loader::BufferCache>(options.device);
   // Weights are immutable: copies made for unaligned records become read-only too, so
   // kernels may pack them at setup and no output can write into them.
@@ -215,15 +218,27 @@ void warm_up(const Model& m) {
   const Device device = m.device();
   std::vector<Tensor> zeros;
   try {
+    // The zero inputs count against the workspace limit: declared shapes come from the
+    // archive, and a hostile one must not make load allocate more than a call could.
+    std::vector<std::pair<DimVec, uint64_t>> shapes;  // each input's sizes and bytes
+    uint64_t total = 0;
     for (const IOInfo& in : m.inputs()) {
-      const DimVec sizes = in.sizes_at(batch);
-      const size_t bytes = size_t(checked_numel(sizes)) * itemsize(in.dtype);
-      Storage s = Storage::allocate(bytes, device);
-      const amber_backend& b = backend(device);
+      DimVec sizes = in.sizes_at(batch);
+      uint64_t bytes = 0;
+      if (__builtin_mul_overflow(uint64_t(checked_numel(sizes)), uint64_t(itemsize(in.dtype)), &bytes) ||
+          __builtin_add_overflow(total, bytes, &total))
+        return;
+      shapes.emplace_back(std::move(sizes), bytes);
+    }
+    if (total > workspace_limit(m.options())) return;  // no warm-up; a call of that size fails by itself
+    const amber_backend& b = backend(device);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const auto& [sizes, bytes] = shapes[i];
+      Storage s = Storage::allocate(size_t(bytes), device);
       if (bytes &&
-          (b.fill(device.index, s.data(), 0, bytes, nullptr) != 0 || b.synchronize(device.index, nullptr) != 0))
+          (b.fill(device.index, s.data(), 0, size_t(bytes), nullptr) != 0 || b.synchronize(device.index, nullptr) != 0))
         return;  // no warm-up: the first call will do what it would have done
-      zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, in.dtype));
+      zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, m.inputs()[i].dtype));
     }
     const auto start = std::chrono::steady_clock::now();
     (void)m.forward(zeros);
@@ -241,6 +256,8 @@ ArchiveReadOptions read_options(const LoadOptions& options) {
   ArchiveReadOptions ro;
   ro.verify_checksums = options.verify_checksums;
   ro.num_threads = options.num_threads;
+  ro.max_archive_bytes = options.max_archive_bytes;
+  ro.max_model_memory = options.max_model_memory;
   return ro;
 }
 
@@ -254,6 +271,8 @@ Model load(const std::string& path, const LoadOptions& options) {
 }
 
 Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
+  AMBER_CHECK(bytes.size() <= options.max_archive_bytes, "<buffer>: the archive is ", bytes.size(),
+              " bytes, over the limit of ", options.max_archive_bytes, " (LoadOptions::max_archive_bytes)");
   void* copy = cpu_allocate(bytes.size());
   AMBER_CHECK(copy, "load: cannot allocate ", bytes.size(), " bytes to hold the archive");
   std::shared_ptr<const void> keep(copy, [](const void* p) { cpu_free(const_cast<void*>(p)); });

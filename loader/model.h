@@ -38,6 +38,10 @@ struct LoadOptions {
   // memory. Archives come from anywhere: this bounds what a hostile graph can make load or
   // a call allocate.
   size_t max_workspace_bytes = 0;
+  // The largest archive accepted, and the most memory parsing its model.pb may take
+  // (serialize/archive.h's ArchiveReadOptions, which documents both).
+  uint64_t max_archive_bytes = ArchiveReadOptions{}.max_archive_bytes;
+  uint64_t max_model_memory = ArchiveReadOptions{}.max_model_memory;
   // Outputs of forward() on the host rather than on the model's device (CallOptions can ask
   // per call).
   bool outputs_on_host = false;

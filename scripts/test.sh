@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs (Debian packages), configures, builds with -j2,
 # runs every test stage with ctest, then the sanitizer stages (the suite under ASan+UBSan,
-# each fuzzer for AMBER_FUZZ_SECONDS (60), the concurrency tests under TSan), and prints how
-# long each stage took. Idempotent: a second run reuses the build folders. CI=true turns
+# each fuzzer for AMBER_FUZZ_SECONDS (60), the concurrency tests and intra-op parallelism
+# under TSan), and prints how long each stage took. Idempotent: a second run reuses the build folders. CI=true turns
 # warnings into errors. AMBER_SANITIZERS=0 skips the sanitizer stages (a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +48,13 @@ stage "asan+ubsan: tests" asan_tests
 stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
 stage "tsan: configure" cmake -S . -B build-tsan "${san[@]}" -DAMBER_SANITIZE=thread
 stage "tsan: build (-j2)" cmake --build build-tsan -j2 --target test_loader test_sim
-# One core, so one intra-op thread: the OpenMP runtimes are not instrumented (tests/tsan.supp).
-stage "tsan: concurrency tests" env TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
-  taskset -c 0 build-tsan/tests/test_loader "[threads]"
-stage "tsan: concurrency on the simulated device" env TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
-  taskset -c 0 build-tsan/tests/test_sim "[threads],[replicas]"
+# Two intra-op threads: Amber's OpenMP loops (LLVM's libomp under clang) run in parallel
+# inside each call, and Archer (libarcher.so, Debian's libomp5 package) tells TSan about
+# OpenMP's fork, join and barrier synchronisation, so races inside one call are checked
+# too. oneDNN's libgomp and libomp are not instrumented: ignore_noninstrumented_modules.
+archer=(/usr/lib/llvm-*/lib/libarcher.so)
+tsan_env=(env OMP_NUM_THREADS=2 OMP_TOOL_LIBRARIES="${archer[-1]}"
+  TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 ignore_noninstrumented_modules=1")
+stage "tsan: concurrency and intra-op parallelism" "${tsan_env[@]}" \
+  build-tsan/tests/test_loader "[threads],[samples],[resources],[dynamic]"
+stage "tsan: concurrency on the simulated device" "${tsan_env[@]}" build-tsan/tests/test_sim "[threads],[replicas]"

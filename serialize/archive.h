@@ -32,6 +32,11 @@ struct ArchiveLimits {
   static constexpr uint64_t kMaxGraphIO = 10'000;        // inputs, outputs
   static constexpr uint64_t kMaxStringBytes = 64 << 10;  // names, sources, string attributes
   static constexpr uint64_t kMaxListLength = 1 << 20;    // int / float list attributes
+  // Parsing model.pb may take at most this many bytes of memory per byte of model.pb (plus
+  // kParseBytesFloor), found by a pre-scan of its encoding before anything is allocated
+  // (serialize/model_scan.h); real archives take 8 to 16.
+  static constexpr uint64_t kParseBytesPerModelByte = 32;
+  static constexpr uint64_t kParseBytesFloor = 16 << 20;
 };
 
 struct ArchiveWarning {
@@ -52,6 +57,11 @@ struct ArchiveInfo {
 struct ArchiveReadOptions {
   bool verify_checksums = true;  // XXH3-64 of every weight record
   int num_threads = 0;           // for verifying them; 0: parallel.h's default
+  // The largest archive (file or buffer, weights included) the reader accepts.
+  uint64_t max_archive_bytes = uint64_t(1) << 40;
+  // The most memory parsing model.pb may take (besides the archive itself), checked before
+  // parsing; see ArchiveLimits::kParseBytesPerModelByte for the bound relative to its size.
+  uint64_t max_model_memory = uint64_t(2) << 30;
 };
 
 struct LoadedArchive {

@@ -1,5 +1,6 @@
 // Archive reading (archive.h). Order of checks: zip structure, the version and byte-order
-// records, model.pb's size and CRC, the protobuf message, limits, the weight table
+// records, model.pb's size and CRC, a pre-scan of its encoding (counts, lengths, the memory
+// parsing takes: model_scan.h), the protobuf message, limits, the weight table
 // (dtypes, shapes, sizes, records), every op against the op table (all unknown ops listed
 // at once), the graph as it is built, the checksums, and finally the graph verifier.
 
@@ -17,6 +18,7 @@
 #include "amber/schema/op_library.h"
 #include "amber/serialize/archive.h"
 #include "amber/serialize/file_io.h"
+#include "amber/serialize/model_scan.h"
 #include "amber/serialize/zip.h"
 #include "archive.pb.h"
 
@@ -34,12 +36,20 @@ class Reader {
       : bytes_(bytes), keep_alive_(std::move(keep_alive)), options_(o), src_(std::move(src)) {}
 
   LoadedArchive read() {
+    check(bytes_.size() <= options_.max_archive_bytes, "the archive is ", bytes_.size(), " bytes, over the limit of ",
+          options_.max_archive_bytes, " (ArchiveReadOptions::max_archive_bytes)");
     for (const ZipEntry& e : read_zip(bytes_, src_)) entries_.emplace(e.name, e);
     check_version();
     const ZipEntry& mpb = entry("model.pb");
     check(mpb.size <= ArchiveLimits::kMaxModelBytes, "model.pb is ", mpb.size, " bytes, over the limit of ",
           ArchiveLimits::kMaxModelBytes);
     check_crc32(bytes_, mpb, src_);
+    // Counts, ranks, lengths and the memory the parse will take, before it allocates any.
+    const std::span<const uint8_t> model_pb = bytes_.subspan(size_t(mpb.data_offset), size_t(mpb.size));
+    scan_model_pb(model_pb,
+                  std::min(options_.max_model_memory,
+                           ArchiveLimits::kParseBytesFloor + ArchiveLimits::kParseBytesPerModelByte * mpb.size),
+                  src_);
     pb::Model m;
     check(m.ParseFromArray(bytes_.data() + mpb.data_offset, int(mpb.size)),
           "model.pb is not a valid protobuf message (truncated, corrupt, or nested too deeply)");
@@ -215,7 +225,14 @@ class Reader {
   graph::ValueType value_type(const pb::ValueInfo& v, const std::string& what) const {
     graph::ValueType t{dtype(v.dtype(), what), {}};
     check(v.shape_size() <= kMaxDims, what, " has rank ", v.shape_size(), " (the maximum is ", kMaxDims, ")");
-    for (const pb::Dim& d : v.shape()) t.shape.push_back(graph::SymInt(d.coef(), d.value()));
+    for (const pb::Dim& d : v.shape()) {
+      const graph::SymInt dim(d.coef(), d.value());
+      // A static dim is non-negative; one following the batch size N is non-negative at the
+      // traced batch size and computable there without overflow (N itself is checked per call).
+      check(dim.is_static() ? dim.value >= 0 : dim.at(std::max<int64_t>(traced_batch_, 1)) >= 0, what, " has dim ",
+            t.shape.size(), " = ", dim, ", negative", dim.is_static() ? "" : " at the traced batch size");
+      t.shape.push_back(dim);
+    }
     return t;
   }
 
@@ -311,8 +328,9 @@ class Reader {
                                      "amber::load_op_library, amber run --op-library)",
             builtin ? " (this Amber knows the ops in docs/OPS.md; the archive may need a newer version)" : "");
     }
+    check(pg.traced_batch() >= 0, "the graph's traced_batch is negative (", pg.traced_batch(), ")");
     graph::Graph g;
-    g.traced_batch = pg.traced_batch();
+    g.traced_batch = traced_batch_ = pg.traced_batch();
     std::map<std::string, graph::Value*> values;
     auto define = [&](graph::Value* v) { values[v->name] = v; };
     try {
@@ -380,6 +398,7 @@ class Reader {
   std::map<std::string, TensorInfo> tensors_;
   uint32_t version_major_ = 0;
   uint64_t mapped_ = 0;
+  int64_t traced_batch_ = 0;
 };
 
 }  // namespace

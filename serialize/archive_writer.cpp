@@ -190,10 +190,13 @@ void write_archive(const Prepared& p, const ZipWriter::Sink& sink, const SaveOpt
 
 void save_archive(const std::string& path, const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& o) {
   const Prepared p = prepare(g, info, o);
-  write_file_atomically(path, [&](const WriteChunk& write) {
-    write_archive(
-        p, [&](const void* d, size_t n) { return write(d, n); }, o);
-  });
+  write_file_atomically(
+      path,
+      [&](const WriteChunk& write) {
+        write_archive(
+            p, [&](const void* d, size_t n) { return write(d, n); }, o);
+      },
+      o.file_ops);
 }
 
 std::vector<uint8_t> archive_bytes(const graph::Graph& g, const ArchiveInfo& info, const SaveOptions& o) {

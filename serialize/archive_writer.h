@@ -10,11 +10,15 @@
 
 namespace amber {
 
+struct FileOps;
+
 struct SaveOptions {
   // Record the creation time (otherwise only when SOURCE_DATE_EPOCH is set, which then
   // gives the time): the same model always saves to the same bytes unless asked.
   bool record_creation_time = false;
   bool force_zip64 = false;  // zip64 records even when not needed (tests)
+  // The system calls that write the file (file_io.h; tests inject faults); null: the real ones.
+  const FileOps* file_ops = nullptr;
 };
 
 // Writes g (its constants must have data) and info's metadata as an archive, atomically

@@ -84,7 +84,24 @@ MappedFile map_file(const std::string& path) {
   return m;
 }
 
-void write_file_atomically(const std::string& path, const std::function<void(const WriteChunk&)>& produce) {
+const FileOps& FileOps::system() {
+  static const FileOps ops{
+      [](const char* dir) { return ::open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644); },
+      [](int fd, const void* data, size_t n) { return long(::write(fd, data, n)); },
+      [](int fd) { return ::fsync(fd); },
+      [](int fd, const char* target) {
+        const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+        return ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, target, AT_SYMLINK_FOLLOW);
+      },
+      [](const char* from, const char* to) { return ::rename(from, to); },
+      [](int fd) { return ::close(fd); },
+  };
+  return ops;
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(const WriteChunk&)>& produce,
+                           const FileOps* ops_or_null) {
+  const FileOps& ops = ops_or_null ? *ops_or_null : FileOps::system();
   AMBER_CHECK(!path.empty(), "cannot save: empty path");
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
@@ -97,18 +114,17 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   const std::string base = basename_of(path);
   remove_stale_temporaries(dir, base);
   std::string tmp = dir + "/" + temp_prefix(base, ::getpid()) + "XXXXXX";
-  Fd f;
   // An unnamed file (O_TMPFILE) gets a name only once complete, so even a killed process
   // leaves nothing behind; filesystems without it get a named temporary file.
-  f.fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-  const bool unnamed = f.fd >= 0;
-  if (!unnamed) f.fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  int fd = ops.open_unnamed(dir.c_str());
+  const bool unnamed = fd >= 0;
+  if (!unnamed) fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   bool has_name = !unnamed;  // whether tmp names the file (and must be removed on failure)
-  AMBER_CHECK(f.fd >= 0, "cannot save to '", path, "': cannot create a temporary file in '", dir, "': ", sys_error());
+  AMBER_CHECK(fd >= 0, "cannot save to '", path, "': cannot create a temporary file in '", dir, "': ", sys_error());
   std::string failure;
   auto cleanup_and_throw = [&](const std::string& why) {
-    ::close(f.fd);
-    f.fd = -1;
+    if (fd >= 0) ::close(fd);  // the real close: the file is being discarded either way
+    fd = -1;
     if (has_name) ::unlink(tmp.c_str());
     throw Error(str("cannot save to '", path, "': ", why, " (the previous file, if any, is unchanged)"));
   };
@@ -116,10 +132,14 @@ void write_file_atomically(const std::string& path, const std::function<void(con
     if (!failure.empty()) return false;
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
-      const ssize_t w = ::write(f.fd, p, n);
+      const long w = ops.write(fd, p, n);
       if (w < 0) {
         if (errno == EINTR) continue;
         failure = "write failed: " + sys_error();
+        return false;
+      }
+      if (w == 0) {  // no progress and no error: refuse to spin
+        failure = "write failed: no bytes written";
         return false;
       }
       p += w;
@@ -133,30 +153,33 @@ void write_file_atomically(const std::string& path, const std::function<void(con
     cleanup_and_throw(failure.empty() ? std::string(e.what()) : failure);  // the system's reason first
   }
   if (!failure.empty()) cleanup_and_throw(failure);
-  if (::fchmod(f.fd, 0644) != 0) cleanup_and_throw("fchmod failed: " + sys_error());
-  if (::fsync(f.fd) != 0) cleanup_and_throw("fsync failed: " + sys_error());
+  if (::fchmod(fd, 0644) != 0) cleanup_and_throw("fchmod failed: " + sys_error());
+  if (ops.fsync(fd) != 0) cleanup_and_throw("fsync failed: " + sys_error());
   if (unnamed) {  // give the complete file a temporary name next to the target
-    const std::string proc = "/proc/self/fd/" + std::to_string(f.fd);
     int tries = 0;
     while (true) {
       tmp = dir + "/" + temp_prefix(base, ::getpid()) + std::to_string(tries);
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      if (ops.link_fd(fd, tmp.c_str()) == 0) {
         has_name = true;
         break;
       }
       if (errno != EEXIST || ++tries > 100) cleanup_and_throw("linking the temporary file failed: " + sys_error());
     }
   }
+  // Close before renaming: a failed close (NFS reports write errors there) must not leave a
+  // replaced target behind. POSIX leaves the descriptor unusable after any close result.
+  const int closing = fd;
+  fd = -1;
+  if (ops.close(closing) != 0) cleanup_and_throw("close failed: " + sys_error());
   // Rename straight after naming (the data is already synced), so the window in which a
   // kill leaves the temporary name behind is as short as it can be.
-  if (::rename(tmp.c_str(), path.c_str()) != 0) cleanup_and_throw("rename failed: " + sys_error());
+  if (ops.rename(tmp.c_str(), path.c_str()) != 0) cleanup_and_throw("rename failed: " + sys_error());
   has_name = false;
-  const int fd = f.fd;
-  f.fd = -1;
-  AMBER_CHECK(::close(fd) == 0, "saved '", path, "' but closing it failed: ", sys_error());
   Fd d;
   d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  AMBER_CHECK(d.fd >= 0 && ::fsync(d.fd) == 0, "saved '", path, "' but could not fsync its folder: ", sys_error());
+  AMBER_CHECK(
+      d.fd >= 0 && ops.fsync(d.fd) == 0, "saved '", path,
+      "' but could not fsync its folder (the new file is in place; a power loss may undo the rename): ", sys_error());
 }
 
 }  // namespace amber

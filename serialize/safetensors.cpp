@@ -229,9 +229,10 @@ std::vector<uint8_t> safetensors_bytes(const std::vector<std::pair<std::string, 
 }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, const FileOps* file_ops) {
   const std::vector<uint8_t> bytes = safetensors_bytes(tensors, metadata);
-  write_file_atomically(path, [&](const WriteChunk& write) { write(bytes.data(), bytes.size()); });
+  write_file_atomically(
+      path, [&](const WriteChunk& write) { write(bytes.data(), bytes.size()); }, file_ops);
 }
 
 }  // namespace amber

@@ -17,6 +17,8 @@
 
 namespace amber {
 
+struct FileOps;
+
 class SafetensorsFile {
  public:
   struct Entry {
@@ -59,9 +61,10 @@ class SafetensorsFile {
 };
 
 // Writes tensors (in the given order) and metadata as a safetensors file, atomically
-// (temporary file in the same folder, fsync, rename).
+// (temporary file in the same folder, fsync, rename). `file_ops` (tests) replaces the
+// system calls (file_io.h).
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+                      const std::map<std::string, std::string>& metadata = {}, const FileOps* file_ops = nullptr);
 // The same bytes in memory.
 std::vector<uint8_t> safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>& tensors,
                                        const std::map<std::string, std::string>& metadata = {});

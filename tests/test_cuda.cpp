@@ -64,6 +64,7 @@ void check_close(const Tensor& got, const Tensor& want, const std::string& what)
 }  // namespace
 
 TEST_CASE("cuda: without a GPU, one clear error and the CPU unaffected", "[cuda][gpu]") {
+  AMBER_CASE("gpu.no-device");
   if (!no_gpu().empty()) {
     std::printf("cuda: not available here: %s\n", no_gpu().c_str());
     AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::cuda(0)}), "cuda:0 requested but");
@@ -92,6 +93,7 @@ TEST_CASE("cuda: a loaded model equals the CPU, inputs and outputs on either sid
 }
 
 TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
+  AMBER_CASE("conc.forward");
   if (skip("8 threads on one model")) return;
   const Model gpu = load(lenet_archive(), LoadOptions{.device = Device::cuda(0)});
   std::vector<Tensor> inputs, want;
@@ -118,6 +120,7 @@ TEST_CASE("cuda: out of memory fails the call alone; weights that do not fit are
   if (skip("out of memory")) return;
   const char* limit = std::getenv("AMBER_CUDA_MEMORY_LIMIT");
   if (!limit || !*limit) FAIL("run with AMBER_CUDA_MEMORY_LIMIT set (ctest's test_cuda_oom sets 1G)");
+  AMBER_CASE("gpu.call-oom");
   const Model gpu = load(lenet_archive(), LoadOptions{.device = Device::cuda(0)});
   // A batch whose intermediates cannot fit under the cap (conv1's output alone is 1.2 GB):
   // the call fails naming bytes, and the next one works.

@@ -290,6 +290,7 @@ TEST_CASE("the profile counts every node of every call", "[loader][profile]") {
 }
 
 TEST_CASE("8 threads x 500 calls on one ResNet-18: every output bitwise identical", "[loader][threads]") {
+  AMBER_CASE("conc.forward");
   manual_seed(7);
   models::ResNet18 net;
   net.eval();
@@ -352,6 +353,7 @@ TEST_CASE("8 threads x 500 calls on one ResNet-18: every output bitwise identica
 }
 
 TEST_CASE("concurrent loads of one archive; the last handle dropped while another thread runs", "[loader][threads]") {
+  AMBER_CASE("conc.loads");
   manual_seed(8);
   models::LeNet net;
   net.eval();
@@ -393,9 +395,36 @@ TEST_CASE("a call too large for memory fails alone; the next call works", "[load
   auto f = [](const Tensor& x) { return (x.unsqueeze(2).expand({x.size(0), 4, 1 << 20}) + 1).sum({2}); };
   TracedModule t = trace(f, {randn({2, 4})}, quiet(true));
   Model m = load(t.save_to_bytes());
+  AMBER_CASE("res.call-memory");
   AMBER_REQUIRE_ERROR(m.forward({randn({1 << 20, 4})}), "bytes");
   Tensor x = randn({3, 4});
   check_close(m.forward({x})[0], f(x), 1e-3, 1e-5, "after the failed call");
+  {
+    // Over-memory calls while four other threads keep calling: theirs all succeed, exactly.
+    AMBER_CASE("conc.failing-call");
+    const Tensor want = m.forward({x})[0];
+    std::atomic<bool> stop{false};
+    std::atomic<int> wrong{0}, calls{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k)
+      threads.emplace_back([&] {
+        while (!stop) {
+          try {
+            const Tensor y = m.forward({x})[0];
+            if (std::memcmp(y.data(), want.data(), want.nbytes()) != 0) ++wrong;
+          } catch (const std::exception&) {
+            ++wrong;
+          }
+          ++calls;
+        }
+      });
+    const Tensor huge = randn({1 << 20, 4});
+    for (int i = 0; i < 20; ++i) AMBER_REQUIRE_ERROR(m.forward({huge}), "bytes of intermediate memory");
+    while (calls < 100) std::this_thread::yield();
+    stop = true;
+    for (std::thread& th : threads) th.join();
+    CHECK(wrong == 0);
+  }
   // An explicit cap: each batch row needs 16 MiB of intermediates (a [4, 2^20] f32 sum operand).
   LoadOptions capped;
   capped.max_workspace_bytes = 20 << 20;

@@ -5,8 +5,10 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "amber/core/tensor.h"
 
@@ -68,6 +70,38 @@ inline Diff compare(const Tensor& actual, const Tensor& expected, double atol, d
     }
   }
   return d;
+}
+
+}  // namespace amber::test
+
+// Marks the shared/RELIABILITY.md checklist case (an id of docs/security.md's case table)
+// that the enclosing test reaches; tests/check_security_cases.py keeps that table and these
+// marks in agreement. In Python and fuzz sources the mark is a comment "checklist case: ID".
+// The mark also names the case for save_case_seed.
+#define AMBER_CASE(id)        \
+  INFO("checklist case " id); \
+  ::amber::test::current_case() = id
+
+namespace amber::test {
+
+// The checklist case the running test last marked.
+inline std::string& current_case() {
+  static std::string id = "none";
+  return id;
+}
+
+// With AMBER_CASE_SEEDS=DIR set, writes bytes (an input a test feeds to a reader) to
+// DIR/<case>-<n>.amber when under the fuzzers' 64 KiB input limit: tests/fuzz/run_fuzz.sh
+// seeds the fuzzers with every checklist case the tests build this way.
+inline void save_case_seed(const std::vector<uint8_t>& bytes) {
+  static int n = 0;
+  const char* dir = std::getenv("AMBER_CASE_SEEDS");
+  if (!dir || !*dir || bytes.size() > 65536) return;
+  const std::string path = std::string(dir) + "/" + current_case() + "-" + std::to_string(n++) + ".amber";
+  if (FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
 }
 
 }  // namespace amber::test

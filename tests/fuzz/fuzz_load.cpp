@@ -35,6 +35,7 @@ bool small_enough(const amber::graph::Graph& g, int64_t n) {
 
 }  // namespace
 
+// checklist case: res.fuzz
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   amber::LoadOptions options;
   options.verify_checksums = (size & 1) != 0;  // both paths: mutated weights reach the kernels

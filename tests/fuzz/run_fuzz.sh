@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for a bounded time on its seed corpus (valid archives of varied
-# programs, the golden archive, the checklist's broken variants, safetensors files, small ONNX
-# models of ONNX's node tests) and fails on any crash, sanitizer report, leak or timeout.
+# programs, the golden archive, every checklist case test_archive builds, the committed
+# corpus, safetensors files, small ONNX models of ONNX's node tests) and fails on any crash,
+# sanitizer report, leak or timeout.
 # Prints the executions per target.
 # Usage: run_fuzz.sh FUZZ_BUILD_DIR SOURCE_DIR SECONDS_PER_TARGET
 set -euo pipefail
@@ -16,6 +17,13 @@ fixture=$build/tests/archive_fixture  # built with the tests, or by tests/fuzz w
 "$fixture" --fuzz-seeds "$work/seeds" > /dev/null
 "$fixture" "$work/seeds" > /dev/null
 cp "$src"/tests/golden/* "$work/seeds/"
+# Every checklist case test_archive builds (AMBER_CASE marks; tests/test_util.h), and the
+# committed corpus minimised from longer runs (tests/fuzz/corpus/, tests/fuzz/campaign.sh).
+mkdir -p "$work/case-seeds"
+if [[ -x $build/tests/test_archive ]]; then
+  AMBER_CASE_SEEDS=$work/case-seeds "$build/tests/test_archive" "[reliability]" > /dev/null 2>&1 ||
+    echo "note: test_archive failed while writing case seeds (the test stage reports it)"
+fi
 total=0
 for target in fuzz_archive fuzz_load fuzz_safetensors fuzz_onnx_import; do
   corpus=$work/corpus-$target
@@ -35,7 +43,9 @@ for target in fuzz_archive fuzz_load fuzz_safetensors fuzz_onnx_import; do
     [[ -n $(ls "$corpus") ]] || printf 'no seeds' > "$corpus/empty"
   else
     cp "$work"/seeds/*.amber "$corpus/"
+    cp "$work"/case-seeds/* "$corpus/" 2> /dev/null || true
   fi
+  if [[ -d $src/tests/fuzz/corpus/$target ]]; then cp "$src/tests/fuzz/corpus/$target"/* "$corpus/"; fi
   seeds=$(ls "$corpus" | wc -l)
   log=$work/$target.log
   if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$secs" -max_len=65536 -timeout=30 \
@@ -45,7 +55,8 @@ for target in fuzz_archive fuzz_load fuzz_safetensors fuzz_onnx_import; do
     exit 1
   fi
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  echo "$target: $execs executions in ${secs} s from $seeds seeds (corpus now $(ls "$corpus" | wc -l)), no crash"
+  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
+  echo "$target: $execs executions in ${secs} s from $seeds seeds (corpus now $(ls "$corpus" | wc -l); $cov), no crash"
   total=$((total + execs))
 done
 echo "fuzz: $total executions in total, no crash"
