@@ -201,7 +201,8 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
       s.out_bytes += uint64_t(checked_numel(concrete_shape(out->type.shape, 0))) * itemsize(out->type.dtype);
     const amber_tensor_view* args = &arg_templates_[size_t(s.first_arg)];
     const OpCost cost = n->op->is_maybe_view() ? OpCost::memory : n->op->cost;  // a maybe_view's step is a copy
-    s.single_thread = estimate_step_ns(cost, args, s.n_inputs, args + s.n_inputs, s.n_outputs) < kParallelMinNs;
+    const double window = window_elements(*n->op, s.attrs.data(), int(s.attrs.size()));
+    s.single_thread = estimate_step_ns(cost, args, s.n_inputs, args + s.n_inputs, s.n_outputs, window) < kParallelMinNs;
     steps_.push_back(std::move(s));
   }
   // Every output leaves in a buffer of its own: one that lives in an input or a constant is

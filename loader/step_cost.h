@@ -5,15 +5,15 @@
 #pragma once
 
 #include "amber/core/backend.h"
-#include "amber/schema/op_schema.h"
+#include "amber/schema/op_cost.h"
 
 namespace amber::loader {
 
-// Estimated single-thread time of the step in nanoseconds, by the op's cost kind (its table
-// entry): floating-point operations for convolutions, products and attention, bytes read
-// and written for everything else.
+// Estimated single-thread time of the step in nanoseconds, from its op's work
+// (schema/op_cost.h: floating-point operations for convolutions, products, attention and
+// pooling windows, bytes read and written for everything else); window as estimate_work's.
 double estimate_step_ns(OpCost cost, const amber_tensor_view* inputs, int n_inputs, const amber_tensor_view* outputs,
-                        int n_outputs);
+                        int n_outputs, double window = 1);
 
 // Steps estimated below this run on the calling thread alone.
 inline constexpr double kParallelMinNs = 16000;

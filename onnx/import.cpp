@@ -158,6 +158,7 @@ Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::str
 
 TracedModule import(const Model& m, const OnnxImportOptions& o) {
   const AllocationLimit limit(size_t(std::min<uint64_t>(o.max_tensor_bytes, SIZE_MAX)));
+  const WorkLimit work_limit(o.max_work, "OnnxImportOptions::max_work");
   const onnx::GraphProto& g = m.proto.graph();
   // Initializers, converted once (both runs of a dynamic-batch trace capture the same tensors).
   std::unordered_map<std::string, Tensor> initializers;

@@ -35,6 +35,10 @@ struct OnnxImportOptions {
   // the model runs at import (core/storage.h's AllocationLimit).
   uint64_t max_tensor_bytes = uint64_t(16) << 30;
   int64_t max_nodes = 1 << 20;
+  // The work of running the model at import, summed over every kernel of the trace's runs
+  // (schema/op_cost.h: floating-point operations plus bytes moved): a small file cannot
+  // hold a model that runs for hours. ViT-B/16 at batch 1 needs about 1e11.
+  double max_work = 4e12;
 };
 
 // One node the importer cannot take, and why.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 
@@ -295,11 +296,19 @@ Window window(const NodeCtx& c, const Tensor& x, std::vector<int64_t> kernel) {
   w.nd = int(x.dim()) - 2;
   if (w.nd != 1 && w.nd != 2) c.refuse(str(w.nd, "-D windows (input shape ", x.sizes(), "): Amber has 1-D and 2-D"));
   if (int(kernel.size()) != w.nd) throw Error(str("kernel_shape ", DimVec(kernel), " does not fit input ", x.sizes()));
+  // Sizes, strides and dilations from 1 to 2^31 - 1: the pad arithmetic below neither
+  // divides by zero nor overflows.
+  auto check_range = [&](const char* name, const std::vector<int64_t>& v) {
+    for (int64_t e : v)
+      if (e < 1 || e > INT32_MAX) throw Error(str(name, " ", DimVec(v), ": each value must be from 1 to ", INT32_MAX));
+  };
+  check_range("kernel_shape", kernel);
   w.kernel = kernel;
   auto per_dim = [&](const char* name, int64_t def) {
     std::vector<int64_t> v = c.attr_ints(name);
     if (v.empty()) v.assign(size_t(w.nd), def);
     if (int(v.size()) != w.nd) throw Error(str(name, " must hold ", w.nd, " values, got ", v.size()));
+    check_range(name, v);
     return v;
   };
   w.strides = per_dim("strides", 1);

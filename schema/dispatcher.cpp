@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <list>
@@ -22,6 +23,7 @@
 #include "amber/core/parallel.h"
 #include "amber/core/small_vector.h"
 #include "amber/schema/fused_program.h"
+#include "amber/schema/op_cost.h"
 
 namespace amber {
 namespace {
@@ -125,6 +127,41 @@ DispatchHookGuard::~DispatchHookGuard() {
 }
 
 DispatchHook* current_dispatch_hook() { return t_hook; }
+
+namespace {
+thread_local double t_work_left = std::numeric_limits<double>::infinity();
+thread_local const char* t_work_source = nullptr;
+std::atomic<int> g_work_limits{0};  // limits alive on any thread: the unlimited path reads only this
+
+void charge_work(const OpSchema& op, const amber_tensor_view* in, int n_in, const amber_tensor_view* out, int n_out,
+                 const amber_attr* attrs, int n_attrs) {
+  if (g_work_limits.load(std::memory_order_relaxed) == 0 || t_work_source == nullptr) return;
+  const double work = estimate_work(op.cost, in, n_in, out, n_out, window_elements(op, attrs, n_attrs)).total();
+  auto count = [](double v) { return v < 1.8e19 ? uint64_t(std::max(v, 0.0)) : UINT64_MAX; };
+  AMBER_CHECK(work <= t_work_left, op.name, ": this call's work (about ", count(work),
+              " operations: schema/op_cost.h) is more than the ", count(t_work_left),
+              " left of this thread's work limit (", t_work_source, ")");
+  t_work_left -= work;
+}
+}  // namespace
+
+WorkLimit::WorkLimit(double max_work, const char* source)
+    : previous_left_(t_work_left), previous_source_(t_work_source) {
+  if (t_work_source == nullptr || max_work < t_work_left) {  // the smaller budget binds
+    t_work_left = max_work;
+    t_work_source = source;
+  }
+  start_left_ = t_work_left;
+  g_work_limits.fetch_add(1, std::memory_order_relaxed);
+}
+
+WorkLimit::~WorkLimit() {
+  // What ran inside counts against the enclosing limit too.
+  const double spent = std::isinf(start_left_) ? 0 : start_left_ - t_work_left;
+  t_work_left = previous_left_ - spent;
+  t_work_source = previous_source_;
+  g_work_limits.fetch_sub(1, std::memory_order_relaxed);
+}
 
 const amber_kernel& resolve_kernel(const OpSchema& op, Device device, DType dtype) {
   AMBER_ASSERT(op.index >= 0 && op.index < kMaxCachedOps, "op table larger than the kernel cache");
@@ -267,6 +304,7 @@ void launch_kernel(const OpSchema& op, const amber_kernel& kernel, std::span<con
   for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], inputs[i], false);
   for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], &outputs[i], true);
   for (size_t i = 0; i < attrs.size(); ++i) fill_c_attr(at[i], attrs[i]);
+  charge_work(op, in, int(inputs.size()), out, int(outputs.size()), at, int(attrs.size()));
   char error[512];
   error[0] = '\0';
   amber_kernel_args args{};

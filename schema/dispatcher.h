@@ -38,6 +38,25 @@ class DispatchHookGuard {
 };
 DispatchHook* current_dispatch_hook();
 
+// Caps the work of the eager kernels the calling thread runs while alive (nested limits keep
+// the smaller budget): running an untrusted model at import (onnx/) cannot run for hours on a
+// file whose every tensor is small. Work is schema/op_cost.h's estimate, floating-point
+// operations plus bytes moved, summed over the calls; the call that would pass the budget
+// throws an amber::Error naming the op, its work, what remains and `source` (the option
+// that sets the budget) before its kernel runs.
+class WorkLimit {
+ public:
+  WorkLimit(double max_work, const char* source);
+  ~WorkLimit();
+  WorkLimit(const WorkLimit&) = delete;
+  WorkLimit& operator=(const WorkLimit&) = delete;
+
+ private:
+  double previous_left_;
+  const char* previous_source_;
+  double start_left_;
+};
+
 // Runs op eagerly. inputs follow the op's tensor arguments (a Tensor[] argument expanded
 // in place); nullptr or an undefined tensor marks an absent optional one. device is used
 // only by ops without tensor inputs (factories).

@@ -61,14 +61,15 @@ inline constexpr uint32_t program = 1u << 5;
 inline constexpr uint32_t no_in_place = 1u << 6;
 }  // namespace op_flags
 
-// What a step of the op costs, for the loader's estimate of whether it is worth the thread
-// pool (loader/step_cost.h): bytes moved, or the floating-point work of a product.
+// What a call of the op costs (schema/op_cost.h), for the loader's estimate of whether it is
+// worth the thread pool and the eager work limit: bytes moved, or the arithmetic of a product.
 enum class OpCost : uint8_t {
   memory,          // bytes read and written (elementwise, reductions, copies, ...)
   conv,            // 2 * output elements * weight [out, in/groups, kh, kw] elements per output
   conv_transpose,  // 2 * input elements * weight [in, out/groups, kh, kw] elements per input
   matmul,          // 2 * output elements * input 0's last dim
   attention,       // 4 * query elements * key length
+  window,          // output elements * the elements of the op's kernel_size window (pooling)
 };
 
 struct OpSchema;

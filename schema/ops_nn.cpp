@@ -261,15 +261,17 @@ const OpRegistrar registrar{
      OpCost::conv_transpose},
     {"max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], int[] dilation=[1], "
      "bool ceil_mode=False) -> Tensor",
-     kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size."},
+     kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size.",
+     OpCost::window},
     {"max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], "
      "int[] dilation=[1], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
      kFloat, infer_max_pool2d_with_indices, 0, nullptr, 1,
      "max_pool2d and each maximum's flat index h * W + w in its input plane (F.max_pool2d(return_indices=True)); "
-     "ties keep the first, a NaN wins (the last NaN, as ATen)."},
+     "ties keep the first, a NaN wins (the last NaN, as ATen).",
+     OpCost::window},
     {"avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
      "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
-     kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules."},
+     kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules.", OpCost::window},
     {"adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", kFloat, infer_adaptive_avg_pool2d, 0, nullptr, 1,
      "Average over the windows [floor(i*in/out), ceil((i+1)*in/out))."},
     {"upsample_nearest2d(Tensor self, int[] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",

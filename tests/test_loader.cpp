@@ -529,4 +529,9 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   for (const char* op : {"linear", "matmul", "mm", "bmm"}) CHECK(op_schema(op).cost == OpCost::matmul);
   CHECK(op_schema("scaled_dot_product_attention").cost == OpCost::attention);
   CHECK(op_schema("add").cost == OpCost::memory);
+  for (const char* op : {"max_pool2d", "max_pool2d_with_indices", "avg_pool2d"})
+    CHECK(op_schema(op).cost == OpCost::window);
+  // A pooling window's comparisons count: 3 x 3 over 64 x 56 x 56 outputs.
+  const amber_tensor_view pool_in = view({1, 64, 112, 112}), pool_out = view({1, 64, 56, 56});
+  CHECK(loader::estimate_step_ns(OpCost::window, &pool_in, 1, &pool_out, 1, 9) == Approx(64 * 56 * 56 * 9 / 40.0));
 }

@@ -16,6 +16,7 @@
 
 #include "amber/loader/model.h"
 #include "amber/onnx/import.h"
+#include "amber/schema/dispatcher.h"
 #include "amber/schema/eager.h"
 #include "test_util.h"
 
@@ -236,6 +237,13 @@ void add_int_attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
   a->set_i(v);
 }
 
+void add_ints_attr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t e : v) a->add_ints(e);
+}
+
 }  // namespace
 
 TEST_CASE("import_onnx refuses what is not a model it can take, naming why", "[onnx]") {
@@ -330,6 +338,52 @@ TEST_CASE("import_onnx caps every tensor the model computes while it runs at imp
                       "1048576 bytes");
   const Tensor small = zeros({600, 600});  // the limit ends with the import
   CHECK(small.numel() == 360000);
+}
+
+TEST_CASE("import_onnx caps the work of running the model at import", "[onnx]") {
+  // Small tensors, a window of 300 x 300 at each of 300 x 300 places: 8.1e9 comparisons.
+  Builder b;
+  b.input("x", {1, 1, 300, 300});
+  b.output("y", 4);
+  auto* pool = b.node("MaxPool", {"x"}, {"y"}, "p");
+  add_ints_attr(pool, "kernel_shape", {300, 300});
+  add_ints_attr(pool, "pads", {150, 150, 149, 149});
+  OnnxImportOptions o;
+  o.max_work = 1e9;
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(b.bytes(), o),
+                      "node p (MaxPool): max_pool2d: this call's work (about 8100000000 operations");
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(b.bytes(), o),
+                      "left of this thread's work limit (OnnxImportOptions::max_work)");
+  // The limit ends with the import, and nested limits count against the outer one.
+  const Tensor x = zeros({1, 1, 30, 30});
+  CHECK(max_pool2d(x, {30, 30}, {1, 1}, {15, 15}).numel() == 31 * 31);
+  {
+    const WorkLimit outer(1e5, "outer");
+    {
+      const WorkLimit inner(1e9, "inner");  // the outer budget binds
+      AMBER_REQUIRE_ERROR(max_pool2d(x, {30, 30}, {1, 1}, {15, 15}), "work limit (outer)");
+      (void)relu(x);  // 7200 bytes
+    }
+    const WorkLimit inner(5000, "inner");
+    AMBER_REQUIRE_ERROR(relu(x), "more than the 5000 left of this thread's work limit (inner)");
+  }
+}
+
+TEST_CASE("import_onnx refuses window strides, dilations and sizes below 1", "[onnx]") {
+  for (const char* attr : {"strides", "dilations"}) {
+    Builder b;
+    b.input("x", {1, 1, 8, 8});
+    b.output("y", 4);
+    auto* pool = b.node("MaxPool", {"x"}, {"y"}, "p");
+    add_ints_attr(pool, "kernel_shape", {2, 2});
+    add_ints_attr(pool, attr, {0, 1});
+    auto* a = pool->add_attribute();
+    a->set_name("auto_pad");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s("SAME_UPPER");
+    AMBER_REQUIRE_ERROR(import_onnx_bytes(b.bytes()),
+                        str("node p (MaxPool): ", attr, " [0, 1]: each value must be from 1 to 2147483647"));
+  }
 }
 
 TEST_CASE("an imported name that is not UTF-8 fails the save, not a later load", "[onnx]") {

@@ -1,36 +1,65 @@
 // libFuzzer target over amber::load of a whole archive and one call of the model it gives:
 // any bytes must give a model that runs (or fails the call with an amber::Error) or a load
 // error, never a crash, a leak or undefined behaviour. Calls whose values would exceed 2^20
-// elements are skipped so that a valid but huge graph does not read as a hang.
+// elements, or whose kernels would do more than 2e8 of work (schema/op_cost.h), are skipped
+// so that a valid but huge graph does not read as a hang.
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "amber/graph/graph.h"
 #include "amber/loader/model.h"
+#include "amber/schema/dispatcher.h"
 #include "amber/schema/eager.h"
+#include "amber/schema/op_cost.h"
 
 namespace {
 
-// Whether every value of the graph has at most 2^20 elements at batch size n.
+// Value v's view at batch size n (sizes and dtype only), or false when it has more than
+// 2^20 elements.
+bool view_at(const amber::graph::Value* v, int64_t n, amber_tensor_view& view) {
+  view = {};
+  view.ndim = int32_t(v->type.shape.size());
+  view.dtype = int32_t(v->type.dtype);
+  if (view.ndim > AMBER_MAX_DIMS) return false;
+  int64_t numel = 1;
+  for (int i = 0; i < view.ndim; ++i) {
+    const int64_t s = v->type.shape[size_t(i)].at(n);
+    if (s < 0 || (s > 0 && numel > (int64_t(1) << 20) / s)) return false;
+    numel *= s;
+    view.sizes[i] = s;
+  }
+  return true;
+}
+
+// Whether every value of the graph has at most 2^20 elements at batch size n, and its
+// kernels together at most 2e8 of work.
 bool small_enough(const amber::graph::Graph& g, int64_t n) {
   if (g.nodes().size() > 2000) return false;
-  auto ok = [n](const amber::graph::Value* v) {
-    int64_t numel = 1;
-    for (const amber::graph::SymInt& d : v->type.shape) {
-      const int64_t s = d.at(n);
-      if (s < 0 || (s > 0 && numel > (int64_t(1) << 20) / s)) return false;
-      numel *= s;
-    }
-    return true;
-  };
+  amber_tensor_view view;
   for (const amber::graph::Value* v : g.inputs())
-    if (!ok(v)) return false;
-  for (const amber::graph::Node* node : g.nodes())
-    for (const amber::graph::Value* v : node->outputs)
-      if (!ok(v)) return false;
-  return true;
+    if (!view_at(v, n, view)) return false;
+  double work = 0;
+  for (const amber::graph::Node* node : g.nodes()) {
+    std::vector<amber_tensor_view> ins(node->inputs.size()), outs(node->outputs.size());
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (!node->inputs[i])
+        ins[i].ndim = -1;  // an absent optional input
+      else if (!view_at(node->inputs[i], n, ins[i]))
+        return false;
+    }
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (!view_at(node->outputs[i], n, outs[i])) return false;
+    const std::vector<amber::Attr> attrs = node->attrs_at(n);
+    std::vector<amber_attr> c_attrs(attrs.size());
+    for (size_t i = 0; i < attrs.size(); ++i) amber::fill_c_attr(c_attrs[i], attrs[i]);
+    work += amber::estimate_work(node->op->cost, ins.data(), int(ins.size()), outs.data(), int(outs.size()),
+                                 amber::window_elements(*node->op, c_attrs.data(), int(c_attrs.size())))
+                .total();
+  }
+  return work <= 2e8;
 }
 
 }  // namespace

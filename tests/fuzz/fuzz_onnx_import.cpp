@@ -1,6 +1,7 @@
 // libFuzzer target over ONNX import: any bytes to import_onnx_bytes with small limits (which
 // also run the model once on zero inputs under the tracer) must give a traced module or an
-// amber::Error; never a crash, undefined behaviour, a leak or an allocation past the limits.
+// amber::Error; never a crash, undefined behaviour, a leak, an allocation past the limits or
+// a run past the work limit (libFuzzer's -timeout).
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   amber::OnnxImportOptions o;
   o.max_tensor_bytes = 4 << 20;  // each tensor read or computed
   o.max_nodes = 64;
+  o.max_work = 2e8;  // seconds at most under the sanitizers
   o.optimize = (size % 2) == 0;
   try {
     const amber::TracedModule m = amber::import_onnx_bytes(std::string(reinterpret_cast<const char*>(data), size), o);
