@@ -241,13 +241,25 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
       } catch (const std::exception& e) {
         throw OnnxImportError(str("import_onnx: node ", node_label(n, k), " (", n.op_type(), "): ", e.what()));
       }
+      // The one graph input whose value the outputs derive from, when there is one: an op
+      // that needs them known at import names it (NeedsConstant), as it names a graph input.
+      std::string source;
+      bool one_source = true;
+      for (const std::string& name : n.input()) {
+        if (name.empty() || !one_source) continue;
+        const Val& v = env.at(name);
+        if (v.known) continue;
+        if (v.input.empty() || (!source.empty() && v.input != source)) one_source = false;
+        source = v.input;
+      }
+      if (known || !one_source) source.clear();
       for (int j = 0; j < n.output_size(); ++j) {
         if (n.output(j).empty()) continue;
         if (size_t(j) >= outs.size())
           throw OnnxImportError(
               str("import_onnx: node ", node_label(n, k), " (", n.op_type(), ") output ", j, " is not supported"),
               {{node_label(n, k), n.op_type(), str("output ", j)}});
-        env[n.output(j)] = Val{outs[size_t(j)], known, "", known && outs_from_shape};
+        env[n.output(j)] = Val{outs[size_t(j)], known, source, known && outs_from_shape};
       }
     }
     std::vector<Tensor> outs;

@@ -6,9 +6,12 @@
 #include "amber/onnx/ops.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <numbers>
 #include <numeric>
 
 #include "amber/onnx/tensor_proto.h"
@@ -736,6 +739,247 @@ Outs range_(const NodeCtx& c) {
   return {(arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::i64).to(t) * Scalar(d) + Scalar(s)).to(t)};
 }
 
+// ---- Einsum ----
+
+// One operand's labels, an ellipsis expanded: its k-th dim from the right under "..." is the
+// label char('0' + k), so ellipses of different ranks broadcast from the right.
+std::string einsum_labels(const std::string& term, int64_t rank, int* ellipsis_dims) {
+  const size_t dots = term.find("...");
+  std::string letters = term;
+  if (dots != std::string::npos) letters.erase(dots, 3);
+  for (char ch : letters)
+    if (!std::isalpha(static_cast<unsigned char>(ch)))
+      throw Error(str("equation term '", term, "' holds '", ch, "' (letters and one ellipsis only)"));
+  const int64_t e = rank - int64_t(letters.size());
+  if (dots == std::string::npos ? e != 0 : e < 0)
+    throw Error(str("equation term '", term, "' does not fit an input of rank ", rank));
+  if (dots == std::string::npos) return term;
+  if (e > 8) throw Error(str("an ellipsis of ", e, " dims (at most 8)"));
+  *ellipsis_dims = std::max(*ellipsis_dims, int(e));
+  std::string dims;
+  for (int64_t k = e - 1; k >= 0; --k) dims += char('0' + k);
+  return letters.substr(0, dots) + dims + letters.substr(dots);
+}
+
+// Einsum: every operand's dims aligned to one label order, multiplied with broadcasting and
+// summed over the labels the output lacks. Two f32 operands with a contraction go through
+// matmul ([batch..., kept of A, contracted] @ [batch..., contracted, kept of B]). A label
+// repeated within one operand (a diagonal) is refused.
+Outs einsum(const NodeCtx& c) {
+  std::string eq;
+  for (char ch : c.attr_s("equation", ""))
+    if (ch != ' ') eq += ch;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t at = 0;;) {
+    const size_t comma = lhs.find(',', at);
+    terms.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (int(terms.size()) != c.size())
+    throw Error(str("equation '", eq, "' has ", terms.size(), " terms for ", c.size(), " inputs"));
+  int ellipsis = 0;
+  std::vector<std::string> labels;
+  std::string order;  // every label, in order of first appearance
+  std::map<char, int> count;
+  for (int i = 0; i < c.size(); ++i) {
+    labels.push_back(einsum_labels(terms[size_t(i)], c.in(i).dim(), &ellipsis));
+    for (char ch : labels.back()) {
+      if (std::count(labels.back().begin(), labels.back().end(), ch) > 1)
+        c.refuse(str("equation '", eq, "': label '", ch, "' repeated within one input (a diagonal)"));
+      if (count[ch]++ == 0) order += ch;
+    }
+  }
+  std::string out;
+  if (arrow == std::string::npos) {  // implicit: the ellipsis, then the labels seen once, sorted
+    for (int k = ellipsis - 1; k >= 0; --k) out += char('0' + k);
+    std::string once;
+    for (const auto& [ch, n] : count)
+      if (n == 1 && std::isalpha(static_cast<unsigned char>(ch))) once += ch;
+    out += once;
+  } else {
+    out = eq.substr(arrow + 2);
+    const size_t dots = out.find("...");
+    if (dots != std::string::npos) {
+      std::string dims;
+      for (int k = ellipsis - 1; k >= 0; --k) dims += char('0' + k);
+      out.replace(dots, 3, dims);
+    }
+    for (char ch : out)
+      if (!count.count(ch) || std::count(out.begin(), out.end(), ch) > 1)
+        throw Error(str("equation '", eq, "': output label '", ch, "' is not an input's or is repeated"));
+  }
+  auto has = [](const std::string& l, char ch) { return l.find(ch) != std::string::npos; };
+  // Sums an operand's labels that neither the output nor another operand holds.
+  auto sum_private = [&](Tensor t, std::string& l, int self) {
+    DimVec dims;
+    std::string kept;
+    for (size_t d = 0; d < l.size(); ++d) {
+      bool shared = has(out, l[d]);
+      for (int j = 0; j < c.size(); ++j) shared = shared || (j != self && has(labels[size_t(j)], l[d]));
+      if (shared)
+        kept += l[d];
+      else
+        dims.push_back(int64_t(d));
+    }
+    l = kept;
+    return dims.empty() ? t : sum(t, dims);
+  };
+  // t (labels l) permuted to the order of `to`'s labels it holds.
+  auto arrange = [&](const Tensor& t, const std::string& l, const std::string& to) {
+    DimVec perm;
+    for (char ch : to)
+      if (has(l, ch)) perm.push_back(int64_t(l.find(ch)));
+    return t.permute(perm);
+  };
+  if (c.size() == 2 && c.in(0).dtype() == DType::f32 && c.in(1).dtype() == DType::f32) {
+    std::string la = labels[0], lb = labels[1];
+    Tensor a = sum_private(c.in(0), la, 0), b = sum_private(c.in(1), lb, 1);
+    std::string batch, keep_a, keep_b, contracted;
+    for (char ch : order) {
+      const bool in_a = has(la, ch), in_b = has(lb, ch), in_out = has(out, ch);
+      if (in_a && in_b)
+        (in_out ? batch : contracted) += ch;
+      else if (in_a)
+        keep_a += ch;
+      else if (in_b)
+        keep_b += ch;
+    }
+    bool same_batch = !contracted.empty();
+    for (char ch : batch) same_batch = same_batch && a.size(int64_t(la.find(ch))) == b.size(int64_t(lb.find(ch)));
+    if (same_batch) {
+      a = arrange(a, la, batch + keep_a + contracted);
+      b = arrange(b, lb, batch + contracted + keep_b);
+      DimVec sa, sb, so;
+      int64_t m = 1, k = 1, n = 1;
+      for (size_t i = 0; i < batch.size(); ++i) sa.push_back(a.size(int64_t(i))), so.push_back(a.size(int64_t(i)));
+      sb = sa;
+      for (size_t i = 0; i < keep_a.size(); ++i)
+        m *= a.size(int64_t(batch.size() + i)), so.push_back(a.size(int64_t(batch.size() + i)));
+      for (size_t i = 0; i < contracted.size(); ++i) k *= b.size(int64_t(batch.size() + i));
+      for (size_t i = 0; i < keep_b.size(); ++i)
+        n *= b.size(int64_t(batch.size() + contracted.size() + i)),
+            so.push_back(b.size(int64_t(batch.size() + contracted.size() + i)));
+      sa.push_back(m), sa.push_back(k), sb.push_back(k), sb.push_back(n);
+      const Tensor y = matmul(a.reshape(sa), b.reshape(sb)).reshape(so);
+      return {arrange(y, batch + keep_a + keep_b, out)};
+    }
+  }
+  // The general form: aligned, multiplied, summed.
+  Tensor acc;
+  std::string acc_labels;
+  for (int i = 0; i < c.size(); ++i) {
+    std::string l = labels[size_t(i)];
+    Tensor t = arrange(c.in(i), l, order);
+    std::string sorted;
+    for (char ch : order)
+      if (has(l, ch)) sorted += ch;
+    DimVec shape;  // every label of `order`, 1 where t lacks it
+    for (char ch : order) shape.push_back(has(sorted, ch) ? t.size(int64_t(sorted.find(ch))) : 1);
+    t = t.reshape(shape);
+    acc = i == 0 ? t : acc * t;
+  }
+  DimVec reduce;
+  std::string left;
+  for (size_t d = 0; d < order.size(); ++d) {
+    if (has(out, order[d]))
+      left += order[d];
+    else
+      reduce.push_back(int64_t(d));
+  }
+  if (!reduce.empty()) acc = sum(acc, reduce);
+  return {arrange(acc, left, out)};
+}
+
+// ---- values computed at import from known operands ----
+
+// HannWindow, HammingWindow, BlackmanWindow (opset 17): a0 - a1 cos(2 pi n / M) +
+// a2 cos(4 pi n / M) for n = 0 .. size - 1, M = size when periodic, else size - 1 (as ONNX's
+// reference: a symmetric window of size 1 is NaN), computed in f64 and cast to output_datatype.
+Outs signal_window(const NodeCtx& c, double a0, double a1, double a2) {
+  const double size = c.scalar(0);
+  if (!(size >= 0 && size <= double(INT32_MAX))) throw Error(str("size ", size, " must be from 0 to ", INT32_MAX));
+  const int64_t n = int64_t(size);
+  const DType out = dtype_from_onnx(int32_t(c.attr_i("output_datatype", 1)), "output_datatype");
+  const double m = c.attr_i("periodic", 1) ? double(n) : double(n - 1);
+  Tensor w = empty({n}, DType::f64);  // under the import's allocation limit
+  double* p = w.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = 2 * std::numbers::pi * double(i) / m;
+    p[i] = a0 - a1 * std::cos(x) + a2 * std::cos(2 * x);
+  }
+  return {w.to(out)};
+}
+Outs hann_window(const NodeCtx& c) { return signal_window(c, 0.5, 0.5, 0); }
+Outs hamming_window(const NodeCtx& c) { return signal_window(c, 25.0 / 46, 21.0 / 46, 0); }
+Outs blackman_window(const NodeCtx& c) { return signal_window(c, 0.42, 0.5, 0.08); }
+
+// NonZero of a value known at import: [rank, count] indices in row-major order.
+Outs non_zero(const NodeCtx& c) {
+  const std::vector<double> v = c.numbers(0);
+  const Tensor& x = c.in(0);
+  const int64_t r = std::max<int64_t>(x.dim(), 1);  // a 0-d input gives [1, count], as numpy
+  std::vector<int64_t> flat;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] != 0) flat.push_back(int64_t(i));
+  const int64_t count = int64_t(flat.size());
+  Tensor out = empty({r, count}, DType::i64);
+  int64_t* p = out.data_ptr<int64_t>();
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = flat[size_t(k)];
+    for (int64_t d = x.dim() - 1; d >= 0; --d) {
+      p[d * count + k] = rest % x.size(d);
+      rest /= x.size(d);
+    }
+    if (x.dim() == 0) p[k] = 0;
+  }
+  return {out};
+}
+
+// Compress with a condition known at import: index_select of the positions where it holds
+// (along axis, or over the flattened input without one).
+Outs compress(const NodeCtx& c) {
+  Tensor x = c.in(0);
+  const std::vector<double> cond = c.numbers(1);
+  int64_t axis = 0;
+  if (c.has_attr("axis"))
+    axis = wrap_axis(c.attr_i("axis", 0), x.dim());
+  else
+    x = x.reshape({-1});
+  if (int64_t(cond.size()) > x.size(axis))
+    throw Error(
+        str("condition of ", cond.size(), " values is longer than dim ", axis, " of the input (", x.size(axis), ")"));
+  std::vector<int64_t> keep;
+  for (size_t i = 0; i < cond.size(); ++i)
+    if (cond[i] != 0) keep.push_back(int64_t(i));
+  return {index_select(x, axis, i64_tensor(keep))};
+}
+
+// ReverseSequence with sequence_lens known at import: a gather along the time axis whose
+// index reverses the first len[b] steps of each batch entry b and keeps the rest.
+Outs reverse_sequence(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> lens = c.ints(1);
+  const int64_t batch_axis = c.attr_i("batch_axis", 1), time_axis = c.attr_i("time_axis", 0);
+  if (x.dim() < 2 || !((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0)))
+    throw Error(str("batch_axis ", batch_axis, " and time_axis ", time_axis, " must be 0 and 1 in either order for ",
+                    "input shape ", x.sizes()));
+  const int64_t nb = x.size(batch_axis), nt = x.size(time_axis);
+  if (int64_t(lens.size()) != nb) throw Error(str("sequence_lens holds ", lens.size(), " values for a batch of ", nb));
+  Tensor index = empty(time_axis == 0 ? DimVec{nt, nb} : DimVec{nb, nt}, DType::i64);
+  int64_t* p = index.data_ptr<int64_t>();
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t len = lens[size_t(b)];
+    if (len < 0 || len > nt) throw Error(str("sequence_lens[", b, "] = ", len, " is outside 0 to ", nt));
+    for (int64_t t = 0; t < nt; ++t) p[time_axis == 0 ? t * nb + b : b * nt + t] = t < len ? len - 1 - t : t;
+  }
+  DimVec view = index.sizes();
+  for (int64_t d = 2; d < x.dim(); ++d) view.push_back(1);
+  return {gather(x, time_axis, index.reshape(view).expand(x.sizes()).contiguous())};
+}
+
 Outs pad_(const NodeCtx& c) {
   const Tensor& x = c.in(0);
   std::string mode = c.attr_s("mode", "constant");
@@ -1086,11 +1330,13 @@ const OnnxOp kOps[] = {
     {"Atanh", unary<atanh>},
     {"AveragePool", average_pool},
     {"BatchNormalization", batch_normalization},
+    {"BlackmanWindow", blackman_window},
     {"Cast", cast},
     {"CastLike", cast_like},
     {"Ceil", unary<ceil>},
     {"Celu", celu},
     {"Clip", clip},
+    {"Compress", compress},
     {"Concat", concat},
     {"Constant", constant, true},
     {"ConstantOfShape", constant_of_shape, false, OnnxOp::by_operands},
@@ -1102,6 +1348,7 @@ const OnnxOp kOps[] = {
     {"DepthToSpace", depth_to_space},
     {"Div", div_},
     {"Dropout", dropout_},
+    {"Einsum", einsum},
     {"Elu", elu_},
     {"Equal", equal},
     {"Erf", unary<erf>},
@@ -1118,6 +1365,8 @@ const OnnxOp kOps[] = {
     {"GlobalMaxPool", global_max_pool},
     {"Greater", greater},
     {"GreaterOrEqual", greater_equal},
+    {"HammingWindow", hamming_window},
+    {"HannWindow", hann_window},
     {"HardSigmoid", hard_sigmoid},
     {"HardSwish", hard_swish},
     {"Hardmax", hardmax},
@@ -1142,6 +1391,7 @@ const OnnxOp kOps[] = {
     {"Mul", mul_},
     {"Neg", unary<neg>},
     {"NegativeLogLikelihoodLoss", negative_log_likelihood_loss},
+    {"NonZero", non_zero},
     {"Not", not_},
     {"OneHot", one_hot},
     {"Or", or_},
@@ -1162,6 +1412,7 @@ const OnnxOp kOps[] = {
     {"Relu", unary<relu>},
     {"Reshape", reshape_, false, OnnxOp::by_operands_of_data},
     {"Resize", resize},
+    {"ReverseSequence", reverse_sequence},
     {"Round", unary<round>},
     {"Scatter", scatter_elements},
     {"ScatterElements", scatter_elements},

@@ -20,7 +20,7 @@ namespace amber::onnx_in {
 struct Val {
   Tensor t;
   bool known = false;       // fixed at import (computed untraced; becomes a constant if used)
-  std::string input;        // the graph input it is, if it is one
+  std::string input;        // the graph input it is or, unknown, the one its value derives from
   bool from_shape = false;  // known, but computed from the size of a traced value (may follow the batch)
 };
 
