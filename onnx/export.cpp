@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <unordered_map>
 
 #include "amber/core/shape.h"
@@ -987,7 +989,20 @@ void set_type(onnx::ValueInfoProto* vi, const std::string& name, const graph::Va
 
 }  // namespace
 
-std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options) {
+namespace {
+
+// What one ONNX file can hold of weights: protobuf's 2 GiB, less room for the graph.
+constexpr uint64_t kInlineWeightBytes = (uint64_t(1) << 31) - (uint64_t(64) << 20);
+
+uint64_t weight_bytes(const graph::Graph& g) {
+  uint64_t n = 0;
+  for (const Value* v : g.constants())
+    if (v->data.defined()) n += uint64_t(v->data.numel()) * itemsize(v->data.dtype());
+  return n;
+}
+
+// g as a checked ONNX model, every weight inline (in memory, a model may pass 2 GiB).
+onnx::ModelProto build_model(const graph::Graph& g, const OnnxExportOptions& options) {
   onnx::ModelProto m;
   m.set_ir_version(8);  // opset 17's
   m.set_producer_name(options.producer_name);
@@ -997,15 +1012,9 @@ std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& op
   Exporter e(g, m);
   onnx::GraphProto* gp = m.mutable_graph();
   gp->set_name("amber");
-  uint64_t weight_bytes = 0;
   for (const Value* v : g.inputs()) set_type(gp->add_input(), v->name, v->type);
   for (const Value* v : g.constants()) {
     if (!v->data.defined()) throw Error(str("ONNX export: constant %", v->name, " has no data"));
-    weight_bytes += uint64_t(v->data.numel()) * itemsize(v->data.dtype());
-    if (weight_bytes > (uint64_t(1) << 31) - (uint64_t(64) << 20))
-      throw Error(
-          "ONNX export: the weights exceed 2 GiB, protobuf's limit for one ONNX file (external data is not "
-          "written yet)");
     e.initializer(v->data, v->name);
   }
   std::vector<OnnxExportRefusal> refused;
@@ -1040,25 +1049,90 @@ std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& op
       throw Error(str("ONNX export: ONNX's checker refuses the exported model: ", ex.what()));
     }
   }
+  return m;
+}
+
+// write_file_atomically, its failures as OnnxWriteError.
+void write_atomically(const std::string& path, const std::function<void(const WriteChunk&)>& produce) {
+  try {
+    write_file_atomically(path, produce);
+  } catch (const Error& e) {
+    throw OnnxWriteError(e.what());
+  }
+}
+
+std::string serialize(const onnx::ModelProto& m) {
   std::string bytes;
   if (!m.SerializeToString(&bytes)) throw Error("ONNX export: the model does not serialize (over 2 GiB?)");
   return bytes;
 }
 
-void export_onnx(const graph::Graph& g, const std::string& onnx_path, const OnnxExportOptions& options) {
-  const std::string bytes = export_onnx_bytes(g, options);
-  write_file_atomically(onnx_path, [&](const WriteChunk& write) {
+}  // namespace
+
+std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options) {
+  if (options.external_data == OnnxExportOptions::ExternalData::always)
+    throw Error("ONNX export: external data needs a file beside the model: export_onnx to a path");
+  if (const uint64_t n = weight_bytes(g); n > kInlineWeightBytes)
+    throw Error(str("ONNX export: the weights (", n, " bytes) exceed what one ONNX file can hold (2 GiB, protobuf's ",
+                    "limit): export_onnx to a path writes them as external data"));
+  return serialize(build_model(g, options));
+}
+
+OnnxWritten export_onnx(const graph::Graph& g, const std::string& onnx_path, const OnnxExportOptions& options) {
+  using X = OnnxExportOptions::ExternalData;
+  const uint64_t weights = weight_bytes(g);
+  const bool external =
+      options.external_data == X::always || (options.external_data == X::automatic && weights > kInlineWeightBytes);
+  if (!external && weights > kInlineWeightBytes)
+    throw Error(str("ONNX export: the weights (", weights, " bytes) exceed what one ONNX file can hold (2 GiB, ",
+                    "protobuf's limit) and external data is off (OnnxExportOptions::external_data)"));
+  onnx::ModelProto m = build_model(g, options);
+  OnnxWritten written;
+  if (external) {
+    // Each large initializer's bytes move to the data file; the model keeps its name, type
+    // and dims, and where the bytes are (ONNX's external data keys location, offset, length).
+    const std::string location = std::filesystem::path(onnx_path).filename().string() + ".data";
+    const std::string data_path = onnx_path + ".data";
+    write_atomically(data_path, [&](const WriteChunk& write) {
+      uint64_t offset = 0;
+      static const char kZeros[64] = {};
+      for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
+        if (t.raw_data().size() < options.external_min_bytes) continue;
+        const uint64_t pad = (64 - offset % 64) % 64;
+        if ((pad && !write(kZeros, size_t(pad))) || !write(t.raw_data().data(), t.raw_data().size()))
+          throw Error(str(data_path, ": write failed"));
+        offset += pad;
+        auto entry = [&](const char* key, const std::string& value) {
+          auto* e = t.add_external_data();
+          e->set_key(key);
+          e->set_value(value);
+        };
+        entry("location", location);
+        entry("offset", std::to_string(offset));
+        entry("length", std::to_string(t.raw_data().size()));
+        offset += t.raw_data().size();
+        written.external_bytes = offset;
+        t.clear_raw_data();
+        t.set_data_location(onnx::TensorProto::EXTERNAL);
+      }
+    });
+  }
+  const std::string bytes = serialize(m);
+  write_atomically(onnx_path, [&](const WriteChunk& write) {
     if (!write(bytes.data(), bytes.size())) throw Error(str(onnx_path, ": write failed"));
   });
+  written.model_bytes = bytes.size();
+  return written;
 }
 
-void export_onnx(const TracedModule& m, const std::string& onnx_path, const OnnxExportOptions& options) {
-  export_onnx(m.graph(), onnx_path, options);
+OnnxWritten export_onnx(const TracedModule& m, const std::string& onnx_path, const OnnxExportOptions& options) {
+  return export_onnx(m.graph(), onnx_path, options);
 }
 
-void export_onnx(const std::string& archive_path, const std::string& onnx_path, const OnnxExportOptions& options) {
+OnnxWritten export_onnx(const std::string& archive_path, const std::string& onnx_path,
+                        const OnnxExportOptions& options) {
   const LoadedArchive a = read_archive(archive_path);
-  export_onnx(a.graph, onnx_path, options);
+  return export_onnx(a.graph, onnx_path, options);
 }
 
 }  // namespace amber

@@ -4,6 +4,7 @@
 // initializers, and the dynamic batch N becomes the symbolic dim "N". Authoring only.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ struct OnnxExportOptions {
   // onnx.checker.check_model(full_check=True)); a failure is an error.
   bool check = true;
   std::string producer_name = "amber";
+  // Where weights go: inside the .onnx file, or in ONNX's external data, the file
+  // `<model file name>.data` beside the model (each initializer of at least
+  // external_min_bytes at a 64-byte aligned offset; smaller ones stay inline). automatic:
+  // external only when the weights would pass the 2 GiB one ONNX file can hold (protobuf's
+  // limit). export_onnx_bytes writes inline weights only.
+  enum class ExternalData { automatic, always, never };
+  ExternalData external_data = ExternalData::automatic;
+  uint64_t external_min_bytes = 1024;
 };
 
 // One node the exporter cannot write, and why.
@@ -39,13 +48,26 @@ class OnnxExportError : public Error {
   std::vector<OnnxExportRefusal> refusals_;
 };
 
+// Writing the model or its data file failed; the graph itself exported (the CLI's exit 3).
+class OnnxWriteError : public Error {
+  using Error::Error;
+};
+
 // The serialized ONNX ModelProto of g (a graph of the op table's ops, constants holding
-// their data). Graphs over 2 GiB of weights are refused (protobuf's limit).
+// their data). Graphs over 2 GiB of weights are refused (protobuf's limit; export_onnx to
+// a path writes them as external data), as is ExternalData::always.
 std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options = {});
-// The same, written to onnx_path atomically.
-void export_onnx(const graph::Graph& g, const std::string& onnx_path, const OnnxExportOptions& options = {});
-void export_onnx(const TracedModule& m, const std::string& onnx_path, const OnnxExportOptions& options = {});
+// What export_onnx wrote.
+struct OnnxWritten {
+  uint64_t model_bytes = 0;
+  uint64_t external_bytes = 0;  // in onnx_path + ".data" (0 when every weight is inline)
+};
+// The same, written to onnx_path atomically; external data (options.external_data) goes to
+// onnx_path + ".data", written atomically before the model.
+OnnxWritten export_onnx(const graph::Graph& g, const std::string& onnx_path, const OnnxExportOptions& options = {});
+OnnxWritten export_onnx(const TracedModule& m, const std::string& onnx_path, const OnnxExportOptions& options = {});
 // Reads the archive at archive_path (validated like any load) and exports its graph.
-void export_onnx(const std::string& archive_path, const std::string& onnx_path, const OnnxExportOptions& options = {});
+OnnxWritten export_onnx(const std::string& archive_path, const std::string& onnx_path,
+                        const OnnxExportOptions& options = {});
 
 }  // namespace amber

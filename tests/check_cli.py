@@ -140,6 +140,23 @@ run("export-onnx", golden, expect=2)
 run("export-onnx", golden, "-o", golden_onnx, "--bogus", expect=2)
 check("junk.amber" in run("export-onnx", junk, "-o", golden_onnx, expect=1).stderr, "export-onnx of a non-archive")
 run("export-onnx", golden, "-o", os.path.join(work, "no", "such", "dir", "x.onnx"), expect=3)
+# --external-data: the weights in golden_ext.onnx.data, read back by amber import and by
+# Python's onnx (load and full check) from beside the model.
+golden_ext = os.path.join(work, "golden_ext.onnx")
+p = run("export-onnx", golden, "-o", golden_ext, "--external-data", "--external-min-bytes", "64")
+check("of external data in " + golden_ext + ".data" in p.stdout and os.path.getsize(golden_ext + ".data") > 0,
+      f"export-onnx --external-data writes the data file: {p.stdout}")
+run("import", golden_ext, "-o", os.path.join(work, "golden_ext.amber"))
+run("export-onnx", golden, "-o", golden_ext, "--external-min-bytes", "0", expect=2)
+try:
+    import onnx
+    onnx.checker.check_model(golden_ext, full_check=True)
+    marked = onnx.load(golden_ext, load_external_data=False).graph.initializer
+    check(any(t.data_location == onnx.TensorProto.EXTERNAL for t in marked), "weights marked external")
+    loaded = onnx.load(golden_ext).graph.initializer
+    check(all(t.data_location != onnx.TensorProto.EXTERNAL for t in loaded), "onnx.load reads the external data")
+except ImportError:
+    print("note: python3-onnx missing; the external data is not checked by onnx")
 
 
 def corrupt(data, rng, i, path, max_flips):

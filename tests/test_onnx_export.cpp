@@ -1,10 +1,12 @@
 // ONNX export: every op case of tests/gen_reference.py traced as a one-op model, exported
 // (which runs ONNX's checker and strict shape inference), imported back and compared with
 // PyTorch's output. Ops the exporter refuses must be exactly docs/ONNX.md's list; a table
-// per op is printed. Also the exporter's own errors, the dynamic batch as dim "N", and an op
-// library's op in its own domain.
+// per op is printed. Also the exporter's own errors, the dynamic batch as dim "N", external
+// data, and an op library's op in its own domain.
 
 #include <onnx/onnx_pb.h>
+
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -183,6 +185,61 @@ TEST_CASE("ONNX export writes the dynamic batch as dim N and refuses what it can
     CHECK(why["avg_pool2d"] == "divisor_override with ceil_mode (ONNX's AveragePool has no divisor)");
     CHECK(std::string(e.what()).find("ONNX export: 2 node(s) cannot be exported:\n  %") != std::string::npos);
   }
+}
+
+TEST_CASE("ONNX export writes large weights as external data beside the model", "[onnx][export]") {
+  const Tensor w1 = randn({37, 23}), b1 = randn({37}), w2 = randn({5, 37});
+  auto f = [&](const Tensor& x) { return linear(relu(linear(x, w1, b1)), w2); };
+  TraceOptions to;
+  to.dynamic_batch = true;
+  const TracedModule t = trace(f, {randn({2, 23})}, to);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / str("amber_onnx_extdata_", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "model.onnx").string();
+
+  OnnxExportOptions o;
+  o.external_data = OnnxExportOptions::ExternalData::always;
+  o.external_min_bytes = 1024;  // w1 (3404 bytes) and w2 (740: inline), b1 (148: inline)
+  const OnnxWritten written = export_onnx(t, path, o);
+  CHECK(written.external_bytes == 37 * 23 * 4);
+  CHECK(std::filesystem::file_size(path + ".data") == written.external_bytes);
+  CHECK(std::filesystem::file_size(path) == written.model_bytes);
+  onnx::ModelProto m;
+  {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+  }
+  int external = 0;
+  for (const onnx::TensorProto& i : m.graph().initializer()) {
+    if (i.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    ++external;
+    CHECK(i.raw_data().empty());
+    std::map<std::string, std::string> kv;
+    for (const auto& e : i.external_data()) kv[e.key()] = e.value();
+    CHECK(kv["location"] == "model.onnx.data");
+    CHECK(kv["offset"] == "0");
+    CHECK(kv["length"] == "3404");
+  }
+  CHECK(external == 1);
+  // Imported back from the file, weights read from beside it; the same at two batches.
+  const TracedModule back = import_onnx(path);
+  for (int64_t n : {1, 3}) {
+    const Tensor x = randn({n, 23});
+    CHECK(test::compare(back.forward({x})[0], f(x), 1e-5, 1e-5).ok);
+  }
+  // Everything of 100 bytes and more, at 64-byte aligned offsets.
+  o.external_min_bytes = 100;
+  const uint64_t all = export_onnx(t, path, o).external_bytes;  // the three weights, padded between
+  CHECK(all >= 3404 + 148 + 740);
+  CHECK(all <= 3404 + 148 + 740 + 2 * 63);
+  const TracedModule again = import_onnx(path);
+  const Tensor x = randn({2, 23});
+  CHECK(test::compare(again.forward({x})[0], f(x), 1e-5, 1e-5).ok);
+  // Inline by default for small models, and never to bytes.
+  CHECK(export_onnx(t, path).external_bytes == 0);
+  AMBER_REQUIRE_ERROR(export_onnx_bytes(t.graph(), o), "external data needs a file beside the model");
+  std::filesystem::remove_all(dir);
 }
 
 namespace {

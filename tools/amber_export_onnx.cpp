@@ -2,12 +2,12 @@
 // authoring library's exporter (onnx/export.h). A program of its own so that the amber tool
 // itself links only the runtime; exit codes as the amber tool's (docs/CLI.md).
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <amber/amber.h>
-#include <amber/serialize/file_io.h>
 
 #include "cli.h"
 
@@ -17,6 +17,9 @@ const char* kUsage = R"(usage: amber export-onnx MODEL.amber -o OUT.onnx [option
 
   -o, --output OUT.onnx      the ONNX model to write (opset 17; the dynamic batch as dim "N")
   --no-check                 skip ONNX's checker and strict shape inference on the result
+  --external-data            weights of 1 KiB and more in OUT.onnx.data beside the model
+                             (ONNX's external data; automatic when they pass 2 GiB)
+  --external-min-bytes N     the size from which a weight goes there (default 1024)
 
 exit codes: 0 success, 1 the archive cannot be read or has nodes that cannot be exported (every
             one is named), 2 bad command line, 3 the model could not be written
@@ -41,6 +44,11 @@ int main(int argc, char** argv) {
         out = args[++i];
       } else if (a == "--no-check") {
         o.check = false;
+      } else if (a == "--external-data") {
+        o.external_data = OnnxExportOptions::ExternalData::always;
+      } else if (a == "--external-min-bytes") {
+        if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+        o.external_min_bytes = uint64_t(parse_positive_int(a, args[++i]));
       } else if (!a.empty() && a[0] == '-') {
         throw UsageError("unknown option '" + a + "'");
       } else if (archive.empty()) {
@@ -52,16 +60,16 @@ int main(int argc, char** argv) {
     if (archive.empty()) throw UsageError("missing MODEL.amber");
     if (out.empty()) throw UsageError("missing -o OUT.onnx");
     const LoadedArchive a = read_archive(archive);
-    const std::string bytes = export_onnx_bytes(a.graph, o);
+    OnnxWritten w;
     try {
-      write_file_atomically(out, [&](const WriteChunk& write) {
-        if (!write(bytes.data(), bytes.size())) throw Error(out + ": write failed");
-      });
-    } catch (const Error& e) {
+      w = export_onnx(a.graph, out, o);
+    } catch (const OnnxWriteError& e) {
       throw IoError(e.what());
     }
-    std::printf("exported %s -> %s: opset 17, %zu inputs, %zu outputs, %zu bytes\n", archive.c_str(), out.c_str(),
-                a.graph.inputs().size(), a.graph.outputs().size(), bytes.size());
+    std::printf("exported %s -> %s: opset 17, %zu inputs, %zu outputs, %ju bytes", archive.c_str(), out.c_str(),
+                a.graph.inputs().size(), a.graph.outputs().size(), uintmax_t(w.model_bytes));
+    if (w.external_bytes) std::printf(" and %ju of external data in %s.data", uintmax_t(w.external_bytes), out.c_str());
+    std::printf("\n");
     return kExitOk;
   });
 }

@@ -24,19 +24,6 @@ exit codes: 0 success, 1 the model cannot be imported (every refused node is nam
             2 bad command line, 3 the archive could not be written
 )";
 
-int64_t parse_int(const std::string& what, const std::string& v) {
-  size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || n < 1)
-    throw amber::cli::UsageError(what + " needs a positive integer, got '" + v + "'");
-  return n;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,9 +48,9 @@ int main(int argc, char** argv) {
         const std::string v = value();
         const size_t eq = v.find('=');
         if (eq == std::string::npos || eq == 0) throw UsageError("--dim takes NAME=N, got '" + v + "'");
-        o.dims[v.substr(0, eq)] = parse_int("--dim " + v.substr(0, eq), v.substr(eq + 1));
+        o.dims[v.substr(0, eq)] = parse_positive_int("--dim " + v.substr(0, eq), v.substr(eq + 1));
       } else if (a == "--batch") {
-        o.batch = parse_int("--batch", value());
+        o.batch = parse_positive_int("--batch", value());
       } else if (a == "--no-optimize") {
         o.optimize = false;
       } else if (!a.empty() && a[0] == '-') {

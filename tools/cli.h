@@ -51,6 +51,8 @@ class Args {
   std::map<std::string, std::string> values_;
 };
 
+// v as an integer of at least 1; a UsageError naming `what` otherwise.
+int64_t parse_positive_int(const std::string& what, const std::string& v);
 // LoadOptions from --device, --threads, --no-verify and --op-library.
 LoadOptions load_options(const Args& a);
 // "46.8 MiB"

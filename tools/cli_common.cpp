@@ -46,6 +46,18 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
   if (file_.empty()) throw UsageError("missing FILE (an .amber archive)");
 }
 
+int64_t parse_positive_int(const std::string& what, const std::string& v) {
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || n < 1) throw UsageError(what + " needs a positive integer, got '" + v + "'");
+  return n;
+}
+
 std::string Args::get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
   return it == values_.end() ? fallback : it->second;
