@@ -836,8 +836,13 @@ void Exporter::node(const Node& n) {
             n);
     return;
   }
-  if (name == "max_pool2d" || name == "avg_pool2d") {
-    const bool mx = name == "max_pool2d";
+  if (name == "max_pool2d" || name == "avg_pool2d" || name == "max_pool2d_with_indices") {
+    static_assert(oa::max_pool2d::kernel_size == oa::max_pool2d_with_indices::kernel_size &&
+                  oa::max_pool2d::stride == oa::max_pool2d_with_indices::stride &&
+                  oa::max_pool2d::padding == oa::max_pool2d_with_indices::padding &&
+                  oa::max_pool2d::dilation == oa::max_pool2d_with_indices::dilation &&
+                  oa::max_pool2d::ceil_mode == oa::max_pool2d_with_indices::ceil_mode);
+    const bool indices = name == "max_pool2d_with_indices", mx = name == "max_pool2d" || indices;
     auto pair = [](const std::vector<int64_t>& v, const std::vector<int64_t>& dflt) {
       return v.empty() ? dflt : v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
     };
@@ -851,14 +856,30 @@ void Exporter::node(const Node& n) {
     const Attr& divisor = mx ? none : at[oa::avg_pool2d::divisor_override];
     const bool divided = !mx && !divisor.is_none();
     if (divided && ceil) throw Refuse{"divisor_override with ceil_mode (ONNX's AveragePool has no divisor)"};
-    const std::string y = op(mx ? "MaxPool" : "AveragePool", {batch1(in(n, 0), x0)}, [&](onnx::NodeProto* p) {
+    auto window = [&](onnx::NodeProto* p) {
       attr_ints(p, "kernel_shape", kernel);
       attr_ints(p, "strides", stride);
       attr_ints(p, "pads", {padding[0], padding[1], padding[0], padding[1]});
       attr_i(p, "ceil_mode", ceil ? 1 : 0);
       if (mx) attr_ints(p, "dilations", pair(at[oa::max_pool2d::dilation].ints(), {1, 1}));
       if (!mx) attr_i(p, "count_include_pad", divided || at[oa::avg_pool2d::count_include_pad].b() ? 1 : 0);
-    });
+    };
+    if (indices) {
+      // ONNX numbers each maximum over the whole tensor, (n * C + c) * H * W + h * W + w;
+      // PyTorch's index is within its plane: the remainder by H * W.
+      const int64_t hw = static_dim(x0, -2, name.c_str()) * static_dim(x0, -1, name.c_str());
+      const bool lifted = rank(x0) == 3;  // batch1 added a batch dim: squeeze it off both outputs
+      const std::string y = lifted ? fresh("batch1") : out(n, 0), flat = fresh("indices");
+      const std::string plane = lifted ? fresh("batch1") : out(n, 1);
+      window(add("MaxPool", {batch1(in(n, 0), x0)}, {y, flat}));
+      op("Mod", {flat, int_scalar(hw)}, {}, plane);
+      if (lifted) {
+        op("Squeeze", {y, ints({0})}, {}, out(n, 0));
+        op("Squeeze", {plane, ints({0})}, {}, out(n, 1));
+      }
+      return;
+    }
+    const std::string y = op(mx ? "MaxPool" : "AveragePool", {batch1(in(n, 0), x0)}, window);
     unbatch(divided
                 ? op("Mul", {y, scalar(double(kernel[0] * kernel[1]) / double(divisor.i()), ot)}, {}, unbatched_out(n))
                 : op("Identity", {y}, {}, unbatched_out(n)),
@@ -966,8 +987,6 @@ void Exporter::node(const Node& n) {
         out(n));
     return;
   }
-  if (name == "max_pool2d_with_indices")
-    throw Refuse{"its indices (ONNX's MaxPool numbers elements over the whole tensor, PyTorch's over each plane)"};
   throw Refuse{"no ONNX mapping"};
 }
 

@@ -429,10 +429,29 @@ Outs conv_transpose(const NodeCtx& c) {
   return {nd == 1 ? y.squeeze(2) : y};
 }
 
+// ONNX's MaxPool Indices from max_pool2d_with_indices' (each maximum's h * W + w in its
+// plane of xin, the input as pooled, with explicit pads when pad_window added them): the
+// position in x's plane (H, W), row-major or, with storage_order 1, column-major (h + w * H),
+// plus the plane's offset (n * C + c) * H * W, as ONNX numbers elements over the tensor.
+Tensor onnx_pool_indices(const Tensor& index, const Tensor& xin, const Window& w, bool padded, bool column_major) {
+  const int64_t hp = xin.size(2), wp = xin.size(3);
+  Tensor h = div(index, Scalar(wp), "floor"), col = index - h * Scalar(wp);
+  const int64_t bh = padded ? w.begin[0] : 0, bw = padded ? w.begin[1] : 0;
+  const int64_t H = hp - (padded ? w.begin[0] + w.end[0] : 0), W = wp - (padded ? w.begin[1] + w.end[1] : 0);
+  if (bh) h = h - Scalar(bh);
+  if (bw) col = col - Scalar(bw);
+  const Tensor in_plane = column_major ? h + col * Scalar(H) : h * Scalar(W) + col;
+  // n * C + c from running sums of ones over the batch and channel dims: sizes follow the batch.
+  const Tensor one = ones_like(index.slice(2, 0, 1).slice(3, 0, 1));
+  const Tensor plane =
+      (cumsum(one, 0) - Scalar(int64_t(1))) * Scalar(index.size(1)) + (cumsum(one, 1) - Scalar(int64_t(1)));
+  return in_plane + plane * Scalar(H * W);
+}
+
 Outs max_pool(const NodeCtx& c) {
   const Tensor& x = c.in(0);
-  if (c.output_used(1)) c.refuse("MaxPool's Indices output (ONNX flattens over the whole tensor)");
-  if (c.attr_i("storage_order", 0) != 0) c.refuse("MaxPool with storage_order 1");
+  const bool column_major = c.attr_i("storage_order", 0) != 0;
+  if (column_major && !c.output_used(1)) c.refuse("MaxPool with storage_order 1");
   const Window w1 = window(c, x, c.attr_ints("kernel_shape"));
   const Window w = window_2d(w1);
   Tensor xin = as_2d(x, w1);
@@ -444,7 +463,10 @@ Outs max_pool(const NodeCtx& c) {
   else
     xin = pad_window(xin, w, -std::numeric_limits<double>::infinity());
   const bool ceil = c.attr_i("ceil_mode", 0) != 0;
-  return {from_2d(max_pool2d(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil), w1)};
+  if (!c.output_used(1))
+    return {from_2d(max_pool2d(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil), w1)};
+  const auto [y, index] = max_pool2d_with_indices(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil);
+  return {from_2d(y, w1), from_2d(onnx_pool_indices(index, xin, w, !fits, column_major), w1)};
 }
 
 Outs average_pool(const NodeCtx& c) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -166,7 +167,7 @@ TEST_CASE("ONNX's node test suite imports, loads and runs; no imported test fail
   for (const std::string& f : failures) std::printf("FAILED %s\n", f.c_str());
   CHECK(failed == 0);
   // The floor: the count passing when it was last raised (docs/ONNX.md); it only goes up.
-  CHECK(passed >= 739);
+  CHECK(passed >= 741);
 }
 
 // ---- the importer's refusals and options, on small models built here ----
@@ -546,6 +547,50 @@ TEST_CASE("import_onnx's Einsum equals the definition on odd shapes, f32 product
     bool product = false;  // two inputs with a contraction take matmul
     for (const graph::Node* node : t.recorded_graph().nodes()) product = product || node->op->name == "matmul";
     CHECK(product == (k.terms.size() == 2 && k.out != "ij"));
+  }
+}
+
+TEST_CASE("import_onnx's MaxPool Indices number elements over the tensor, at any batch", "[onnx]") {
+  // Asymmetric pads (padded explicitly before pooling), a dynamic batch, both storage orders.
+  for (int64_t order : {0, 1}) {
+    INFO("storage_order " << order);
+    Builder b;
+    b.input("x", {-1, 3, 7, 6});
+    b.output("y", 4);
+    b.output("i", 4, onnx::TensorProto::INT64);
+    auto* pool = b.node("MaxPool", {"x"}, {"y", "i"}, "p");
+    add_ints_attr(pool, "kernel_shape", {3, 2});
+    add_ints_attr(pool, "strides", {2, 2});
+    add_ints_attr(pool, "pads", {1, 0, 0, 1});  // top, left, bottom, right
+    add_int_attr(pool, "storage_order", order);
+    const TracedModule t = import_onnx_bytes(b.bytes());
+    for (int64_t n : {1, 4}) {
+      const Tensor x = randn({n, 3, 7, 6});
+      const std::vector<Tensor> got = t.forward({x});
+      // By definition: output (oh, ow) covers rows oh*2-1 .. oh*2+1, columns ow*2 .. ow*2+1.
+      const std::vector<float> v = x.contiguous().to_vector<float>();
+      const int64_t oh_n = got[0].size(2), ow_n = got[0].size(3);
+      REQUIRE(oh_n == 3);
+      REQUIRE(ow_n == 3);
+      std::vector<float> want_y;
+      std::vector<int64_t> want_i;
+      for (int64_t p = 0; p < n * 3; ++p)
+        for (int64_t oh = 0; oh < oh_n; ++oh)
+          for (int64_t ow = 0; ow < ow_n; ++ow) {
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t at = -1;
+            for (int64_t h = oh * 2 - 1; h <= oh * 2 + 1; ++h)
+              for (int64_t w = ow * 2; w <= ow * 2 + 1; ++w)
+                if (h >= 0 && h < 7 && w < 6 && v[size_t(p * 42 + h * 6 + w)] > best) {
+                  best = v[size_t(p * 42 + h * 6 + w)];
+                  at = p * 42 + (order ? w * 7 + h : h * 6 + w);
+                }
+            want_y.push_back(best);
+            want_i.push_back(at);
+          }
+      CHECK(test::compare(got[0], tensor(want_y, {n, 3, 3, 3}), 0, 0).ok);
+      CHECK(got[1].to_vector<int64_t>() == want_i);
+    }
   }
 }
 
