@@ -894,8 +894,22 @@ void Exporter::node(const Node& n) {
       unbatch(op("GlobalAveragePool", {batch1(in(n, 0), x0)}, {}, unbatched_out(n)), n);
       return;
     }
-    if (oh == 0 || ow == 0 || h % oh != 0 || w % ow != 0)
-      throw Refuse{str("output ", oh, "x", ow, " does not divide the input's ", h, "x", w, " (uneven windows)")};
+    if (oh == 0 || ow == 0) throw Refuse{str("an empty output (", oh, "x", ow, ")")};
+    if (h % oh != 0 || w % ow != 0) {
+      // Uneven windows [floor(i * in / out), ceil((i + 1) * in / out)): averaging matrices,
+      // P_h [oh, h] @ x @ P_w^T [w, ow].
+      auto averaging = [&](int64_t out_size, int64_t in_size, bool transposed) {
+        Tensor m = zeros(transposed ? DimVec{in_size, out_size} : DimVec{out_size, in_size}, DType::f64);
+        double* p = m.data_ptr<double>();
+        for (int64_t i = 0; i < out_size; ++i) {
+          const int64_t lo = i * in_size / out_size, hi = ((i + 1) * in_size + out_size - 1) / out_size;
+          for (int64_t j = lo; j < hi; ++j) p[transposed ? j * out_size + i : i * in_size + j] = 1.0 / double(hi - lo);
+        }
+        return initializer(m.to(ot));
+      };
+      op("MatMul", {op("MatMul", {averaging(oh, h, false), in(n, 0)}), averaging(ow, w, true)}, {}, out(n));
+      return;
+    }
     unbatch(op(
                 "AveragePool", {batch1(in(n, 0), x0)},
                 [&](onnx::NodeProto* p) {
