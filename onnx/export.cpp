@@ -692,8 +692,32 @@ void Exporter::node(const Node& n) {
       pads[d] = pad[k];
       pads[d + size_t(r)] = pad[k + 1];
     }
+    if (mode == "circular") {
+      // ONNX 17 has no wrap mode: per padded dim, its last `before` and first `after`
+      // elements concatenated around it (dim by dim, so corners wrap as PyTorch's).
+      std::string y = in(n, 0);
+      std::vector<int> padded;
+      for (int d = 0; d < r; ++d)
+        if (pads[size_t(d)] != 0 || pads[size_t(d + r)] != 0) padded.push_back(d);
+      if (padded.empty()) {
+        op("Identity", {y}, {}, out(n));
+        return;
+      }
+      for (int d : padded) {
+        const int64_t before = pads[size_t(d)], after = pads[size_t(d + r)];
+        if (before < 0 || after < 0) throw Refuse{"negative circular pads"};
+        std::vector<std::string> parts;
+        if (before > 0)
+          parts.push_back(op("Slice", {y, ints({-before}), ints({std::numeric_limits<int64_t>::max()}), ints({d})}));
+        parts.push_back(y);
+        if (after > 0) parts.push_back(op("Slice", {y, ints({0}), ints({after}), ints({d})}));
+        y = op(
+            "Concat", parts, [&](onnx::NodeProto* p) { attr_i(p, "axis", d); }, d == padded.back() ? out(n) : "");
+      }
+      return;
+    }
     std::string m = mode == "constant" ? "constant" : mode == "reflect" ? "reflect" : mode == "replicate" ? "edge" : "";
-    if (m.empty()) throw Refuse{str("pad mode '", mode, "' (ONNX 17 has constant, reflect and edge)")};
+    if (m.empty()) throw Refuse{str("pad mode '", mode, "' (ONNX 17 has constant, reflect, edge; circular as slices)")};
     std::vector<std::string> ins{in(n, 0), ints(pads)};
     if (m == "constant") ins.push_back(scalar(at[oa::pad::value].scalar().to_double(), ot));
     op(
