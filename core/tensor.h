@@ -169,6 +169,7 @@ class Tensor {
   Tensor log_softmax(int64_t dim, SrcLoc loc = {}) const;
   Tensor mean(SrcLoc loc = {}) const;
   Tensor mean(const DimVec& dims, bool keepdim = false, SrcLoc loc = {}) const;
+  Tensor prod(const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {}) const;
   Tensor amax(const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {}) const;
   Tensor argmax(SrcLoc loc = {}) const;
   Tensor argmax(int64_t dim, bool keepdim = false, SrcLoc loc = {}) const;

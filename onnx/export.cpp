@@ -742,11 +742,12 @@ void Exporter::node(const Node& n) {
   }
 
   // Reductions.
-  if (name == "sum" || name == "mean" || name == "amax" || name == "amin" || name == "any" || name == "all") {
-    static_assert(oa::sum::dim == 0 && oa::mean::dim == 0 && oa::amax::dim == 0 && oa::amin::dim == 0 &&
-                  oa::any::dim == 0 && oa::all::dim == 0);
-    static_assert(oa::sum::keepdim == 1 && oa::mean::keepdim == 1 && oa::amax::keepdim == 1 && oa::amin::keepdim == 1 &&
-                  oa::any::keepdim == 1 && oa::all::keepdim == 1);
+  if (name == "sum" || name == "prod" || name == "mean" || name == "amax" || name == "amin" || name == "any" ||
+      name == "all") {
+    static_assert(oa::sum::dim == 0 && oa::prod::dim == 0 && oa::mean::dim == 0 && oa::amax::dim == 0 &&
+                  oa::amin::dim == 0 && oa::any::dim == 0 && oa::all::dim == 0);
+    static_assert(oa::sum::keepdim == 1 && oa::prod::keepdim == 1 && oa::mean::keepdim == 1 && oa::amax::keepdim == 1 &&
+                  oa::amin::keepdim == 1 && oa::any::keepdim == 1 && oa::all::keepdim == 1);
     std::vector<int64_t> axes;
     if (!at[0].is_none())
       for (int64_t d : at[0].ints()) axes.push_back(wrap(d, rank(x0)));
@@ -762,6 +763,7 @@ void Exporter::node(const Node& n) {
       return;
     }
     const std::string type = name == "sum" || logic ? "ReduceSum"
+                             : name == "prod"       ? "ReduceProd"
                              : name == "mean"       ? "ReduceMean"
                              : name == "amax"       ? "ReduceMax"
                                                     : "ReduceMin";

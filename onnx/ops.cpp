@@ -1125,7 +1125,7 @@ Outs arg_reduce(const NodeCtx& c) {
 
 // The reduced dims: the axes attribute (or input from ReduceSum 13), all dims when empty
 // unless noop_with_empty_axes.
-enum class Reduce { sum, mean, max, min, sum_square, l1, l2, log_sum, log_sum_exp };
+enum class Reduce { sum, prod, mean, max, min, sum_square, l1, l2, log_sum, log_sum_exp };
 template <Reduce R>
 Outs reduce(const NodeCtx& c) {
   const Tensor& x = c.in(0);
@@ -1140,6 +1140,8 @@ Outs reduce(const NodeCtx& c) {
   switch (R) {
     case Reduce::sum:
       return {sum(x, d, keep)};
+    case Reduce::prod:  // in i64 for integers, given back in the input's type as ONNX's
+      return {prod(x, d, keep).to(x.dtype())};
     case Reduce::mean:
       return {mean(x, d, keep)};
     case Reduce::max:
@@ -1429,6 +1431,7 @@ const OnnxOp kOps[] = {
     {"ReduceMax", reduce<Reduce::max>},
     {"ReduceMean", reduce<Reduce::mean>},
     {"ReduceMin", reduce<Reduce::min>},
+    {"ReduceProd", reduce<Reduce::prod>},
     {"ReduceSum", reduce<Reduce::sum>},
     {"ReduceSumSquare", reduce<Reduce::sum_square>},
     {"Relu", unary<relu>},

@@ -214,6 +214,12 @@ Tensor mean(const Tensor& a, SrcLoc loc) {
 Tensor mean(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("mean"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
 }
+Tensor prod(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
+  return call(AMBER_OP("prod"), {&a}, {Attr(dims), Attr(keepdim), Attr::none()}, loc);
+}
+Tensor prod(const Tensor& a, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc) {
+  return call(AMBER_OP("prod"), {&a}, {Attr(dims), Attr(keepdim), Attr(dtype)}, loc);
+}
 Tensor amax(const Tensor& a, const DimVec& dims, bool keepdim, SrcLoc loc) {
   return call(AMBER_OP("amax"), {&a}, {Attr(dims), Attr(keepdim)}, loc);
 }
@@ -676,6 +682,7 @@ Tensor Tensor::softmax(int64_t dim, SrcLoc loc) const { return amber::softmax(*t
 Tensor Tensor::log_softmax(int64_t dim, SrcLoc loc) const { return amber::log_softmax(*this, dim, loc); }
 Tensor Tensor::mean(SrcLoc loc) const { return amber::mean(*this, loc); }
 Tensor Tensor::mean(const DimVec& d, bool k, SrcLoc loc) const { return amber::mean(*this, d, k, loc); }
+Tensor Tensor::prod(const DimVec& d, bool k, SrcLoc loc) const { return amber::prod(*this, d, k, loc); }
 Tensor Tensor::amax(const DimVec& d, bool k, SrcLoc loc) const { return amber::amax(*this, d, k, loc); }
 Tensor Tensor::argmax(SrcLoc loc) const { return amber::argmax(*this, loc); }
 Tensor Tensor::argmax(int64_t d, bool k, SrcLoc loc) const { return amber::argmax(*this, d, k, loc); }

@@ -107,6 +107,10 @@ Tensor mean(const Tensor& self, const DimVec& dims, bool keepdim = false, SrcLoc
 // empty dims: every dim.
 Tensor sum(const Tensor& self, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc = {});
 Tensor mean(const Tensor& self, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc = {});
+// Product over dims (empty: every dim), as torch.prod (which takes one dim); integers
+// multiply in i64. dtype: accumulated and returned in it (self cast to it first).
+Tensor prod(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
+Tensor prod(const Tensor& self, const DimVec& dims, bool keepdim, DType dtype, SrcLoc loc = {});
 Tensor amax(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 Tensor amin(const Tensor& self, const DimVec& dims = {}, bool keepdim = false, SrcLoc loc = {});
 Tensor argmax(const Tensor& self, SrcLoc loc = {});  // over the flattened tensor

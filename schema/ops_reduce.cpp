@@ -1,6 +1,6 @@
-// Op table entries for reductions (sum, mean, amax, amin, argmax, argmin, any, all), cumsum, topk and
-// the normalisations along one dim (softmax, log_softmax). Integer and bool sums accumulate in
-// i64; mean and softmax need floating inputs, as in PyTorch.
+// Op table entries for reductions (sum, prod, mean, amax, amin, argmax, argmin, any, all), cumsum, topk and
+// the normalisations along one dim (softmax, log_softmax). Integer and bool sums and products
+// accumulate in i64; mean and softmax need floating inputs, as in PyTorch.
 
 #include "amber/schema/infer_util.h"
 
@@ -98,6 +98,10 @@ const OpRegistrar registrar{
     {"sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64}, infer_sum, 0, nullptr, 1,
      "Sum over dim (all dims when None or empty); integer inputs sum in i64."},
+    {"prod(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> Tensor",
+     DTypeSet{DType::f32, DType::f64, DType::i64}, infer_sum, 0, nullptr, 1,
+     "Product over dim (all dims when None or empty; torch.prod takes one dim, this any set); integer inputs "
+     "multiply in i64 (wrapping on overflow), floats in double."},
     {"any(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", kAnyAll, infer_any_all, 0, nullptr, 1,
      "Whether any element over dim (all dims when empty) is nonzero (NaN counts); the result is bool for every "
      "input dtype (PyTorch gives u8 for u8)."},

@@ -234,6 +234,33 @@ case("sum_dtype_f64", "sum", torch_sum, [In([5, 7])], attrs={"dim": [0], "dtype"
 case("sum_large", "sum", torch_sum, [In([100003])], atol=1e-3, rtol=1e-5)
 case("sum_large_cols", "sum", torch_sum, [In([3, 70001])], attrs={"dim": [1]}, atol=1e-3, rtol=1e-5)
 case("sum_0d", "sum", torch_sum, [In([])])
+
+
+def torch_prod(a, dim=None, keepdim=False, dtype=None):
+    """torch.prod over any set of dims (torch takes one): dim by dim, the last first."""
+    if dtype:
+        a = a.to(DTYPES[dtype])
+    if not dim:
+        y = torch.prod(a)
+        return y.reshape([1] * a.dim()) if keepdim else y
+    for d in sorted((d % a.dim() for d in dim), reverse=True):
+        a = torch.prod(a, d, keepdim=keepdim)
+    return a
+
+
+case("prod_all_13", "prod", torch_prod, [In([13], kind="nonzero")], atol=1e-6, rtol=1e-5)
+case("prod_dim0", "prod", torch_prod, [In([7, 5, 13], kind="nonzero")], attrs={"dim": [0]}, atol=1e-6, rtol=1e-5)
+case("prod_dims_keep_noncontig", "prod", torch_prod, [In([7, 5, 13], kind="nonzero", layout=("t", 0, 2))],
+     attrs={"dim": [2, 0], "keepdim": True}, atol=1e-6, rtol=1e-5)
+case("prod_all_keep", "prod", torch_prod, [In([3, 4], kind="nonzero")], attrs={"dim": [], "keepdim": True},
+     atol=1e-6, rtol=1e-5)
+case("prod_rows_37", "prod", torch_prod, [In([3, 37], kind="nonzero")], attrs={"dim": [-1]}, atol=1e-6, rtol=1e-5)
+case("prod_i32_to_i64", "prod", torch_prod, [In([7, 5], "i32", "int")], attrs={"dim": [1]})
+case("prod_bool", "prod", torch_prod, [In([13], "bool", "bool")])
+case("prod_dtype_f64", "prod", torch_prod, [In([5, 7], kind="nonzero")], attrs={"dim": [0], "dtype": "f64"},
+     atol=1e-9, rtol=1e-9)
+case("prod_empty_dim", "prod", torch_prod, [In([3, 0, 2])], attrs={"dim": [1]})
+case("prod_0d", "prod", torch_prod, [In([], kind="nonzero")])
 # Short inner runs (pairwise distances sum over a last dim of 2) and kept dims that merge.
 case("sum_short_inner", "sum", torch_sum, [In([33, 17, 2])], attrs={"dim": [-1]}, atol=1e-6, rtol=1e-6)
 case("sum_short_inner_strided", "sum", torch_sum, [In([17, 3, 5], layout=("t", 0, 2))], attrs={"dim": [1]},

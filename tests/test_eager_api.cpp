@@ -195,6 +195,13 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        [&] { (void)sum(x4, {1}, false, DType::f64); },
        {{"dim", I{1}}, {"keepdim", false}, {"dtype", DType::f64}},
        {{"self", x4}}},
+      {"prod",
+       [&] {
+         (void)prod(x4, {2, 0}, true, DType::f64);
+       },
+       {{"dim", I{2, 0}}, {"keepdim", true}, {"dtype", DType::f64}},
+       {{"self", x4}}},
+      {"prod", [&] { (void)x4.prod({1}); }, {{"dim", I{1}}, {"keepdim", false}, {"dtype", none}}, {{"self", x4}}},
       {"mean",
        [&] {
          (void)mean(x4, {0, 3}, true, DType::f64);

@@ -1,4 +1,4 @@
-// CPU kernels for reductions over any set of dims (sum, mean, amax, amin, argmax, any, all),
+// CPU kernels for reductions over any set of dims (sum, prod, mean, amax, amin, argmax, any, all),
 // cumsum and topk (scan.h's running sum and order per line). Floats accumulate in double (runs of 16 or more: sixteen
 // partial sums in a fixed order, deterministic and vectorised; shorter runs in order), integers
 // in int64; amax/amin/argmax propagate NaN as PyTorch. Work splits over output elements, or
@@ -134,6 +134,23 @@ struct SumReducer {
     }
   }
   static void merge(Acc& a, const Acc& b) { a += b; }
+};
+
+// Products: floats in double, integers in i64 wrapping on overflow (as PyTorch's).
+template <typename T>
+struct ProdReducer {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  static Acc init() { return 1; }
+  static Acc times(Acc a, Acc b) {
+    if constexpr (std::is_floating_point_v<T>)
+      return a * b;
+    else
+      return Acc(uint64_t(a) * uint64_t(b));
+  }
+  static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
+    for (int64_t i = 0; i < n; ++i) acc = times(acc, Acc(p[i * stride]));
+  }
+  static void merge(Acc& a, const Acc& b) { a = times(a, b); }
 };
 
 template <typename T, bool Max>
@@ -305,6 +322,17 @@ struct SumKernel {
   }
 };
 
+// prod(self, dim, keepdim, dtype)
+template <typename T>
+struct ProdKernel {
+  static int run(const amber_kernel_args* a) {
+    const uint32_t mask = dims_mask(a, op_attrs::prod::dim, a->inputs[0].ndim);
+    reduce<ProdReducer<T>, T, T>(a, mask, attr_bool(a, op_attrs::prod::keepdim),
+                                 [](auto acc, T* out) { *out = T(acc); });
+    return 0;
+  }
+};
+
 // mean(self, dim, keepdim, dtype): the sum divided by the number of reduced elements.
 template <typename T>
 struct MeanKernel {
@@ -463,6 +491,7 @@ AMBER_CPU_KERNELS(reduce) {
   register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
   register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
   register_typed<SumKernel, float, double, int64_t>("sum");
+  register_typed<ProdKernel, float, double, int64_t>("prod");
   register_typed<MeanKernel>(ctypes::floating{}, "mean");
   register_typed<Extremum<true>::Kernel>(ctypes::numeric{}, "amax");
   register_typed<Extremum<false>::Kernel>(ctypes::numeric{}, "amin");

@@ -1,4 +1,4 @@
-// CUDA kernels along rows: reductions (sum, mean, amax, amin, argmax, any, all), cumsum and
+// CUDA kernels along rows: reductions (sum, prod, mean, amax, amin, argmax, any, all), cumsum and
 // topk (a thread per line), softmax/log_softmax, layer_norm and batch_norm. Reductions: a block
 // per row, 256 threads striding its elements, then a fixed-order tree in shared memory:
 // deterministic, within tolerance of the CPU's order. Floats accumulate in double, integers
@@ -92,27 +92,40 @@ uint32_t dims_mask(const amber_attr& at, int ndim) {
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
-// ---- sum and mean ----
-template <typename T, bool Mean>
-__global__ void sum_kernel(const T* x, T* y, Rows r) {
+// ---- sum, prod and mean ----
+enum class Fold { sum, prod, mean };
+
+// a + b, or a * b (integers wrapping on overflow, as on the CPU).
+template <typename A, Fold F>
+__device__ A combine(A a, A b) {
+  if constexpr (F != Fold::prod)
+    return a + b;
+  else if constexpr (std::is_floating_point_v<A>)
+    return a * b;
+  else
+    return A(uint64_t(a) * uint64_t(b));
+}
+
+template <typename T, Fold F>
+__global__ void fold_kernel(const T* x, T* y, Rows r) {
   __shared__ Acc<T> part[kThreads];
   for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
     int64_t ib, ob;
     row_base(r, row, ib, ob);
-    Acc<T> acc = 0;
+    Acc<T> acc = F == Fold::prod ? 1 : 0;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      acc += Acc<T>(x[ib + io]);
+      acc = combine<Acc<T>, F>(acc, Acc<T>(x[ib + io]));
     }
     part[threadIdx.x] = acc;
     __syncthreads();
     for (int s = kThreads / 2; s > 0; s /= 2) {
-      if (int(threadIdx.x) < s) part[threadIdx.x] += part[threadIdx.x + s];
+      if (int(threadIdx.x) < s) part[threadIdx.x] = combine<Acc<T>, F>(part[threadIdx.x], part[threadIdx.x + s]);
       __syncthreads();
     }
     if (threadIdx.x == 0) {
-      if constexpr (Mean)
+      if constexpr (F == Fold::mean)
         y[ob] = T(part[0] / Acc<T>(r.len));
       else
         y[ob] = T(part[0]);
@@ -123,24 +136,28 @@ __global__ void sum_kernel(const T* x, T* y, Rows r) {
 
 unsigned blocks_for(int64_t rows) { return unsigned(rows < 65535 ? (rows > 0 ? rows : 1) : 65535); }
 
-template <typename T, bool Mean>
-int run_sum(const amber_kernel_args* a) {
+template <typename T, Fold F>
+int run_fold(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
-  static_assert(op_attrs::sum::dim == op_attrs::mean::dim);
+  static_assert(op_attrs::sum::dim == op_attrs::mean::dim && op_attrs::sum::dim == op_attrs::prod::dim);
   const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::sum::dim], x.ndim), false);
   if (r.rows == 0) return 0;
   DeviceScope scope(a->device);
-  sum_kernel<T, Mean>
+  fold_kernel<T, F>
       <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data), r);
-  return launched(a, Mean ? "mean" : "sum");
+  return launched(a, F == Fold::sum ? "sum" : F == Fold::prod ? "prod" : "mean");
 }
 template <typename T>
 struct SumKernel {
-  static int run(const amber_kernel_args* a) { return run_sum<T, false>(a); }
+  static int run(const amber_kernel_args* a) { return run_fold<T, Fold::sum>(a); }
+};
+template <typename T>
+struct ProdKernel {
+  static int run(const amber_kernel_args* a) { return run_fold<T, Fold::prod>(a); }
 };
 template <typename T>
 struct MeanKernel {
-  static int run(const amber_kernel_args* a) { return run_sum<T, true>(a); }
+  static int run(const amber_kernel_args* a) { return run_fold<T, Fold::mean>(a); }
 };
 
 // ---- amax, amin, argmax ----
@@ -540,6 +557,7 @@ AMBER_CUDA_KERNELS(reduce) {
   register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
   register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
   register_typed<SumKernel, float, double, int64_t>("sum");
+  register_typed<ProdKernel, float, double, int64_t>("prod");
   register_typed<MeanKernel, AMBER_CUDA_FLOATING>("mean");
   register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC>("amax");
   register_typed<Extremum<false>::Kernel, AMBER_CUDA_NUMERIC>("amin");
