@@ -1082,12 +1082,43 @@ Outs resize(const NodeCtx& c) {
   std::optional<double> sh, sw;
   if (!scales.empty()) sh = scales[2], sw = scales[3];
   if (mode == "nearest") {
-    if (ctm != "asymmetric" ||
-        (c.opset >= 11 && !upsample && c.attr_s("nearest_mode", "round_prefer_floor") != "floor"))
-      c.refuse(str("nearest with coordinate_transformation_mode ", ctm, " and nearest_mode ",
-                   c.attr_s("nearest_mode", "round_prefer_floor"),
-                   " (Amber's nearest is asymmetric, rounding down: PyTorch's)"));
-    return {upsample_nearest2d(x, hw, sh, sw)};
+    const std::string rounding =
+        (c.opset >= 11 && !upsample) ? c.attr_s("nearest_mode", "round_prefer_floor") : "floor";
+    if (ctm == "asymmetric" && rounding == "floor") return {upsample_nearest2d(x, hw, sh, sw)};  // PyTorch's
+    // Any other: each output row's and column's source index, as ONNX computes it, picked by
+    // index_select.
+    if (ctm == "tf_crop_and_resize") c.refuse("nearest with coordinate_transformation_mode tf_crop_and_resize");
+    if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" &&
+        rounding != "ceil")
+      throw Error(str("nearest_mode '", rounding, "'"));
+    Tensor y = x;
+    for (int d = 2; d < 4; ++d) {
+      const int64_t in = x.size(d), n = out[d];
+      const double scale = scales.empty() ? double(n) / double(in) : scales[size_t(d)];
+      Tensor index = empty({n}, DType::i64);
+      int64_t* p = index.data_ptr<int64_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        double src = ctm == "half_pixel"             ? (double(i) + 0.5) / scale - 0.5
+                     : ctm == "pytorch_half_pixel"   ? (n > 1 ? (double(i) + 0.5) / scale - 0.5 : 0.0)
+                     : ctm == "align_corners"        ? (n > 1 ? double(i) * double(in - 1) / double(n - 1) : 0.0)
+                     : ctm == "asymmetric"           ? double(i) / scale
+                     : ctm == "tf_half_pixel_for_nn" ? (double(i) + 0.5) / scale
+                                                     : std::nan("");
+        if (std::isnan(src)) c.refuse(str("nearest with coordinate_transformation_mode ", ctm));
+        const double fl = std::floor(src), frac = src - fl;
+        if (rounding == "floor")
+          src = fl;
+        else if (rounding == "ceil")
+          src = std::ceil(src);
+        else if (frac == 0.5)
+          src = rounding == "round_prefer_floor" ? fl : fl + 1;
+        else
+          src = std::round(src);
+        p[i] = std::clamp<int64_t>(int64_t(src), 0, std::max<int64_t>(in - 1, 0));
+      }
+      y = index_select(y, d, index);
+    }
+    return {y};
   }
   if (mode != "linear" && mode != "cubic") c.refuse(str("mode ", mode));
   bool corners = false;
