@@ -1027,6 +1027,17 @@ void Exporter::node(const Node& n) {
         out(n));
     return;
   }
+  if (name == "grid_sample") {
+    op(
+        "GridSample", {in(n, 0), in(n, 1)},
+        [&](onnx::NodeProto* p) {
+          attr_s(p, "mode", at[oa::grid_sample::mode].s());
+          attr_s(p, "padding_mode", at[oa::grid_sample::padding_mode].s());
+          attr_i(p, "align_corners", at[oa::grid_sample::align_corners].b() ? 1 : 0);
+        },
+        out(n));
+    return;
+  }
   throw Refuse{"no ONNX mapping"};
 }
 

@@ -1143,6 +1143,13 @@ Outs resize(const NodeCtx& c) {
   return {upsample_bicubic2d(x, hw, corners, sh, sw)};
 }
 
+// GridSample (opset 16): PyTorch's grid_sample, whose rules ONNX's follow.
+Outs grid_sample_(const NodeCtx& c) {
+  if (c.in(0).dim() != 4) c.refuse(str("a ", c.in(0).dim(), "-d input (Amber samples 4-d inputs)"));
+  return {grid_sample(c.in(0), c.in(1), c.attr_s("mode", "bilinear"), c.attr_s("padding_mode", "zeros"),
+                      c.attr_i("align_corners", 0) != 0)};
+}
+
 template <bool Max>
 Outs arg_reduce(const NodeCtx& c) {
   Tensor x = c.in(0);
@@ -1420,6 +1427,7 @@ const OnnxOp kOps[] = {
     {"GlobalMaxPool", global_max_pool},
     {"Greater", greater},
     {"GreaterOrEqual", greater_equal},
+    {"GridSample", grid_sample_},
     {"HammingWindow", hamming_window},
     {"HannWindow", hann_window},
     {"HardSigmoid", hard_sigmoid},

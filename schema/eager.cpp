@@ -367,6 +367,10 @@ Tensor upsample_bicubic2d(const Tensor& x, const DimVec& size, bool align_corner
   return call(AMBER_OP("upsample_bicubic2d"), {&x},
               {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
 }
+Tensor grid_sample(const Tensor& x, const Tensor& grid, const std::string& mode, const std::string& padding_mode,
+                   bool align_corners, SrcLoc loc) {
+  return call(AMBER_OP("grid_sample"), {&x, &grid}, {Attr(mode), Attr(padding_mode), Attr(align_corners)}, loc);
+}
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
   if (o.mode != "nearest" && o.mode != "bilinear" && o.mode != "bicubic" && o.mode != "area")
     throw Error(

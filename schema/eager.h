@@ -203,6 +203,10 @@ Tensor upsample_bilinear2d(const Tensor& input, const DimVec& output_size, bool 
 Tensor upsample_bicubic2d(const Tensor& input, const DimVec& output_size, bool align_corners,
                           std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt,
                           SrcLoc loc = {});
+// F.grid_sample of 4-D input at grid (N, H_out, W_out, 2)'s (x, y) positions in [-1, 1]:
+// mode "bilinear", "nearest" or "bicubic"; padding_mode "zeros", "border" or "reflection".
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode = "bilinear",
+                   const std::string& padding_mode = "zeros", bool align_corners = false, SrcLoc loc = {});
 // torch.nn.functional.interpolate's arguments (exactly one of size and scale_factor; one value
 // applies to both H and W). Call as interpolate(x, {.scale_factor = {2}, .mode = "bilinear"}).
 struct InterpolateOptions {

@@ -1,6 +1,6 @@
 // Op table entries for neural-network layers: conv2d, conv_transpose2d, max_pool2d (with or
 // without indices), avg_pool2d,
-// adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, batch_norm and layer_norm (inference),
+// adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, grid_sample, batch_norm and layer_norm (inference),
 // embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
 // ceil_mode, padding limits). conv2d produces channels-last output; pooling and
 // batch_norm keep their input's layout.
@@ -164,6 +164,23 @@ void infer_avg_pool2d(InferCtx& c) {
                 pooled_size(c, x.sizes[r - 1], a.k[1], a.p[1], a.s[1], 1, ceil));
 }
 
+// grid_sample: input (N, C, H, W) sampled at grid (N, H_out, W_out, 2)'s (x, y) positions.
+void infer_grid_sample(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &g = c.in(1);
+  const std::string& mode = c.attr(0).s();
+  const std::string& padding = c.attr(1).s();
+  c.check(x.sizes.size() == 4, "input must be 4-D (N, C, H, W), got shape ", x.sizes);
+  c.check(g.sizes.size() == 4 && g.sizes[3] == 2, "grid must be (N, H_out, W_out, 2), got shape ", g.sizes);
+  c.check(g.sizes[0] == x.sizes[0], "grid's batch ", g.sizes[0], " differs from input's ", x.sizes[0], " (input ",
+          x.sizes, ", grid ", g.sizes, ")");
+  c.check(x.dtype == g.dtype, "input and grid must have the same dtype, got ", x.dtype, " and ", g.dtype);
+  c.check(mode == "bilinear" || mode == "nearest" || mode == "bicubic",
+          "mode must be bilinear, nearest or bicubic, got '", mode, "'");
+  c.check(padding == "zeros" || padding == "border" || padding == "reflection",
+          "padding_mode must be zeros, border or reflection, got '", padding, "'");
+  c.add_output(x.dtype, {x.sizes[0], x.sizes[1], g.sizes[1], g.sizes[2]});
+}
+
 void infer_adaptive_avg_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
@@ -272,6 +289,12 @@ const OpRegistrar registrar{
     {"avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
      "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
      kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules.", OpCost::window},
+    {"grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", "
+     "bool align_corners=False) -> Tensor",
+     kFloat, infer_grid_sample, 0, nullptr, 1,
+     "F.grid_sample of 4-D input: each output pixel reads input at grid's (x, y) in [-1, 1] (-1 the first "
+     "pixel's edge, or its centre with align_corners), bilinear, nearest (ties to even) or bicubic (A = -0.75), "
+     "positions outside given zeros, the border's value or the reflection's."},
     {"adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", kFloat, infer_adaptive_avg_pool2d, 0, nullptr, 1,
      "Average over the windows [floor(i*in/out), ceil((i+1)*in/out))."},
     {"upsample_nearest2d(Tensor self, int[] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",

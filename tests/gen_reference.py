@@ -793,6 +793,31 @@ case("bilinear_zero_out", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
      attrs={"output_size": [0, 3], "align_corners": False}, error="sizes should be greater than 0")
 
 
+def GRID(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+    return F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+
+
+# Grids of normal values: about a third of the points fall outside [-1, 1] (the padding modes).
+for mode, padding, corners, layout in [("bilinear", "zeros", False, None), ("bilinear", "border", True, None),
+                                       ("bilinear", "reflection", False, ("t", 2, 3)),
+                                       ("bilinear", "reflection", True, None), ("nearest", "zeros", True, None),
+                                       ("nearest", "border", False, None), ("nearest", "reflection", False, None),
+                                       ("bicubic", "zeros", False, None), ("bicubic", "border", True, None),
+                                       ("bicubic", "reflection", False, None), ("bicubic", "reflection", True, ("cl",))]:
+    case(f"grid_{mode}_{padding}_{'corners' if corners else 'centres'}{'_' + layout[0] if layout else ''}",
+         "grid_sample", GRID, [In([2, 3, 5, 7], layout=layout), In([2, 4, 6, 2])],
+         attrs={"mode": mode, "padding_mode": padding, "align_corners": corners}, atol=1e-5, rtol=1e-5)
+case("grid_f64_bilinear", "grid_sample", GRID, [In([1, 2, 4, 3], "f64"), In([1, 5, 1, 2], "f64")],
+     attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": False})
+case("grid_noncontig_grid", "grid_sample", GRID, [In([1, 2, 6, 5]), In([1, 3, 4, 2], layout=("t", 1, 2))],
+     attrs={"mode": "bicubic", "padding_mode": "border", "align_corners": False}, atol=1e-5, rtol=1e-5)
+case("grid_batch_mismatch", "grid_sample", GRID, [In([2, 2, 4, 4]), In([1, 3, 3, 2])],
+     attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": False}, error="differs from input's")
+case("grid_bad_mode", "grid_sample", GRID, [In([1, 2, 4, 4]), In([1, 3, 3, 2])],
+     attrs={"mode": "area", "padding_mode": "zeros", "align_corners": False},
+     error="mode must be bilinear, nearest or bicubic")
+
+
 # ---- normalisation ----
 def bn(x, w=None, b=None, m=None, v=None, training=False, momentum=0.1, eps=1e-5):
     return F.batch_norm(x, m, v, w, b, training, momentum, eps)

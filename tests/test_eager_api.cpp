@@ -52,6 +52,7 @@ struct Case {
 TEST_CASE("every eager argument reaches the op argument of its name", "[eager][op_table]") {
   manual_seed(3);
   const Tensor x4 = randn({2, 3, 4, 5}), m = randn({3, 4}), m2 = randn({3, 4}) + 3.0;
+  const Tensor gr = rand({2, 3, 2, 2}) * 2.0 - 1.0;          // grid_sample's grid
   const Tensor w4t = randn({3, 2, 2, 2}), b4t = randn({2});  // conv_transpose2d's weight [in, out, kh, kw]
   const Tensor w = randn({3}), b = randn({3}), rm = randn({3}), rv = rand({3}) + 1.0;
   const Tensor cw = randn({6, 1, 2, 2}), cb = randn({6});
@@ -340,6 +341,10 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"self", m}, {"index", idx2}, {"src", m2}}},
       {"transpose", [&] { (void)x4.transpose(1, 3); }, {{"dim0", int64_t(1)}, {"dim1", int64_t(3)}}, {{"self", x4}}},
       {"unsqueeze", [&] { (void)m.unsqueeze(2); }, {{"dim", int64_t(2)}}, {{"self", m}}},
+      {"grid_sample",
+       [&] { (void)grid_sample(x4, gr, "bicubic", "reflection", true); },
+       {{"mode", "bicubic"}, {"padding_mode", "reflection"}, {"align_corners", true}},
+       {{"input", x4}, {"grid", gr}}},
       {"upsample_nearest2d",
        [&] { (void)upsample_nearest2d(x4, {7, 9}, 1.5, std::nullopt); },
        {{"output_size", I{7, 9}}, {"scales_h", 1.5}, {"scales_w", Attr::none()}},
