@@ -1,30 +1,55 @@
 // grid_sample's sampling rule, as ATen's GridSampler.h computes it (unnormalize, clip and
-// reflect coordinates, the bilinear, nearest and bicubic taps), shared by the CPU and CUDA
-// kernels so both read the same pixels with the same weights. A (the arithmetic type) is
-// float for f32 and double for f64, as ATen's.
+// reflect coordinates, the bilinear, nearest and bicubic taps, one output pixel over all its
+// channels), and the op's attributes read once: shared by the CPU and CUDA kernels so both
+// read the same pixels with the same weights; they differ only in how pixels are spread.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "amber/core/backend.h"
 #include "amber/kernels/hd.h"
+#include "amber/op_attrs.h"
 
 namespace amber::grid {
 
 enum class Mode { bilinear, nearest, bicubic };
 enum class Padding { zeros, border, reflection };
 
-// The op's string attributes (inference has checked them).
-inline Mode mode_of(const char* s) {
-  return std::strcmp(s, "nearest") == 0   ? Mode::nearest
-         : std::strcmp(s, "bicubic") == 0 ? Mode::bicubic
-                                          : Mode::bilinear;
+// The arithmetic type: float for f32, double for f64, as ATen's opmath type.
+template <typename T>
+using OpMath = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// The op's attributes (inference has checked the strings).
+struct Params {
+  Mode mode;
+  Padding padding;
+  bool align_corners;
+};
+inline Params params_of(const amber_kernel_args* a) {
+  namespace at = op_attrs::grid_sample;
+  const char *m = a->attrs[at::mode].str, *p = a->attrs[at::padding_mode].str;
+  return {std::strcmp(m, "nearest") == 0   ? Mode::nearest
+          : std::strcmp(m, "bicubic") == 0 ? Mode::bicubic
+                                           : Mode::bilinear,
+          std::strcmp(p, "border") == 0       ? Padding::border
+          : std::strcmp(p, "reflection") == 0 ? Padding::reflection
+                                              : Padding::zeros,
+          a->attrs[at::align_corners].i != 0};
 }
-inline Padding padding_of(const char* s) {
-  return std::strcmp(s, "border") == 0       ? Padding::border
-         : std::strcmp(s, "reflection") == 0 ? Padding::reflection
-                                             : Padding::zeros;
+
+// Sizes and element strides of input x [n, c, h, w], grid g [n, oh, ow, 2] and output y.
+struct Views {
+  int64_t c, h, w;
+  int64_t xs[4], gs[4], ys[4];
+};
+inline Views views_of(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &g = a->inputs[1], &y = a->outputs[0];
+  Views v{y.sizes[1], x.sizes[2], x.sizes[3], {}, {}, {}};
+  for (int d = 0; d < 4; ++d) v.xs[d] = x.strides[d], v.gs[d] = g.strides[d], v.ys[d] = y.strides[d];
+  return v;
 }
 
 // A grid value in [-1, 1] as a position in pixels along a dim of `size`.
@@ -137,6 +162,18 @@ AMBER_HD inline A sample(const T* plane, const Taps<A>& t, int64_t sh, int64_t s
   A out = 0;
   for (int k = 0; k < t.count; ++k) out += t.w[k] * A(plane[t.y[k] * sh + t.x[k] * sw]);
   return out;
+}
+
+// Output pixel (n, i, j) over every channel: its taps computed once from its grid point.
+template <typename T>
+AMBER_HD inline void sample_pixel(const T* x, const T* g, T* y, const Views& v, const Params& p, int64_t n, int64_t i,
+                                  int64_t j) {
+  using A = OpMath<T>;
+  const T* gp = g + n * v.gs[0] + i * v.gs[1] + j * v.gs[2];
+  const Taps<A> t = taps<A>(A(gp[0]), A(gp[v.gs[3]]), v.h, v.w, p.mode, p.padding, p.align_corners);
+  for (int64_t c = 0; c < v.c; ++c)
+    y[n * v.ys[0] + c * v.ys[1] + i * v.ys[2] + j * v.ys[3]] =
+        T(sample<A>(x + n * v.xs[0] + c * v.xs[1], t, v.xs[2], v.xs[3]));
 }
 
 }  // namespace amber::grid
