@@ -46,6 +46,13 @@ bool is_static(const SymShape& s) {
   return std::all_of(s.begin(), s.end(), [](const SymInt& x) { return x.is_static(); });
 }
 
+const Attr& Node::attr(std::string_view name) const {
+  const int i = op->attr_index(name);
+  AMBER_CHECK(i >= 0 && size_t(i) < attrs.size(), op->name, ": internal error: a pass reads attribute '", name,
+              "', which the signature ", op->signature, " does not have");
+  return attrs[size_t(i)];
+}
+
 bool Node::has_symbolic_attrs() const {
   for (const auto& c : attr_coefs)
     for (int64_t k : c)

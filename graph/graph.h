@@ -74,6 +74,8 @@ class Node {
   std::string source;  // "lenet.cpp:21", or ""
   std::string scope;   // module path "layer1.0.conv1", or ""
 
+  // The attribute named name in the op's signature; an internal error when there is none.
+  const Attr& attr(std::string_view name) const;
   bool has_symbolic_attrs() const;
   // attrs with every symbolic int evaluated at batch size n.
   std::vector<Attr> attrs_at(int64_t n) const;

@@ -278,6 +278,13 @@ void InferCtx::cast_all_inputs_to(DType t) {
     if (inputs_[i] && inputs_[i]->dtype != t) cast_mask |= 1u << i;
 }
 
+const Attr& InferCtx::attr(std::string_view name) const {
+  const int i = op_.attr_index(name);
+  AMBER_CHECK(i >= 0 && i < n_attrs_, op_.name, ": internal error: inference reads attribute '", name,
+              "', which the signature ", op_.signature, " does not have");
+  return attrs_[i];
+}
+
 int InferCtx::wrap(int64_t dim, int ndim) const { return wrap_dim(op_.name.c_str(), dim, ndim); }
 
 int OpSchema::attr_index(std::string_view n) const {

@@ -84,7 +84,9 @@ class InferCtx {
   int num_inputs() const { return n_inputs_; }
   bool has_input(int i) const { return i < n_inputs_ && inputs_[i] != nullptr; }
   const TensorMeta& in(int i) const { return *inputs_[i]; }
-  const Attr& attr(int i) const { return attrs_[i]; }
+  // The attribute named name in the op's signature (attributes are read by name, never by
+  // position); an internal error when the op has none of that name.
+  const Attr& attr(std::string_view name) const;
   int num_attrs() const { return n_attrs_; }
 
   // Outputs, in order. Single-output ops set output(0).

@@ -22,7 +22,7 @@ void infer_compare(InferCtx& c) {
 void infer_compare_scalar(InferCtx& c) {
   ResultType rt;
   rt.add(c.in(0).dtype, priority_of(c.in(0)));
-  rt.add(c.attr(0).scalar().wrapped_dtype(), Priority::wrapped);
+  rt.add(c.attr("other").scalar().wrapped_dtype(), Priority::wrapped);
   c.add_output(DType::b8, c.in(0).sizes).format = c.in(0).format;
   c.cast_all_inputs_to(rt.result());
 }

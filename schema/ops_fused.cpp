@@ -15,7 +15,7 @@ void infer_fused(InferCtx& c) {
     c.check(c.in(i).dtype == DType::f32, "input ", i, " must be f32, got ", c.in(i).dtype);
     sizes = broadcast_shapes(c.op().name.c_str(), sizes, c.in(i).sizes);
   }
-  parse_fused_program(c.attr(0).s(), c.num_inputs());  // validates; throws naming the instruction
+  parse_fused_program(c.attr("program").s(), c.num_inputs());  // validates; throws naming the instruction
   c.add_output(DType::f32, sizes).format = infer::pointwise_format(c, sizes);
   c.compute_dtype = DType::f32;
 }

@@ -78,9 +78,9 @@ void infer_sdpa(InferCtx& c) {
   c.check(k[r - 2] == v[r - 2], "key and value sequence lengths differ: ", k, " and ", v);
   same_dtype(c, 0, 1, "query", "key");
   same_dtype(c, 0, 2, "query", "value");
-  c.check(c.attr(0).f() == 0.0, "dropout_p must be 0 (Amber runs inference only), got ", c.attr(0));
+  c.check(c.attr("dropout_p").f() == 0.0, "dropout_p must be 0 (Amber runs inference only), got ", c.attr("dropout_p"));
   if (c.has_input(3)) {
-    c.check(!c.attr(1).b(), "is_causal and attn_mask cannot both be set");
+    c.check(!c.attr("is_causal").b(), "is_causal and attn_mask cannot both be set");
     const TensorMeta& m = c.in(3);
     c.check(m.dtype == DType::b8 || m.dtype == c.in(0).dtype, "attn_mask must be bool or ", c.in(0).dtype, ", got ",
             m.dtype);

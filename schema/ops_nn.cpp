@@ -41,18 +41,18 @@ void infer_conv2d(InferCtx& c) {
   const int64_t h = x.sizes[batched ? 2 : 1], wd = x.sizes[batched ? 3 : 2];
   c.check(w.sizes.size() == 4, "weight must be 4-D [out_channels, in_channels/groups, kH, kW], got shape ", w.sizes);
   c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
-  const auto stride = pair(c, c.attr(0), "stride"), pad = pair(c, c.attr(1), "padding"),
-             dil = pair(c, c.attr(2), "dilation");
-  const int64_t groups = c.attr(3).i();
+  const auto stride = pair(c, c.attr("stride"), "stride"), pad = pair(c, c.attr("padding"), "padding"),
+             dil = pair(c, c.attr("dilation"), "dilation");
+  const int64_t groups = c.attr("groups").i();
   c.check(groups > 0, "groups must be positive, got ", groups);
   c.check(ch % groups == 0 && w.sizes[0] % groups == 0, "in_channels ", ch, " and out_channels ", w.sizes[0],
           " must be divisible by groups ", groups);
   c.check(w.sizes[1] * groups == ch, "expected input ", x.sizes, " to have ", w.sizes[1] * groups, " channels (weight ",
           w.sizes, ", groups ", groups, "), but got ", ch, " channels");
   for (int i = 0; i < 2; ++i) {
-    c.check(stride[size_t(i)] > 0, "stride must be positive, got ", c.attr(0));
-    c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr(1));
-    c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr(2));
+    c.check(stride[size_t(i)] > 0, "stride must be positive, got ", c.attr("stride"));
+    c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr("padding"));
+    c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr("dilation"));
   }
   if (c.has_input(2)) {
     c.check(c.in(2).sizes == DimVec{w.sizes[0]}, "bias must have shape [", w.sizes[0], "], got ", c.in(2).sizes);
@@ -82,21 +82,22 @@ void infer_conv_transpose2d(InferCtx& c) {
   const int64_t ch = x.sizes[batched ? 1 : 0];
   c.check(w.sizes.size() == 4, "weight must be 4-D [in_channels, out_channels/groups, kH, kW], got shape ", w.sizes);
   c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
-  const auto stride = pair(c, c.attr(0), "stride"), pad = pair(c, c.attr(1), "padding"),
-             out_pad = pair(c, c.attr(2), "output_padding"), dil = pair(c, c.attr(4), "dilation");
-  const int64_t groups = c.attr(3).i();
+  const auto stride = pair(c, c.attr("stride"), "stride"), pad = pair(c, c.attr("padding"), "padding"),
+             out_pad = pair(c, c.attr("output_padding"), "output_padding"),
+             dil = pair(c, c.attr("dilation"), "dilation");
+  const int64_t groups = c.attr("groups").i();
   c.check(groups > 0, "groups must be positive, got ", groups);
   c.check(w.sizes[0] == ch, "expected input ", x.sizes, " to have ", w.sizes[0], " channels (weight ", w.sizes,
           "), but got ", ch, " channels");
   c.check(ch % groups == 0, "in_channels ", ch, " must be divisible by groups ", groups);
   const int64_t out_ch = w.sizes[1] * groups;
   for (int i = 0; i < 2; ++i) {
-    c.check(stride[size_t(i)] > 0, "stride must be positive, got ", c.attr(0));
-    c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr(1));
-    c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr(4));
+    c.check(stride[size_t(i)] > 0, "stride must be positive, got ", c.attr("stride"));
+    c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr("padding"));
+    c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr("dilation"));
     c.check(out_pad[size_t(i)] >= 0 && (out_pad[size_t(i)] < stride[size_t(i)] || out_pad[size_t(i)] < dil[size_t(i)]),
-            "output padding must be smaller than either stride or dilation, got output_padding ", c.attr(2),
-            ", stride ", c.attr(0), ", dilation ", c.attr(4));
+            "output padding must be smaller than either stride or dilation, got output_padding ",
+            c.attr("output_padding"), ", stride ", c.attr("stride"), ", dilation ", c.attr("dilation"));
   }
   if (c.has_input(2)) {
     c.check(c.in(2).sizes == DimVec{out_ch}, "bias must have shape [", out_ch, "], got ", c.in(2).sizes);
@@ -109,7 +110,7 @@ void infer_conv_transpose2d(InferCtx& c) {
     out[d] = (x.sizes[d] - 1) * stride[size_t(i)] - 2 * pad[size_t(i)] + dil[size_t(i)] * (w.sizes[2 + i] - 1) +
              out_pad[size_t(i)] + 1;
     c.check(out[d] > 0, "output size ", DimVec{out[out.size() - 2], out[out.size() - 1]}, " is too small: input ",
-            x.sizes, ", weight ", w.sizes, ", padding ", c.attr(1));
+            x.sizes, ", weight ", w.sizes, ", padding ", c.attr("padding"));
   }
   auto& y = c.add_output(x.dtype, out);
   if (batched) y.format = MemoryFormat::channels_last;
@@ -129,9 +130,9 @@ struct PoolArgs {
 };
 PoolArgs pool_args(const InferCtx& c) {
   PoolArgs a;
-  a.k = pair(c, c.attr(0), "kernel_size");
-  a.s = c.attr(1).ints().empty() ? a.k : pair(c, c.attr(1), "stride");
-  a.p = pair(c, c.attr(2), "padding");
+  a.k = pair(c, c.attr("kernel_size"), "kernel_size");
+  a.s = c.attr("stride").ints().empty() ? a.k : pair(c, c.attr("stride"), "stride");
+  a.p = pair(c, c.attr("padding"), "padding");
   return a;
 }
 
@@ -139,8 +140,8 @@ void infer_max_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
   const PoolArgs a = pool_args(c);
-  const auto dil = pair(c, c.attr(3), "dilation");
-  const bool ceil = c.attr(4).b();
+  const auto dil = pair(c, c.attr("dilation"), "dilation");
+  const bool ceil = c.attr("ceil_mode").b();
   const int r = x.sizes.size();
   pooled_output(c, x, pooled_size(c, x.sizes[r - 2], a.k[0], a.p[0], a.s[0], dil[0], ceil),
                 pooled_size(c, x.sizes[r - 1], a.k[1], a.p[1], a.s[1], dil[1], ceil));
@@ -157,8 +158,8 @@ void infer_avg_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
   const PoolArgs a = pool_args(c);
-  const bool ceil = c.attr(3).b();
-  c.check(c.attr(5).is_none() || c.attr(5).i() != 0, "divisor must be not zero");
+  const bool ceil = c.attr("ceil_mode").b();
+  c.check(c.attr("divisor_override").is_none() || c.attr("divisor_override").i() != 0, "divisor must be not zero");
   const int r = x.sizes.size();
   pooled_output(c, x, pooled_size(c, x.sizes[r - 2], a.k[0], a.p[0], a.s[0], 1, ceil),
                 pooled_size(c, x.sizes[r - 1], a.k[1], a.p[1], a.s[1], 1, ceil));
@@ -167,8 +168,8 @@ void infer_avg_pool2d(InferCtx& c) {
 // grid_sample: input (N, C, H, W) sampled at grid (N, H_out, W_out, 2)'s (x, y) positions.
 void infer_grid_sample(InferCtx& c) {
   const TensorMeta &x = c.in(0), &g = c.in(1);
-  const std::string& mode = c.attr(0).s();
-  const std::string& padding = c.attr(1).s();
+  const std::string& mode = c.attr("mode").s();
+  const std::string& padding = c.attr("padding_mode").s();
   c.check(x.sizes.size() == 4, "input must be 4-D (N, C, H, W), got shape ", x.sizes);
   c.check(g.sizes.size() == 4 && g.sizes[3] == 2, "grid must be (N, H_out, W_out, 2), got shape ", g.sizes);
   c.check(g.sizes[0] == x.sizes[0], "grid's batch ", g.sizes[0], " differs from input's ", x.sizes[0], " (input ",
@@ -184,8 +185,8 @@ void infer_grid_sample(InferCtx& c) {
 void infer_adaptive_avg_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
-  const auto o = pair(c, c.attr(0), "output_size");
-  c.check(o[0] >= 0 && o[1] >= 0, "output_size must be non-negative, got ", c.attr(0));
+  const auto o = pair(c, c.attr("output_size"), "output_size");
+  c.check(o[0] >= 0 && o[1] >= 0, "output_size must be non-negative, got ", c.attr("output_size"));
   DimVec out = x.sizes;
   out[out.size() - 2] = o[0];
   out[out.size() - 1] = o[1];
@@ -198,8 +199,8 @@ void infer_upsample2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() == 4, "expected a 4-D (N, C, H, W) input, got shape ", x.sizes);
   c.check(x.sizes[1] > 0 && x.sizes[2] > 0 && x.sizes[3] > 0, "expected non-empty C, H and W, got shape ", x.sizes);
-  const std::vector<int64_t>& o = c.attr(0).ints();
-  c.check(o.size() == 2, "output_size must hold 2 values (H, W), got ", c.attr(0));
+  const std::vector<int64_t>& o = c.attr("output_size").ints();
+  c.check(o.size() == 2, "output_size must hold 2 values (H, W), got ", c.attr("output_size"));
   c.check(o[0] > 0 && o[1] > 0, "input and output sizes should be greater than 0, but got input (H: ", x.sizes[2],
           ", W: ", x.sizes[3], ") output (H: ", o[0], ", W: ", o[1], ")");
   c.add_output(x.dtype, {x.sizes[0], x.sizes[1], o[0], o[1]}).format = x.format;
@@ -208,7 +209,7 @@ void infer_upsample2d(InferCtx& c) {
 void infer_batch_norm(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() >= 2, "expected an input with at least 2 dims (N, C, ...), got shape ", x.sizes);
-  c.check(!c.attr(0).b(), "training mode is not supported (Amber runs inference only); call eval()");
+  c.check(!c.attr("training").b(), "training mode is not supported (Amber runs inference only); call eval()");
   c.check(c.has_input(3) && c.has_input(4), "running_mean and running_var must be given in evaluation mode");
   const int64_t ch = x.sizes[1];
   const char* names[] = {"input", "weight", "bias", "running_mean", "running_var"};
@@ -223,7 +224,7 @@ void infer_batch_norm(InferCtx& c) {
 
 void infer_layer_norm(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const DimVec shape(c.attr(0).ints());
+  const DimVec shape(c.attr("normalized_shape").ints());
   c.check(!shape.empty(), "normalized_shape must not be empty");
   bool ok = shape.size() <= x.sizes.size();
   for (int i = 0; ok && i < shape.size(); ++i) ok = x.sizes[x.sizes.size() - shape.size() + i] == shape[i];
@@ -249,9 +250,9 @@ void infer_embedding(InferCtx& c) {
 }
 
 void infer_dropout(InferCtx& c) {
-  const double p = c.attr(0).f();
+  const double p = c.attr("p").f();
   c.check(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  c.check(!c.attr(1).b(),
+  c.check(!c.attr("train").b(),
           "training mode is not supported (Amber runs inference only); call eval() or pass train=false");
   c.add_output(c.in(0).dtype, c.in(0).sizes).format = c.in(0).format;
 }

@@ -14,8 +14,8 @@ namespace {
 using infer::pointwise_format;
 using infer::priority_of;
 
-void check_alpha(const InferCtx& c, DType result, int alpha_attr) {
-  const Attr& alpha = c.attr(alpha_attr);
+void check_alpha(const InferCtx& c, DType result) {
+  const Attr& alpha = c.attr("alpha");
   c.check(!(is_integral(result, true) && alpha.kind() == AttrKind::f),
           "for integral input tensors, argument alpha must not be a floating point number (got ", alpha, ")");
 }
@@ -37,10 +37,10 @@ DType binary_tensor(InferCtx& c) {
 }
 
 // Tensor op Scalar(s): numbers are wrapped numbers in result-type computation.
-DType binary_scalar(InferCtx& c, std::initializer_list<int> scalar_attrs) {
+DType binary_scalar(InferCtx& c, std::initializer_list<const char*> scalar_attrs) {
   ResultType rt;
   rt.add(c.in(0).dtype, priority_of(c.in(0)));
-  for (int a : scalar_attrs)
+  for (const char* a : scalar_attrs)
     if (!c.attr(a).is_none()) rt.add(c.attr(a).scalar().wrapped_dtype(), Priority::wrapped);
   const DType t = rt.result();
   c.add_output(t, c.in(0).sizes).format = c.in(0).format;
@@ -48,24 +48,24 @@ DType binary_scalar(InferCtx& c, std::initializer_list<int> scalar_attrs) {
   return t;
 }
 
-void infer_add(InferCtx& c) { check_alpha(c, binary_tensor(c), 0); }
-void infer_add_scalar(InferCtx& c) { check_alpha(c, binary_scalar(c, {0}), 1); }
+void infer_add(InferCtx& c) { check_alpha(c, binary_tensor(c)); }
+void infer_add_scalar(InferCtx& c) { check_alpha(c, binary_scalar(c, {"other"})); }
 void infer_sub(InferCtx& c) {
   const DType t = binary_tensor(c);
   check_not_bool(c, t, "subtraction");
-  check_alpha(c, t, 0);
+  check_alpha(c, t);
 }
 void infer_sub_scalar(InferCtx& c) {
-  const DType t = binary_scalar(c, {0});
+  const DType t = binary_scalar(c, {"other"});
   check_not_bool(c, t, "subtraction");
-  check_alpha(c, t, 1);
+  check_alpha(c, t);
 }
 void infer_mul(InferCtx& c) { binary_tensor(c); }
-void infer_mul_scalar(InferCtx& c) { binary_scalar(c, {0}); }
+void infer_mul_scalar(InferCtx& c) { binary_scalar(c, {"other"}); }
 
 // rounding_mode None: true division, integers give f32. "trunc"/"floor": the promoted dtype.
-void fix_division_dtype(InferCtx& c, int mode_attr) {
-  const Attr& mode = c.attr(mode_attr);
+void fix_division_dtype(InferCtx& c) {
+  const Attr& mode = c.attr("rounding_mode");
   if (mode.is_none()) {
     if (is_integral(c.compute_dtype, true)) {
       c.output(0).dtype = DType::f32;
@@ -79,25 +79,25 @@ void fix_division_dtype(InferCtx& c, int mode_attr) {
 }
 void infer_div(InferCtx& c) {
   binary_tensor(c);
-  fix_division_dtype(c, 0);
+  fix_division_dtype(c);
 }
 void infer_div_scalar(InferCtx& c) {
-  binary_scalar(c, {0});
-  fix_division_dtype(c, 1);
+  binary_scalar(c, {"other"});
+  fix_division_dtype(c);
 }
 
 // pow: integers to negative integer powers are an error, as in PyTorch.
 void infer_pow(InferCtx& c) { binary_tensor(c); }
 void infer_pow_scalar(InferCtx& c) {
-  const DType t = binary_scalar(c, {0});
-  const Attr& e = c.attr(0);
+  const DType t = binary_scalar(c, {"exponent"});
+  const Attr& e = c.attr("exponent");
   c.check(!(is_integral(t, false) && e.kind() == AttrKind::i && e.i() < 0),
           "integers to negative integer powers are not allowed (exponent ", e, ")");
 }
 
 void infer_clamp(InferCtx& c) {
-  c.check(!c.attr(0).is_none() || !c.attr(1).is_none(), "at least one of 'min' or 'max' must not be None");
-  check_not_bool(c, binary_scalar(c, {0, 1}), "clamp");
+  c.check(!c.attr("min").is_none() || !c.attr("max").is_none(), "at least one of 'min' or 'max' must not be None");
+  check_not_bool(c, binary_scalar(c, {"min", "max"}), "clamp");
 }
 void infer_hardtanh(InferCtx& c) { check_not_bool(c, binary_scalar(c, {}), "hardtanh"); }
 
@@ -115,12 +115,12 @@ void infer_unary_float(InferCtx& c) {
 // Activations defined only for floating inputs (gelu, silu): no integer promotion.
 void infer_activation(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes).format = c.in(0).format; }
 void infer_gelu(InferCtx& c) {
-  const std::string& a = c.attr(0).s();
+  const std::string& a = c.attr("approximate").s();
   c.check(a == "none" || a == "tanh", "approximate argument must be either none or tanh, got '", a, "'");
   infer_activation(c);
 }
 
-void infer_to(InferCtx& c) { c.add_output(c.attr(0).dtype(), c.in(0).sizes).format = c.in(0).format; }
+void infer_to(InferCtx& c) { c.add_output(c.attr("dtype").dtype(), c.in(0).sizes).format = c.in(0).format; }
 void infer_clone(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
 
 void check_factory_size(const InferCtx& c, const DimVec& sizes) {
@@ -129,25 +129,25 @@ void check_factory_size(const InferCtx& c, const DimVec& sizes) {
 }
 
 void infer_full(InferCtx& c) {
-  DimVec sizes(c.attr(0).ints());
+  DimVec sizes(c.attr("size").ints());
   check_factory_size(c, sizes);
-  const Scalar v = c.attr(1).scalar();
-  const DType t = c.attr(2).is_none() ? (v.is_floating() ? DType::f32
-                                         : v.is_bool()   ? DType::b8
-                                                         : DType::i64)
-                                      : c.attr(2).dtype();
+  const Scalar v = c.attr("fill_value").scalar();
+  const DType t = c.attr("dtype").is_none() ? (v.is_floating() ? DType::f32
+                                               : v.is_bool()   ? DType::b8
+                                                               : DType::i64)
+                                            : c.attr("dtype").dtype();
   c.add_output(t, sizes);
   c.compute_dtype = t;
 }
 
 // Number of elements of arange(start, end, step), computed as ATen does (in double).
 int64_t arange_length(const InferCtx& c) {
-  const double start = c.attr(0).f(), end = c.attr(1).f(), step = c.attr(2).f();
+  const double start = c.attr("start").f(), end = c.attr("end").f(), step = c.attr("step").f();
   c.check(step != 0, "step must be nonzero");
   c.check(std::isfinite(start) && std::isfinite(end), "unsupported range: ", start, " -> ", end);
   c.check((step > 0 && end >= start) || (step < 0 && end <= start),
-          "upper bound and larger bound inconsistent with step sign (start ", c.attr(0), ", end ", c.attr(1), ", step ",
-          c.attr(2), ")");
+          "upper bound and larger bound inconsistent with step sign (start ", c.attr("start"), ", end ", c.attr("end"),
+          ", step ", c.attr("step"), ")");
   const double n = std::ceil((end - start) / step);
   c.check(n >= 0 && n < 9.0e18, "invalid number of elements ", n);
   return int64_t(n);
@@ -155,8 +155,8 @@ int64_t arange_length(const InferCtx& c) {
 void infer_arange(InferCtx& c) {
   const int64_t n = arange_length(c);
   bool floating = false;
-  for (int i = 0; i < 3; ++i) floating |= c.attr(i).kind() == AttrKind::f;
-  const DType t = c.attr(3).is_none() ? (floating ? DType::f32 : DType::i64) : c.attr(3).dtype();
+  for (const char* a : {"start", "end", "step"}) floating |= c.attr(a).kind() == AttrKind::f;
+  const DType t = c.attr("dtype").is_none() ? (floating ? DType::f32 : DType::i64) : c.attr("dtype").dtype();
   c.add_output(t, DimVec{n});
   c.compute_dtype = t;
 }

@@ -12,40 +12,41 @@ using infer::reduced_sizes;
 
 void infer_sum(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
-  const DType t = c.attr(2).is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr(2).dtype();
-  c.add_output(t, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr("dim"));
+  const DType t =
+      c.attr("dtype").is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr("dtype").dtype();
+  c.add_output(t, reduced_sizes(x.sizes, mask, c.attr("keepdim").b()));
   c.cast_all_inputs_to(t);
 }
 
 void infer_mean(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const DType t = c.attr(2).is_none() ? x.dtype : c.attr(2).dtype();
+  const DType t = c.attr("dtype").is_none() ? x.dtype : c.attr("dtype").dtype();
   c.check(is_floating(t), "could not infer output dtype; the input dtype must be floating, got ", t);
-  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
-  c.add_output(t, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr("dim"));
+  c.add_output(t, reduced_sizes(x.sizes, mask, c.attr("keepdim").b()));
   c.cast_all_inputs_to(t);
 }
 
 // amax/amin: every reduced dim must be non-empty.
 void infer_extremum(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr("dim"));
   for (int i = 0; i < x.sizes.size(); ++i)
     c.check(!(mask & (1u << i)) || x.sizes[i] != 0, "expected reduction dim ", i,
             " to have non-zero size (input shape ", x.sizes, ")");
-  c.add_output(x.dtype, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  c.add_output(x.dtype, reduced_sizes(x.sizes, mask, c.attr("keepdim").b()));
 }
 
 void infer_argmax(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const bool keepdim = c.attr(1).b();
-  if (c.attr(0).is_none()) {
+  const bool keepdim = c.attr("keepdim").b();
+  if (c.attr("dim").is_none()) {
     c.check(checked_numel(x.sizes) > 0, "expected reduction dim to be specified for an input with no elements");
     c.add_output(DType::i64, keepdim ? DimVec::filled(x.sizes.size(), 1) : DimVec{});
     return;
   }
-  const int d = c.wrap(c.attr(0).i(), x.sizes.size());
+  const int d = c.wrap(c.attr("dim").i(), x.sizes.size());
   c.check(x.sizes.empty() || x.sizes[d] != 0, "expected reduction dim ", d, " to have non-zero size (input shape ",
           x.sizes, ")");
   c.add_output(DType::i64, x.sizes.empty() ? DimVec{} : reduced_sizes(x.sizes, 1u << d, keepdim));
@@ -53,8 +54,8 @@ void infer_argmax(InferCtx& c) {
 
 void infer_softmax(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  c.wrap(c.attr(0).i(), x.sizes.size());
-  const DType t = c.attr(1).is_none() ? x.dtype : c.attr(1).dtype();
+  c.wrap(c.attr("dim").i(), x.sizes.size());
+  const DType t = c.attr("dtype").is_none() ? x.dtype : c.attr("dtype").dtype();
   c.check(is_floating(t), "softmax needs a floating dtype, got ", t);
   c.add_output(t, x.sizes);
   c.cast_all_inputs_to(t);
@@ -63,16 +64,16 @@ void infer_softmax(InferCtx& c) {
 // any/all(self, dim, keepdim): a bool per output; f16/bf16 inputs are read as f32.
 void infer_any_all(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr(0));
-  c.add_output(DType::b8, reduced_sizes(x.sizes, mask, c.attr(1).b()));
+  const uint32_t mask = reduced_dims_mask(c, x.sizes.size(), c.attr("dim"));
+  c.add_output(DType::b8, reduced_sizes(x.sizes, mask, c.attr("keepdim").b()));
   c.cast_all_inputs_to(x.dtype == DType::f16 || x.dtype == DType::bf16 ? DType::f32 : x.dtype);
 }
 
 // topk(self, k, dim, largest, sorted): values in self's dtype and i64 indices, k along dim.
 void infer_topk(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const int64_t k = c.attr(0).i();
-  const int d = c.wrap(c.attr(1).i(), x.sizes.size());
+  const int64_t k = c.attr("k").i();
+  const int d = c.wrap(c.attr("dim").i(), x.sizes.size());
   const int64_t size = x.sizes.empty() ? 1 : x.sizes[d];
   c.check(k >= 0 && k <= size, "k ", k, " is out of range for dim ", d, " of size ", size, " (self ", x.sizes, ")");
   DimVec out = x.sizes;
@@ -84,8 +85,9 @@ void infer_topk(InferCtx& c) {
 // cumsum(self, dim, dtype): self's shape; integer and bool inputs sum in i64 unless dtype says.
 void infer_cumsum(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  c.wrap(c.attr(0).i(), x.sizes.size());
-  const DType t = c.attr(1).is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr(1).dtype();
+  c.wrap(c.attr("dim").i(), x.sizes.size());
+  const DType t =
+      c.attr("dtype").is_none() ? (is_integral(x.dtype, true) ? DType::i64 : x.dtype) : c.attr("dtype").dtype();
   c.add_output(t, x.sizes);
   c.cast_all_inputs_to(t);
 }

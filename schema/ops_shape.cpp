@@ -27,7 +27,7 @@ void infer_cat(InferCtx& c) {
   } else {
     const DimVec& r = c.in(ref).sizes;
     c.check(!r.empty(), "zero-dimensional tensor (at position ", ref, ") cannot be concatenated");
-    const int dim = c.wrap(c.attr(0).i(), r.size());
+    const int dim = c.wrap(c.attr("dim").i(), r.size());
     DimVec out = r;
     out[dim] = 0;
     for (int i = 0; i < c.num_inputs(); ++i) {
@@ -56,7 +56,7 @@ void infer_stack(InferCtx& c) {
   for (int i = 1; i < c.num_inputs(); ++i)
     c.check(c.in(i).sizes == r, "expects each tensor to be equal size, but got ", r, " at entry 0 and ", c.in(i).sizes,
             " at entry ", i);
-  const int dim = c.wrap(c.attr(0).i(), r.size() + 1);
+  const int dim = c.wrap(c.attr("dim").i(), r.size() + 1);
   DimVec out = r;
   out.insert(dim, c.num_inputs());
   c.compute_dtype = list_result_type(c);
@@ -73,7 +73,7 @@ struct Pieces {
 Pieces split_pieces(const InferCtx& c, int64_t split_size) {
   const DimVec& in = c.in(0).sizes;
   c.check(!in.empty(), "cannot split a 0-dimensional tensor");
-  const int dim = c.wrap(c.attr(1).i(), in.size());
+  const int dim = c.wrap(c.attr("dim").i(), in.size());
   const int64_t n = in[dim];
   c.check(split_size > 0 || (split_size == 0 && n == 0), "split_size can only be 0 if dimension size is 0, but got ",
           split_size);
@@ -86,29 +86,30 @@ Pieces split_pieces(const InferCtx& c, int64_t split_size) {
 
 Pieces pieces_of(const InferCtx& c) {
   const std::string& name = c.op().name;
-  if (name == "split") return split_pieces(c, c.attr(0).i());
+  if (name == "split") return split_pieces(c, c.attr("split_size").i());
   if (name == "chunk") {
-    const int64_t chunks = c.attr(0).i();
+    const int64_t chunks = c.attr("chunks").i();
     c.check(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
     const DimVec& in = c.in(0).sizes;
     c.check(!in.empty(), "chunk expects at least a 1-dimensional tensor");
-    const int dim = c.wrap(c.attr(1).i(), in.size());
+    const int dim = c.wrap(c.attr("dim").i(), in.size());
     if (in[dim] == 0) return Pieces{dim, std::vector<int64_t>(size_t(chunks), 0)};
     return split_pieces(c, (in[dim] + chunks - 1) / chunks);
   }
   // split_with_sizes
   const DimVec& in = c.in(0).sizes;
   c.check(!in.empty(), "cannot split a 0-dimensional tensor");
-  const int dim = c.wrap(c.attr(1).i(), in.size());
+  const int dim = c.wrap(c.attr("dim").i(), in.size());
   int64_t total = 0;
-  for (int64_t s : c.attr(0).ints()) {
+  for (int64_t s : c.attr("split_sizes").ints()) {
     c.check(s >= 0, "split_with_sizes expects split_sizes to have non-negative entries, got ",
-            DimVec(c.attr(0).ints()));
+            DimVec(c.attr("split_sizes").ints()));
     total = checked_add(total, s, "split_with_sizes");
   }
   c.check(total == in[dim], "split_with_sizes expects split_sizes to sum exactly to ", in[dim],
-          " (input tensor's size at dimension ", dim, "), but got split_sizes=", DimsText{c.attr(0).ints()});
-  return Pieces{dim, c.attr(0).ints()};
+          " (input tensor's size at dimension ", dim,
+          "), but got split_sizes=", DimsText{c.attr("split_sizes").ints()});
+  return Pieces{dim, c.attr("split_sizes").ints()};
 }
 
 void infer_split(InferCtx& c) {
@@ -136,10 +137,10 @@ void infer_index_select(InferCtx& c) {
   c.check(idx.sizes.size() <= 1, "index must be 0-D or 1-D, got shape ", idx.sizes);
   DimVec out = x.sizes;
   if (!out.empty()) {
-    const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
+    const int dim = c.wrap(c.attr("dim").i(), x.sizes.size());
     out[dim] = idx.sizes.empty() ? 1 : idx.sizes[0];
   } else {
-    c.wrap(c.attr(0).i(), 0);
+    c.wrap(c.attr("dim").i(), 0);
   }
   c.add_output(x.dtype, out);
   c.compute_dtype = x.dtype;
@@ -153,7 +154,7 @@ int check_index(InferCtx& c) {
   c.check(idx.dtype == DType::i64 || idx.dtype == DType::i32, "index must be i64 or i32, got ", idx.dtype);
   c.check(idx.sizes.size() == x.sizes.size(), "index must have as many dims as self: index ", idx.sizes, ", self ",
           x.sizes);
-  const int dim = c.wrap(c.attr(0).i(), x.sizes.size());
+  const int dim = c.wrap(c.attr("dim").i(), x.sizes.size());
   for (int d = 0; d < int(x.sizes.size()); ++d)
     c.check(d == dim || idx.sizes[d] <= x.sizes[d], "index ", idx.sizes, " is larger than self ", x.sizes, " in dim ",
             d, " (only dim ", dim, " may be)");
@@ -189,9 +190,9 @@ void infer_scatter(InferCtx& c) {
 void infer_flip(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   uint32_t seen = 0;
-  for (int64_t d : c.attr(0).ints()) {
+  for (int64_t d : c.attr("dims").ints()) {
     const int w = c.wrap(d, x.sizes.size());
-    c.check(!(seen & (1u << w)), "dim ", w, " appears multiple times in dims ", c.attr(0));
+    c.check(!(seen & (1u << w)), "dim ", w, " appears multiple times in dims ", c.attr("dims"));
     seen |= 1u << w;
   }
   c.add_output(x.dtype, x.sizes);
@@ -200,12 +201,13 @@ void infer_flip(InferCtx& c) {
 // pad(self, pad, mode, value): pad holds (before, after) pairs from the last dim backwards.
 void infer_pad(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const std::vector<int64_t>& p = c.attr(0).ints();
-  const std::string& mode = c.attr(1).s();
+  const std::vector<int64_t>& p = c.attr("pad").ints();
+  const std::string& mode = c.attr("mode").s();
   c.check(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
           "mode must be constant, reflect, replicate or circular, got '", mode, "'");
-  c.check(p.size() % 2 == 0, "pad must hold a (before, after) pair per padded dim, last dim first; got ", c.attr(0));
-  c.check(p.size() / 2 <= size_t(x.sizes.size()), "pad ", c.attr(0), " pads ", p.size() / 2, " dims but self has ",
+  c.check(p.size() % 2 == 0, "pad must hold a (before, after) pair per padded dim, last dim first; got ",
+          c.attr("pad"));
+  c.check(p.size() / 2 <= size_t(x.sizes.size()), "pad ", c.attr("pad"), " pads ", p.size() / 2, " dims but self has ",
           x.sizes.size(), " (shape ", x.sizes, ")");
   DimVec out = x.sizes;
   for (size_t k = 0; k < p.size() / 2; ++k) {
@@ -234,23 +236,24 @@ void infer_pad(InferCtx& c) {
 
 void infer_roll(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const std::vector<int64_t>&shifts = c.attr(0).ints(), &dims = c.attr(1).ints();
+  const std::vector<int64_t>&shifts = c.attr("shifts").ints(), &dims = c.attr("dims").ints();
   c.check(!dims.empty(), "roll needs dims (the eager roll flattens for none)");
-  c.check(!x.sizes.empty(), "a 0-d self has no dim to roll along (dims ", c.attr(1), "), as in PyTorch");
-  c.check(shifts.size() == dims.size(), "shifts ", c.attr(0), " and dims ", c.attr(1), " must have the same length");
+  c.check(!x.sizes.empty(), "a 0-d self has no dim to roll along (dims ", c.attr("dims"), "), as in PyTorch");
+  c.check(shifts.size() == dims.size(), "shifts ", c.attr("shifts"), " and dims ", c.attr("dims"),
+          " must have the same length");
   for (int64_t d : dims) c.wrap(d, x.sizes.size());
   c.add_output(x.dtype, x.sizes);
 }
 
 void infer_repeat(InferCtx& c) {
   const TensorMeta& x = c.in(0);
-  const std::vector<int64_t>& r = c.attr(0).ints();
-  c.check(r.size() >= size_t(x.sizes.size()), "repeats ", c.attr(0),
+  const std::vector<int64_t>& r = c.attr("repeats").ints();
+  c.check(r.size() >= size_t(x.sizes.size()), "repeats ", c.attr("repeats"),
           " must have at least as many entries as self has dims (shape ", x.sizes, ")");
   DimVec out;
   const size_t lead = r.size() - size_t(x.sizes.size());
   for (size_t d = 0; d < r.size(); ++d) {
-    c.check(r[d] >= 0, "repeats ", c.attr(0), " must not be negative");
+    c.check(r[d] >= 0, "repeats ", c.attr("repeats"), " must not be negative");
     out.push_back(d < lead ? r[d] : checked_mul(x.sizes[d - lead], r[d], "repeat"));
   }
   c.add_output(x.dtype, out);

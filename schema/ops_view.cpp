@@ -76,7 +76,8 @@ std::optional<DimVec> compute_view_strides(const DimVec& oldshape, const DimVec&
 }
 
 // ---- view / reshape / flatten ----
-void infer_view(InferCtx& c) { c.add_output(self(c).dtype, infer_view_size(c, c.attr(0).ints())); }
+void infer_view(InferCtx& c) { c.add_output(self(c).dtype, infer_view_size(c, c.attr("size").ints())); }
+void infer_reshape(InferCtx& c) { c.add_output(self(c).dtype, infer_view_size(c, c.attr("shape").ints())); }
 
 bool layout_to_output_shape(const InferCtx& c, const Layout& in, int, Layout& out) {
   out.sizes = c.outputs().begin()->sizes;
@@ -93,8 +94,8 @@ void infer_flatten(InferCtx& c) {
     c.add_output(self(c).dtype, DimVec{1});
     return;
   }
-  const int s = c.wrap(c.attr(0).i(), in.size()), e = c.wrap(c.attr(1).i(), in.size());
-  c.check(s <= e, "start_dim ", c.attr(0).i(), " cannot come after end_dim ", c.attr(1).i());
+  const int s = c.wrap(c.attr("start_dim").i(), in.size()), e = c.wrap(c.attr("end_dim").i(), in.size());
+  c.check(s <= e, "start_dim ", c.attr("start_dim").i(), " cannot come after end_dim ", c.attr("end_dim").i());
   DimVec out;
   for (int i = 0; i < s; ++i) out.push_back(in[i]);
   int64_t m = 1;
@@ -115,7 +116,7 @@ bool layout_contiguous(const InferCtx&, const Layout& in, int, Layout& out) {
 // ---- permute / transpose ----
 std::vector<int> permutation(const InferCtx& c) {
   const int nd = self(c).sizes.size();
-  const auto& dims = c.attr(0).ints();
+  const auto& dims = c.attr("dims").ints();
   c.check(int(dims.size()) == nd, "number of dims in permutation ", DimVec(dims), " does not match the rank of input ",
           self(c).sizes);
   std::vector<int> p(static_cast<size_t>(nd));
@@ -144,7 +145,7 @@ bool layout_permute(const InferCtx& c, const Layout& in, int, Layout& out) {
 
 std::pair<int, int> transpose_dims(const InferCtx& c) {
   const int nd = self(c).sizes.size();
-  return {c.wrap(c.attr(0).i(), nd), c.wrap(c.attr(1).i(), nd)};
+  return {c.wrap(c.attr("dim0").i(), nd), c.wrap(c.attr("dim1").i(), nd)};
 }
 void infer_transpose(InferCtx& c) {
   auto [a, b] = transpose_dims(c);
@@ -170,12 +171,12 @@ struct SliceRange {
 SliceRange slice_range(const InferCtx& c) {
   const DimVec& in = self(c).sizes;
   c.check(!in.empty(), "cannot slice a 0-dimensional tensor");
-  const int dim = c.wrap(c.attr(0).i(), in.size());
+  const int dim = c.wrap(c.attr("dim").i(), in.size());
   const int64_t size = in[dim];
-  const int64_t step = c.attr(3).i();
+  const int64_t step = c.attr("step").i();
   c.check(step > 0, "slice step must be positive, got ", step);
-  int64_t start = c.attr(1).is_none() ? 0 : c.attr(1).i();
-  int64_t end = c.attr(2).is_none() ? size : c.attr(2).i();
+  int64_t start = c.attr("start").is_none() ? 0 : c.attr("start").i();
+  int64_t end = c.attr("end").is_none() ? size : c.attr("end").i();
   // ATen clamps rather than failing.
   if (start < 0) start += size;
   if (end < 0) end += size;
@@ -202,8 +203,8 @@ bool layout_slice(const InferCtx& c, const Layout& in, int, Layout& out) {
 std::pair<int, int64_t> select_index(const InferCtx& c) {
   const DimVec& in = self(c).sizes;
   c.check(!in.empty(), "select() cannot be applied to a 0-dim tensor");
-  const int dim = c.wrap(c.attr(0).i(), in.size());
-  int64_t index = c.attr(1).i();
+  const int dim = c.wrap(c.attr("dim").i(), in.size());
+  int64_t index = c.attr("index").i();
   c.check(index >= -in[dim] && index < in[dim], "index ", index, " is out of range for dimension ", dim, " with size ",
           in[dim], " (input shape ", in, ")");
   if (index < 0) index += in[dim];
@@ -225,7 +226,7 @@ bool layout_select(const InferCtx& c, const Layout& in, int, Layout& out) {
 }
 
 // ---- unsqueeze / squeeze ----
-int unsqueeze_dim(const InferCtx& c) { return c.wrap(c.attr(0).i(), self(c).sizes.size() + 1); }
+int unsqueeze_dim(const InferCtx& c) { return c.wrap(c.attr("dim").i(), self(c).sizes.size() + 1); }
 void infer_unsqueeze(InferCtx& c) {
   DimVec out = self(c).sizes;
   out.insert(unsqueeze_dim(c), 1);
@@ -258,17 +259,17 @@ bool layout_squeeze(const InferCtx&, const Layout& in, int, Layout& out) {
 void infer_squeeze_dim(InferCtx& c) {
   DimVec out = self(c).sizes;
   if (!out.empty()) {
-    const int d = c.wrap(c.attr(0).i(), out.size());
+    const int d = c.wrap(c.attr("dim").i(), out.size());
     if (out[d] == 1) out.erase(d);
   } else {
-    c.wrap(c.attr(0).i(), 0);
+    c.wrap(c.attr("dim").i(), 0);
   }
   c.add_output(self(c).dtype, out);
 }
 bool layout_squeeze_dim(const InferCtx& c, const Layout& in, int, Layout& out) {
   out = in;
   if (!in.sizes.empty()) {
-    const int d = c.wrap(c.attr(0).i(), in.sizes.size());
+    const int d = c.wrap(c.attr("dim").i(), in.sizes.size());
     if (in.sizes[d] == 1) {
       out.sizes.erase(d);
       out.strides.erase(d);
@@ -280,7 +281,7 @@ bool layout_squeeze_dim(const InferCtx& c, const Layout& in, int, Layout& out) {
 // ---- expand ----
 void infer_expand(InferCtx& c) {
   const DimVec& in = self(c).sizes;
-  const auto& req = c.attr(0).ints();
+  const auto& req = c.attr("size").ints();
   c.check(int(req.size()) >= in.size(), "the number of sizes provided (", req.size(),
           ") must be greater or equal to the number of dimensions in the tensor (", in.size(), ")");
   const int lead = int(req.size()) - in.size();
@@ -319,7 +320,7 @@ const DTypeSet kAll = dtypes::all;
 const OpRegistrar registrar{
     {"view(Tensor self, int[] size) -> Tensor", kAll, infer_view, view, layout_to_output_shape, 1,
      "Same data with a new shape; fails when the strides do not allow it (use reshape)."},
-    {"reshape(Tensor self, int[] shape) -> Tensor", kAll, infer_view, maybe_view, layout_to_output_shape, 1,
+    {"reshape(Tensor self, int[] shape) -> Tensor", kAll, infer_reshape, maybe_view, layout_to_output_shape, 1,
      "A view when the strides allow it, otherwise a contiguous copy."},
     {"flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", kAll, infer_flatten, maybe_view,
      layout_to_output_shape, 1, "Merges dims start_dim..end_dim into one."},

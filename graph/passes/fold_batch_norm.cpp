@@ -18,7 +18,7 @@ bool constant_data(const Value* v) { return v && v->is_constant() && v->data.def
 void fold_batch_norm(Graph& g) {
   std::vector<Node*> nodes = g.nodes();
   for (Node* bn : nodes) {
-    if (bn->op->name != "batch_norm" || bn->attrs[0].b()) continue;  // attrs: training, momentum, eps
+    if (bn->op->name != "batch_norm" || bn->attr("training").b()) continue;
     Value* y = bn->inputs[0];
     Node* conv = y->producer;
     if (!conv || conv->op->name != "conv2d" || y->uses.size() != 1) continue;
@@ -31,7 +31,7 @@ void fold_batch_norm(Graph& g) {
         (beta && !constant_data(beta)) || !constant_data(mean) || !constant_data(var))
       continue;
     if (w->data.dtype() != DType::f32) continue;
-    const double eps = bn->attrs[2].f();
+    const double eps = bn->attr("eps").f();
     const int64_t oc = w->data.size(0);
     const SrcLoc none = SrcLoc::none();
     Tensor rsqrt_var = rsqrt(var->data + eps, none);

@@ -62,11 +62,11 @@ bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<Fu
     return true;
   }
   if (op == "gelu") {
-    emit(n.attrs[0].s() == "tanh" ? FusedOp::gelu_tanh : FusedOp::gelu, x[0]);
+    emit(n.attr("approximate").s() == "tanh" ? FusedOp::gelu_tanh : FusedOp::gelu, x[0]);
     return true;
   }
   if (op == "add" || op == "sub") {
-    const float alpha = scalar_of(n.attrs[0]);
+    const float alpha = scalar_of(n.attr("alpha"));
     const FusedOp f = op == "add" ? FusedOp::add : FusedOp::sub;
     if (alpha == 1.0f)
       emit(f, x[0], x[1]);
@@ -75,12 +75,12 @@ bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<Fu
     return true;
   }
   if (op == "add.Scalar" || op == "sub.Scalar") {  // kernel: self op (alpha * other)
-    const float s = scalar_of(n.attrs[1]) * scalar_of(n.attrs[0]);
+    const float s = scalar_of(n.attr("alpha")) * scalar_of(n.attr("other"));
     emit(op == "add.Scalar" ? FusedOp::add : FusedOp::sub, x[0], imm(s));
     return true;
   }
   if (op == "rsub.Scalar") {  // kernel: other - alpha * self
-    const float other = scalar_of(n.attrs[0]), alpha = scalar_of(n.attrs[1]);
+    const float other = scalar_of(n.attr("other")), alpha = scalar_of(n.attr("alpha"));
     if (alpha == 1.0f)
       emit(FusedOp::sub, imm(other), x[0]);
     else
@@ -88,27 +88,29 @@ bool translate(const Node& n, const std::vector<FusedOperand>& x, std::vector<Fu
     return true;
   }
   if (op == "mul") return emit(FusedOp::mul, x[0], x[1]), true;
-  if (op == "mul.Scalar") return emit(FusedOp::mul, x[0], imm(scalar_of(n.attrs[0]))), true;
+  if (op == "mul.Scalar") return emit(FusedOp::mul, x[0], imm(scalar_of(n.attr("other")))), true;
   if (op == "div") {
-    if (!n.attrs[0].is_none()) return false;
+    if (!n.attr("rounding_mode").is_none()) return false;
     emit(FusedOp::div, x[0], x[1]);
     return true;
   }
   if (op == "div.Scalar") {
-    if (!n.attrs[1].is_none()) return false;
-    emit(FusedOp::div, x[0], imm(scalar_of(n.attrs[0])));
+    if (!n.attr("rounding_mode").is_none()) return false;
+    emit(FusedOp::div, x[0], imm(scalar_of(n.attr("other"))));
     return true;
   }
   if (op == "pow") return emit(FusedOp::pow, x[0], x[1]), true;
-  if (op == "pow.Scalar") return emit(FusedOp::pow, x[0], imm(scalar_of(n.attrs[0]))), true;
+  if (op == "pow.Scalar") return emit(FusedOp::pow, x[0], imm(scalar_of(n.attr("exponent")))), true;
   if (op == "clamp" || op == "hardtanh") {
-    const bool lo = !n.attrs[0].is_none(), hi = !n.attrs[1].is_none();
+    const bool c = op == "clamp";
+    const Attr &min = n.attr(c ? "min" : "min_val"), &max = n.attr(c ? "max" : "max_val");
+    const bool lo = !min.is_none(), hi = !max.is_none();
     if (lo && hi)
-      emit(FusedOp::clamp, x[0], imm(scalar_of(n.attrs[0])), imm(scalar_of(n.attrs[1])));
+      emit(FusedOp::clamp, x[0], imm(scalar_of(min)), imm(scalar_of(max)));
     else if (lo)
-      emit(FusedOp::clamp_min, x[0], imm(scalar_of(n.attrs[0])));
+      emit(FusedOp::clamp_min, x[0], imm(scalar_of(min)));
     else
-      emit(FusedOp::clamp_max, x[0], imm(scalar_of(n.attrs[1])));
+      emit(FusedOp::clamp_max, x[0], imm(scalar_of(max)));
     return true;
   }
   return false;

@@ -12,7 +12,7 @@ void remove_identities(Graph& g) {
   std::set<const Value*> outputs;
   for (const auto& [name, v] : g.outputs()) outputs.insert(v);
   for (Node* n : std::vector<Node*>(g.nodes())) {
-    if (n->op->name != "dropout" || n->attrs.size() < 2 || n->attrs[1].b()) continue;
+    if (n->op->name != "dropout" || n->attr("train").b()) continue;
     Value* out = n->outputs[0];
     if (outputs.count(out) || n->inputs[0]->type != out->type) continue;
     g.replace_uses(out, n->inputs[0]);

@@ -50,7 +50,7 @@ int swish_gate(const amber_kernel_args* a) {
 }
 
 void infer_soft_clip(InferCtx& c) {
-  c.check(c.attr(0).f() > 0, "scale must be positive, got ", c.attr(0).f());
+  c.check(c.attr("scale").f() > 0, "scale must be positive, got ", c.attr("scale").f());
   c.add_output(c.in(0).dtype, c.in(0).sizes);
 }
 
