@@ -8,6 +8,8 @@ threads, alternating, in one run; prints the median over rounds of each run's p5
 
 Usage: run_onnx_zoo.py ZOO_DIR ORT_NODE_MODULES [--amber build/tools/amber] [--models a,b]
        [--batches 1] [--threads 2,1] [--seconds 2] [--rounds 3] [--torch build-bench/bench/bench_torch_case]
+       [--precisions f32,bf16]
+--precisions: Amber's load precisions to time, a column each (ONNX Runtime and libtorch stay f32).
 ORT_NODE_MODULES: a folder where `npm install --ignore-scripts onnxruntime-node` was run
 (bench/README.md). libtorch runs at batch 1 only (the model is traced there).
 """
@@ -21,9 +23,10 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 
 
-def amber_p50(amber, archive, batch, threads, seconds):
+def amber_p50(amber, archive, batch, threads, seconds, precision):
     p = subprocess.run([amber, "bench", archive, "--batch", str(batch), "--threads", str(threads), "--iters",
-                        "100000", "--seconds", str(seconds), "--json"], capture_output=True, text=True, check=True)
+                        "100000", "--seconds", str(seconds), "--precision", precision, "--json"],
+                       capture_output=True, text=True, check=True)
     return json.loads(p.stdout)["p50_ms"]
 
 
@@ -55,30 +58,37 @@ def main():
     ap.add_argument("--seconds", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--torch", default="")
+    ap.add_argument("--precisions", default="f32")
     a = ap.parse_args()
+    precisions = a.precisions.split(",")
     with open(os.path.join(a.zoo, "zoo.json")) as f:
         models = [m["model"] for m in json.load(f)]
     if a.models:
         models = [m for m in models if m in a.models.split(",")]
-    print(f"{'model':20} {'batch':>5} {'thr':>3} {'amber ms':>9} {'ORT ms':>9} {'amber/ORT':>9}"
-          + (f" {'torch ms':>9} {'amber/torch':>11}" if a.torch else ""), flush=True)
+    print(f"{'model':20} {'batch':>5} {'thr':>3}" + "".join(f" {'amber ' + p:>10}" for p in precisions)
+          + f" {'ORT ms':>9}" + "".join(f" {p + '/ORT':>9}" for p in precisions)
+          + (f" {'torch ms':>9}" + "".join(f" {p + '/torch':>10}" for p in precisions) if a.torch else ""),
+          flush=True)
     for m in models:
         onnx_path, archive = os.path.join(a.zoo, m + ".onnx"), os.path.join(a.zoo, m + ".bench.amber")
         subprocess.run([a.amber, "import", onnx_path, "-o", archive], check=True, capture_output=True)
         for batch in [int(b) for b in a.batches.split(",")]:
             for threads in [int(t) for t in a.threads.split(",")]:
-                am, ort, tt = [], [], []
+                am, ort, tt = {p: [] for p in precisions}, [], []
                 with_torch = a.torch and batch == 1
                 for _ in range(a.rounds):
-                    am.append(amber_p50(a.amber, archive, batch, threads, a.seconds))
+                    for p in precisions:
+                        am[p].append(amber_p50(a.amber, archive, batch, threads, a.seconds, p))
                     ort.append(ort_p50(a.ort_modules, onnx_path, batch, threads, a.seconds))
                     if with_torch:
                         tt.append(torch_p50(a.torch, a.zoo, m, threads, a.seconds))
-                x, y = statistics.median(am), statistics.median(ort)
-                line = f"{m:20} {batch:5} {threads:3} {x:9.3f} {y:9.3f} {x / y:9.2f}"
+                x = {p: statistics.median(am[p]) for p in precisions}
+                y = statistics.median(ort)
+                line = f"{m:20} {batch:5} {threads:3}" + "".join(f" {x[p]:10.3f}" for p in precisions)
+                line += f" {y:9.3f}" + "".join(f" {x[p] / y:9.2f}" for p in precisions)
                 if with_torch:
                     z = statistics.median(tt)
-                    line += f" {z:9.3f} {x / z:11.2f}"
+                    line += f" {z:9.3f}" + "".join(f" {x[p] / z:10.2f}" for p in precisions)
                 print(line, flush=True)
     return 0
 

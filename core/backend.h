@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 4
+#define AMBER_BACKEND_ABI_VERSION 5
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -91,6 +91,15 @@ typedef struct amber_fused_program {
   int32_t n_inputs;
 } amber_fused_program;
 
+/* amber_kernel_args::precision: the arithmetic a kernel may use, chosen at load. */
+typedef enum amber_precision {
+  AMBER_PRECISION_F32 = 0, /* the op's compute dtype throughout */
+  /* Convolutions and matrix products whose weights are immutable (cache_id != 0) may multiply
+   * in bf16 with f32 accumulation: weights converted once, at setup; activations converted as
+   * they enter; outputs f32. Only backends with AMBER_BACKEND_BF16 are given it. */
+  AMBER_PRECISION_BF16 = 1
+} amber_precision;
+
 /* Everything one kernel call needs. Outputs are allocated by the caller with the shapes the
  * op table's inference gives; kernels write them and never allocate outputs. Inputs already
  * have the op's compute dtype. A backend with asynchronous streams may only queue the work:
@@ -121,6 +130,9 @@ typedef struct amber_kernel_args {
   const void* context;
   /* What runs, for messages and profiler ranges ("%12 = conv2d (model.cpp:21)"); may be NULL. */
   const char* label;
+  /* amber_precision, the same at setup and on every call of a step; kernels without a
+   * reduced-precision path ignore it. */
+  int32_t precision;
 } amber_kernel_args;
 
 typedef int (*amber_kernel_fn)(const amber_kernel_args* args);
@@ -142,6 +154,7 @@ typedef struct amber_kernel {
 
 /* amber_backend::flags */
 #define AMBER_BACKEND_HOST_MEMORY 1u /* device memory is ordinary host memory (the CPU) */
+#define AMBER_BACKEND_BF16 2u        /* kernels honour AMBER_PRECISION_BF16 on this machine */
 
 /* amber_backend::allocate flags */
 #define AMBER_ALLOC_LONG_LIVED 1u /* kept for the life of a model (arenas, weights) */

@@ -157,14 +157,6 @@ uint16_t float_to_half(float f) {
   return uint16_t(sign | h);
 }
 
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
-  uint32_t rounding_bias = 0x7fff + ((x >> 16) & 1);
-  return uint16_t((x + rounding_bias) >> 16);
-}
-
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
 std::ostream& operator<<(std::ostream& os, DTypeSet s) {

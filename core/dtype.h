@@ -107,7 +107,13 @@ inline float bf16_to_float(uint16_t h) {
   __builtin_memcpy(&f, &u, 4);
   return f;
 }
-uint16_t float_to_bf16(float f);  // round to nearest even, NaN kept quiet
+// Round to nearest even, NaN kept quiet. Inline: loops converting arrays vectorise it.
+inline uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  __builtin_memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
 
 template <typename T>
 struct dtype_of;

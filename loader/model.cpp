@@ -107,8 +107,9 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
   }
   // Compiled outside the lock: other batch sizes keep running meanwhile.
   const graph::Graph& g = uploaded ? device_graph : graph;
-  auto p = std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device,
-                                                total_threads, arenas, output_buffers);
+  auto p = std::make_shared<const loader::Plan>(
+      g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads, arenas, output_buffers,
+      amber_precision(options.precision == Precision::bf16 ? AMBER_PRECISION_BF16 : AMBER_PRECISION_F32));
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
@@ -164,6 +165,12 @@ void upload_weights(Model::Impl& impl) {
   impl.uploaded = true;
 }
 
+}  // namespace
+
+const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "f32"; }
+
+namespace {
+
 // LoadOptions::max_workspace_bytes, or the machine's physical memory when 0.
 size_t workspace_limit(const LoadOptions& options) {
   return options.max_workspace_bytes > 0 ? options.max_workspace_bytes
@@ -173,6 +180,12 @@ size_t workspace_limit(const LoadOptions& options) {
 std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions& options, const std::string& source) {
   AMBER_CHECK(options.num_threads >= 0, "load: num_threads must be >= 0 (0: all cores), got ", options.num_threads);
   const amber_backend& b = backend(options.device);  // names what is missing
+  AMBER_CHECK(options.precision == Precision::f32 || (b.flags & AMBER_BACKEND_BF16), "load: precision ",
+              precision_name(options.precision), " is not offered by the ", b.name, " backend on this machine",
+              options.device.type == DeviceType::cpu
+                  ? " (it needs a processor with AVX512-BF16, which oneDNN uses natively; this one has none)"
+                  : " (its kernels have no bf16 path yet)",
+              ": load with Precision::f32");
   auto impl = std::make_shared<Model::Impl>();
   impl->source = source;
   impl->graph = std::move(archive.graph);

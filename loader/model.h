@@ -21,6 +21,18 @@ namespace graph {
 class Graph;
 }
 
+// The arithmetic a loaded model computes in (LoadOptions::precision).
+enum class Precision : uint8_t {
+  f32,  // the archive's dtypes throughout
+  // Convolutions and linear layers multiply in bf16 with f32 accumulation (weights converted
+  // once, at load; activations as they enter each one), everything else in f32: about twice
+  // the speed of f32 on processors with AVX512-BF16, outputs within about 1% (docs/guide.md's
+  // precision section has the measured errors). Offered only where the device's backend
+  // computes bf16 natively; load says so otherwise.
+  bf16,
+};
+const char* precision_name(Precision p);
+
 struct LoadOptions {
   // Where the model runs: the CPU (weights stay zero-copy views of the archive's mapping) or
   // any device whose backend is available (weights uploaded once, at load).
@@ -61,6 +73,9 @@ struct LoadOptions {
   // of a library not loaded here (or earlier, with amber::load_op_library) fails to load,
   // naming every missing op and its namespace.
   std::vector<std::string> op_libraries = {};
+  // The arithmetic of convolutions and matrix products (Precision); the same archive serves
+  // either.
+  Precision precision = Precision::f32;
 };
 
 // A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size

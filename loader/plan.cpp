@@ -88,9 +88,10 @@ struct Plan::Workspace {
 };
 
 Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
-           std::shared_ptr<BufferCache> outputs)
+           std::shared_ptr<BufferCache> outputs, amber_precision precision)
     : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)), output_cache_(std::move(outputs)) {
   using graph::Value;
+  precision_ = precision;
   backend_ = &backend(device);
   host_memory_ = (backend_->flags & AMBER_BACKEND_HOST_MEMORY) != 0;
   graphs_ = !host_memory_ && backend_->capture_begin && backend_->capture_end && backend_->graph_launch &&
@@ -269,6 +270,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     a.program = s.program ? s.program->get() : nullptr;
     a.context = s.kernel->context;
     a.label = s.label.c_str();
+    a.precision = precision_;
     if (s.kernel->setup(&a, &s.state, &s.workspace_bytes) != 0) {
       error[sizeof error - 1] = '\0';
       throw Error(str(s.label, ": ", s.node ? s.node->op->name : "clone", " (setup): ", error[0] ? error : "failed"));
@@ -444,6 +446,7 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
     a.program = s.program ? s.program->get() : nullptr;
     a.context = s.kernel->context;
     a.label = s.label.c_str();
+    a.precision = precision_;
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const int rc = s.kernel->run(&a);
     if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());

@@ -48,9 +48,9 @@ class Plan {
   // kernel's setup for calls of setup_threads intra-op threads. Calls borrow their arenas
   // from `arenas` and take their output buffers from `outputs` (both shared by the model's
   // plans). Throws amber::Error naming the node when a kernel is missing, inference fails or
-  // a setup fails.
+  // a setup fails. precision is every kernel's amber_kernel_args::precision.
   Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
-       std::shared_ptr<BufferCache> outputs);
+       std::shared_ptr<BufferCache> outputs, amber_precision precision = AMBER_PRECISION_F32);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -112,6 +112,7 @@ class Plan {
 
   graph::Graph graph_;
   Device device_;
+  amber_precision precision_ = AMBER_PRECISION_F32;
   const amber_backend* backend_ = nullptr;
   bool host_memory_ = true;  // the device's memory is host memory (AMBER_BACKEND_HOST_MEMORY)
   bool graphs_ = false;      // the backend records and replays graphs

@@ -535,3 +535,45 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   const amber_tensor_view pool_in = view({1, 64, 112, 112}), pool_out = view({1, 64, 56, 56});
   CHECK(loader::estimate_step_ns(OpCost::window, &pool_in, 1, &pool_out, 1, 9) == Approx(64 * 56 * 56 * 9 / 40.0));
 }
+
+TEST_CASE("precision bf16: convolutions and linear layers in bf16 near f32; products of inputs stay f32",
+          "[loader][precision]") {
+  // Odd sizes, a grouped and a transposed convolution, a linear layer with and without bias,
+  // and a product whose weight is an input (mutable: never converted).
+  Tensor w1 = randn({6, 3, 3, 3}), b1 = randn({6}), w2 = randn({6, 2, 3, 3}), wt = randn({6, 4, 2, 2});
+  Tensor w3 = randn({5, 4 * 10 * 8}), b3 = randn({5}), w4 = randn({7, 5});
+  auto f = [&](const Tensor& x, const Tensor& a, const Tensor& m) {
+    Tensor h = relu(conv2d(x, w1, b1, {1}, {1}));
+    h = conv2d(h, w2, {}, {2}, {1}, {1}, /*groups=*/3);
+    h = conv_transpose2d(h, wt, {}, {2});
+    Tensor y = linear(linear(h.flatten(1), w3, b3), w4);
+    return std::vector<Tensor>{y, matmul(a, m)};
+  };
+  const Tensor x = randn({2, 3, 9, 7}), a = randn({3, 11}), m = randn({11, 4});
+  const std::vector<Tensor> want = f(x, a, m);
+  const auto bytes = trace(f, {x, a, m}, quiet()).save_to_bytes();
+  const Model f32 = load(bytes);
+  Model bf16;
+  try {
+    bf16 = load(bytes, LoadOptions{.precision = Precision::bf16});
+  } catch (const Error& e) {  // a processor without AVX512-BF16: the refusal is the contract
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("precision bf16 is not offered by the cpu backend") &&
+                             Catch::Matchers::Contains("AVX512-BF16"));
+    WARN("precision bf16 not checked: " << e.what());
+    return;
+  }
+  const auto got32 = f32.forward({x, a, m}), got16 = bf16.forward({x, a, m});
+  double ref_max = 0, err = 0, moved = 0;
+  const auto ref = want[0].to_vector<double>(SrcLoc::none()), g16 = got16[0].to_vector<double>(SrcLoc::none()),
+             g32 = got32[0].to_vector<double>(SrcLoc::none());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ref_max = std::max(ref_max, std::fabs(ref[i]));
+    err = std::max(err, std::fabs(g16[i] - ref[i]));
+    moved = std::max(moved, std::fabs(g16[i] - g32[i]));
+  }
+  INFO("bf16 max |diff| " << err << " against max |ref| " << ref_max << "; from the f32 load " << moved);
+  CHECK(err <= 2e-2 * ref_max);   // bf16's 8 significant bits through four products
+  CHECK(moved > 1e-4 * ref_max);  // and the products really ran in bf16
+  check_close(got32[0], want[0], 1e-4, 1e-4, "f32 load");
+  check_close(got16[1], got32[1], 0, 0, "a product of two inputs (not converted)");
+}

@@ -111,6 +111,10 @@ TEST_CASE("sim: a loaded model equals the CPU, with inputs and outputs on either
   check_equal(host_out.forward({lenet_input(2)})[0], cpu.forward({lenet_input(2)})[0], "LoadOptions::outputs_on_host");
   AMBER_REQUIRE_ERROR(dev.forward({lenet_input(1).to(Device::sim(1))}),
                       "input input0 is on sim:1 but the model runs on sim:0");
+  // A backend without AMBER_BACKEND_BF16 is never handed AMBER_PRECISION_BF16.
+  AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::sim(0), .precision = Precision::bf16}),
+                      "precision bf16 is not offered by the sim backend on this machine (its kernels have no bf16 "
+                      "path yet): load with Precision::f32");
 }
 
 TEST_CASE("sim: a steady-state call allocates nothing and uploads only its inputs", "[sim]") {

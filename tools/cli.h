@@ -53,7 +53,7 @@ class Args {
 
 // v as an integer of at least 1; a UsageError naming `what` otherwise.
 int64_t parse_positive_int(const std::string& what, const std::string& v);
-// LoadOptions from --device, --threads, --no-verify and --op-library.
+// LoadOptions from --device, --threads, --no-verify, --op-library and --precision.
 LoadOptions load_options(const Args& a);
 // "46.8 MiB"
 std::string format_bytes(double bytes);

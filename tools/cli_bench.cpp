@@ -83,6 +83,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     j["file"] = a.file();
     j["device"] = str(o.device);
     j["threads"] = o.num_threads > 0 ? o.num_threads : available_cores();
+    j["precision"] = precision_name(o.precision);
     j["batch"] = batch;
     j["load_ms"] = load_ms;
     j["first_call_ms"] = first_ms;
@@ -111,8 +112,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("%s on %s, batch %lld, %d intra-op threads\n", a.file().c_str(), str(o.device).c_str(),
-              static_cast<long long>(batch), o.num_threads > 0 ? o.num_threads : available_cores());
+  std::printf("%s on %s, batch %lld, %d intra-op threads, %s\n", a.file().c_str(), str(o.device).c_str(),
+              static_cast<long long>(batch), o.num_threads > 0 ? o.num_threads : available_cores(),
+              precision_name(o.precision));
   std::printf("load           %10.3f ms\n", load_ms);
   std::printf("first call     %10.3f ms\n", first_ms);
   std::printf("calls          %10zu in %.2f s\n", lat.size(), total_ms / 1000);

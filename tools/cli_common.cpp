@@ -11,7 +11,7 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
            const std::set<std::string>& valued) {
   std::set<std::string> all_flags = flags, all_valued = valued;
   all_flags.insert("no-verify");
-  all_valued.insert({"device", "threads", "op-library"});
+  all_valued.insert({"device", "threads", "op-library", "precision"});
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
@@ -87,6 +87,11 @@ LoadOptions load_options(const Args& a) {
   o.num_threads = int(a.get_int("threads", 0, 1, 1024));
   o.verify_checksums = !a.flag("no-verify");
   o.op_libraries = a.op_libraries();
+  const std::string precision = a.get("precision", "f32");
+  if (precision == "bf16")
+    o.precision = Precision::bf16;
+  else if (precision != "f32")
+    throw UsageError("--precision must be f32 or bf16, got '" + precision + "'");
   return o;
 }
 

@@ -70,6 +70,9 @@ T attr_scalar(const amber_kernel_args* a, int i);
 enum class Isa { base, avx2, avx512 };
 Isa cpu_isa();  // best level this processor supports (AMBER_CPU_ISA=base|avx2|avx512 caps it)
 const char* isa_name(Isa isa);
+// True when oneDNN multiplies bf16 natively here (AVX512-BF16, and cpu_isa() not capped below
+// avx512): the CPU backend then offers AMBER_PRECISION_BF16 (AMBER_BACKEND_BF16).
+bool bf16_supported();
 
 }  // namespace amber::cpu
 

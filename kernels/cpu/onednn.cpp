@@ -4,6 +4,7 @@
 #include <new>
 
 #include "amber/core/mapped_pages.h"
+#include "amber/core/parallel.h"
 #include "amber/core/storage.h"
 
 namespace amber::cpu::onednn {
@@ -11,6 +12,17 @@ namespace amber::cpu::onednn {
 std::mutex& creation_mutex() {
   static std::mutex m;
   return m;
+}
+
+bool bf16_native() {
+  static const bool yes = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
+  return yes;
+}
+
+void to_bf16(const float* src, uint16_t* dst, int64_t n) {
+  parallel_for(n, int64_t(1) << 15, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = float_to_bf16(src[i]);
+  });
 }
 
 dnnl::engine& engine() {
@@ -102,3 +114,7 @@ void run_reorder(const memory& from, const memory& to) {
 }
 
 }  // namespace amber::cpu::onednn
+
+namespace amber::cpu {
+bool bf16_supported() { return cpu_isa() == Isa::avx512 && onednn::bf16_native(); }
+}  // namespace amber::cpu

@@ -137,6 +137,17 @@ int guarded_onednn(const amber_kernel_args* a, const char* what, F&& f) {
 dnnl::primitive_attr user_scratchpad();
 // Runs a reorder from `from` to `to` once (a scratchpad of its own; waits for it).
 void run_reorder(const memory& from, const memory& to);
+// n floats to bf16 (round to nearest even), on the calling kernel's threads.
+void to_bf16(const float* src, uint16_t* dst, int64_t n);
+// The floats a buffer for d needs (its bytes rounded up: a bf16 desc may be an odd half).
+inline size_t floats_for(const memory::desc& d) { return (d.get_size() + sizeof(float) - 1) / sizeof(float); }
+
+// The data type a convolution's or matrix product's source and weights compute in: bf16 when
+// the step asked for AMBER_PRECISION_BF16 and its weights are immutable (packed once).
+inline memory::data_type product_type(const amber_kernel_args* a, const amber_tensor_view& w) {
+  return a->precision == AMBER_PRECISION_BF16 && w.cache_id != 0 && w.data ? memory::data_type::bf16
+                                                                           : memory::data_type::f32;
+}
 
 // The state of a kernel with a setup, made by make(args) (which returns a std::unique_ptr of
 // a type with `size_t workspace_bytes() const`), as the amber_kernel setup/destroy pair.

@@ -11,6 +11,7 @@
 #include "amber/core/backend_registry.h"
 #include "amber/core/error.h"
 #include "amber/core/storage.h"
+#include "amber/kernels/cpu/kernel_util.h"
 
 namespace amber::cpu {
 namespace {
@@ -73,7 +74,7 @@ const amber_backend kCpuBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
     "cpu",
-    AMBER_BACKEND_HOST_MEMORY,
+    AMBER_BACKEND_HOST_MEMORY | (bf16_supported() ? AMBER_BACKEND_BF16 : 0u),
     cpu_device_count,
     cpu_alloc,
     cpu_dealloc,
