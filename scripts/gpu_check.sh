@@ -140,7 +140,7 @@ step "the e2e matrix (its CUDA column)" "$build/tests/test_e2e"
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.
-step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE zoo
+step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
   PATH=$PATH:/usr/local/cuda/bin
   step "compute-sanitizer memcheck on test_e2e" compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -17,8 +17,9 @@ stage "tests (ctest)" ctest --test-dir build --output-on-failure -V
 [[ ${AMBER_SANITIZERS:-1} == 0 ]] && exit 0
 
 # Sanitizer builds: clang, no CUDA. The installed-package checks (install_and_service,
-# guide) build other projects against the install, and the ONNX zoo (label zoo) runs a dozen
-# full-size models: they run in the main build only.
+# guide) build other projects against the install, the ONNX zoo (label zoo) runs a dozen
+# full-size models and the precision accuracy tests (label accuracy) thousands of calls: they
+# run in the main build only.
 san=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DAMBER_CUDA=OFF
   -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror)
 stage "asan+ubsan: configure" cmake -S . -B build-asan "${san[@]}" -DAMBER_FUZZ=ON
@@ -31,7 +32,7 @@ asan_tests() {
   local log=build-asan/asan-tests.log rc
   {
     env ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure \
-      -E '^(install_and_service|guide)$' -LE zoo
+      -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
     echo $? > "$log.rc"
   } 2>&1 | tee "$log"
   rc=$(cat "$log.rc")

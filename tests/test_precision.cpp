@@ -1,0 +1,162 @@
+// What reduced precision costs in accuracy, measured: a digits CNN trained by PyTorch on
+// scikit-learn's digits data (tests/gen_digits.py) classifies the 450 held-out images in f32
+// and in bf16 (LoadOptions::precision), and ResNet-18 and the transformer encoder (seeded
+// weights of tests/gen_reference.py) run 1000 seeded inputs each in both: test-set accuracy,
+// top-1 agreement with f32 and the outputs' relative error, printed and bounded. Where the
+// processor lacks AVX512-BF16 the bf16 rows are skipped, visibly, after checking the refusal.
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/programs.h"
+#include "models/resnet.h"
+#include "test_util.h"
+
+using namespace amber;
+
+namespace {
+
+// tests/gen_digits.py's DigitsNet: input [N, 1, 8, 8].
+class DigitsNet : public nn::ModuleImpl<DigitsNet> {
+ public:
+  DigitsNet() { register_modules({{"conv1", conv1}, {"conv2", conv2}, {"fc1", fc1}, {"fc2", fc2}}); }
+  Tensor forward(const Tensor& x) {
+    Tensor y = relu(conv1(x));
+    y = max_pool2d(relu(conv2(y)), {2});
+    return fc2(relu(fc1(y.flatten(1))));
+  }
+  nn::Conv2d conv1{1, 16, 3, {.padding = {1}}}, conv2{16, 32, 3, {.padding = {1}}};
+  nn::Linear fc1{32 * 4 * 4, 64}, fc2{64, 10};
+};
+
+std::string data_dir(const char* env) {
+  const char* d = std::getenv(env);
+  if (!d) FAIL(env << " is not set: run through ctest (its fixture writes the data)");
+  return d;
+}
+
+TraceOptions dynamic_trace() {
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  return o;
+}
+
+// The bf16 model of an archive, or an undefined one (with the refusal checked and the reason
+// printed) where the processor cannot run it.
+Model load_bf16(const std::vector<uint8_t>& archive) {
+  try {
+    return load(archive, LoadOptions{.precision = Precision::bf16});
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("AVX512-BF16"));
+    WARN("bf16 rows skipped: " << e.what());
+    return Model();
+  }
+}
+
+// Row-wise argmax of a [rows, classes] f32 tensor.
+std::vector<int64_t> argmax_rows(const Tensor& t) {
+  const std::vector<float> v = t.contiguous(SrcLoc::none()).to_vector<float>(SrcLoc::none());
+  const int64_t cols = t.size(-1), rows = t.numel() / cols;
+  std::vector<int64_t> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    out[size_t(r)] = std::max_element(v.begin() + r * cols, v.begin() + (r + 1) * cols) - (v.begin() + r * cols);
+  return out;
+}
+
+// ||a - b|| / ||b|| over all elements.
+double relative_error(const Tensor& a, const Tensor& b) {
+  const auto x = a.to_vector<double>(SrcLoc::none()), y = b.to_vector<double>(SrcLoc::none());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (x[i] - y[i]) * (x[i] - y[i]);
+    den += y[i] * y[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// Agreement and error of a model's bf16 outputs with its f32 outputs over `batches` seeded
+// input batches; returns {top-1 agreement, worst batch's relative error}.
+template <typename MakeInput>
+std::pair<double, double> agreement(const Model& f32, const Model& bf16, int batches, MakeInput make) {
+  int64_t same = 0, total = 0;
+  double worst = 0;
+  for (int b = 0; b < batches; ++b) {
+    const Tensor x = make(b);
+    const Tensor y32 = f32.forward({x})[0], y16 = bf16.forward({x})[0];
+    const auto a = argmax_rows(y32), c = argmax_rows(y16);
+    for (size_t i = 0; i < a.size(); ++i) same += a[i] == c[i];
+    total += int64_t(a.size());
+    worst = std::max(worst, relative_error(y16, y32));
+  }
+  return {double(same) / double(total), worst};
+}
+
+}  // namespace
+
+TEST_CASE("digits: test-set accuracy in f32 and bf16 against PyTorch's", "[precision][digits]") {
+  const std::string dir = data_dir("AMBER_DIGITS");
+  SafetensorsFile test = SafetensorsFile::open(dir + "/digits_test.safetensors");
+  const Tensor images = test.tensor("images"), logits = test.tensor("logits");
+  const std::vector<int64_t> labels = test.tensor("labels").to_vector<int64_t>(SrcLoc::none());
+  DigitsNet net;
+  net.load_state(dir + "/digits.safetensors");
+  net.eval();
+  const auto archive = trace(net, {images.slice(0, 0, 1)}, dynamic_trace()).save_to_bytes();
+  auto accuracy = [&](const Tensor& out) {
+    const auto pred = argmax_rows(out);
+    int64_t right = 0;
+    for (size_t i = 0; i < labels.size(); ++i) right += pred[i] == labels[i];
+    return 100.0 * double(right) / double(labels.size());
+  };
+  const double torch_acc = accuracy(logits);
+  const Tensor out32 = load(archive).forward({images})[0];
+  const test::Diff d = test::compare(out32, logits, 1e-4, 1e-4);
+  INFO("f32 logits vs PyTorch's: " << d.message);
+  CHECK(d.ok);
+  const double acc32 = accuracy(out32);
+  std::printf("\ndigits CNN, %zu held-out images (tests/gen_digits.py)\n%-22s %9s %14s %18s\n", labels.size(), "",
+              "accuracy", "vs Amber f32", "logits rel. error");
+  std::printf("%-22s %8.2f%% %14s %18s\n", "PyTorch f32", torch_acc, "", "");
+  std::printf("%-22s %8.2f%% %13.2fpp %18.2e\n", "Amber f32", acc32, 0.0, relative_error(out32, logits));
+  CHECK(acc32 == torch_acc);
+  CHECK(acc32 > 90);  // a trained model, not chance
+  const Model bf16 = load_bf16(archive);
+  if (!bf16.defined()) return;
+  const Tensor out16 = bf16.forward({images})[0];
+  const double acc16 = accuracy(out16);
+  std::printf("%-22s %8.2f%% %13.2fpp %18.2e\n", "Amber bf16", acc16, acc16 - acc32, relative_error(out16, out32));
+  CHECK(std::fabs(acc16 - acc32) <= 0.5);  // [quant]'s bound for bf16
+}
+
+TEST_CASE("ResNet-18 and the transformer encoder: bf16 against f32 over 1000 seeded inputs each",
+          "[precision][agreement]") {
+  const std::string ref = test::refdata_dir();
+  if (ref.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
+  models::ResNet18 resnet;
+  resnet.load_state(ref + "/resnet18.safetensors");
+  resnet.eval();
+  nn::TransformerEncoder encoder(models::transformer_options(), models::kTransformerLayers);
+  encoder.load_state(ref + "/transformer.safetensors");
+  encoder.eval();
+  const auto resnet_archive = trace(resnet, {randn({1, 3, 224, 224})}, dynamic_trace()).save_to_bytes();
+  const auto encoder_archive = trace(encoder, {randn({1, 128, 256})}, dynamic_trace()).save_to_bytes();
+  const Model resnet16 = load_bf16(resnet_archive), encoder16 = load_bf16(encoder_archive);
+  if (!resnet16.defined() || !encoder16.defined()) return;
+  Generator gen(20261124);
+  const auto [top1_r, err_r] = agreement(load(resnet_archive), resnet16, 40, [&](int) {
+    return randn({25, 3, 224, 224}, {}, &gen);
+  });
+  // The encoder's output per position, argmax over its 256 features.
+  const auto [top1_e, err_e] = agreement(load(encoder_archive), encoder16, 40, [&](int) {
+    return randn({25, 128, 256}, {}, &gen);
+  });
+  std::printf("\nbf16 against f32, 1000 seeded inputs each\n%-22s %16s %26s\n", "", "top-1 agreement",
+              "rel. error (worst batch)");
+  std::printf("%-22s %15.2f%% %26.2e\n", "ResNet-18 logits", 100 * top1_r, err_r);
+  std::printf("%-22s %15.2f%% %26.2e\n", "transformer (per pos.)", 100 * top1_e, err_e);
+  CHECK(top1_r >= 0.97);
+  CHECK(err_r <= 2e-2);
+  CHECK(top1_e >= 0.97);
+  CHECK(err_e <= 2e-2);
+}
