@@ -540,8 +540,11 @@ TEST_CASE("precision bf16: convolutions and linear layers in bf16 near f32; prod
           "[loader][precision]") {
   // Odd sizes, a grouped and a transposed convolution, a linear layer with and without bias,
   // and a product whose weight is an input (mutable: never converted).
-  Tensor w1 = randn({6, 3, 3, 3}), b1 = randn({6}), w2 = randn({6, 2, 3, 3}), wt = randn({6, 4, 2, 2});
-  Tensor w3 = randn({5, 4 * 10 * 8}), b3 = randn({5}), w4 = randn({7, 5});
+  // Weights scaled as PyTorch initialises them (1 / sqrt(fan-in)), from a fixed seed.
+  Generator gen(11);
+  auto init = [&](const DimVec& shape, double fan_in) { return randn(shape, {}, &gen) * (1 / std::sqrt(fan_in)); };
+  Tensor w1 = init({6, 3, 3, 3}, 27), b1 = init({6}, 27), w2 = init({6, 2, 3, 3}, 18), wt = init({6, 4, 2, 2}, 24);
+  Tensor w3 = init({5, 4 * 10 * 8}, 320), b3 = init({5}, 320), w4 = init({7, 5}, 5);
   auto f = [&](const Tensor& x, const Tensor& a, const Tensor& m) {
     Tensor h = relu(conv2d(x, w1, b1, {1}, {1}));
     h = conv2d(h, w2, {}, {2}, {1}, {1}, /*groups=*/3);
@@ -549,7 +552,7 @@ TEST_CASE("precision bf16: convolutions and linear layers in bf16 near f32; prod
     Tensor y = linear(linear(h.flatten(1), w3, b3), w4);
     return std::vector<Tensor>{y, matmul(a, m)};
   };
-  const Tensor x = randn({2, 3, 9, 7}), a = randn({3, 11}), m = randn({11, 4});
+  const Tensor x = randn({2, 3, 9, 7}, {}, &gen), a = randn({3, 11}, {}, &gen), m = randn({11, 4}, {}, &gen);
   const std::vector<Tensor> want = f(x, a, m);
   const auto bytes = trace(f, {x, a, m}, quiet()).save_to_bytes();
   const Model f32 = load(bytes);
