@@ -23,6 +23,9 @@ void fold_constants(Graph& g, int64_t max_new_elements = 4096);
 // conv2d followed by inference batch_norm with constant parameters becomes one conv2d
 // with scaled weights and a new bias (PyTorch's fuse_conv_bn_weights).
 void fold_batch_norm(Graph& g);
+// matmul(softmax(scores, -1), v) with scores = matmul(q, k^T) scaled by 1 / sqrt(E) (on q
+// or on the scores) and optionally masked becomes scaled_dot_product_attention.
+void fuse_attention(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
@@ -32,7 +35,7 @@ void fuse_pointwise(Graph& g);
 // static graph (the loader runs it on each instantiation).
 void materialize_casts(Graph& g);
 
-// The pipeline: constant folding, batch-norm folding, CSE, fusion, DCE.
+// The pipeline: constant folding, batch-norm folding, CSE, attention and pointwise fusion, DCE.
 void optimize(Graph& g);
 
 // Liveness-based buffer planning for a static graph: every intermediate that owns memory

@@ -222,6 +222,10 @@ Outs div_(const NodeCtx& c) {
 }
 Outs pow_(const NodeCtx& c) {
   const Tensor &a = c.in(0), &b = c.in(1);
+  // A constant exponent (layer norm's square, as exporters spell it) is pow.Scalar: fusible,
+  // with ATen's exact shortcuts (x * x for 2) instead of std::pow per element.
+  if (c.known(1) && b.numel() == 1 && is_floating(a.dtype()) && is_floating(b.dtype()))
+    return {pow(a, Scalar(c.scalar(1)))};
   return {pow(a, b).to(a.dtype())};  // ONNX: the result has the base's type
 }
 Outs mod(const NodeCtx& c) {

@@ -248,6 +248,77 @@ TEST_CASE("batch-norm folding into the preceding convolution", "[graph][passes]"
              {arange(0, 9, 1, {DType::f32}).reshape({1, 1, 3, 3})}, 1e-6);
 }
 
+TEST_CASE("attention written as matmul, softmax and matmul becomes scaled_dot_product_attention", "[graph][passes]") {
+  // The 1/sqrt(E) scale on q, k given transposed by a permute (ONNX exporters' form).
+  check_pass(R"TXT(
+    graph(%q : f32[2, 3, 4], %k : f32[2, 5, 4], %v : f32[2, 5, 6]) {
+      const %c : f32[] = [2.0]
+      %1 : f32[2, 4, 5] = permute(%k, dims=[0, 2, 1])
+      %2 : f32[2, 3, 4] = div(%q, %c, rounding_mode=None)
+      %3 : f32[2, 3, 5] = matmul(%2, %1)
+      %4 : f32[2, 3, 5] = softmax(%3, dim=-1, dtype=None)
+      %5 : f32[2, 3, 6] = matmul(%4, %v)
+      return (y = %5)
+    }
+  )TXT",
+             fuse_attention, R"TXT(
+    graph(%q : f32[2, 3, 4], %k : f32[2, 5, 4], %v : f32[2, 5, 6]) {
+      %1 : f32[2, 4, 5] = permute(%k, dims=[0, 2, 1])
+      %6 : f32[2, 5, 4] = permute(%1, dims=[0, 2, 1])
+      %7 : f32[2, 3, 6] = scaled_dot_product_attention(%q, %6, %v, None, dropout_p=0.0, is_causal=false)
+      return (y = %7)
+    }
+  )TXT",
+             {randn({2, 3, 4}), randn({2, 5, 4}), randn({2, 5, 6})}, 1e-6);
+  // The scale on the scores, and a causal mask as where(masked, -inf, scores): the mask
+  // becomes the kept positions.
+  check_pass(R"TXT(
+    graph(%q : f32[2, 3, 4], %kt : f32[2, 4, 3], %v : f32[2, 3, 6]) {
+      const %fill : f32[] = [-inf]
+      const %masked : bool[3, 3] = [false, true, true, false, false, true, false, false, false]
+      %1 : f32[2, 3, 3] = matmul(%q, %kt)
+      %2 : f32[2, 3, 3] = mul.Scalar(%1, other=0.5)
+      %3 : f32[2, 3, 3] = where(%masked, %fill, %2)
+      %4 : f32[2, 3, 3] = softmax(%3, dim=-1, dtype=None)
+      %5 : f32[2, 3, 6] = matmul(%4, %v)
+      return (y = %5)
+    }
+  )TXT",
+             fuse_attention, R"TXT(
+    graph(%q : f32[2, 3, 4], %kt : f32[2, 4, 3], %v : f32[2, 3, 6]) {
+      const %6 : bool[3, 3] = [true, false, false, true, true, false, true, true, true]
+      %7 : f32[2, 3, 4] = permute(%kt, dims=[0, 2, 1])
+      %8 : f32[2, 3, 6] = scaled_dot_product_attention(%q, %7, %v, %6, dropout_p=0.0, is_causal=false)
+      return (y = %8)
+    }
+  )TXT",
+             {randn({2, 3, 4}), randn({2, 4, 3}), randn({2, 3, 6})}, 1e-6);
+  // Left alone: a scale other than 1/sqrt(E), and a where() mask hiding a whole row.
+  const std::string other_scale = R"TXT(
+    graph(%q : f32[2, 3, 4], %kt : f32[2, 4, 5], %v : f32[2, 5, 6]) {
+      %1 : f32[2, 3, 5] = matmul(%q, %kt)
+      %2 : f32[2, 3, 5] = mul.Scalar(%1, other=0.3)
+      %3 : f32[2, 3, 5] = softmax(%2, dim=-1, dtype=None)
+      %4 : f32[2, 3, 6] = matmul(%3, %v)
+      return (y = %4)
+    }
+  )TXT";
+  check_pass(other_scale, fuse_attention, other_scale, {randn({2, 3, 4}), randn({2, 4, 5}), randn({2, 5, 6})});
+  const std::string masked_row = R"TXT(
+    graph(%q : f32[1, 2, 4], %kt : f32[1, 4, 2], %v : f32[1, 2, 3]) {
+      const %fill : f32[] = [-1e+38]
+      const %masked : bool[2, 2] = [true, true, false, true]
+      %1 : f32[1, 2, 2] = matmul(%q, %kt)
+      %2 : f32[1, 2, 2] = div.Scalar(%1, other=2, rounding_mode=None)
+      %3 : f32[1, 2, 2] = where(%masked, %fill, %2)
+      %4 : f32[1, 2, 2] = softmax(%3, dim=-1, dtype=None)
+      %5 : f32[1, 2, 3] = matmul(%4, %v)
+      return (y = %5)
+    }
+  )TXT";
+  check_pass(masked_row, fuse_attention, masked_row, {randn({1, 2, 4}), randn({1, 4, 2}), randn({1, 2, 3})});
+}
+
 TEST_CASE("pointwise fusion", "[graph][passes]") {
   // A chain fuses; an intermediate with a second consumer (mm) stays materialised.
   check_pass(R"TXT(
