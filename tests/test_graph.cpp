@@ -152,7 +152,8 @@ TEST_CASE("dead code elimination", "[graph][passes]") {
              {tensor({1.f, 2.f, 3.f})});
 }
 
-TEST_CASE("identity removal: dropout in eval is bypassed, unless it is a graph output", "[graph][passes]") {
+TEST_CASE("identity removal: dropout in eval, zero pads and one-tensor cats are bypassed, unless graph outputs",
+          "[graph][passes]") {
   check_pass(R"TXT(
     graph(%x : f32[3]) {
       %1 : f32[3] = dropout(%x, p=0.1, train=false)
@@ -169,6 +170,23 @@ TEST_CASE("identity removal: dropout in eval is bypassed, unless it is a graph o
     }
   )TXT",
              {tensor({1.f, 2.f, 3.f})});
+  check_pass(R"TXT(
+    graph(%x : f32[1, 2, 3]) {
+      %1 : f32[1, 2, 3] = pad(%x, pad=[0, 0, 0, 0], mode="constant", value=0.0)
+      %2 : f32[1, 2, 3] = cat([%1], dim=1)
+      %3 : f32[1, 2, 5] = pad(%2, pad=[1, 1], mode="reflect", value=0)
+      %4 : f32[1, 2, 5] = cat([%3], dim=0)
+      return (y = %4)
+    }
+  )TXT",
+             remove_identities, R"TXT(
+    graph(%x : f32[1, 2, 3]) {
+      %3 : f32[1, 2, 5] = pad(%x, pad=[1, 1], mode="reflect", value=0)
+      %4 : f32[1, 2, 5] = cat([%3], dim=0)
+      return (y = %4)
+    }
+  )TXT",
+             {randn({1, 2, 3})});
 }
 
 TEST_CASE("common subexpression elimination", "[graph][passes]") {
