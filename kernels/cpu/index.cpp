@@ -208,17 +208,41 @@ struct FlipKernel {
 };
 
 // pad(self, pad, mode, value): each output element from its source in self (views.h's
-// pad_element), or value where constant padding has none.
+// pad_source per dim, as pad_element), or value where constant padding has none.
 template <typename T>
 void pad_walk(const amber_kernel_args* a, const views::PadDims& p, views::PadMode mode, T value) {
   const T* xp = static_cast<const T*>(a->inputs[0].data);
   T* yp = static_cast<T*>(a->outputs[0].data);
+  const int64_t n = numel(a->outputs[0]);
+  if (n == 0) return;
+  if (p.ndim == 0) {  // a 0-d tensor is its own only element
+    yp[0] = xp[0];
+    return;
+  }
+  // A row of the last dim at a time: the leading dims' offsets (and whether the row has a
+  // source at all) once per row, then each element's source along it. pad_element's divisions
+  // per element cost 10 ns here (4 ms for a 128 x 56 x 56 channels-last pad).
+  const int last = p.ndim - 1;
+  const int64_t w = p.ysizes[last], ys = p.ystrides[last], xs = p.xstrides[last];
   ThreadLimit limit(std::max(1, a->num_threads));
-  parallel_for(numel(a->outputs[0]), 4096, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      int64_t yo = 0, xo = 0;
-      const bool inside = views::pad_element(p, mode, k, &yo, &xo);
-      yp[yo] = inside ? xp[xo] : value;
+  parallel_for(n / w, std::max<int64_t>(1, 4096 / w), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t k = r, yo = 0, xo = 0;
+      bool inside = true;
+      for (int d = last - 1; d >= 0; --d) {
+        const int64_t o = k % p.ysizes[d];
+        k /= p.ysizes[d];
+        yo += o * p.ystrides[d];
+        int64_t src = 0;
+        inside = inside && views::pad_source(o, p.before[d], p.xsizes[d], mode, &src);
+        xo += src * p.xstrides[d];
+      }
+      T* y = yp + yo;
+      const T* x = xp + xo;
+      for (int64_t j = 0; j < w; ++j) {
+        int64_t src = 0;
+        y[j * ys] = inside && views::pad_source(j, p.before[last], p.xsizes[last], mode, &src) ? x[src * xs] : value;
+      }
     }
   });
 }
