@@ -26,6 +26,9 @@ void fold_batch_norm(Graph& g);
 // matmul(softmax(scores, -1), v) with scores = matmul(q, k^T) scaled by 1 / sqrt(E) (on q
 // or on the scores) and optionally masked becomes scaled_dot_product_attention.
 void fuse_attention(Graph& g);
+// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) over the last dim, optionally times a
+// [D] weight plus a [D] bias, becomes layer_norm.
+void fuse_layer_norm(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
@@ -35,7 +38,8 @@ void fuse_pointwise(Graph& g);
 // static graph (the loader runs it on each instantiation).
 void materialize_casts(Graph& g);
 
-// The pipeline: constant folding, batch-norm folding, CSE, attention and pointwise fusion, DCE.
+// The pipeline: constant folding, batch-norm folding, CSE, attention, layer-norm and pointwise
+// fusion, DCE.
 void optimize(Graph& g);
 
 // Liveness-based buffer planning for a static graph: every intermediate that owns memory

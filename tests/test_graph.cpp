@@ -337,6 +337,70 @@ TEST_CASE("attention written as matmul, softmax and matmul becomes scaled_dot_pr
   check_pass(masked_row, fuse_attention, masked_row, {randn({1, 2, 4}), randn({1, 4, 2}), randn({1, 2, 3})});
 }
 
+TEST_CASE("layer norm written as mean, sub, pow, mean, add, sqrt, div (* gamma + beta) becomes layer_norm",
+          "[graph][passes]") {
+  check_pass(R"TXT(
+    graph(%x : f32[N, 3, 5]) {
+      const %eps : f32[] = [1e-05]
+      const %gamma : f32[5] = [1.0, 2.0, 0.5, -1.0, 0.25]
+      const %beta : f32[5] = [0.0, 0.1, 0.2, 0.3, 0.4]
+      %1 : f32[N, 3, 1] = mean(%x, dim=[-1], keepdim=true, dtype=None)
+      %2 : f32[N, 3, 5] = sub(%x, %1, alpha=1)
+      %3 : f32[N, 3, 5] = pow.Scalar(%2, exponent=2.0)
+      %4 : f32[N, 3, 1] = mean(%3, dim=[-1], keepdim=true, dtype=None)
+      %5 : f32[N, 3, 1] = add(%4, %eps, alpha=1)
+      %6 : f32[N, 3, 1] = sqrt(%5)
+      %7 : f32[N, 3, 5] = div(%2, %6, rounding_mode=None)
+      %8 : f32[N, 3, 5] = mul(%7, %gamma)
+      %9 : f32[N, 3, 5] = add(%8, %beta, alpha=1)
+      return (y = %9)
+    }
+  )TXT",
+             fuse_layer_norm, R"TXT(
+    graph(%x : f32[N, 3, 5]) {
+      const %gamma : f32[5] = [1.0, 2.0, 0.5, -1.0, 0.25]
+      const %beta : f32[5] = [0.0, 0.1, 0.2, 0.3, 0.4]
+      %10 : f32[N, 3, 5] = layer_norm(%x, %gamma, %beta, normalized_shape=[5], eps=1e-05)
+      return (y = %10)
+    }
+  )TXT",
+             {randn({2, 3, 5})}, 1e-5);
+  // d * d as the square, eps as a number, no affine part.
+  check_pass(R"TXT(
+    graph(%x : f32[4, 6]) {
+      %1 : f32[4, 1] = mean(%x, dim=[1], keepdim=true, dtype=None)
+      %2 : f32[4, 6] = sub(%x, %1, alpha=1)
+      %3 : f32[4, 6] = mul(%2, %2)
+      %4 : f32[4, 1] = mean(%3, dim=[1], keepdim=true, dtype=None)
+      %5 : f32[4, 1] = add.Scalar(%4, other=0.001, alpha=1)
+      %6 : f32[4, 1] = sqrt(%5)
+      %7 : f32[4, 6] = div(%2, %6, rounding_mode=None)
+      return (y = %7)
+    }
+  )TXT",
+             fuse_layer_norm, R"TXT(
+    graph(%x : f32[4, 6]) {
+      %8 : f32[4, 6] = layer_norm(%x, None, None, normalized_shape=[6], eps=0.001)
+      return (y = %8)
+    }
+  )TXT",
+             {randn({4, 6})}, 1e-5);
+  // Left alone: the centred values read elsewhere too (a graph output).
+  const std::string shared = R"TXT(
+    graph(%x : f32[4, 6]) {
+      %1 : f32[4, 1] = mean(%x, dim=[1], keepdim=true, dtype=None)
+      %2 : f32[4, 6] = sub(%x, %1, alpha=1)
+      %3 : f32[4, 6] = mul(%2, %2)
+      %4 : f32[4, 1] = mean(%3, dim=[1], keepdim=true, dtype=None)
+      %5 : f32[4, 1] = add.Scalar(%4, other=0.001, alpha=1)
+      %6 : f32[4, 1] = sqrt(%5)
+      %7 : f32[4, 6] = div(%2, %6, rounding_mode=None)
+      return (y = %7, d = %2)
+    }
+  )TXT";
+  check_pass(shared, fuse_layer_norm, shared, {randn({4, 6})});
+}
+
 TEST_CASE("pointwise fusion", "[graph][passes]") {
   // A chain fuses; an intermediate with a second consumer (mm) stays materialised.
   check_pass(R"TXT(

@@ -10,6 +10,7 @@ void optimize(Graph& g) {
   fold_batch_norm(g);
   eliminate_common_subexpressions(g);
   fuse_attention(g);
+  fuse_layer_norm(g);
   fuse_pointwise(g);
   eliminate_dead_code(g);
 }
