@@ -75,7 +75,7 @@ void fuse_attention(Graph& g) {
       const bool fill_second = constant_scalar(masking->inputs[2]).value_or(0) <= -1e30;
       if (fill_first == fill_second) continue;
       const Value* cond = masking->inputs[0];
-      if (!cond->is_constant() || !cond->data.defined() || cond->data.dim() > r) continue;
+      if (!cond->is_constant() || !cond->data.defined() || cond->data.dim() == 0 || cond->data.dim() > r) continue;
       // true keeps a score; fill first: true marks what is masked.
       const Tensor keep = fill_first ? logical_not(cond->data, SrcLoc::none()) : cond->data;
       if (all(any(keep, {-1}), {}, false, SrcLoc::none()).to_vector<double>(SrcLoc::none())[0] == 0) continue;
