@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,7 +12,12 @@
 
 namespace amber::graph {
 
-// Bypasses ops that are the identity at inference (dropout with train=false).
+// For the passes: the value of a one-element constant (an f32 one as the shortest decimal that
+// is that float: an exporter's 1e-05, not 9.999999747378752e-06), or nullopt.
+std::optional<double> constant_scalar(const Value* v);
+
+// Bypasses ops that are the identity at inference (dropout with train=false, zero pads,
+// one-tensor cats).
 void remove_identities(Graph& g);
 // Removes nodes whose outputs nothing uses, and unused constants.
 void eliminate_dead_code(Graph& g);

@@ -18,12 +18,6 @@
 namespace amber::graph {
 namespace {
 
-// The value of a one-element f32 constant, if v is one.
-std::optional<double> constant_scalar(const Value* v) {
-  if (!v || !v->is_constant() || !v->data.defined() || v->data.numel() != 1) return std::nullopt;
-  return v->data.to_vector<double>(SrcLoc::none())[0];
-}
-
 // The scalar a node multiplies its input 0 by, when it is x * s or x / s with s a number or a
 // one-element constant: {the scaled input, s}.
 std::optional<std::pair<Value*, double>> scaling(const Node* n) {

@@ -6,31 +6,16 @@
 // gamma and beta join it when they are one-dimensional [D]; otherwise their product and sum
 // stay. An intermediate read elsewhere or a graph output in the middle leaves the graph alone.
 
-#include <charconv>
-#include <cstdlib>
-
 #include "amber/graph/passes.h"
 
 namespace amber::graph {
 namespace {
 
-// The value of a one-element constant; an f32 one as the shortest decimal that is that float
-// (an exporter's 1e-05, not 9.999999747378752e-06: the same f32 eps, readable in graph text).
-std::optional<double> constant_scalar(const Value* v) {
-  if (!v || !v->is_constant() || !v->data.defined() || v->data.numel() != 1) return std::nullopt;
-  const double d = v->data.to_vector<double>(SrcLoc::none())[0];
-  if (v->data.dtype() != DType::f32) return d;
-  char buf[32];
-  const auto end = std::to_chars(buf, buf + sizeof buf - 1, float(d)).ptr;
-  *end = '\0';
-  return std::strtod(buf, nullptr);
-}
-
 bool is_f32(const Value* v) { return v && v->type.dtype == DType::f32; }
 
-// v's producer when it is of op `name`, v has `uses` readers and is not a graph output.
-Node* producer(const Value* v, const char* name, const std::set<const Value*>& outputs, size_t uses = 1) {
-  if (!v || !v->producer || v->producer->op->name != name || v->uses.size() != uses || outputs.count(v)) return nullptr;
+// v's producer when it is of op `name`, v has no other reader and is not a graph output.
+Node* producer(const Value* v, const char* name, const std::set<const Value*>& outputs) {
+  if (!v || !v->producer || v->producer->op->name != name || v->uses.size() != 1 || outputs.count(v)) return nullptr;
   return v->producer;
 }
 

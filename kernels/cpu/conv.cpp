@@ -118,23 +118,16 @@ Geometry geometry_of(const amber_kernel_args* a) {
   return g;
 }
 
-// The primitive for one thread count, and the weights packed for it (immutable weights).
-struct ConvPrim {
-  std::unique_ptr<Primitive> prim;
-  memory::desc src, wei, bias, dst;  // the primitive's layouts
-  std::shared_ptr<PackedWeights> packed;
-};
-
 // The state of one conv2d step: its geometry and a primitive per thread count.
 struct ConvState {
   Geometry g;
-  ByThreads<ConvPrim> prims;
+  ByThreads<ProductPrim> prims;
   size_t ws = 0;
   PackedByLayout packs;
   size_t workspace_bytes() const { return ws; }
 
   // The primitive for `threads`, made (and the weights packed, when immutable) on first use.
-  ConvPrim& prim(int threads, const amber_tensor_view& w) {
+  ProductPrim& prim(int threads, const amber_tensor_view& w) {
     return prims.get(threads, [&](int t) {
       omp_set_num_threads(t);
       auto tag4 = memory::format_tag::nhwc;
@@ -142,24 +135,17 @@ struct ConvState {
       memory::desc wei_md(g.wd, g.type, memory::format_tag::any);
       memory::desc bias_md =
           g.bias ? memory::desc({g.oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
-      auto p = std::make_unique<ConvPrim>();
-      auto keep = [&](auto primitive, const auto& pd) {
-        p->prim = std::make_unique<Primitive>(std::move(primitive), pd.scratchpad_desc());
-        p->src = pd.src_desc();
-        p->wei = pd.weights_desc();
-        p->bias = pd.bias_desc();
-        p->dst = pd.dst_desc();
-      };
+      auto p = std::make_unique<ProductPrim>();
       if (g.transposed) {
         dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                             src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
         dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
-        keep(dnnl::deconvolution_forward(pd), pd);
+        p->keep(dnnl::deconvolution_forward(pd), pd);
       } else {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
         dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
-        keep(dnnl::convolution_forward(pd), pd);
+        p->keep(dnnl::convolution_forward(pd), pd);
       }
       const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
       if (w.cache_id != 0 && w.data && user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
@@ -204,7 +190,7 @@ int conv(const amber_kernel_args* a) {
   const Geometry& g = st->g;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
-  ConvPrim& prim = st->prim(threads, w);
+  ProductPrim& prim = st->prim(threads, w);
   dnnl::engine& eng = engine();
 
   // Weights: packed at setup when immutable, else reordered on every call.

@@ -218,12 +218,6 @@ int matmul_kernel(const amber_kernel_args* a) {
 // rows and weights (packed to bf16 once) and writes f32: measured here with 2 threads,
 // 128 x 768 x 768 at 439 GFLOP/s against 219.
 
-struct IpPrim {
-  std::unique_ptr<onednn::Primitive> prim;
-  onednn::memory::desc src, wei, bias, dst;  // the primitive's layouts
-  std::shared_ptr<onednn::PackedWeights> packed;
-};
-
 // The state of a linear step on the inner product (or, for many rows of wide outputs,
 // oneDNN's matmul, which packs the weights for the same product better: measured here with 2
 // threads, 197 x 768 x 3072 at 215 GFLOP/s against 165, 197 x 768 x 768 at 228 against 175,
@@ -234,39 +228,36 @@ struct LinearState {
   bool bias = false;
   bool matmul = false;                                              // rows >= 192 and out_f >= 512
   onednn::memory::data_type type = onednn::memory::data_type::f32;  // of source and weights (product_type)
-  onednn::ByThreads<IpPrim> prims;
+  onednn::ByThreads<onednn::ProductPrim> prims;
   onednn::PackedByLayout packs;
-  size_t ws = 0;
+  size_t ws = 0;  // the rows in bf16 (bf16 only), then the primitive's scratchpad
   size_t workspace_bytes() const { return ws; }
+  // Bytes of the rows converted to bf16 at the workspace's start (64-byte aligned).
+  size_t bf16_rows_bytes() const {
+    return type == onednn::memory::data_type::bf16 ? (size_t(rows * in_f) * sizeof(uint16_t) + 63) & ~size_t(63) : 0;
+  }
 
-  IpPrim& prim(int threads, const amber_tensor_view& w) {
+  onednn::ProductPrim& prim(int threads, const amber_tensor_view& w) {
     using namespace onednn;
     return prims.get(threads, [&](int t) {
       omp_set_num_threads(t);
       const memory::desc src_md({rows, in_f}, type, memory::format_tag::ab);
       const memory::desc dst_md({rows, out_f}, memory::data_type::f32, memory::format_tag::ab);
-      auto p = std::make_unique<IpPrim>();
-      auto keep = [&](auto primitive, const auto& pd) {
-        p->prim = std::make_unique<Primitive>(std::move(primitive), pd.scratchpad_desc());
-        p->src = pd.src_desc();
-        p->wei = pd.weights_desc();
-        p->bias = pd.bias_desc();
-        p->dst = pd.dst_desc();
-      };
+      auto p = std::make_unique<ProductPrim>();
       if (matmul) {  // weights as the [in, out] matrix
         const memory::desc wei_md({in_f, out_f}, type, memory::format_tag::any);
         const memory::desc bias_md =
             bias ? memory::desc({1, out_f}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), user_scratchpad(),
                                         engine());
-        keep(dnnl::matmul(pd), pd);
+        p->keep(dnnl::matmul(pd), pd);
       } else {
         const memory::desc wei_md({out_f, in_f}, type, memory::format_tag::any);
         const memory::desc bias_md =
             bias ? memory::desc({out_f}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
         dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src_md, wei_md, bias_md, dst_md);
         dnnl::inner_product_forward::primitive_desc pd(d, user_scratchpad(), engine());
-        keep(dnnl::inner_product_forward(pd), pd);
+        p->keep(dnnl::inner_product_forward(pd), pd);
       }
       const memory::desc user_wei = user_weights(w);
       if (user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
@@ -289,20 +280,30 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
   const int64_t out_f = st.out_f;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
-  IpPrim& prim = st.prim(threads, w);
+  onednn::ProductPrim& prim = st.prim(threads, w);
   const void* wei = prim.packed ? prim.packed->data : w.data;
   const void* x = xf;
-  std::vector<uint16_t> xbf;
-  if (st.type == memory::data_type::bf16) {
-    xbf.resize(size_t(st.rows * st.in_f));
-    to_bf16(xf, xbf.data(), st.rows * st.in_f);
-    x = xbf.data();
+  char* scratch = static_cast<char*>(a->workspace);
+  size_t scratch_bytes = a->workspace_bytes;
+  std::vector<uint16_t> xbf;  // a call without the step's workspace only
+  if (const size_t bytes = st.bf16_rows_bytes()) {
+    uint16_t* xb = nullptr;
+    if (scratch && scratch_bytes >= bytes) {
+      xb = reinterpret_cast<uint16_t*>(scratch);
+      scratch += bytes;
+      scratch_bytes -= bytes;
+    } else {
+      xbf.resize(size_t(st.rows * st.in_f));
+      xb = xbf.data();
+    }
+    to_bf16(xf, xb, st.rows * st.in_f);
+    x = xb;
   }
   if (!present(bias)) {
     prim.prim->execute({{DNNL_ARG_SRC, &prim.src, x},
                         {DNNL_ARG_WEIGHTS, &prim.wei, wei},
                         {DNNL_ARG_DST, &prim.dst, a->outputs[0].data}},
-                       a->workspace, a->workspace_bytes);
+                       scratch, scratch_bytes);
     return 0;
   }
   const float* bp = static_cast<const float*>(bias.data);
@@ -317,7 +318,7 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
                       {DNNL_ARG_WEIGHTS, &prim.wei, wei},
                       {DNNL_ARG_BIAS, &prim.bias, bp},
                       {DNNL_ARG_DST, &prim.dst, a->outputs[0].data}},
-                     a->workspace, a->workspace_bytes);
+                     scratch, scratch_bytes);
   return 0;
 }
 
@@ -417,7 +418,7 @@ std::unique_ptr<LinearState> linear_state(const amber_kernel_args* a) {
         st->type = onednn::memory::data_type::f32;
       }
     }
-    st->ws = st->prim(threads, w).prim->scratch_bytes();
+    st->ws = st->bf16_rows_bytes() + st->prim(threads, w).prim->scratch_bytes();
     if (threads > 1) (void)st->prim(1, w);
     return st;
   }

@@ -133,6 +133,23 @@ int guarded_onednn(const amber_kernel_args* a, const char* what, F&& f) {
   });
 }
 
+// A convolution's or matrix product's primitive for one thread count, its layouts and, for
+// immutable weights, the weights packed into its layout.
+struct ProductPrim {
+  std::unique_ptr<Primitive> prim;
+  memory::desc src, wei, bias, dst;  // the primitive's layouts
+  std::shared_ptr<PackedWeights> packed;
+  // Takes a primitive and its descriptor's layouts.
+  template <typename P, typename PD>
+  void keep(P primitive, const PD& pd) {
+    prim = std::make_unique<Primitive>(std::move(primitive), pd.scratchpad_desc());
+    src = pd.src_desc();
+    wei = pd.weights_desc();
+    bias = pd.bias_desc();
+    dst = pd.dst_desc();
+  }
+};
+
 // Primitive attributes asking for a user-managed scratchpad.
 dnnl::primitive_attr user_scratchpad();
 // Runs a reorder from `from` to `to` once (a scratchpad of its own; waits for it).
