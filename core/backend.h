@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 5
+#define AMBER_BACKEND_ABI_VERSION 6
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -97,7 +97,13 @@ typedef enum amber_precision {
   /* Convolutions and matrix products whose weights are immutable (cache_id != 0) may multiply
    * in bf16 with f32 accumulation: weights converted once, at setup; activations converted as
    * they enter; outputs f32. Only backends with AMBER_BACKEND_BF16 are given it. */
-  AMBER_PRECISION_BF16 = 1
+  AMBER_PRECISION_BF16 = 1,
+  /* Dynamic int8: linear layers whose weights are immutable may multiply int8 x int8 with
+   * int32 accumulation: weights quantized once, at setup (symmetric, a scale per output
+   * channel); each call's rows quantized as they enter (symmetric, a scale per row from its
+   * own largest magnitude); outputs f32. Everything else computes as AMBER_PRECISION_F32. Only
+   * backends with AMBER_BACKEND_INT8 are given it. */
+  AMBER_PRECISION_DYNAMIC_INT8 = 2
 } amber_precision;
 
 /* Everything one kernel call needs. Outputs are allocated by the caller with the shapes the
@@ -155,6 +161,7 @@ typedef struct amber_kernel {
 /* amber_backend::flags */
 #define AMBER_BACKEND_HOST_MEMORY 1u /* device memory is ordinary host memory (the CPU) */
 #define AMBER_BACKEND_BF16 2u        /* kernels honour AMBER_PRECISION_BF16 on this machine */
+#define AMBER_BACKEND_INT8 4u        /* kernels honour AMBER_PRECISION_DYNAMIC_INT8 on this machine */
 
 /* amber_backend::allocate flags */
 #define AMBER_ALLOC_LONG_LIVED 1u /* kept for the life of a model (arenas, weights) */

@@ -94,6 +94,19 @@ void add_profile(std::vector<NodeProfile>& into, std::map<std::string, size_t>& 
     t.bytes += s.bytes.load(std::memory_order_relaxed);
   }
 }
+
+// The kernels' amber_kernel_args::precision for a load precision.
+amber_precision abi_precision(Precision p) {
+  switch (p) {
+    case Precision::f32:
+      break;
+    case Precision::bf16:
+      return AMBER_PRECISION_BF16;
+    case Precision::dynamic_int8:
+      return AMBER_PRECISION_DYNAMIC_INT8;
+  }
+  return AMBER_PRECISION_F32;
+}
 }  // namespace
 
 std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
@@ -107,9 +120,9 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
   }
   // Compiled outside the lock: other batch sizes keep running meanwhile.
   const graph::Graph& g = uploaded ? device_graph : graph;
-  auto p = std::make_shared<const loader::Plan>(
-      g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads, arenas, output_buffers,
-      amber_precision(options.precision == Precision::bf16 ? AMBER_PRECISION_BF16 : AMBER_PRECISION_F32));
+  auto p =
+      std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads,
+                                           arenas, output_buffers, abi_precision(options.precision));
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
@@ -167,7 +180,17 @@ void upload_weights(Model::Impl& impl) {
 
 }  // namespace
 
-const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "f32"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::f32:
+      return "f32";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::dynamic_int8:
+      return "dynamic-int8";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -180,12 +203,17 @@ size_t workspace_limit(const LoadOptions& options) {
 std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions& options, const std::string& source) {
   AMBER_CHECK(options.num_threads >= 0, "load: num_threads must be >= 0 (0: all cores), got ", options.num_threads);
   const amber_backend& b = backend(options.device);  // names what is missing
-  AMBER_CHECK(options.precision == Precision::f32 || (b.flags & AMBER_BACKEND_BF16), "load: precision ",
-              precision_name(options.precision), " is not offered by the ", b.name, " backend on this machine",
-              options.device.type == DeviceType::cpu
-                  ? " (it needs a processor with AVX512-BF16, which oneDNN uses natively; this one has none)"
-                  : " (its kernels have no bf16 path yet)",
-              ": load with Precision::f32");
+  {
+    const bool bf16 = options.precision == Precision::bf16;
+    const uint32_t needs = options.precision == Precision::f32 ? 0u : bf16 ? AMBER_BACKEND_BF16 : AMBER_BACKEND_INT8;
+    AMBER_CHECK((b.flags & needs) == needs, "load: precision ", precision_name(options.precision),
+                " is not offered by the ", b.name, " backend on this machine",
+                options.device.type != DeviceType::cpu
+                    ? (bf16 ? " (its kernels have no bf16 path yet)" : " (its kernels have no int8 path yet)")
+                : bf16 ? " (it needs a processor with AVX512-BF16, which oneDNN uses natively; this one has none)"
+                       : " (it needs a processor with AVX512-VNNI, which oneDNN uses natively; this one has none)",
+                ": load with Precision::f32");
+  }
   auto impl = std::make_shared<Model::Impl>();
   impl->source = source;
   impl->graph = std::move(archive.graph);

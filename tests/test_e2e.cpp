@@ -4,8 +4,9 @@
 // PyTorch's reference == Amber eager == traced == saved-then-loaded on CPU == loaded on the
 // simulated device (tests/sim: never skipped; bit for bit the CPU's) == loaded on CUDA (where a
 // GPU and the CUDA backend exist), |amber - ref| <= atol + rtol * |ref| per model; and loaded
-// on CPU in bf16 (LoadOptions::precision, where the processor has AVX512-BF16), within
-// kBf16Tolerance of the output's largest magnitude.
+// on CPU in bf16 and in dynamic int8 (LoadOptions::precision, where the processor has
+// AVX512-BF16 and AVX512-VNNI), within kBf16Tolerance and kInt8Tolerance of the output's
+// largest magnitude.
 // Each model is traced once at batch 1 with a dynamic batch and that one archive serves every
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
@@ -22,13 +23,16 @@ using namespace amber;
 
 namespace {
 
-enum Path { kEager, kTraced, kLoadedCpu, kLoadedBf16, kLoadedSim, kLoadedCuda, kPaths };
-const char* const kPathNames[kPaths] = {"eager",           "traced",     "loaded CPU",
-                                        "loaded CPU bf16", "loaded sim", "loaded CUDA"};
+enum Path { kEager, kTraced, kLoadedCpu, kLoadedBf16, kLoadedInt8, kLoadedSim, kLoadedCuda, kPaths };
+const char* const kPathNames[kPaths] = {"eager",           "traced",     "loaded CPU", "loaded CPU bf16",
+                                        "loaded CPU int8", "loaded sim", "loaded CUDA"};
 
 // The bf16 column's bound: max |amber - ref| <= kBf16Tolerance * max |ref| (bf16 keeps 8
 // significant bits, a relative rounding of 2^-9 per product input; measured here 0.1-0.4%).
 constexpr double kBf16Tolerance = 2e-2;
+// The dynamic int8 column's (Precision::dynamic_int8: linear layers only), likewise: each
+// product input rounded to 1/254 of its row's or channel's largest magnitude.
+constexpr double kInt8Tolerance = 4e-2;
 
 struct Cell {
   bool run = false, ok = true;
@@ -65,18 +69,23 @@ const std::string& cuda_skip_reason() {
   return reason;
 }
 
-// Why the bf16 column does not run here ("" when it does): probed once on a tiny archive.
+// Why a precision's column does not run here ("" when it does): probed on a tiny archive.
+std::string precision_skip_reason(Precision p) {
+  try {
+    TraceOptions o;
+    o.print_warnings = false;
+    (void)load(trace(models::ten_mul, {ones({5})}, o).save_to_bytes(), LoadOptions{.precision = p});
+    return std::string();
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+}
 const std::string& bf16_skip_reason() {
-  static const std::string reason = [] {
-    try {
-      TraceOptions o;
-      o.print_warnings = false;
-      (void)load(trace(models::ten_mul, {ones({5})}, o).save_to_bytes(), LoadOptions{.precision = Precision::bf16});
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  }();
+  static const std::string reason = precision_skip_reason(Precision::bf16);
+  return reason;
+}
+const std::string& int8_skip_reason() {
+  static const std::string reason = precision_skip_reason(Precision::dynamic_int8);
   return reason;
 }
 
@@ -118,16 +127,18 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
   traced.save(path);
   const Model cpu = load(path);
   const Model sim = load(path, LoadOptions{.device = Device::sim(1)});
-  Model cuda, bf16;
+  Model cuda, bf16, int8;
   if (cuda_skip_reason().empty()) cuda = load(path, LoadOptions{.device = Device::cuda(0)});
   if (bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
+  if (int8_skip_reason().empty()) int8 = load(path, LoadOptions{.precision = Precision::dynamic_int8});
   for (const Batch& b : batches) {
     Row row{name, b.label, atol, rtol, {}};
     double ref_max = 0;
     for (double v : b.reference.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
     auto check = [&](Path p, const Tensor& got) {
-      const test::Diff d = p == kLoadedBf16 ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
-                                            : test::compare(got, b.reference, atol, rtol);
+      const test::Diff d = p == kLoadedBf16   ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
+                           : p == kLoadedInt8 ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
+                                              : test::compare(got, b.reference, atol, rtol);
       row.cells[p] = Cell{true, d.ok, d.max_abs, d.ok ? max_rel_significant(got, b.reference) : d.max_rel};
       INFO(name << " batch " << b.label << ", " << kPathNames[p] << ": " << d.message);
       CHECK(d.ok);
@@ -137,6 +148,7 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     const Tensor on_cpu = cpu.forward(b.inputs)[0];
     check(kLoadedCpu, on_cpu);
     if (bf16.defined()) check(kLoadedBf16, bf16.forward(b.inputs)[0]);
+    if (int8.defined()) check(kLoadedInt8, int8.forward(b.inputs)[0]);
     const Tensor on_sim = sim.forward(b.inputs)[0];
     CHECK(on_sim.device() == Device::sim(1));
     check(kLoadedSim, on_sim.to(Device::cpu()));
@@ -260,8 +272,9 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   std::printf(
       "\nconformance vs PyTorch (tests/gen_reference.py), per path: max |amber - ref| / max |amber - ref| / |ref| "
       "where |ref| >= 1e-2;\nevery cell within |amber - ref| <= atol + rtol * |ref|; traced at batch 1, the same "
-      "archive serving batch 8;\nloaded CPU bf16 (LoadOptions::precision): within %g x max |ref| instead\n",
-      kBf16Tolerance);
+      "archive serving batch 8;\nloaded CPU bf16 and int8 (LoadOptions::precision, dynamic int8): within %g and %g x "
+      "max |ref| instead\n",
+      kBf16Tolerance, kInt8Tolerance);
   std::printf("%-13s %-9s %-14s", "model", "batch", "atol / rtol");
   for (const char* p : kPathNames) std::printf(" %-19s", p);
   std::printf("\n");
@@ -277,6 +290,7 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   }
   if (!cuda_skip_reason().empty()) std::printf("loaded CUDA skipped: %s\n", cuda_skip_reason().c_str());
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());
+  if (!int8_skip_reason().empty()) std::printf("loaded CPU int8 skipped: %s\n", int8_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).
   CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2);
 }

@@ -1,9 +1,10 @@
 // What reduced precision costs in accuracy, measured: a digits CNN trained by PyTorch on
-// scikit-learn's digits data (tests/gen_digits.py) classifies the 450 held-out images in f32
-// and in bf16 (LoadOptions::precision), and ResNet-18 and the transformer encoder (seeded
-// weights of tests/gen_reference.py) run 1000 seeded inputs each in both: test-set accuracy,
-// top-1 agreement with f32 and the outputs' relative error, printed and bounded. Where the
-// processor lacks AVX512-BF16 the bf16 rows are skipped, visibly, after checking the refusal.
+// scikit-learn's digits data (tests/gen_digits.py) classifies the 450 held-out images in f32,
+// bf16 and dynamic int8 (LoadOptions::precision), and ResNet-18 and the transformer encoder
+// (seeded weights of tests/gen_reference.py) run 1000 seeded inputs each in all three:
+// test-set accuracy, top-1 agreement with f32 and the outputs' relative error, printed and
+// bounded. Where the processor lacks AVX512-BF16 or AVX512-VNNI those rows are skipped,
+// visibly, after checking the refusal.
 
 #include <algorithm>
 #include <cmath>
@@ -42,14 +43,26 @@ TraceOptions dynamic_trace() {
   return o;
 }
 
-// The bf16 model of an archive, or an undefined one (with the refusal checked and the reason
-// printed) where the processor cannot run it.
-Model load_bf16(const std::vector<uint8_t>& archive) {
+// The reduced precisions measured here, and each one's bounds: digits accuracy within
+// `digits_pp` percentage points of f32 ([quant]'s bounds), top-1 agreement at least
+// `agreement`, relative error at most `error`.
+struct Reduced {
+  Precision precision;
+  const char* label;
+  const char* needs;  // what the refusal names where the processor lacks it
+  double digits_pp, agreement, error;
+};
+const Reduced kReduced[] = {{Precision::bf16, "Amber bf16", "AVX512-BF16", 0.5, 0.97, 2e-2},
+                            {Precision::dynamic_int8, "Amber dynamic int8", "AVX512-VNNI", 1.0, 0.97, 3e-2}};
+
+// The model of an archive at a reduced precision, or an undefined one (with the refusal
+// checked and the reason printed) where the processor cannot run it.
+Model load_reduced(const std::vector<uint8_t>& archive, const Reduced& r) {
   try {
-    return load(archive, LoadOptions{.precision = Precision::bf16});
+    return load(archive, LoadOptions{.precision = r.precision});
   } catch (const Error& e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("AVX512-BF16"));
-    WARN("bf16 rows skipped: " << e.what());
+    CHECK_THAT(e.what(), Catch::Matchers::Contains(r.needs));
+    WARN(r.label << " rows skipped: " << e.what());
     return Model();
   }
 }
@@ -75,15 +88,15 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return std::sqrt(num / den);
 }
 
-// Agreement and error of a model's bf16 outputs with its f32 outputs over `batches` seeded
-// input batches; returns {top-1 agreement, worst batch's relative error}.
+// Agreement and error of a model's reduced-precision outputs with its f32 outputs over
+// `batches` seeded input batches; returns {top-1 agreement, worst batch's relative error}.
 template <typename MakeInput>
-std::pair<double, double> agreement(const Model& f32, const Model& bf16, int batches, MakeInput make) {
+std::pair<double, double> agreement(const Model& f32, const Model& reduced, int batches, MakeInput make) {
   int64_t same = 0, total = 0;
   double worst = 0;
   for (int b = 0; b < batches; ++b) {
     const Tensor x = make(b);
-    const Tensor y32 = f32.forward({x})[0], y16 = bf16.forward({x})[0];
+    const Tensor y32 = f32.forward({x})[0], y16 = reduced.forward({x})[0];
     const auto a = argmax_rows(y32), c = argmax_rows(y16);
     for (size_t i = 0; i < a.size(); ++i) same += a[i] == c[i];
     total += int64_t(a.size());
@@ -94,7 +107,7 @@ std::pair<double, double> agreement(const Model& f32, const Model& bf16, int bat
 
 }  // namespace
 
-TEST_CASE("digits: test-set accuracy in f32 and bf16 against PyTorch's", "[precision][digits]") {
+TEST_CASE("digits: test-set accuracy in f32, bf16 and dynamic int8 against PyTorch's", "[precision][digits]") {
   const std::string dir = data_dir("AMBER_DIGITS");
   SafetensorsFile test = SafetensorsFile::open(dir + "/digits_test.safetensors");
   const Tensor images = test.tensor("images"), logits = test.tensor("logits");
@@ -121,15 +134,17 @@ TEST_CASE("digits: test-set accuracy in f32 and bf16 against PyTorch's", "[preci
   std::printf("%-22s %8.2f%% %13.2fpp %18.2e\n", "Amber f32", acc32, 0.0, relative_error(out32, logits));
   CHECK(acc32 == torch_acc);
   CHECK(acc32 > 90);  // a trained model, not chance
-  const Model bf16 = load_bf16(archive);
-  if (!bf16.defined()) return;
-  const Tensor out16 = bf16.forward({images})[0];
-  const double acc16 = accuracy(out16);
-  std::printf("%-22s %8.2f%% %13.2fpp %18.2e\n", "Amber bf16", acc16, acc16 - acc32, relative_error(out16, out32));
-  CHECK(std::fabs(acc16 - acc32) <= 0.5);  // [quant]'s bound for bf16
+  for (const Reduced& r : kReduced) {
+    const Model m = load_reduced(archive, r);
+    if (!m.defined()) continue;
+    const Tensor out = m.forward({images})[0];
+    const double acc = accuracy(out);
+    std::printf("%-22s %8.2f%% %13.2fpp %18.2e\n", r.label, acc, acc - acc32, relative_error(out, out32));
+    CHECK(std::fabs(acc - acc32) <= r.digits_pp);
+  }
 }
 
-TEST_CASE("ResNet-18 and the transformer encoder: bf16 against f32 over 1000 seeded inputs each",
+TEST_CASE("ResNet-18 and the transformer encoder: bf16 and dynamic int8 against f32 over 1000 seeded inputs each",
           "[precision][agreement]") {
   const std::string ref = test::refdata_dir();
   if (ref.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
@@ -141,22 +156,25 @@ TEST_CASE("ResNet-18 and the transformer encoder: bf16 against f32 over 1000 see
   encoder.eval();
   const auto resnet_archive = trace(resnet, {randn({1, 3, 224, 224})}, dynamic_trace()).save_to_bytes();
   const auto encoder_archive = trace(encoder, {randn({1, 128, 256})}, dynamic_trace()).save_to_bytes();
-  const Model resnet16 = load_bf16(resnet_archive), encoder16 = load_bf16(encoder_archive);
-  if (!resnet16.defined() || !encoder16.defined()) return;
-  Generator gen(20261124);
-  const auto [top1_r, err_r] = agreement(load(resnet_archive), resnet16, 40, [&](int) {
-    return randn({25, 3, 224, 224}, {}, &gen);
-  });
-  // The encoder's output per position, argmax over its 256 features.
-  const auto [top1_e, err_e] = agreement(load(encoder_archive), encoder16, 40, [&](int) {
-    return randn({25, 128, 256}, {}, &gen);
-  });
-  std::printf("\nbf16 against f32, 1000 seeded inputs each\n%-22s %16s %26s\n", "", "top-1 agreement",
+  const Model resnet32 = load(resnet_archive), encoder32 = load(encoder_archive);
+  std::printf("\nagainst f32, 1000 seeded inputs each\n%-20s %-24s %16s %26s\n", "", "", "top-1 agreement",
               "rel. error (worst batch)");
-  std::printf("%-22s %15.2f%% %26.2e\n", "ResNet-18 logits", 100 * top1_r, err_r);
-  std::printf("%-22s %15.2f%% %26.2e\n", "transformer (per pos.)", 100 * top1_e, err_e);
-  CHECK(top1_r >= 0.97);
-  CHECK(err_r <= 2e-2);
-  CHECK(top1_e >= 0.97);
-  CHECK(err_e <= 2e-2);
+  for (const Reduced& r : kReduced) {
+    const Model resnet_r = load_reduced(resnet_archive, r), encoder_r = load_reduced(encoder_archive, r);
+    if (!resnet_r.defined() || !encoder_r.defined()) continue;
+    Generator gen(20261124);  // the same inputs for every precision
+    const auto [top1_r, err_r] = agreement(resnet32, resnet_r, 40, [&](int) {
+      return randn({25, 3, 224, 224}, {}, &gen);
+    });
+    // The encoder's output per position, argmax over its 256 features.
+    const auto [top1_e, err_e] = agreement(encoder32, encoder_r, 40, [&](int) {
+      return randn({25, 128, 256}, {}, &gen);
+    });
+    std::printf("%-20s %-24s %15.2f%% %26.2e\n", r.label, "ResNet-18 logits", 100 * top1_r, err_r);
+    std::printf("%-20s %-24s %15.2f%% %26.2e\n", r.label, "transformer (per pos.)", 100 * top1_e, err_e);
+    CHECK(top1_r >= r.agreement);
+    CHECK(err_r <= r.error);
+    CHECK(top1_e >= r.agreement);
+    CHECK(err_e <= r.error);
+  }
 }

@@ -115,6 +115,10 @@ TEST_CASE("sim: a loaded model equals the CPU, with inputs and outputs on either
   AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::sim(0), .precision = Precision::bf16}),
                       "precision bf16 is not offered by the sim backend on this machine (its kernels have no bf16 "
                       "path yet): load with Precision::f32");
+  AMBER_REQUIRE_ERROR(
+      load(lenet_archive(), LoadOptions{.device = Device::sim(0), .precision = Precision::dynamic_int8}),
+      "precision dynamic-int8 is not offered by the sim backend on this machine (its kernels have no "
+      "int8 path yet): load with Precision::f32");
 }
 
 TEST_CASE("sim: a steady-state call allocates nothing and uploads only its inputs", "[sim]") {

@@ -90,8 +90,10 @@ LoadOptions load_options(const Args& a) {
   const std::string precision = a.get("precision", "f32");
   if (precision == "bf16")
     o.precision = Precision::bf16;
+  else if (precision == "dynamic-int8")
+    o.precision = Precision::dynamic_int8;
   else if (precision != "f32")
-    throw UsageError("--precision must be f32 or bf16, got '" + precision + "'");
+    throw UsageError("--precision must be f32, bf16 or dynamic-int8, got '" + precision + "'");
   return o;
 }
 

@@ -73,6 +73,9 @@ const char* isa_name(Isa isa);
 // True when oneDNN multiplies bf16 natively here (AVX512-BF16, and cpu_isa() not capped below
 // avx512): the CPU backend then offers AMBER_PRECISION_BF16 (AMBER_BACKEND_BF16).
 bool bf16_supported();
+// True when oneDNN multiplies int8 natively here (AVX512-VNNI, and cpu_isa() not capped below
+// avx512): the CPU backend then offers AMBER_PRECISION_DYNAMIC_INT8 (AMBER_BACKEND_INT8).
+bool int8_supported();
 
 }  // namespace amber::cpu
 

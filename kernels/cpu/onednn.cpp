@@ -19,6 +19,11 @@ bool bf16_native() {
   return yes;
 }
 
+bool int8_native() {
+  static const bool yes = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_vnni;
+  return yes;
+}
+
 void to_bf16(const float* src, uint16_t* dst, int64_t n) {
   parallel_for(n, int64_t(1) << 15, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dst[i] = float_to_bf16(src[i]);
@@ -117,4 +122,5 @@ void run_reorder(const memory& from, const memory& to) {
 
 namespace amber::cpu {
 bool bf16_supported() { return cpu_isa() == Isa::avx512 && onednn::bf16_native(); }
+bool int8_supported() { return cpu_isa() == Isa::avx512 && onednn::int8_native(); }
 }  // namespace amber::cpu

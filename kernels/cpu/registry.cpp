@@ -74,7 +74,8 @@ const amber_backend kCpuBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
     "cpu",
-    AMBER_BACKEND_HOST_MEMORY | (bf16_supported() ? AMBER_BACKEND_BF16 : 0u),
+    AMBER_BACKEND_HOST_MEMORY | (bf16_supported() ? AMBER_BACKEND_BF16 : 0u) |
+        (int8_supported() ? AMBER_BACKEND_INT8 : 0u),
     cpu_device_count,
     cpu_alloc,
     cpu_dealloc,

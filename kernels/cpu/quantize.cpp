@@ -1,0 +1,144 @@
+// int8 quantization of weights and rows, and the dequantization of int8 products'
+// accumulators (quantize.h). The per-element loops are plain loops compiled for each ISA
+// (IsaVariants): extremes as integer minima and maxima over the floats' bits mapped to
+// order-preserving integers, rounding by the 1.5 * 2^23 trick, so they vectorise.
+#include "amber/kernels/cpu/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "amber/core/parallel.h"
+#include "amber/kernels/cpu/loops.h"
+
+namespace amber::cpu {
+namespace {
+
+constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds |v| < 2^22 to even
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// A float's bits as an int32 ordered as the floats are (NaNs beyond the infinities).
+inline int32_t ordered(float f) {
+  int32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b ^ ((b >> 31) & 0x7fffffff);
+}
+inline float from_ordered(int32_t o) {
+  const int32_t b = o ^ ((o >> 31) & 0x7fffffff);
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+const int32_t kPlusInf = ordered(std::numeric_limits<float>::infinity());
+const int32_t kMinusInf = ordered(-std::numeric_limits<float>::infinity());
+
+// One dense row: p[0] the floats, p[1] the uint8 out, p[2] its scale out, p[3] its zero point out.
+struct QuantizeRow {
+  static void run(char* const* p, const int64_t*, int64_t n, const void*) {
+    const float* x = reinterpret_cast<const float*>(p[0]);
+    uint8_t* q = reinterpret_cast<uint8_t*>(p[1]);
+    float& scale = *reinterpret_cast<float*>(p[2]);
+    int32_t& zero = *reinterpret_cast<int32_t*>(p[3]);
+    int32_t lo = 0, hi = 0;  // ordered(0.0f) == 0: the range includes zero
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t o = ordered(x[i]);
+      lo = o < lo ? o : lo;
+      hi = o > hi ? o : hi;
+    }
+    zero = 0;
+    if (lo <= kMinusInf || hi >= kPlusInf || lo == hi) {  // not finite, or all zeros
+      scale = lo == hi ? 0.0f : kNaN;
+      std::memset(q, 0, size_t(n));
+      return;
+    }
+    const float fl = from_ordered(lo), fh = from_ordered(hi);
+    scale = (fh - fl) / 255.0f;
+    const float inv = 255.0f / (fh - fl);
+    // The zero point: where 0 lands, in [0, 255] since fl <= 0 <= fh.
+    const float z = std::min(std::max((-fl * inv + kRound) - kRound, 0.0f), 255.0f);
+    zero = static_cast<int32_t>(z);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = (x[i] * inv + kRound) - kRound;
+      q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v + z, 0.0f), 255.0f)));
+    }
+  }
+};
+
+// One row of accumulators: p[0] int32 in, float out; p[1] column scales; p[2] column sums;
+// p[3] the bias or null; p[4] the row's scale; p[5] its zero point.
+struct DequantizeRow {
+  static void run(char* const* p, const int64_t*, int64_t n, const void*) {
+    const int32_t* acc = reinterpret_cast<const int32_t*>(p[0]);
+    float* out = reinterpret_cast<float*>(p[0]);
+    const float* cs = reinterpret_cast<const float*>(p[1]);
+    const int32_t* sums = reinterpret_cast<const int32_t*>(p[2]);
+    const float* bias = reinterpret_cast<const float*>(p[3]);
+    const float rs = *reinterpret_cast<const float*>(p[4]);
+    const int32_t z = *reinterpret_cast<const int32_t*>(p[5]);
+    if (bias)
+      for (int64_t i = 0; i < n; ++i) out[i] = float(acc[i] - z * sums[i]) * rs * cs[i] + bias[i];
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] = float(acc[i] - z * sums[i]) * rs * cs[i];
+  }
+};
+
+// Rows per task of a loop over rows of `cols` elements: about 16K elements each.
+int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(cols, 1)); }
+
+}  // namespace
+
+void quantize_channels(const float* w, int64_t out, int64_t in, int64_t s0, int64_t s1, int8_t* q, float* scales,
+                       int32_t* sums) {
+  for (int64_t o = 0; o < out; ++o) {
+    const float* row = w + o * s0;
+    int8_t* qr = q + o * in;
+    float m = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < in; ++i) {
+      finite = finite && std::isfinite(row[i * s1]);
+      m = std::max(m, std::fabs(row[i * s1]));
+    }
+    scales[o] = finite ? m / 127.0f : kNaN;  // a channel with an infinity or NaN gives NaN, as in f32
+    sums[o] = 0;
+    if (!finite || m == 0.0f) {
+      std::memset(qr, 0, size_t(in));
+      continue;
+    }
+    const float inv = 127.0f / m;
+    for (int64_t i = 0; i < in; ++i) {
+      qr[i] = static_cast<int8_t>(std::lrint(std::min(std::max(row[i * s1] * inv, -127.0f), 127.0f)));
+      sums[o] += qr[i];
+    }
+  }
+}
+
+void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales, int32_t* zero_points) {
+  static const InnerFn inner = IsaVariants<QuantizeRow>::pick();
+  parallel_for(rows, row_grain(cols), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      char* p[4] = {reinterpret_cast<char*>(const_cast<float*>(x + r * cols)), reinterpret_cast<char*>(q + r * cols),
+                    reinterpret_cast<char*>(scales + r), reinterpret_cast<char*>(zero_points + r)};
+      inner(p, nullptr, cols, nullptr);
+    }
+  });
+}
+
+void dequantize_products(void* io, int64_t rows, int64_t cols, const float* row_scales, const int32_t* zero_points,
+                         const float* col_scales, const int32_t* sums, const float* bias) {
+  static const InnerFn inner = IsaVariants<DequantizeRow>::pick();
+  char* base = static_cast<char*>(io);
+  parallel_for(rows, row_grain(cols), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      char* p[6] = {base + r * cols * int64_t(sizeof(float)),
+                    reinterpret_cast<char*>(const_cast<float*>(col_scales)),
+                    reinterpret_cast<char*>(const_cast<int32_t*>(sums)),
+                    reinterpret_cast<char*>(const_cast<float*>(bias)),
+                    reinterpret_cast<char*>(const_cast<float*>(row_scales + r)),
+                    reinterpret_cast<char*>(const_cast<int32_t*>(zero_points + r))};
+      inner(p, nullptr, cols, nullptr);
+    }
+  });
+}
+
+}  // namespace amber::cpu

@@ -1,0 +1,35 @@
+// int8 quantization for the CPU kernels' dynamic int8 path (AMBER_PRECISION_DYNAMIC_INT8):
+// weights symmetric int8 with a scale per output channel, quantized once at setup; a
+// product's rows asymmetric uint8 with a scale and zero point per row, quantized as they
+// enter (all 256 levels span the row's range, zero exact); and the int32 accumulators of
+// such a product turned back into f32 with both scales, the zero points and the bias.
+#pragma once
+
+#include <cstdint>
+
+namespace amber::cpu {
+
+// w[out, in] (element strides s0, s1) into q[out, in] dense, rounded to nearest (ties to
+// even) in [-127, 127]; scales[o] = max |w[o, :]| / 127 (0 for a row of zeros, whose q is 0);
+// sums[o] the sum of q[o, :] (what a zero point of the rows multiplies). Calling thread only.
+void quantize_channels(const float* w, int64_t out, int64_t in, int64_t s0, int64_t s1, int8_t* q, float* scales,
+                       int32_t* sums);
+
+// x[rows, cols] dense into q[rows, cols]: q = round(x / scales[r]) + zero_points[r] in
+// [0, 255], the scale (max(x, 0) - min(x, 0)) / 255 over the row. A row of zeros gets scale
+// 0; a row holding an infinity or NaN gets scale NaN (and q 0), so every output of that row
+// is NaN. On the calling kernel's threads.
+void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales, int32_t* zero_points);
+
+// In place over io[rows, cols] dense: the int32 accumulator acc of row r and column c
+// (sum over k of q_x[r, k] q_w[c, k]) becomes the float
+// (acc - zero_points[r] * sums[c]) * row_scales[r] * col_scales[c] (+ bias[c] when bias is
+// not null). On the calling kernel's threads.
+void dequantize_products(void* io, int64_t rows, int64_t cols, const float* row_scales, const int32_t* zero_points,
+                         const float* col_scales, const int32_t* sums, const float* bias);
+
+// The largest reduction length (in_f) whose int32 accumulators, and their zero point
+// corrections, cannot overflow: 255 * 127 * k < 2^30. Longer ones stay f32.
+constexpr int64_t kMaxInt8Reduction = 33000;
+
+}  // namespace amber::cpu
