@@ -98,11 +98,12 @@ typedef enum amber_precision {
    * in bf16 with f32 accumulation: weights converted once, at setup; activations converted as
    * they enter; outputs f32. Only backends with AMBER_BACKEND_BF16 are given it. */
   AMBER_PRECISION_BF16 = 1,
-  /* Dynamic int8: linear layers whose weights are immutable may multiply int8 x int8 with
-   * int32 accumulation: weights quantized once, at setup (symmetric, a scale per output
-   * channel); each call's rows quantized as they enter (symmetric, a scale per row from its
-   * own largest magnitude); outputs f32. Everything else computes as AMBER_PRECISION_F32. Only
-   * backends with AMBER_BACKEND_INT8 are given it. */
+  /* Dynamic int8: linear layers and convolutions whose weights are immutable may multiply
+   * 8-bit integers with int32 accumulation: weights quantized once, at setup (symmetric int8, a
+   * scale per output channel); each call's sources quantized as they enter (uint8 with a scale
+   * and zero point from their own range: per row for a linear layer, per tensor for a
+   * convolution); outputs f32. Everything else computes as AMBER_PRECISION_F32. Only backends
+   * with AMBER_BACKEND_INT8 are given it. */
   AMBER_PRECISION_DYNAMIC_INT8 = 2
 } amber_precision;
 

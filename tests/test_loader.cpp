@@ -581,19 +581,22 @@ TEST_CASE("precision bf16: convolutions and linear layers in bf16 near f32; prod
   check_close(got16[1], got32[1], 0, 0, "a product of two inputs (not converted)");
 }
 
-TEST_CASE("precision dynamic int8: linear layers in int8 near f32; rows of zeros and NaN; the rest stays f32",
+TEST_CASE("precision dynamic int8: convolutions and linear layers in int8 near f32; zeros, NaN; the rest stays f32",
           "[loader][precision]") {
-  // Odd sizes; linear layers with and without bias, over 2-D and 3-D inputs, one with more
-  // rows than the matmul threshold (192); a convolution and a product of two inputs, which
-  // dynamic int8 leaves in f32 bit for bit. Weights scaled as PyTorch initialises them.
+  // Odd sizes; a convolution of a signed source (a zero point) with bias and one of a ReLU's
+  // output (none) without, a depthwise one (stays f32); linear layers with and without bias,
+  // over 2-D and 3-D inputs, one with more rows than the matmul threshold (192); and a
+  // product of two inputs (stays f32 bit for bit). Weights scaled as PyTorch initialises them.
   Generator gen(12);
   auto init = [&](const DimVec& shape, double fan_in) { return randn(shape, {}, &gen) * (1 / std::sqrt(fan_in)); };
-  Tensor wc = init({4, 3, 3, 3}, 27), w1 = init({37, 4 * 5 * 6}, 120), b1 = init({37}, 120), w2 = init({9, 37}, 37);
+  Tensor wc = init({6, 3, 3, 3}, 27), bc = init({6}, 27), wc2 = init({5, 6, 3, 3}, 54), wd = init({5, 1, 3, 3}, 9);
+  Tensor w1 = init({37, 5 * 5 * 6}, 150), b1 = init({37}, 150), w2 = init({9, 37}, 37);
   Tensor w3 = init({515, 33}, 33), b3 = init({515}, 33);
   auto f = [&](const Tensor& x, const Tensor& s, const Tensor& a, const Tensor& m) {
-    Tensor h = relu(conv2d(x, wc, {}, {1}, {1}));
-    Tensor y = linear(relu(linear(h.flatten(1), w1, b1)), w2);
-    return std::vector<Tensor>{y, linear(s, w3, b3), matmul(a, m), h};
+    Tensor h = conv2d(relu(conv2d(x, wc, bc, {1}, {1})), wc2, {}, {1}, {1});
+    Tensor d = conv2d(h, wd, {}, {1}, {1}, {1}, /*groups=*/5);
+    Tensor y = linear(relu(linear(relu(d).flatten(1), w1, b1)), w2);
+    return std::vector<Tensor>{y, linear(s, w3, b3), h, matmul(a, m)};
   };
   Tensor x = randn({3, 3, 5, 6}, {}, &gen), s = randn({2, 101, 33}, {}, &gen);
   const Tensor a = randn({3, 11}, {}, &gen), m = randn({11, 4}, {}, &gen);
@@ -615,7 +618,7 @@ TEST_CASE("precision dynamic int8: linear layers in int8 near f32; rows of zeros
   sp[(1 * 101 + 3) * 33 + 5] = std::nanf("");
   const std::vector<Tensor> want = f(x, s, a, m);
   const auto got32 = f32.forward({x, s, a, m}), got8 = int8.forward({x, s, a, m});
-  for (int k : {0, 1}) {
+  for (int k : {0, 1, 2}) {
     double ref_max = 0, err = 0, moved = 0;
     const auto ref = want[size_t(k)].to_vector<double>(SrcLoc::none()),
                g8 = got8[size_t(k)].to_vector<double>(SrcLoc::none()),
@@ -631,10 +634,25 @@ TEST_CASE("precision dynamic int8: linear layers in int8 near f32; rows of zeros
     }
     INFO("output " << k << ": int8 max |diff| " << err << " against max |ref| " << ref_max << "; from the f32 load "
                    << moved);
-    CHECK(err <= 4e-2 * ref_max);   // 8-bit rows and channels through two products (measured 2.0%)
+    CHECK(err <= 4e-2 * ref_max);   // 8-bit sources and channels through up to five products
     CHECK(moved > 1e-4 * ref_max);  // and the products really ran in int8
   }
   check_close(got8[1].select(1, 7), b3.expand({2, 515}), 0, 0, "rows of zeros: the bias");
-  check_close(got8[2], got32[2], 0, 0, "a product of two inputs (not converted)");
-  check_close(got8[3], got32[3], 0, 0, "a convolution (f32 under dynamic int8)");
+  check_close(got8[3], got32[3], 0, 0, "a product of two inputs (not converted)");
+  // A convolution's source holding an infinity or NaN runs that call in f32: the f32 load's
+  // outputs, NaN where they are NaN.
+  Tensor xn = x.clone();
+  xn.data_ptr<float>()[7] = std::nanf("");
+  const auto n8 = int8.forward({xn, s, a, m})[2].to_vector<double>(SrcLoc::none()),
+             n32 = f32.forward({xn, s, a, m})[2].to_vector<double>(SrcLoc::none());
+  size_t finite = 0;
+  for (size_t i = 0; i < n8.size(); ++i) {
+    if (std::isnan(n32[i])) {
+      CHECK(std::isnan(n8[i]));
+    } else {
+      CHECK(n8[i] == n32[i]);
+      ++finite;
+    }
+  }
+  CHECK(finite > 0);
 }

@@ -38,8 +38,8 @@ options of every command:
   --precision f32|bf16|dynamic-int8
                                   bf16: convolutions and linear layers in bf16 with f32
                                   accumulation (processors with AVX512-BF16); dynamic-int8:
-                                  linear layers in int8, rows quantized per call (processors
-                                  with AVX512-VNNI); default f32
+                                  linear layers and convolutions in int8, sources quantized
+                                  per call (processors with AVX512-VNNI); default f32
 
 exit codes: 0 success, 1 the archive, inputs or run failed, 2 bad command line,
             3 a file could not be written

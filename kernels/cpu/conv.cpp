@@ -13,6 +13,15 @@
 // AMBER_PRECISION_BF16 and immutable weights the primitive takes bf16 source and weights
 // (packed to bf16 once; the source converted by its reorder) and writes f32: measured here
 // with 2 threads, ResNet-18's 3x3 convolutions run at 450-550 GFLOP/s against 230-260 in f32.
+// With AMBER_PRECISION_DYNAMIC_INT8 and immutable weights (not depthwise, not transposed) the
+// weights are quantized once to int8 (quantize.h: a scale per output channel, the primitive's
+// constant output scales), each call's source to uint8 with one scale and zero point from its
+// own range, and the primitive multiplies by the source's scale and adds the bias in post-ops
+// (oneDNN 2.6 takes no runtime output scales for convolutions): measured here with 2 threads,
+// ResNet-18's 3x3 shapes at batch 1, 1007 / 506 / 254 us (64 x 56 x 56) and 825 / 414 / 210 us
+// (512 x 7 x 7) in f32 / bf16 / int8. A non-negative source (after a ReLU) has zero point 0
+// and runs on oneDNN's brgconv kernels; a signed one on its jit_int8 kernels with a zero point
+// (5-50% slower); one holding an infinity or NaN runs that call in f32.
 
 #include <omp.h>
 
@@ -21,6 +30,7 @@
 
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/onednn.h"
+#include "amber/kernels/cpu/quantize.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/op_attrs.h"
 
@@ -55,6 +65,7 @@ struct Geometry {
   int64_t groups = 1, oc = 0;
   bool bias = false, transposed = false;
   memory::data_type type = memory::data_type::f32;  // of source and weights (product_type)
+  bool int8 = false;                                // dynamic int8 (the f32 primitive for non-finite sources)
 };
 
 template <bool Transposed>
@@ -115,44 +126,81 @@ Geometry geometry_of(const amber_kernel_args* a) {
   // no faster, the latter slower, with them in bf16).
   const bool depthwise = g.groups > 1 && g.wd[2] == 1;
   g.type = depthwise ? memory::data_type::f32 : product_type(a, w);
+  // Dynamic int8 quantizes the weights per output channel from their dense rows.
+  const int64_t icg = g.wd[g.wd.size() - 3];
+  const bool dense_rows =
+      (kw == 1 || w.strides[3] == 1) && (kh == 1 || w.strides[2] == kw) && (w.sizes[1] == 1 || w.strides[1] == kh * kw);
+  g.int8 = !Transposed && !depthwise && a->precision == AMBER_PRECISION_DYNAMIC_INT8 && w.cache_id != 0 && w.data &&
+           dense_rows && icg * kh * kw <= kMaxInt8Reduction;
   return g;
 }
 
-// The state of one conv2d step: its geometry and a primitive per thread count.
+// The primitives of a conv2d step: as typed (g.type), or, for dynamic int8, on a uint8
+// source without or with a zero point.
+enum Variant { kAsTyped, kU8, kU8ZeroPoint, kVariants };
+
+// The state of one conv2d step: its geometry and a primitive per thread count and variant.
 struct ConvState {
   Geometry g;
-  ByThreads<ProductPrim> prims;
+  ByThreads<ProductPrim> prims;  // keyed by threads * kVariants + variant
   size_t ws = 0;
   PackedByLayout packs;
+  // Dynamic int8: the weights quantized ([OC, IC/G * KH * KW] dense), their scale per output
+  // channel, and the layouts of the post-ops' operands and the source's zero point.
+  std::vector<int8_t> qweights;
+  std::vector<float> wscales;
+  memory::desc scale_md, bias4_md, zero_md;
   size_t workspace_bytes() const { return ws; }
+  // Bytes of the quantized source at the workspace's start (int8 only).
+  size_t source_bytes() const {
+    return g.int8 ? (size_t(g.xd[0] * g.xd[1] * g.xd[2] * g.xd[3]) + 63) & ~size_t(63) : 0;
+  }
 
   // The primitive for `threads`, made (and the weights packed, when immutable) on first use.
-  ProductPrim& prim(int threads, const amber_tensor_view& w) {
-    return prims.get(threads, [&](int t) {
-      omp_set_num_threads(t);
+  ProductPrim& prim(int threads, const amber_tensor_view& w, Variant v = kAsTyped) {
+    return prims.get(threads * kVariants + v, [&](int key) {
+      omp_set_num_threads(key / kVariants);
+      const bool q = v != kAsTyped;
       auto tag4 = memory::format_tag::nhwc;
-      memory::desc src_md(g.xd, g.type, tag4), dst_md(g.yd, memory::data_type::f32, tag4);
-      memory::desc wei_md(g.wd, g.type, memory::format_tag::any);
+      memory::desc src_md(g.xd, q ? memory::data_type::u8 : g.type, tag4), dst_md(g.yd, memory::data_type::f32, tag4);
+      memory::desc wei_md(g.wd, q ? memory::data_type::s8 : g.type, memory::format_tag::any);
+      // int8 adds the bias after the source's scale, in a post-op.
       memory::desc bias_md =
-          g.bias ? memory::desc({g.oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
+          g.bias && !q ? memory::desc({g.oc}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
+      dnnl::primitive_attr attr = user_scratchpad();
+      if (q) {
+        attr.set_output_scales(1 << 1, wscales);  // per output channel
+        if (v == kU8ZeroPoint) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+        dnnl::post_ops po;
+        po.append_binary(dnnl::algorithm::binary_mul, scale_md);
+        if (g.bias) po.append_binary(dnnl::algorithm::binary_add, bias4_md);
+        attr.set_post_ops(po);
+      }
       auto p = std::make_unique<ProductPrim>();
       if (g.transposed) {
         dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                             src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
-        dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+        dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
         p->keep(dnnl::deconvolution_forward(pd), pd);
       } else {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
-        dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
         p->keep(dnnl::convolution_forward(pd), pd);
       }
-      const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
-      if (w.cache_id != 0 && w.data && user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
+      if (q) {
+        const memory::desc user_q(g.wd, memory::data_type::s8,
+                                  g.wd.size() == 4 ? memory::format_tag::oihw : memory::format_tag::goihw);
+        if (user_q != p->wei) p->packed = packs.get(qweights.data(), user_q, p->wei);
+      } else {
+        const memory::desc user_wei(g.wd, memory::data_type::f32, g.ws);
+        if (w.cache_id != 0 && w.data && user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
+      }
       // The reorders a call may need around the primitive, made now (oneDNN keeps them).
       const memory::desc user_src(g.xd, memory::data_type::f32, g.xs);
-      if (strides_usable(g.xd, g.xs) && user_src != p->src)
-        (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_src, engine(), p->src, user_scratchpad()));
+      const memory::desc f32_src = q ? memory::desc(g.xd, memory::data_type::f32, tag4) : p->src;
+      if (strides_usable(g.xd, g.xs) && user_src != f32_src)
+        (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_src, engine(), f32_src, user_scratchpad()));
       const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
       if (user_dst != p->dst)
         (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), p->dst, engine(), user_dst, user_scratchpad()));
@@ -167,17 +215,116 @@ template <bool Transposed>
 std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   auto s = std::make_unique<ConvState>();
   s->g = geometry_of<Transposed>(a);
+  const amber_tensor_view& w = a->inputs[1];
   const int threads = std::max(1, a->num_threads);
   if (s->g.type == memory::data_type::bf16) {
     try {
-      (void)s->prim(threads, a->inputs[1]);
+      (void)s->prim(threads, w);
     } catch (const dnnl::error&) {  // no bf16 implementation of this geometry: f32, as asked by default
       s->g.type = memory::data_type::f32;
     }
   }
-  s->ws = s->prim(threads, a->inputs[1]).prim->scratch_bytes();
-  if (threads > 1) (void)s->prim(1, a->inputs[1]);
+  if (s->g.int8) {
+    const int64_t per_oc = w.sizes[1] * w.sizes[2] * w.sizes[3];
+    s->qweights.resize(size_t(s->g.oc * per_oc));
+    s->wscales.resize(size_t(s->g.oc));
+    std::vector<int32_t> sums(size_t(s->g.oc));  // what a zero point multiplies: oneDNN's own business here
+    quantize_channels(static_cast<const float*>(w.data), s->g.oc, per_oc, w.strides[0], 1, s->qweights.data(),
+                      s->wscales.data(), sums.data());
+    s->scale_md = memory::desc({1, 1, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
+    s->bias4_md = memory::desc({1, s->g.oc, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
+    s->zero_md = memory::desc({1}, memory::data_type::s32, memory::format_tag::x);
+    try {  // the source without a zero point (after a ReLU) now; with one, or in f32, on first use
+      s->ws = s->source_bytes() + s->prim(threads, w, kU8).prim->scratch_bytes();
+      if (threads > 1) (void)s->prim(1, w, kU8);
+      return s;
+    } catch (const dnnl::error&) {  // no int8 implementation of this geometry: f32
+      s->g.int8 = false;
+      s->qweights = {};
+      s->wscales = {};
+    }
+  }
+  s->ws = s->prim(threads, w).prim->scratch_bytes();
+  if (threads > 1) (void)s->prim(1, w);
   return s;
+}
+
+// The source in the layout `target` wants: in place when it has it, else materialised (a
+// broadcast, stride-0 input) into `xcontig` and reordered into `xbuf` as needed.
+const void* source_as(const amber_tensor_view& x, const Geometry& g, const memory::desc& target,
+                      std::vector<float>& xcontig, std::vector<float>& xbuf) {
+  const float* xp = static_cast<const float*>(x.data);
+  const Dims& xd = g.xd;
+  Dims xs = g.xs;
+  if (!strides_usable(xd, xs)) {  // broadcast (stride-0) input: materialise it
+    xcontig.resize(size_t(xd[0] * xd[1] * xd[2] * xd[3]));
+    size_t k = 0;
+    for (int64_t n = 0; n < xd[0]; ++n)
+      for (int64_t c = 0; c < xd[1]; ++c)
+        for (int64_t h = 0; h < xd[2]; ++h)
+          for (int64_t ww = 0; ww < xd[3]; ++ww) xcontig[k++] = xp[n * xs[0] + c * xs[1] + h * xs[2] + ww * xs[3]];
+    xp = xcontig.data();
+    xs = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1};
+  }
+  const memory::desc user_src(xd, memory::data_type::f32, xs);
+  if (user_src == target) return xp;
+  xbuf.resize(floats_for(target));
+  run_reorder(memory(user_src, engine(), const_cast<float*>(xp)), memory(target, engine(), xbuf.data()));
+  return xbuf.data();
+}
+
+// A dense copy of a bias with a stride, or the bias itself.
+const float* dense_bias(const amber_tensor_view& b, int64_t oc, std::vector<float>& bbuf) {
+  const float* bp = static_cast<const float*>(b.data);
+  if (oc == 1 || b.strides[0] == 1) return bp;
+  bbuf.resize(size_t(oc));
+  for (int64_t i = 0; i < oc; ++i) bbuf[size_t(i)] = bp[i * b.strides[0]];
+  return bbuf.data();
+}
+
+// A dynamic int8 call: the source's range, its uint8 quantization (at the workspace's
+// start), the product with its scale and the bias in post-ops. Returns false, having
+// written nothing, when the source holds an infinity or NaN.
+bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
+  const Geometry& g = st.g;
+  std::vector<float> xcontig, xbuf, ybuf, bbuf;
+  const float* xp = static_cast<const float*>(
+      source_as(x, g, memory::desc(g.xd, memory::data_type::f32, memory::format_tag::nhwc), xcontig, xbuf));
+  const int64_t n = g.xd[0] * g.xd[1] * g.xd[2] * g.xd[3];
+  float lo = 0, hi = 0;
+  if (!tensor_range(xp, n, lo, hi)) return false;
+  const TensorQuant t = tensor_quant(lo, hi);
+  const Variant v = t.zero_point == 0 ? kU8 : kU8ZeroPoint;
+  ProductPrim& prim = st.prim(threads, w, v);
+  char* scratch = static_cast<char*>(a->workspace);
+  size_t scratch_bytes = a->workspace_bytes;
+  std::vector<uint8_t> own_q;  // a call without the step's workspace only
+  uint8_t* xq = nullptr;
+  if (scratch && scratch_bytes >= st.source_bytes()) {
+    xq = reinterpret_cast<uint8_t*>(scratch);
+    scratch += st.source_bytes();
+    scratch_bytes -= st.source_bytes();
+  } else {
+    own_q.resize(size_t(n));
+    xq = own_q.data();
+  }
+  quantize_tensor(xp, n, t, xq);
+  const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
+  const bool direct = user_dst == prim.dst;
+  if (!direct) ybuf.resize(floats_for(prim.dst));
+  void* yp = direct ? y.data : ybuf.data();
+  std::vector<Arg> args = {
+      {DNNL_ARG_SRC, &prim.src, xq},
+      {DNNL_ARG_WEIGHTS, &prim.wei, prim.packed ? static_cast<const void*>(prim.packed->data) : st.qweights.data()},
+      {DNNL_ARG_DST, &prim.dst, yp},
+      {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &st.scale_md, &t.scale}};
+  if (g.bias)
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, &st.bias4_md, dense_bias(b, g.oc, bbuf)});
+  if (v == kU8ZeroPoint) args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &st.zero_md, &t.zero_point});
+  prim.prim->execute(args, scratch, scratch_bytes);
+  if (!direct) run_reorder(memory(prim.dst, engine(), ybuf.data()), memory(user_dst, engine(), y.data));
+  return true;
 }
 
 template <bool Transposed>
@@ -190,6 +337,7 @@ int conv(const amber_kernel_args* a) {
   const Geometry& g = st->g;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
+  if (g.int8 && conv_int8(a, *st, threads)) return 0;
   ProductPrim& prim = st->prim(threads, w);
   dnnl::engine& eng = engine();
 
@@ -208,38 +356,15 @@ int conv(const amber_kernel_args* a) {
   }
   // Source: used in place when already NHWC, else reordered.
   std::vector<float> xbuf, ybuf, xcontig;
-  const float* xp = static_cast<const float*>(x.data);
-  const Dims& xd = g.xd;
-  Dims xs = g.xs;
-  if (!strides_usable(xd, xs)) {  // broadcast (stride-0) input: materialise it
-    xcontig.resize(size_t(xd[0] * xd[1] * xd[2] * xd[3]));
-    size_t k = 0;
-    for (int64_t n = 0; n < xd[0]; ++n)
-      for (int64_t c = 0; c < xd[1]; ++c)
-        for (int64_t h = 0; h < xd[2]; ++h)
-          for (int64_t ww = 0; ww < xd[3]; ++ww) xcontig[k++] = xp[n * xs[0] + c * xs[1] + h * xs[2] + ww * xs[3]];
-    xp = xcontig.data();
-    xs = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1};
-  }
-  const memory::desc user_src(xd, memory::data_type::f32, xs);
-  if (user_src != prim.src) {
-    xbuf.resize(floats_for(prim.src));
-    run_reorder(memory(user_src, eng, const_cast<float*>(xp)), memory(prim.src, eng, xbuf.data()));
-    xp = xbuf.data();
-  }
+  const void* xp = source_as(x, g, prim.src, xcontig, xbuf);
   // Destination: written in place when the output is NHWC (conv2d's own output layout).
   const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
   const bool direct = user_dst == prim.dst;
   if (!direct) ybuf.resize(floats_for(prim.dst));
   void* yp = direct ? y.data : ybuf.data();
   if (present(b)) {
-    const float* bp = static_cast<const float*>(b.data);
     std::vector<float> bbuf;
-    if (memory::desc({g.oc}, memory::data_type::f32, Dims{b.strides[0]}) != prim.bias) {  // strided: copy it
-      bbuf.resize(size_t(g.oc));
-      for (int64_t i = 0; i < g.oc; ++i) bbuf[size_t(i)] = bp[i * b.strides[0]];
-      bp = bbuf.data();
-    }
+    const float* bp = dense_bias(b, g.oc, bbuf);
     prim.prim->execute({{DNNL_ARG_SRC, &prim.src, xp},
                         {DNNL_ARG_WEIGHTS, &prim.wei, wei},
                         {DNNL_ARG_BIAS, &prim.bias, bp},

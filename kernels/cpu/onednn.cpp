@@ -2,6 +2,7 @@
 #include "amber/kernels/cpu/onednn.h"
 
 #include <new>
+#include <span>
 
 #include "amber/core/mapped_pages.h"
 #include "amber/core/parallel.h"
@@ -59,7 +60,8 @@ std::shared_ptr<PackedWeights> PackedByLayout::get(const void* data, const memor
   return packed;
 }
 
-void Primitive::execute(std::initializer_list<Arg> args, void* scratch, size_t scratch_bytes) {
+void Primitive::execute(const Arg* begin, const Arg* end, void* scratch, size_t scratch_bytes) {
+  const std::span<const Arg> args(begin, end);
   std::unique_ptr<Context> c;
   {
     std::lock_guard lock(mutex_);

@@ -76,7 +76,12 @@ class Primitive {
   Primitive& operator=(const Primitive&) = delete;
   // Runs and waits. scratch: the call's workspace when at least scratch_bytes() (else the
   // context's own scratchpad is used).
-  void execute(std::initializer_list<Arg> args, void* scratch = nullptr, size_t scratch_bytes = 0);
+  void execute(std::initializer_list<Arg> args, void* scratch = nullptr, size_t scratch_bytes = 0) {
+    execute(args.begin(), args.end(), scratch, scratch_bytes);
+  }
+  void execute(const std::vector<Arg>& args, void* scratch = nullptr, size_t scratch_bytes = 0) {
+    execute(args.data(), args.data() + args.size(), scratch, scratch_bytes);
+  }
   size_t scratch_bytes() const { return scratch_.get_size(); }
 
  private:
@@ -85,6 +90,7 @@ class Primitive {
     std::unordered_map<int, memory> mem;
     std::vector<char> pad;
   };
+  void execute(const Arg* begin, const Arg* end, void* scratch, size_t scratch_bytes);
   dnnl::primitive prim_;
   memory::desc scratch_;
   std::mutex mutex_;

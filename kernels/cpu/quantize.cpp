@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/loops.h"
@@ -65,6 +66,38 @@ struct QuantizeRow {
   }
 };
 
+// A run's range as ordered ints: p[0] the floats, p[1] two int32 (lo, hi) updated.
+struct RangeRun {
+  static void run(char* const* p, const int64_t*, int64_t n, const void*) {
+    const float* x = reinterpret_cast<const float*>(p[0]);
+    int32_t* r = reinterpret_cast<int32_t*>(p[1]);
+    int32_t lo = r[0], hi = r[1];
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t o = ordered(x[i]);
+      lo = o < lo ? o : lo;
+      hi = o > hi ? o : hi;
+    }
+    r[0] = lo;
+    r[1] = hi;
+  }
+};
+
+// A run quantized: p[0] the floats, p[1] the uint8 out; ctx the TensorQuant.
+struct QuantizeRun {
+  static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
+    const float* x = reinterpret_cast<const float*>(p[0]);
+    uint8_t* q = reinterpret_cast<uint8_t*>(p[1]);
+    const TensorQuant& t = *static_cast<const TensorQuant*>(ctx);
+    const float inv = 1.0f / t.scale, z = float(t.zero_point);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = (x[i] * inv + kRound) - kRound;
+      q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v + z, 0.0f), 255.0f)));
+    }
+  }
+};
+
+constexpr int64_t kRun = int64_t(1) << 14;  // elements per task of a whole-tensor loop
+
 // One row of accumulators: p[0] int32 in, float out; p[1] column scales; p[2] column sums;
 // p[3] the bias or null; p[4] the row's scale; p[5] its zero point.
 struct DequantizeRow {
@@ -111,6 +144,50 @@ void quantize_channels(const float* w, int64_t out, int64_t in, int64_t s0, int6
       sums[o] += qr[i];
     }
   }
+}
+
+bool tensor_range(const float* x, int64_t n, float& lo, float& hi) {
+  static const InnerFn inner = IsaVariants<RangeRun>::pick();
+  const int64_t runs = (n + kRun - 1) / kRun;
+  std::vector<int32_t> r(size_t(2 * runs), 0);  // ordered(0.0f) == 0: the range includes zero
+  parallel_for(runs, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      char* p[2] = {reinterpret_cast<char*>(const_cast<float*>(x + i * kRun)),
+                    reinterpret_cast<char*>(&r[size_t(2 * i)])};
+      inner(p, nullptr, std::min(kRun, n - i * kRun), nullptr);
+    }
+  });
+  int32_t l = 0, h = 0;
+  for (int64_t i = 0; i < runs; ++i) {
+    l = std::min(l, r[size_t(2 * i)]);
+    h = std::max(h, r[size_t(2 * i + 1)]);
+  }
+  if (l <= kMinusInf || h >= kPlusInf) return false;
+  lo = from_ordered(l);
+  hi = from_ordered(h);
+  return true;
+}
+
+TensorQuant tensor_quant(float lo, float hi) {
+  TensorQuant t;
+  if (!(hi > lo)) return t;  // zeros
+  t.scale = (hi - lo) / 255.0f;
+  t.zero_point = int32_t(std::min(std::max(std::nearbyint(-lo / t.scale), 0.0f), 255.0f));
+  return t;
+}
+
+void quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q) {
+  if (t.scale == 0.0f) {
+    std::memset(q, 0, size_t(n));
+    return;
+  }
+  static const InnerFn inner = IsaVariants<QuantizeRun>::pick();
+  parallel_for((n + kRun - 1) / kRun, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      char* p[2] = {reinterpret_cast<char*>(const_cast<float*>(x + i * kRun)), reinterpret_cast<char*>(q + i * kRun)};
+      inner(p, nullptr, std::min(kRun, n - i * kRun), &t);
+    }
+  });
 }
 
 void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales, int32_t* zero_points) {

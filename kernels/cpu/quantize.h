@@ -1,8 +1,9 @@
 // int8 quantization for the CPU kernels' dynamic int8 path (AMBER_PRECISION_DYNAMIC_INT8):
-// weights symmetric int8 with a scale per output channel, quantized once at setup; a
-// product's rows asymmetric uint8 with a scale and zero point per row, quantized as they
-// enter (all 256 levels span the row's range, zero exact); and the int32 accumulators of
-// such a product turned back into f32 with both scales, the zero points and the bias.
+// weights symmetric int8 with a scale per output channel, quantized once at setup; a linear
+// layer's rows asymmetric uint8 with a scale and zero point per row, and a convolution's
+// source uint8 with one scale and zero point, quantized as they enter (all 256 levels span
+// the range, zero exact); and the int32 accumulators of a linear layer's product turned
+// back into f32 with both scales, the zero points and the bias.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,22 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float
 // not null). On the calling kernel's threads.
 void dequantize_products(void* io, int64_t rows, int64_t cols, const float* row_scales, const int32_t* zero_points,
                          const float* col_scales, const int32_t* sums, const float* bias);
+
+// A whole tensor's range: lo = min(x, 0), hi = max(x, 0) over x[0, n); returns false (and
+// leaves lo and hi unspecified) when one element is an infinity or NaN. On the calling
+// kernel's threads.
+bool tensor_range(const float* x, int64_t n, float& lo, float& hi);
+
+// The uint8 quantization of a whole tensor whose range is [lo, hi] (tensor_range): its scale
+// and zero point (0 when lo == 0, so a non-negative tensor uses all 256 levels above it).
+struct TensorQuant {
+  float scale = 0;  // 0 for a tensor of zeros
+  int32_t zero_point = 0;
+};
+TensorQuant tensor_quant(float lo, float hi);
+// q[i] = round(x[i] / t.scale) + t.zero_point in [0, 255] over x[0, n). On the calling
+// kernel's threads.
+void quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q);
 
 // The largest reduction length (in_f) whose int32 accumulators, and their zero point
 // corrections, cannot overflow: 255 * 127 * k < 2^30. Longer ones stay f32.
