@@ -101,7 +101,7 @@ typedef enum amber_precision {
   /* Dynamic int8: linear layers and convolutions whose weights are immutable may multiply
    * 8-bit integers with int32 accumulation: weights quantized once, at setup (symmetric int8, a
    * scale per output channel); each call's sources quantized as they enter (uint8 with a scale
-   * and zero point from their own range: per row for a linear layer, per tensor for a
+   * and zero point from their own range: per row for a linear layer, per image for a
    * convolution); outputs f32. Everything else computes as AMBER_PRECISION_F32. Only backends
    * with AMBER_BACKEND_INT8 are given it. */
   AMBER_PRECISION_DYNAMIC_INT8 = 2

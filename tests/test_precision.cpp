@@ -46,7 +46,7 @@ TraceOptions dynamic_trace() {
 // The reduced precisions measured here, and each one's bounds: digits accuracy within
 // `digits_pp` percentage points of f32 ([quant]'s bounds), top-1 agreement at least
 // `agreement`, relative error at most `error` (measured: bf16 99.10% and 3.7e-3 on ResNet-18;
-// dynamic int8 97.40% and 1.6e-2 there, its per-tensor source ranges spanning a batch of 25).
+// dynamic int8 96.60% and 1.6e-2 there: seeded, untrained weights leave small top-1 margins).
 struct Reduced {
   Precision precision;
   const char* label;
@@ -54,7 +54,7 @@ struct Reduced {
   double digits_pp, agreement, error;
 };
 const Reduced kReduced[] = {{Precision::bf16, "Amber bf16", "AVX512-BF16", 0.5, 0.97, 2e-2},
-                            {Precision::dynamic_int8, "Amber dynamic int8", "AVX512-VNNI", 1.0, 0.96, 3e-2}};
+                            {Precision::dynamic_int8, "Amber dynamic int8", "AVX512-VNNI", 1.0, 0.95, 3e-2}};
 
 // The model of an archive at a reduced precision, or an undefined one (with the refusal
 // checked and the reason printed) where the processor cannot run it.

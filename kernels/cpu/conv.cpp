@@ -15,8 +15,10 @@
 // with 2 threads, ResNet-18's 3x3 convolutions run at 450-550 GFLOP/s against 230-260 in f32.
 // With AMBER_PRECISION_DYNAMIC_INT8 and immutable weights (not depthwise, not transposed) the
 // weights are quantized once to int8 (quantize.h: a scale per output channel, the primitive's
-// constant output scales), each call's source to uint8 with one scale and zero point from its
-// own range, and the primitive multiplies by the source's scale and adds the bias in post-ops
+// constant output scales), each call's source image by image to uint8 with a scale and zero
+// point from the image's own range (oneDNN 2.6's binary post-ops broadcast per image only in
+// its reference kernels, so a primitive for one image runs once per image), and the
+// primitive multiplies by the image's scale and adds the bias in post-ops
 // (oneDNN 2.6 takes no runtime output scales for convolutions): measured here with 2 threads,
 // ResNet-18's 3x3 shapes at batch 1, 1007 / 506 / 254 us (64 x 56 x 56) and 825 / 414 / 210 us
 // (512 x 7 x 7) in f32 / bf16 / int8. A non-negative source (after a ReLU) has zero point 0
@@ -162,7 +164,9 @@ struct ConvState {
       omp_set_num_threads(key / kVariants);
       const bool q = v != kAsTyped;
       auto tag4 = memory::format_tag::nhwc;
-      memory::desc src_md(g.xd, q ? memory::data_type::u8 : g.type, tag4), dst_md(g.yd, memory::data_type::f32, tag4);
+      // int8 runs image by image (each with its own source range): a batch of one.
+      const Dims xd = q ? Dims{1, g.xd[1], g.xd[2], g.xd[3]} : g.xd, yd = q ? Dims{1, g.yd[1], g.yd[2], g.yd[3]} : g.yd;
+      memory::desc src_md(xd, q ? memory::data_type::u8 : g.type, tag4), dst_md(yd, memory::data_type::f32, tag4);
       memory::desc wei_md(g.wd, q ? memory::data_type::s8 : g.type, memory::format_tag::any);
       // int8 adds the bias after the source's scale, in a post-op.
       memory::desc bias_md =
@@ -202,8 +206,9 @@ struct ConvState {
       if (strides_usable(g.xd, g.xs) && user_src != f32_src)
         (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_src, engine(), f32_src, user_scratchpad()));
       const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
-      if (user_dst != p->dst)
-        (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), p->dst, engine(), user_dst, user_scratchpad()));
+      const memory::desc f32_dst = q ? memory::desc(g.yd, memory::data_type::f32, tag4) : p->dst;
+      if (user_dst != f32_dst)
+        (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), f32_dst, engine(), user_dst, user_scratchpad()));
       return p;
     });
   }
@@ -282,21 +287,23 @@ const float* dense_bias(const amber_tensor_view& b, int64_t oc, std::vector<floa
   return bbuf.data();
 }
 
-// A dynamic int8 call: the source's range, its uint8 quantization (at the workspace's
-// start), the product with its scale and the bias in post-ops. Returns false, having
-// written nothing, when the source holds an infinity or NaN.
+// A dynamic int8 call, image by image (an image's outputs never depend on its batchmates):
+// each image's range and uint8 quantization (the whole source at the workspace's start), its
+// product with its scale and the bias in post-ops. Returns false, having written nothing,
+// when the source holds an infinity or NaN.
 bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
   const Geometry& g = st.g;
   std::vector<float> xcontig, xbuf, ybuf, bbuf;
   const float* xp = static_cast<const float*>(
       source_as(x, g, memory::desc(g.xd, memory::data_type::f32, memory::format_tag::nhwc), xcontig, xbuf));
-  const int64_t n = g.xd[0] * g.xd[1] * g.xd[2] * g.xd[3];
-  float lo = 0, hi = 0;
-  if (!tensor_range(xp, n, lo, hi)) return false;
-  const TensorQuant t = tensor_quant(lo, hi);
-  const Variant v = t.zero_point == 0 ? kU8 : kU8ZeroPoint;
-  ProductPrim& prim = st.prim(threads, w, v);
+  const int64_t images = g.xd[0], per_image = g.xd[1] * g.xd[2] * g.xd[3], out_image = g.yd[1] * g.yd[2] * g.yd[3];
+  std::vector<TensorQuant> quant(static_cast<size_t>(images));
+  for (int64_t i = 0; i < images; ++i) {
+    float lo = 0, hi = 0;
+    if (!tensor_range(xp + i * per_image, per_image, lo, hi)) return false;
+    quant[size_t(i)] = tensor_quant(lo, hi);
+  }
   char* scratch = static_cast<char*>(a->workspace);
   size_t scratch_bytes = a->workspace_bytes;
   std::vector<uint8_t> own_q;  // a call without the step's workspace only
@@ -306,24 +313,30 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
     scratch += st.source_bytes();
     scratch_bytes -= st.source_bytes();
   } else {
-    own_q.resize(size_t(n));
+    own_q.resize(size_t(images * per_image));
     xq = own_q.data();
   }
-  quantize_tensor(xp, n, t, xq);
-  const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
-  const bool direct = user_dst == prim.dst;
-  if (!direct) ybuf.resize(floats_for(prim.dst));
-  void* yp = direct ? y.data : ybuf.data();
-  std::vector<Arg> args = {
-      {DNNL_ARG_SRC, &prim.src, xq},
-      {DNNL_ARG_WEIGHTS, &prim.wei, prim.packed ? static_cast<const void*>(prim.packed->data) : st.qweights.data()},
-      {DNNL_ARG_DST, &prim.dst, yp},
-      {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &st.scale_md, &t.scale}};
-  if (g.bias)
-    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, &st.bias4_md, dense_bias(b, g.oc, bbuf)});
-  if (v == kU8ZeroPoint) args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &st.zero_md, &t.zero_point});
-  prim.prim->execute(args, scratch, scratch_bytes);
-  if (!direct) run_reorder(memory(prim.dst, engine(), ybuf.data()), memory(user_dst, engine(), y.data));
+  const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys),
+      nhwc_dst(g.yd, memory::data_type::f32, memory::format_tag::nhwc);
+  const bool direct = user_dst == nhwc_dst;
+  if (!direct) ybuf.resize(floats_for(nhwc_dst));
+  float* yp = direct ? static_cast<float*>(y.data) : ybuf.data();
+  const float* bp = g.bias ? dense_bias(b, g.oc, bbuf) : nullptr;
+  for (int64_t i = 0; i < images; ++i) {
+    const TensorQuant& t = quant[size_t(i)];
+    quantize_tensor(xp + i * per_image, per_image, t, xq + i * per_image);
+    const Variant v = t.zero_point == 0 ? kU8 : kU8ZeroPoint;
+    ProductPrim& prim = st.prim(threads, w, v);
+    std::vector<Arg> args = {
+        {DNNL_ARG_SRC, &prim.src, xq + i * per_image},
+        {DNNL_ARG_WEIGHTS, &prim.wei, prim.packed ? static_cast<const void*>(prim.packed->data) : st.qweights.data()},
+        {DNNL_ARG_DST, &prim.dst, yp + i * out_image},
+        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &st.scale_md, &t.scale}};
+    if (bp) args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, &st.bias4_md, bp});
+    if (v == kU8ZeroPoint) args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &st.zero_md, &t.zero_point});
+    prim.prim->execute(args, scratch, scratch_bytes);
+  }
+  if (!direct) run_reorder(memory(nhwc_dst, engine(), ybuf.data()), memory(user_dst, engine(), y.data));
   return true;
 }
 

@@ -1,7 +1,7 @@
 // int8 quantization for the CPU kernels' dynamic int8 path (AMBER_PRECISION_DYNAMIC_INT8):
 // weights symmetric int8 with a scale per output channel, quantized once at setup; a linear
 // layer's rows asymmetric uint8 with a scale and zero point per row, and a convolution's
-// source uint8 with one scale and zero point, quantized as they enter (all 256 levels span
+// source uint8 with a scale and zero point per image, quantized as they enter (all 256 levels span
 // the range, zero exact); and the int32 accumulators of a linear layer's product turned
 // back into f32 with both scales, the zero points and the bias.
 #pragma once
