@@ -30,8 +30,9 @@ const char* const kPathNames[kPaths] = {"eager",           "traced",     "loaded
 // The bf16 column's bound: max |amber - ref| <= kBf16Tolerance * max |ref| (bf16 keeps 8
 // significant bits, a relative rounding of 2^-9 per product input; measured here 0.1-0.4%).
 constexpr double kBf16Tolerance = 2e-2;
-// The dynamic int8 column's (Precision::dynamic_int8: linear layers only), likewise: each
-// product input rounded to 1/254 of its row's or channel's largest magnitude.
+// The dynamic int8 column's (Precision::dynamic_int8: linear layers and convolutions),
+// likewise: each product input rounded to 1/255 of its source's range (a row, an image) or
+// 1/254 of its weight channel's largest magnitude.
 constexpr double kInt8Tolerance = 4e-2;
 
 struct Cell {
