@@ -38,6 +38,9 @@ void fuse_layer_norm(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
+// conv2d whose output only an activation reads (relu6, hardtanh or clamp with finite
+// bounds, silu, hardswish, or a one-input fused program spelling one) becomes fused_conv2d.
+void fuse_conv_activation(Graph& g);
 
 // Inserts a `to` node before every input the dispatcher would convert to the node's compute
 // dtype (type promotion), so each node's inputs already have its kernel's dtype. Needs a

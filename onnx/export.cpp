@@ -838,8 +838,11 @@ void Exporter::node(const Node& n) {
     op("MatMul", {in(n, 0), in(n, 1)}, {}, out(n));
     return;
   }
-  if (name == "conv2d" || name == "conv_transpose2d") {
-    const bool tr = name == "conv_transpose2d";
+  if (name == "conv2d" || name == "conv_transpose2d" || name == "fused_conv2d") {
+    // fused_conv2d: Conv, then its activation (Clip, x * Sigmoid(x), HardSwish).
+    static_assert(oa::fused_conv2d::stride == oa::conv2d::stride && oa::fused_conv2d::padding == oa::conv2d::padding &&
+                  oa::fused_conv2d::dilation == oa::conv2d::dilation && oa::fused_conv2d::groups == oa::conv2d::groups);
+    const bool tr = name == "conv_transpose2d", fused = name == "fused_conv2d";
     auto pair = [](const std::vector<int64_t>& v, int64_t dflt) {
       return v.empty() ? std::vector<int64_t>{dflt, dflt} : v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
     };
@@ -849,17 +852,31 @@ void Exporter::node(const Node& n) {
     const int64_t groups = at[tr ? oa::conv_transpose2d::groups : oa::conv2d::groups].i();
     std::vector<std::string> ins{batch1(in(n, 0), x0), in(n, 1)};
     if (n.inputs[2]) ins.push_back(in(n, 2));
-    unbatch(op(
-                tr ? "ConvTranspose" : "Conv", ins,
-                [&](onnx::NodeProto* p) {
-                  attr_ints(p, "strides", stride);
-                  attr_ints(p, "pads", {padding[0], padding[1], padding[0], padding[1]});
-                  attr_ints(p, "dilations", dilation);
-                  attr_i(p, "group", groups);
-                  if (tr) attr_ints(p, "output_padding", pair(at[oa::conv_transpose2d::output_padding].ints(), 0));
-                },
-                unbatched_out(n)),
-            n);
+    const std::string y = op(
+        tr ? "ConvTranspose" : "Conv", ins,
+        [&](onnx::NodeProto* p) {
+          attr_ints(p, "strides", stride);
+          attr_ints(p, "pads", {padding[0], padding[1], padding[0], padding[1]});
+          attr_ints(p, "dilations", dilation);
+          attr_i(p, "group", groups);
+          if (tr) attr_ints(p, "output_padding", pair(at[oa::conv_transpose2d::output_padding].ints(), 0));
+        },
+        fused ? fresh("conv") : unbatched_out(n));
+    if (fused) {
+      const std::string& act = at[oa::fused_conv2d::activation].s();
+      const DType t = out_type(n);
+      const std::string yo = unbatched_out(n);
+      if (act == "clamp")
+        op("Clip", {y, scalar(at[oa::fused_conv2d::min_val].f(), t), scalar(at[oa::fused_conv2d::max_val].f(), t)}, {},
+           yo);
+      else if (act == "silu")
+        op("Mul", {y, op("Sigmoid", {y})}, {}, yo);
+      else
+        op("HardSwish", {y}, {}, yo);
+      unbatch(yo, n);
+    } else {
+      unbatch(y, n);
+    }
     return;
   }
   if (name == "max_pool2d" || name == "avg_pool2d" || name == "max_pool2d_with_indices") {

@@ -250,6 +250,13 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& s
               const DimVec& dilation, int64_t groups, SrcLoc loc) {
   return call(AMBER_OP("conv2d"), {&x, &w, &b}, {Attr(stride), Attr(padding), Attr(dilation), Attr(groups)}, loc);
 }
+Tensor fused_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,
+                    const DimVec& dilation, int64_t groups, const std::string& activation, double min_val,
+                    double max_val, SrcLoc loc) {
+  return call(
+      AMBER_OP("fused_conv2d"), {&x, &w, &b},
+      {Attr(stride), Attr(padding), Attr(dilation), Attr(groups), Attr(activation), Attr(min_val), Attr(max_val)}, loc);
+}
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,
                         const DimVec& output_padding, int64_t groups, const DimVec& dilation, SrcLoc loc) {
   return call(AMBER_OP("conv_transpose2d"), {&x, &w, &b},

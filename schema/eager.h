@@ -149,6 +149,11 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 // The output of conv2d is channels-last (NHWC memory); values and shape are PyTorch's.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const DimVec& stride = {1},
               const DimVec& padding = {0}, const DimVec& dilation = {1}, int64_t groups = 1, SrcLoc loc = {});
+// conv2d and then an activation of its output, as one op (what the conv-activation fusion
+// pass makes; docs/OPS.md): "clamp" to [min_val, max_val], "silu" or "hardswish".
+Tensor fused_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const DimVec& stride,
+                    const DimVec& padding, const DimVec& dilation, int64_t groups, const std::string& activation,
+                    double min_val = 0.0, double max_val = 6.0, SrcLoc loc = {});
 // The transposed convolution (the gradient of conv2d with respect to its input), as
 // torch.nn.functional.conv_transpose2d: weight [in_channels, out_channels / groups, kH, kW];
 // output_padding adds rows and columns at the far side. Output channels-last, as conv2d's.

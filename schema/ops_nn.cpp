@@ -1,5 +1,5 @@
-// Op table entries for neural-network layers: conv2d, conv_transpose2d, max_pool2d (with or
-// without indices), avg_pool2d,
+// Op table entries for neural-network layers: conv2d (and fused_conv2d, with an activation),
+// conv_transpose2d, max_pool2d (with or without indices), avg_pool2d,
 // adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, grid_sample, batch_norm and layer_norm (inference),
 // embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
 // ceil_mode, padding limits). conv2d produces channels-last output; pooling and
@@ -71,6 +71,19 @@ void infer_conv2d(InferCtx& c) {
     c.add_output(x.dtype, DimVec{n, w.sizes[0], out_hw[0], out_hw[1]}).format = MemoryFormat::channels_last;
   else
     c.add_output(x.dtype, DimVec{w.sizes[0], out_hw[0], out_hw[1]});
+}
+
+// fused_conv2d: conv2d's rules, and an activation the kernels apply to its output as they
+// write it (the conv-activation fusion pass makes these; see docs/OPS.md).
+void infer_fused_conv2d(InferCtx& c) {
+  const std::string& act = c.attr("activation").s();
+  c.check(act == "clamp" || act == "silu" || act == "hardswish", "activation must be clamp, silu or hardswish, got '",
+          act, "'");
+  if (act == "clamp") {
+    const double lo = c.attr("min_val").f(), hi = c.attr("max_val").f();
+    c.check(lo <= hi, "clamp needs min_val <= max_val, got ", lo, " and ", hi);
+  }
+  infer_conv2d(c);
 }
 
 // conv_transpose2d(input, weight [in, out/groups, kH, kW], bias, stride, padding,
@@ -270,6 +283,13 @@ const OpRegistrar registrar{
      DTypeSet{DType::f32}, infer_conv2d, 0, nullptr, 1,
      "2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input; groups include depthwise. The "
      "output is channels-last.",
+     OpCost::conv},
+    {"fused_conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
+     "int[] dilation=[1], int groups=1, str activation=\"clamp\", float min_val=0.0, float max_val=6.0) -> Tensor",
+     DTypeSet{DType::f32}, infer_fused_conv2d, 0, nullptr, 1,
+     "conv2d followed by an activation of its output: clamp (to [min_val, max_val]; either may be infinite; "
+     "NaN stays NaN), silu or hardswish, each with its pointwise op's formula; made by the conv-activation "
+     "fusion pass.",
      OpCost::conv},
     {"conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
      "int[] output_padding=[0], int groups=1, int[] dilation=[1]) -> Tensor",

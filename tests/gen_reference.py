@@ -655,6 +655,42 @@ case("conv_channels_last_input", "conv2d", conv, [In([2, 16, 9, 9], layout=("cl"
      attrs={"padding": [1]}, **CONV_TOL)
 case("conv_wide", "conv2d", conv, [In([1, 64, 14, 14]), In([64, 64, 3, 3]), In([64])], attrs={"padding": [1]},
      atol=2e-4, rtol=1e-4)
+def fused_conv(x, w, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1, activation="clamp", min_val=0.0,
+               max_val=6.0):
+    """conv2d, then the activation (Amber's own op: its reference refuses what Amber refuses)."""
+    if activation not in ("clamp", "silu", "hardswish") or (activation == "clamp" and min_val > max_val):
+        raise ValueError(f"activation {activation} [{min_val}, {max_val}]")
+    y = conv(x, w, b, stride, padding, dilation, groups)
+    if activation == "clamp":
+        return torch.clamp(y, min_val, max_val)
+    return F.silu(y) if activation == "silu" else F.hardswish(y)
+
+
+def with_nan_inf(shape, nan, inf, ninf):
+    t = torch.randn(shape, generator=gen) * 3
+    t.view(-1)[nan] = float("nan")
+    t.view(-1)[inf] = float("inf")
+    t.view(-1)[ninf] = float("-inf")
+    return t
+
+
+case("fused_conv_relu6", "fused_conv2d", fused_conv, [In([2, 5, 9, 7], kind="wide"), In([7, 5, 3, 3]), In([7])],
+     attrs={"padding": [1]}, **CONV_TOL)
+case("fused_conv_clamp_depthwise_nan_inf", "fused_conv2d", fused_conv,
+     [Fixed(with_nan_inf([2, 6, 7, 8], [3], [100], [250])), In([6, 1, 3, 3]), In([6])],
+     attrs={"groups": 6, "padding": [1], "min_val": -1.5, "max_val": 2.0}, **CONV_TOL)
+case("fused_conv_silu_strided_groups", "fused_conv2d", fused_conv, [In([1, 6, 11, 9], kind="wide"),
+     In([4, 3, 3, 3]), In([4])], attrs={"groups": 2, "stride": [2], "padding": [1], "activation": "silu"}, **CONV_TOL)
+case("fused_conv_silu_nan_inf", "fused_conv2d", fused_conv,
+     [Fixed(with_nan_inf([1, 4, 5, 6], [7], [30], [61])), In([3, 4, 1, 1]), None], attrs={"activation": "silu"},
+     **CONV_TOL)
+case("fused_conv_hardswish_noncontig", "fused_conv2d", fused_conv,
+     [In([2, 5, 9, 11], kind="wide", layout=("t", 2, 3)), In([3, 5, 3, 3]), In([3])],
+     attrs={"activation": "hardswish"}, **CONV_TOL)
+case("fused_conv_bad_activation", "fused_conv2d", fused_conv, [In([1, 3, 8, 8]), In([4, 3, 3, 3]), None],
+     attrs={"activation": "relu"}, error="activation must be clamp, silu or hardswish")
+case("fused_conv_clamp_bounds", "fused_conv2d", fused_conv, [In([1, 3, 8, 8]), In([4, 3, 3, 3]), None],
+     attrs={"min_val": 2.0, "max_val": 1.0}, error="min_val <= max_val")
 case("conv_channel_mismatch", "conv2d", conv, [In([1, 3, 8, 8]), In([4, 4, 3, 3]), None], error="channels")
 case("conv_too_small", "conv2d", conv, [In([1, 1, 2, 2]), In([1, 1, 3, 3]), None], error="smaller than the kernel")
 

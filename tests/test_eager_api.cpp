@@ -119,6 +119,18 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        },
        {{"stride", I{2, 3}}, {"padding", I{1, 0}}, {"dilation", I{1, 2}}, {"groups", int64_t(3)}},
        {{"input", x4}, {"weight", cw}, {"bias", cb}}},
+      {"fused_conv2d",
+       [&] {
+         (void)fused_conv2d(x4, cw, cb, {2, 3}, {1, 0}, {1, 2}, 3, "clamp", -0.5, 1.5);
+       },
+       {{"stride", I{2, 3}},
+        {"padding", I{1, 0}},
+        {"dilation", I{1, 2}},
+        {"groups", int64_t(3)},
+        {"activation", "clamp"},
+        {"min_val", -0.5},
+        {"max_val", 1.5}},
+       {{"input", x4}, {"weight", cw}, {"bias", cb}}},
       {"div", [&] { (void)div(m, m2, "floor"); }, {{"rounding_mode", "floor"}}, {{"self", m}, {"other", m2}}},
       {"div.Scalar",
        [&] { (void)div(m, Scalar(2.0), "trunc"); },
@@ -282,18 +294,8 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"dims", I{3, 1, 0, 2}}},
        {{"self", x4}}},
       {"pow.Scalar", [&] { (void)pow(m2, Scalar(3)); }, {{"exponent", int64_t(3)}}, {{"self", m2}}},
-      {"reshape",
-       [&] {
-         (void)m.reshape({4, 3});
-       },
-       {{"shape", I{4, 3}}},
-       {{"self", m}}},
-      {"view",
-       [&] {
-         (void)m.view({2, 6});
-       },
-       {{"size", I{2, 6}}},
-       {{"self", m}}},
+      {"reshape", [&] { (void)m.reshape({4, 3}); }, {{"shape", I{4, 3}}}, {{"self", m}}},
+      {"view", [&] { (void)m.view({2, 6}); }, {{"size", I{2, 6}}}, {{"self", m}}},
       {"rsub.Scalar", [&] { (void)rsub(m, 2.5, 3); }, {{"other", 2.5}, {"alpha", int64_t(3)}}, {{"self", m}}},
       {"scaled_dot_product_attention",
        [&] { (void)scaled_dot_product_attention(q, k, v, mask, 0.0, false); },

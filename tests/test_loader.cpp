@@ -581,6 +581,68 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   CHECK(loader::estimate_step_ns(OpCost::window, &pool_in, 1, &pool_out, 1, 9) == Approx(64 * 56 * 56 * 9 / 40.0));
 }
 
+TEST_CASE("conv-activation fusion: relu6, clamp, silu and hardswish after convolutions; NaN and infinities kept",
+          "[loader][fusion]") {
+  // Odd sizes; a plain, a depthwise, a strided grouped and a 1x1 convolution, each followed by
+  // an activation the pass fuses, with weights large enough that clamp's upper bound bites;
+  // a convolution read twice, one followed by relu and one by a one-sided clamp stay apart
+  // (docs/OPS.md, "Convolutions with their activation"). Loaded and traced against
+  // eager (the unfused ops), also for sources holding NaN and infinities, at batch 1 and 3.
+  Generator gen(13);
+  auto init = [&](const DimVec& shape, double scale) { return randn(shape, {}, &gen) * scale; };
+  Tensor w1 = init({8, 3, 3, 3}, 2.0), b1 = init({8}, 1.0), w2 = init({8, 1, 3, 3}, 0.5), w3 = init({6, 4, 3, 3}, 0.3);
+  Tensor b3 = init({6}, 0.3), w4 = init({5, 6, 1, 1}, 0.5), w5 = init({5, 5, 1, 1}, 0.5), w6 = init({4, 5, 1, 1}, 0.5);
+  auto f = [&](const Tensor& x) {
+    Tensor h = relu6(conv2d(x, w1, b1, {1}, {1}));                            // clamp(0, 6)
+    h = hardtanh(conv2d(h, w2, {}, {1}, {1}, {1}, /*groups=*/8), -2.5, 4.0);  // depthwise, clamp
+    h = silu(conv2d(h, w3, b3, {2}, {1}, {1}, /*groups=*/2));                 // strided, grouped
+    const Tensor c = conv2d(h, w4);                                           // read twice: apart
+    Tensor y = hardswish(conv2d(relu(c) + c, w5));                            // 1x1, hardswish
+    return std::vector<Tensor>{y, sigmoid(conv2d(y, w5)) * conv2d(y, w5),     // x * sigmoid(x): silu
+                               relu(conv2d(y, w6)), clamp(conv2d(y, w6, b3.slice(0, 0, 4)), -1.0)};  // apart
+  };
+  const Tensor x = randn({3, 3, 11, 9}, {}, &gen);
+  const TracedModule t = trace(f, {x}, quiet(true));
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  const Model m = load(bytes);
+  const std::string text = m.graph_text();
+  INFO(text);
+  size_t fused = 0;
+  for (size_t at = text.find("= fused_conv2d("); at != std::string::npos; at = text.find("= fused_conv2d(", at + 1))
+    ++fused;
+  CHECK(fused == 5);
+  CHECK(text.find("activation=\"clamp\", min_val=-2.5, max_val=4.0") != std::string::npos);
+  for (int64_t n : {int64_t(1), int64_t(3)}) {
+    Tensor xs = x.slice(0, 0, n).clone();
+    check_loaded(t, {xs}, f(xs), 2e-5, 2e-5, "batch " + std::to_string(n));
+    // NaN and infinities in the source: the unfused ops' NaN, infinities and values.
+    float* p = xs.data_ptr<float>();
+    p[5] = std::nanf("");
+    p[40] = INFINITY;
+    p[xs.numel() - 3] = -INFINITY;
+    const std::vector<Tensor> want = f(xs), got = m.forward({xs});
+    size_t nans = 0;
+    for (double v : want[0].to_vector<double>(SrcLoc::none())) nans += std::isnan(v);
+    CHECK(nans > 0);
+    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 2e-5, 2e-5, "non-finite source");
+  }
+  // Dynamic int8 puts the activation after its scale and bias post-ops.
+  Model int8;
+  try {
+    int8 = load(bytes, LoadOptions{.precision = Precision::dynamic_int8});
+  } catch (const Error& e) {
+    WARN("fused_conv2d in dynamic int8 not checked: " << e.what());
+    return;
+  }
+  const std::vector<Tensor> want = f(x), got = int8.forward({x});
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double ref_max = amax(abs(want[i]), {}).item<double>();
+    const double err = amax(abs(got[i] - want[i]), {}).item<double>();
+    INFO("output " << i << ": int8 max |diff| " << err << " against max |ref| " << ref_max);
+    CHECK(err <= 4e-2 * ref_max);
+  }
+}
+
 TEST_CASE("precision bf16: convolutions and linear layers in bf16 near f32; products of inputs stay f32",
           "[loader][precision]") {
   // Odd sizes, a grouped and a transposed convolution, a linear layer with and without bias,

@@ -26,6 +26,7 @@ void optimize(Graph& g) {
   fuse_attention(g);
   fuse_layer_norm(g);
   fuse_pointwise(g);
+  fuse_conv_activation(g);
   eliminate_dead_code(g);
 }
 

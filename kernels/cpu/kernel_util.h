@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <span>
+#include <string_view>
 
 #include "amber/core/backend.h"
 #include "amber/core/dtype.h"
@@ -57,6 +58,9 @@ int guarded(const amber_kernel_args* a, F&& f) {
 inline int64_t attr_int(const amber_kernel_args* a, int i) { return a->attrs[i].i; }
 inline double attr_float(const amber_kernel_args* a, int i) { return a->attrs[i].f; }
 inline bool attr_bool(const amber_kernel_args* a, int i) { return a->attrs[i].i != 0; }
+inline std::string_view attr_str(const amber_kernel_args* a, int i) {
+  return {a->attrs[i].str, size_t(a->attrs[i].count)};
+}
 inline bool attr_none(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_NONE; }
 inline bool attr_is_float(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_FLOAT; }
 inline std::span<const int64_t> attr_ints(const amber_kernel_args* a, int i) {

@@ -1,9 +1,10 @@
-// CUDA kernels for conv2d and conv_transpose2d on cuDNN 9 (the transposed one as cuDNN's
-// backward-data convolution): input, KRSC-packed weights and output in dense channels-last
-// (other layouts copied through the workspace), FMA math only (no TF32). conv2d runs the
-// backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy API's
-// algorithm. The step's state owns handle, descriptors, plan and packed weights; calls share
-// it under a mutex (a handle holds one stream at a time).
+// CUDA kernels for conv2d, fused_conv2d and conv_transpose2d on cuDNN 9 (the transposed one
+// as cuDNN's backward-data convolution): input, KRSC-packed weights and output in dense
+// channels-last (other layouts copied through the workspace), FMA math only (no TF32). conv2d
+// runs the backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy
+// API's algorithm; fused_conv2d's activation is a pass over the channels-last output with the
+// pointwise ops' own formulas (pointwise_math.h). The step's state owns handle, descriptors,
+// plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -17,6 +18,7 @@
 #include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cuda {
@@ -110,16 +112,21 @@ __global__ void pack_krsc(const float* w, float* out, int K, int C, int R, int S
     if (st_ != CUDNN_STATUS_SUCCESS) return fail(a, "%s: %s: %s", op, #call, cudnnGetErrorString(st_)); \
   } while (0)
 
-// Where each op keeps the attributes the two kernels share.
+enum Kind { kConv, kFused, kTransposed };
+
+// Where each op keeps the attributes the three kernels share.
 struct ConvAttrs {
   const char* name;
   int stride, padding, dilation, groups;
 };
-template <bool Transposed>
+template <Kind K>
 constexpr ConvAttrs attrs_of() {
-  if constexpr (Transposed) {
+  if constexpr (K == kTransposed) {
     namespace at = op_attrs::conv_transpose2d;
     return {"conv_transpose2d", at::stride, at::padding, at::dilation, at::groups};
+  } else if constexpr (K == kFused) {
+    namespace at = op_attrs::fused_conv2d;
+    return {"fused_conv2d", at::stride, at::padding, at::dilation, at::groups};
   } else {
     namespace at = op_attrs::conv2d;
     return {"conv2d", at::stride, at::padding, at::dilation, at::groups};
@@ -168,15 +175,15 @@ bool conv_plans_asked() {
 // (immutable) and scratch input and output buffers can be had to time the engines on; the
 // bias is fused when it is immutable, dense and aligned. Leaves no plan (and no error) when
 // cuDNN offers none: the legacy API then runs the step. Returns only CUDA failures.
-cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const int xd[4], const int yd[4], cudaStream_t stream) {
-  namespace at = op_attrs::conv2d;
+cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4],
+                     cudaStream_t stream) {
   const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
   ConvShape shape{};
   for (int i = 0; i < 4; ++i) shape.x[i] = xd[i], shape.y[i] = yd[i], shape.w[i] = w.sizes[i];
   for (int i = 0; i < 2; ++i) {
-    shape.pad[i] = pair(a, at::padding, i);
-    shape.stride[i] = pair(a, at::stride, i);
-    shape.dilation[i] = pair(a, at::dilation, i);
+    shape.pad[i] = pair(a, at.padding, i);
+    shape.stride[i] = pair(a, at.stride, i);
+    shape.dilation[i] = pair(a, at.dilation, i);
   }
   shape.bias = present(bias) && bias.cache_id != 0 && bias.data && bias.strides[0] == 1 && aligned16(bias.data);
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
@@ -280,9 +287,10 @@ bool choose_data_algo(ConvState* s) {
       [&](cudnnConvolutionBwdDataAlgo_t algo, size_t bytes) { s->data_algo = algo, s->workspace = bytes; });
 }
 
-template <bool Transposed>
+template <Kind Op>
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
-  constexpr ConvAttrs at = attrs_of<Transposed>();
+  constexpr bool Transposed = Op == kTransposed;
+  constexpr ConvAttrs at = attrs_of<Op>();
   const char* const op = at.name;
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
   // cuDNN describes a tensor with 32-bit sizes and at most 2^31 - 1 elements.
@@ -337,7 +345,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                                                                               s->packed, K, C, R, S, w.strides[0],
                                                                               w.strides[1], w.strides[2], w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
-    if (!Transposed && e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, xd, yd, packing);
+    if (!Transposed && e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, at, xd, yd, packing);
     (void)cudaStreamDestroy(packing);
     if (e != cudaSuccess)
       return launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights");
@@ -360,9 +368,19 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
 
 void destroy(void* state) { delete static_cast<ConvState*>(state); }
 
-template <bool Transposed>
+// fused_conv2d's activation over n dense floats, in place.
+enum class Act { clamp, silu, hardswish };
+__global__ void activate(float* y, int64_t n, Act act, float lo, float hi) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = y[i];
+    y[i] = act == Act::clamp ? pw::op::clamp(v, lo, hi) : act == Act::silu ? pw::op::silu(v) : pw::op::hardswish(v);
+  }
+}
+
+template <Kind Op>
 int conv(const amber_kernel_args* a) {
-  const char* const op = attrs_of<Transposed>().name;
+  constexpr bool Transposed = Op == kTransposed;
+  const char* const op = attrs_of<Op>().name;
   auto* s = static_cast<ConvState*>(a->state);
   if (!s) return fail(a, "%s: called without its setup", op);
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
@@ -419,13 +437,23 @@ int conv(const amber_kernel_args* a) {
     if (present(bias) && !(by_plan && s->plan_bias))
       CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
+  if constexpr (Op == kFused) {
+    namespace at = op_attrs::fused_conv2d;
+    const char* act = a->attrs[at::activation].str;
+    const Act which = std::strcmp(act, "clamp") == 0  ? Act::clamp
+                      : std::strcmp(act, "silu") == 0 ? Act::silu
+                                                      : Act::hardswish;
+    activate<<<grid_for(numel(y)), 256, 0, stream_of(a)>>>(
+        static_cast<float*>(yp), numel(y), which, float(a->attrs[at::min_val].f), float(a->attrs[at::max_val].f));
+  }
   if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
   return launched(a, op);
 }
 
 AMBER_CUDA_KERNELS(conv) {
-  register_kernel("conv2d", kF32, amber_kernel{conv<false>, setup<false>, destroy, nullptr});
-  register_kernel("conv_transpose2d", kF32, amber_kernel{conv<true>, setup<true>, destroy, nullptr});
+  register_kernel("conv2d", kF32, amber_kernel{conv<kConv>, setup<kConv>, destroy, nullptr});
+  register_kernel("fused_conv2d", kF32, amber_kernel{conv<kFused>, setup<kFused>, destroy, nullptr});
+  register_kernel("conv_transpose2d", kF32, amber_kernel{conv<kTransposed>, setup<kTransposed>, destroy, nullptr});
 }
 
 }  // namespace
