@@ -83,6 +83,14 @@ int write_fuzz_seeds(const std::string& out) {
                  return avg_pool2d(max_pool2d(relu(y), {2}, {}, {0}, {1}, true), {2}).flatten(1).log_softmax(-1);
                },
                {randn({1, 2, 9, 9})}, o));
+  Tensor wd = randn({3, 1, 3, 3});  // fused_conv2d's three activations (fuse_conv_activation)
+  save("conv_activations", trace(
+                               [&](const Tensor& x) {
+                                 Tensor y = relu6(conv2d(x, w, bw, {1}, {1}));
+                                 y = silu(conv2d(y, wd, {}, {2}, {1}, {1}, 3));
+                                 return hardswish(conv2d(y, wd, bw, {1}, {1}, {1}, 3));
+                               },
+                               {randn({1, 2, 9, 9})}, o));
   auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
     FILE* f = std::fopen((out + "/" + name).c_str(), "wb");
     AMBER_CHECK(f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,
