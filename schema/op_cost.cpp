@@ -38,10 +38,9 @@ OpWork estimate_work(OpCost cost, const amber_tensor_view* in, int n_in, const a
       w.flops = 4 * numel(in[0]) * double(in[1].sizes[in[1].ndim - 2]);
       return w;
     }
-    if (cost == OpCost::window) {
-      w.flops = outs * window;
-      return w;
-    }
+    // Window ops also read and write memory (below): a small window over a large input
+    // (LeNet's 2x2 max pool of [64, 6, 30, 30]) is bound by that, not by its comparisons.
+    if (cost == OpCost::window) w.flops = outs * window;
   }
   for (int i = 0; i < n_in; ++i)
     if (in[i].ndim >= 0) w.bytes += numel(in[i]) * double(itemsize(DType(in[i].dtype)));

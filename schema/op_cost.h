@@ -11,7 +11,7 @@ namespace amber {
 
 struct OpWork {
   double flops = 0;  // arithmetic of products, convolutions, attention, window ops
-  double bytes = 0;  // bytes read and written, for every other op
+  double bytes = 0;  // bytes read and written, for window ops and every op but the above
   double total() const { return flops + bytes; }
 };
 

@@ -576,9 +576,14 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   CHECK(op_schema("add").cost == OpCost::memory);
   for (const char* op : {"max_pool2d", "max_pool2d_with_indices", "avg_pool2d"})
     CHECK(op_schema(op).cost == OpCost::window);
-  // A pooling window's comparisons count: 3 x 3 over 64 x 56 x 56 outputs.
+  // A pooling window's comparisons count, and so do the bytes it reads and writes: 3 x 3
+  // over 64 x 56 x 56 outputs; LeNet's 2 x 2 pool at batch 64 is worth the pool (its bytes:
+  // counted by comparisons alone it ran on one thread, twice as slow).
   const amber_tensor_view pool_in = view({1, 64, 112, 112}), pool_out = view({1, 64, 56, 56});
-  CHECK(loader::estimate_step_ns(OpCost::window, &pool_in, 1, &pool_out, 1, 9) == Approx(64 * 56 * 56 * 9 / 40.0));
+  CHECK(loader::estimate_step_ns(OpCost::window, &pool_in, 1, &pool_out, 1, 9) ==
+        Approx(64 * 56 * 56 * 9 / 40.0 + (64 * 112 * 112 + 64 * 56 * 56) * 4 / 8.0));
+  const amber_tensor_view lenet_in = view({64, 6, 30, 30}), lenet_out = view({64, 6, 15, 15});
+  CHECK(loader::estimate_step_ns(OpCost::window, &lenet_in, 1, &lenet_out, 1, 4) > loader::kParallelMinNs);
 }
 
 TEST_CASE("conv-activation fusion: relu6, clamp, silu and hardswish after convolutions; NaN and infinities kept",
