@@ -69,7 +69,7 @@ enum class OpCost : uint8_t {
   conv_transpose,  // 2 * input elements * weight [in, out/groups, kh, kw] elements per input
   matmul,          // 2 * output elements * input 0's last dim
   attention,       // 4 * query elements * key length
-  window,          // output elements * the elements of the op's kernel_size window (pooling)
+  window,          // output elements * the kernel_size window's elements, plus bytes (pooling)
 };
 
 struct OpSchema;
