@@ -36,6 +36,7 @@
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -106,22 +107,21 @@ Geometry geometry_of(const amber_kernel_args* a) {
     const Dims out_pad = pair_of(at::output_padding);
     g.pad_r = {g.pad[0] - out_pad[0], g.pad[1] - out_pad[1]};  // output_padding: rows past the right padding
     dil1 = pair_of(at::dilation);
-  } else if constexpr (K == kFused) {
-    namespace at = op_attrs::fused_conv2d;
-    g.groups = attr_int(a, at::groups);
-    g.stride = pair_of(at::stride);
-    g.pad = g.pad_r = pair_of(at::padding);
-    dil1 = pair_of(at::dilation);
-    const std::string_view act = attr_str(a, at::activation);
-    g.act = act == "clamp" ? Act::clamp : act == "silu" ? Act::silu : Act::hardswish;
-    g.lo = float(attr_float(a, at::min_val));
-    g.hi = float(attr_float(a, at::max_val));
-  } else {
+  } else {  // fused_conv2d's leading attributes are conv2d's
     namespace at = op_attrs::conv2d;
+    static_assert(op_attrs::fused_conv2d::stride == at::stride && op_attrs::fused_conv2d::padding == at::padding &&
+                  op_attrs::fused_conv2d::dilation == at::dilation && op_attrs::fused_conv2d::groups == at::groups);
     g.groups = attr_int(a, at::groups);
     g.stride = pair_of(at::stride);
     g.pad = g.pad_r = pair_of(at::padding);
     dil1 = pair_of(at::dilation);
+    if constexpr (K == kFused) {
+      namespace fa = op_attrs::fused_conv2d;
+      const std::string_view act = attr_str(a, fa::activation);
+      g.act = act == "clamp" ? Act::clamp : act == "silu" ? Act::silu : Act::hardswish;
+      g.lo = float(attr_float(a, fa::min_val));
+      g.hi = float(attr_float(a, fa::max_val));
+    }
   }
   g.dil = {dil1[0] - 1, dil1[1] - 1};  // oneDNN counts dilation from 0
   nchw_of(x, g.xd, g.xs);
@@ -233,7 +233,9 @@ struct ConvState {
   ByThreads<ProductPrim> prims;  // keyed by threads * kVariants + variant
   size_t ws = 0;
   PackedByLayout packs;
-  bool params_finite = false;  // fused_conv2d: immutable weights and bias found finite at setup
+  // fused_conv2d's clamp: whether weights and bias are finite, found at setup when both are
+  // immutable (else checked on every call).
+  std::optional<bool> params_finite;
   // Dynamic int8: the weights quantized ([OC, IC/G * KH * KW] dense), their scale per output
   // channel, and the layouts of the post-ops' operands and the source's zero point.
   std::vector<int8_t> qweights;
@@ -309,9 +311,9 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   auto s = std::make_unique<ConvState>();
   s->g = geometry_of<K>(a);
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[2];
-  if (s->g.act == Act::clamp)
-    s->params_finite =
-        w.cache_id != 0 && w.data && view_finite(w) && (!present(b) || (b.cache_id != 0 && b.data && view_finite(b)));
+  const auto immutable = [](const amber_tensor_view& v) { return v.cache_id != 0 && v.data; };
+  if (s->g.act == Act::clamp && immutable(w) && (!present(b) || immutable(b)))
+    s->params_finite = view_finite(w) && (!present(b) || view_finite(b));
   const int threads = std::max(1, a->num_threads);
   if (s->g.type == memory::data_type::bf16) {
     try {
@@ -460,7 +462,8 @@ int conv(const amber_kernel_args* a) {
   // and bias checked at setup when immutable, else here; the source here, or by the int8
   // path's own range). silu's and hardswish's post-ops keep NaN and infinities as the ops do.
   const bool params_finite =
-      g.act != Act::clamp || st->params_finite || (view_finite(w) && (!present(b) || view_finite(b)));
+      g.act != Act::clamp ||
+      (st->params_finite ? *st->params_finite : view_finite(w) && (!present(b) || view_finite(b)));
   if (g.int8 && params_finite && conv_int8(a, *st, threads)) return 0;
   const bool own_activation = g.act == Act::clamp && (!params_finite || g.int8 || !view_finite(x));
   ProductPrim& prim = st->prim(threads, w, own_activation ? kNoActivation : kAsTyped);
