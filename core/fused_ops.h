@@ -63,7 +63,8 @@
   X(COSH, cosh, 1, floating)                     \
   X(ASINH, asinh, 1, floating)                   \
   X(ACOSH, acosh, 1, floating)                   \
-  X(ATANH, atanh, 1, floating)
+  X(ATANH, atanh, 1, floating)                   \
+  X(SOFTSIGN, softsign, 1, floating)
 
 #define AMBER_FUSED_OPS(X) AMBER_FUSED_OPS_CORE(X) AMBER_FUSED_OPS_MORE(X)
 

@@ -289,6 +289,11 @@ AMBER_HD inline T mish(T a) {  // a * tanh(softplus(a)), softplus as log1p(exp(a
 }
 
 template <typename T>
+AMBER_HD inline T softsign(T a) {  // ATen's self / (1 + |self|)
+  return a / (T(1) + abs(a));
+}
+
+template <typename T>
 AMBER_HD inline T selu(T a) {  // ATen's elu with SELU's alpha and scale, coefficients in T
   const T scale = T(1.0507009873554804934193349852946), negcoef = T(1.6732632423543772848170429916717) * scale;
   return a <= T(0) ? (exp_(a) - T(1)) * negcoef : a * scale;

@@ -266,6 +266,7 @@ std::string Exporter::pointwise(const std::string& name, const std::vector<Opd>&
                                                                       {"sign", "Sign"},
                                                                       {"reciprocal", "Reciprocal"},
                                                                       {"selu", "Selu"},
+                                                                      {"softsign", "Softsign"},
                                                                       {"hardswish", "HardSwish"}};
   static const std::unordered_map<std::string, std::string> kBinary = {
       {"add", "Add"},     {"sub", "Sub"},     {"mul", "Mul"},       {"div", "Div"},      {"pow", "Pow"},
@@ -927,6 +928,19 @@ void Exporter::node(const Node& n) {
                 ? op("Mul", {y, scalar(double(kernel[0] * kernel[1]) / double(divisor.i()), ot)}, {}, unbatched_out(n))
                 : op("Identity", {y}, {}, unbatched_out(n)),
             n);
+    return;
+  }
+  if (name == "max_unpool2d") {
+    // Zeros of the output's shape with each plane flattened, self's elements scattered into
+    // them at their in-plane indices (ScatterElements along the last dim), reshaped back.
+    // (ONNX's MaxUnpool numbers indices over the whole tensor and needs a window.)
+    const std::vector<int64_t> flat = rank(x0) == 4 ? std::vector<int64_t>{0, 0, -1} : std::vector<int64_t>{0, -1};
+    const std::string shape = sizes(n.outputs[0]->type.shape);
+    const std::string zeros = op("Reshape", {op("Expand", {scalar(0, out_type(n)), shape}), ints(flat)});
+    const std::string y =
+        op("ScatterElements", {zeros, op("Reshape", {in(n, 1), ints(flat)}), op("Reshape", {in(n, 0), ints(flat)})},
+           [](onnx::NodeProto* p) { attr_i(p, "axis", -1); });
+    op("Reshape", {y, shape}, {}, out(n));
     return;
   }
   if (name == "adaptive_avg_pool2d") {

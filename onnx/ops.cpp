@@ -142,7 +142,6 @@ Outs unary(const NodeCtx& c) {
 
 Outs identity(const NodeCtx& c) { return {c.in(0)}; }
 
-Outs softsign(const NodeCtx& c) { return {c.in(0) / (abs(c.in(0)) + 1)}; }
 Outs is_nan(const NodeCtx& c) { return {ne(c.in(0), c.in(0))}; }
 Outs is_inf(const NodeCtx& c) {
   const Tensor& x = c.in(0);
@@ -433,6 +432,13 @@ Outs conv_transpose(const NodeCtx& c) {
   return {nd == 1 ? y.squeeze(2) : y};
 }
 
+// Each plane's number n * C + c, as [N, C, 1, 1] of index's dtype (i64): running sums of ones
+// over the batch and channel dims, so that its sizes follow the batch.
+Tensor plane_numbers(const Tensor& index) {
+  const Tensor one = ones_like(index.slice(2, 0, 1).slice(3, 0, 1));
+  return (cumsum(one, 0) - Scalar(int64_t(1))) * Scalar(index.size(1)) + (cumsum(one, 1) - Scalar(int64_t(1)));
+}
+
 // ONNX's MaxPool Indices from max_pool2d_with_indices' (each maximum's h * W + w in its
 // plane of xin, the input as pooled, with explicit pads when pad_window added them): the
 // position in x's plane (H, W), row-major or, with storage_order 1, column-major (h + w * H),
@@ -445,11 +451,7 @@ Tensor onnx_pool_indices(const Tensor& index, const Tensor& xin, const Window& w
   if (bh) h = h - Scalar(bh);
   if (bw) col = col - Scalar(bw);
   const Tensor in_plane = column_major ? h + col * Scalar(H) : h * Scalar(W) + col;
-  // n * C + c from running sums of ones over the batch and channel dims: sizes follow the batch.
-  const Tensor one = ones_like(index.slice(2, 0, 1).slice(3, 0, 1));
-  const Tensor plane =
-      (cumsum(one, 0) - Scalar(int64_t(1))) * Scalar(index.size(1)) + (cumsum(one, 1) - Scalar(int64_t(1)));
-  return in_plane + plane * Scalar(H * W);
+  return in_plane + plane_numbers(index) * Scalar(H * W);
 }
 
 Outs max_pool(const NodeCtx& c) {
@@ -471,6 +473,33 @@ Outs max_pool(const NodeCtx& c) {
     return {from_2d(max_pool2d(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil), w1)};
   const auto [y, index] = max_pool2d_with_indices(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil);
   return {from_2d(y, w1), from_2d(onnx_pool_indices(index, xin, w, !fits, column_major), w1)};
+}
+
+// MaxUnpool: ONNX numbers indices over the whole tensor, (n * C + c) * H * W + h * W + w;
+// max_unpool2d takes them within the plane. The output's size is (in - 1) * stride + kernel -
+// pads per dim. An output_shape (known at import) of another size is refused: ONNX's own test
+// pads the result of the default size to it, while ONNX Runtime and PyTorch place the indices
+// in a plane of output_shape's size (onnx/onnx#2398); no answer would be right for both.
+Outs max_unpool(const NodeCtx& c) {
+  const Tensor &x = c.in(0), &index = c.in(1);
+  const Window w1 = window(c, x, c.attr_ints("kernel_shape"));
+  std::vector<int64_t> size;
+  for (int i = 0; i < w1.nd; ++i) {
+    const size_t k = size_t(i);
+    size.push_back((x.size(2 + i) - 1) * w1.strides[k] + w1.kernel[k] - w1.begin[k] - w1.end[k]);
+  }
+  if (c.has(2)) {
+    const std::vector<int64_t> shape = c.ints(2);
+    if (shape.size() != size_t(x.dim()))
+      throw Error(str("output_shape ", DimVec(shape), " must hold ", x.dim(), " values"));
+    if (!std::equal(size.begin(), size.end(), shape.begin() + 2))
+      c.refuse(str("MaxUnpool to output_shape ", DimVec(shape), " other than its default spatial size ", DimVec(size),
+                   " (ONNX's test data and ONNX Runtime disagree on its meaning: onnx/onnx#2398)"));
+  }
+  if (w1.nd == 1) size.insert(size.begin(), 1);
+  const Tensor xin = as_2d(x, w1), iin = as_2d(index, w1);
+  const Tensor local = iin - plane_numbers(iin) * Scalar(size[0] * size[1]);
+  return {from_2d(max_unpool2d(xin, local, dv(size)), w1)};
 }
 
 Outs average_pool(const NodeCtx& c) {
@@ -1451,6 +1480,7 @@ const OnnxOp kOps[] = {
     {"MatMul", mat_mul},
     {"Max", fold<maximum>},
     {"MaxPool", max_pool},
+    {"MaxUnpool", max_unpool},
     {"Mean", mean_},
     {"MeanVarianceNormalization", mean_variance_normalization},
     {"Min", fold<minimum>},
@@ -1497,7 +1527,7 @@ const OnnxOp kOps[] = {
     {"Softmax", softmax_<false>},
     {"SoftmaxCrossEntropyLoss", softmax_cross_entropy_loss},
     {"Softplus", softplus_},
-    {"Softsign", softsign},
+    {"Softsign", unary<softsign>},
     {"SpaceToDepth", space_to_depth},
     {"Split", split_},
     {"Sqrt", unary<sqrt>},

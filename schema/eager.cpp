@@ -330,6 +330,9 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const DimVec&
   std::vector<Tensor> out = dispatch(AMBER_OP("max_pool2d_with_indices"), in, attrs, loc);
   return {out[0], out[1]};
 }
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const DimVec& output_size, SrcLoc loc) {
+  return call(AMBER_OP("max_unpool2d"), {&x, &indices}, {Attr(output_size)}, loc);
+}
 Tensor avg_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVec& p, bool ceil_mode,
                   bool count_include_pad, std::optional<int64_t> divisor_override, SrcLoc loc) {
   return call(AMBER_OP("avg_pool2d"), {&x},

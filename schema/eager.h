@@ -41,7 +41,8 @@ Tensor clamp(const Tensor& self, const Tensor& min, const Tensor& max, SrcLoc lo
 // ---- Unary math and activations: one function per op of one tensor in the instruction list
 // (core/fused_ops.h), generated: neg, abs, relu, sign, floor, ceil, round (halves to even;
 // every numeric dtype); exp, log, sqrt, rsqrt, tanh, sigmoid, silu, reciprocal, erf, log1p,
-// expm1, sin, cos, relu6, hardsigmoid, hardswish, mish, selu (f32 and f64; integer inputs of exp,
+// expm1, sin, cos, relu6, hardsigmoid, hardswish, mish, selu, softsign, the trigonometric and
+// hyperbolic functions (f32 and f64; integer inputs of exp,
 // log, sqrt, rsqrt, tanh, sigmoid, reciprocal, erf, log1p, expm1, sin, cos compute in f32). ----
 #define AMBER_EAGER_UNARY_none(name)
 #define AMBER_EAGER_UNARY_numeric(name) Tensor name(const Tensor& self, SrcLoc loc = {});
@@ -181,6 +182,10 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Dim
                                                   const DimVec& stride = {}, const DimVec& padding = {0},
                                                   const DimVec& dilation = {1}, bool ceil_mode = false,
                                                   SrcLoc loc = {});
+// The inverse of max_pool2d_with_indices: zeros of output_size (H, W) per plane, each element
+// of input written at its index, as torch._C._nn.max_unpool2d. F.max_unpool2d's default
+// output_size is (in - 1) * stride - 2 * padding + kernel_size per dim.
+Tensor max_unpool2d(const Tensor& input, const Tensor& indices, const DimVec& output_size, SrcLoc loc = {});
 Tensor avg_pool2d(const Tensor& input, const DimVec& kernel_size, const DimVec& stride = {},
                   const DimVec& padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt, SrcLoc loc = {});

@@ -4,6 +4,7 @@
 // an archive never causes code to be loaded. docs/OPS.md, "Custom ops", is the contract.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "amber/core/backend.h"
 #include "amber/core/device.h"
 #include "amber/core/dtype.h"
+#include "amber/core/error.h"
 #include "amber/schema/op_schema.h"
 
 // The version of what an op library and Amber share: OpDef, InferCtx, TensorMeta, Attr,
@@ -67,6 +69,47 @@ class OpLibrary {
   std::vector<std::unique_ptr<OpSchema>> ops_;
   std::vector<Kernel> kernels_;
 };
+
+// The position in amber_kernel_args::attrs of the attribute called name in signature (the
+// op's arguments that are not tensors, in signature order): what <amber/op_attrs.h> is for
+// built-in ops, for an op library's own signatures. Used as a constant,
+//   constexpr char kSwishGate[] = "myops::swish_gate(Tensor x, Tensor g, float beta=1.0) -> Tensor";
+//   constexpr int kBeta = amber::attr_index(kSwishGate, "beta");   // 0
+// a name the signature lacks (or a tensor argument's name) fails to compile; at run time it
+// throws amber::Error naming both.
+constexpr int attr_index(std::string_view signature, std::string_view name) {
+  const size_t open = signature.find('(');
+  size_t i = open == std::string_view::npos ? signature.size() : open + 1;
+  int attrs = 0;
+  while (i < signature.size() && signature[i] != ')') {
+    // One argument, "type name[=default]", up to a ',' or ')' outside brackets and quotes.
+    size_t end = i;
+    for (int depth = 0; end < signature.size(); ++end) {
+      const char c = signature[end];
+      if (c == '"') {
+        end = signature.find('"', end + 1);
+        if (end == std::string_view::npos) end = signature.size() - 1;
+      } else if (c == '[') {
+        ++depth;
+      } else if (c == ']') {
+        --depth;
+      } else if (depth == 0 && (c == ',' || c == ')')) {
+        break;
+      }
+    }
+    std::string_view arg = signature.substr(i, end - i);
+    arg.remove_prefix(std::min(arg.find_first_not_of(' '), arg.size()));
+    const std::string_view type = arg.substr(0, arg.find(' '));
+    std::string_view rest = arg.substr(type.size());
+    rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+    const std::string_view arg_name = rest.substr(0, std::min(rest.find_first_of(" ="), rest.size()));
+    const bool tensor = type.substr(0, 6) == "Tensor";
+    if (arg_name == name && !tensor) return attrs;
+    attrs += tensor ? 0 : 1;
+    i = end < signature.size() && signature[end] == ',' ? end + 1 : end;
+  }
+  throw Error("attr_index: '" + std::string(signature) + "' has no attribute named '" + std::string(name) + "'");
+}
 
 // Opens the shared library at path, checks that it was built for this Amber (both ABI
 // versions) and registers its ops and kernels. Loading a library already loaded does

@@ -167,6 +167,22 @@ void infer_max_pool2d_with_indices(InferCtx& c) {
   c.add_output(DType::i64, values.sizes).format = values.format;
 }
 
+// max_unpool2d(self, indices, output_size): ATen's max_unpooling2d_shape_check; the output is
+// self's (N, C) with output_size's plane, in self's memory format.
+void infer_max_unpool2d(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &idx = c.in(1);
+  check_image(c, x);
+  c.check(idx.dtype == DType::i64, "indices must be i64, got ", idx.dtype);
+  c.check(idx.sizes == x.sizes, "indices must have self's shape ", x.sizes, ", got ", idx.sizes);
+  const std::vector<int64_t>& size = c.attr("output_size").ints();
+  c.check(size.size() == 2, "output_size must be (height, width), got ", c.attr("output_size"));
+  c.check(size[0] >= 0 && size[1] >= 0, "output_size must not be negative, got ", c.attr("output_size"));
+  DimVec out = x.sizes;
+  out[out.size() - 2] = size[0];
+  out[out.size() - 1] = size[1];
+  c.add_output(x.dtype, out).format = x.format;
+}
+
 void infer_avg_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
@@ -307,6 +323,11 @@ const OpRegistrar registrar{
      "max_pool2d and each maximum's flat index h * W + w in its input plane (F.max_pool2d(return_indices=True)); "
      "ties keep the first, a NaN wins (the last NaN, as ATen).",
      OpCost::window},
+    {"max_unpool2d(Tensor self, Tensor indices, int[] output_size) -> Tensor", kFloat, infer_max_unpool2d, 0, nullptr,
+     1,
+     "The inverse of max_pool2d_with_indices: zeros of output_size per plane, each element of self written at its "
+     "index (flat h * W + w in the output plane; the last of repeated indices wins on the CPU, any on CUDA); an "
+     "index outside the plane is an error (CUDA skips it)."},
     {"avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
      "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
      kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules.", OpCost::window},

@@ -238,6 +238,7 @@ const OpRegistrar registrar{
     {"hardswish(Tensor self) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1,
      "self * min(max(self + 3, 0), 6) / 6."},
     {"mish(Tensor self) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1, "self * tanh(log1p(e^self))."},
+    {"softsign(Tensor self) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1, "self / (1 + |self|)."},
     {"selu(Tensor self) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1,
      "scale * (self if self > 0 else alpha * (e^self - 1)), SELU's alpha and scale."},
     {"leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1,

@@ -762,6 +762,29 @@ case("maxpool_indices_dilation_unbatched_f64", "max_pool2d_with_indices", maxpoo
      atol=0, rtol=0)
 case("maxpool_indices_nan", "max_pool2d_with_indices", maxpool_i, [Fixed(with_nan([1, 1, 4, 4], [0, 1, 10]))],
      attrs={"kernel_size": [2]}, atol=0, rtol=0)
+# max_unpool2d's inputs are a max pool's values and indices (overlapping windows repeat an index).
+def pooled(shape, kernel_size, stride, padding=0, dtype=torch.float32):
+    v, i = F.max_pool2d(torch.randn(shape, generator=gen, dtype=dtype), kernel_size, stride, padding,
+                        return_indices=True)
+    return v, i
+
+
+def maxunpool(x, indices, output_size):  # the ATen op F.max_unpool2d calls, after checking output_size
+    return torch._C._nn.max_unpool2d(x, indices, output_size)
+
+
+v, i = pooled([2, 3, 9, 7], 2, 2)
+case("maxunpool_2x2", "max_unpool2d", maxunpool, [Fixed(v), Fixed(i)], attrs={"output_size": [9, 7]}, atol=0, rtol=0)
+v, i = pooled([1, 5, 7, 11], 3, 1, 1)
+case("maxunpool_repeated_cl", "max_unpool2d", maxunpool, [Fixed(v, layout=("cl",)), Fixed(i, layout=("cl",))],
+     attrs={"output_size": [7, 11]}, atol=0, rtol=0)
+v, i = pooled([4, 13, 6], 3, 2, 1, torch.float64)
+case("maxunpool_unbatched_f64_noncontig", "max_unpool2d", maxunpool,
+     [Fixed(v, layout=("t", 1, 2)), Fixed(i, layout=("t", 1, 2))], attrs={"output_size": [14, 7]}, atol=0, rtol=0)
+case("maxunpool_bad_index", "max_unpool2d", maxunpool, [Fixed(torch.ones(1, 1, 2, 2)), Fixed(torch.tensor(
+    [[[[0, 1], [2, 16]]]]))], attrs={"output_size": [4, 4]}, error="invalid max index")
+case("maxunpool_bad_shape", "max_unpool2d", maxunpool, [Fixed(torch.ones(1, 1, 2, 2)), Fixed(torch.zeros(
+    1, 1, 2, 1, dtype=torch.int64))], attrs={"output_size": [4, 4]}, error="shape")
 case("maxpool_bad_pad", "max_pool2d", maxpool, [In([1, 1, 8, 8])], attrs={"kernel_size": [2], "padding": [2]},
      error="pad should be at most half")
 case("avgpool_2x2", "avg_pool2d", avgpool, [In([2, 3, 13, 7])], attrs={"kernel_size": [2]})
@@ -1066,7 +1089,7 @@ LIST_UNARY = {"erf": (torch.erf, "wide"), "log1p": (torch.log1p, "pos"), "expm1"
               "sin": (torch.sin, "wide"), "cos": (torch.cos, "wide"), "floor": (torch.floor, "halves"),
               "ceil": (torch.ceil, "halves"), "round": (torch.round, "halves"), "sign": (torch.sign, "halves"),
               "relu6": (F.relu6, "wide"), "hardsigmoid": (F.hardsigmoid, "wide"), "hardswish": (F.hardswish, "wide"),
-              "mish": (F.mish, "wide")}
+              "mish": (F.mish, "wide"), "softsign": (F.softsign, "wide")}
 for op, (fn, kind) in LIST_UNARY.items():
     case(f"{op}_13", op, fn, [In([13], kind=kind)])
     case(f"{op}_noncontig", op, fn, [In([5, 7, 13], kind=kind, layout=("t", 0, 2))])

@@ -60,6 +60,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6}), mask = randn({3, 5});
   const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
   const Tensor idx2 = tensor(std::vector<int64_t>{3, 0, 2, 1}).reshape({2, 2});
+  const Tensor idx4 = zeros({2, 3, 4, 5}, DType::i64);
   const Tensor col = randn({3, 1}), mid = randn({3, 1, 4});
   const Attr none = Attr::none();
   using I = std::vector<int64_t>;
@@ -237,6 +238,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
         {"groups", int64_t(1)},
         {"dilation", I{2, 1}}},
        {{"input", x4}, {"weight", w4t}, {"bias", b4t}}},
+      {"max_unpool2d",
+       [&] {
+         (void)max_unpool2d(x4, idx4, {7, 6});
+       },
+       {{"output_size", I{7, 6}}},
+       {{"self", x4}, {"indices", idx4}}},
       {"max_pool2d_with_indices",
        [&] {
          (void)max_pool2d_with_indices(x4, {3, 2}, {2, 1}, {1, 0}, {1, 2}, true);

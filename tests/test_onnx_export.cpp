@@ -251,17 +251,18 @@ TEST_CASE("ONNX export writes large weights as external data beside the model", 
 namespace {
 
 // exportops::scale(x, a) = a * x: an op library's op, f32, contiguous.
+constexpr char kScale[] = "exportops::scale(Tensor x, float a) -> Tensor";
 int scale_f32(const amber_kernel_args* args) {
   const amber_tensor_view &x = args->inputs[0], &y = args->outputs[0];
   int64_t n = 1;
   for (int d = 0; d < y.ndim; ++d) n *= y.sizes[d];
   for (int64_t k = 0; k < n; ++k)
-    static_cast<float*>(y.data)[k] = float(args->attrs[0].f) * static_cast<const float*>(x.data)[k];
+    static_cast<float*>(y.data)[k] =
+        float(args->attrs[attr_index(kScale, "a")].f) * static_cast<const float*>(x.data)[k];
   return 0;
 }
 void register_exportops(OpLibrary& lib) {
-  lib.def({"exportops::scale(Tensor x, float a) -> Tensor", dtypes::floating,
-           [](InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }});
+  lib.def({kScale, dtypes::floating, [](InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }});
   lib.kernel("exportops::scale", DeviceType::cpu, DType::f32, scale_f32);
 }
 const amber_op_library_info kExportops{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, "exportops",

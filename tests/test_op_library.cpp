@@ -21,10 +21,12 @@ namespace {
 void infer_same(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
 
 // testops::affine(x, a, b) = a * x + b, f32 only, contiguous or not.
+constexpr char kAffine[] = "testops::affine(Tensor x, float a, float b=0.0) -> Tensor";
+constexpr int kA = attr_index(kAffine, "a"), kB = attr_index(kAffine, "b");
 int affine_f32(const amber_kernel_args* args) {
   const amber_tensor_view& x = args->inputs[0];
   const amber_tensor_view& y = args->outputs[0];
-  const double a = args->attrs[0].f, b = args->attrs[1].f;
+  const double a = args->attrs[kA].f, b = args->attrs[kB].f;
   int64_t n = 1, index[AMBER_MAX_DIMS] = {};
   for (int d = 0; d < y.ndim; ++d) n *= y.sizes[d];
   for (int64_t k = 0; k < n; ++k) {
@@ -37,7 +39,7 @@ int affine_f32(const amber_kernel_args* args) {
 }
 
 void register_testops(OpLibrary& lib) {
-  lib.def({"testops::affine(Tensor x, float a, float b=0.0) -> Tensor", dtypes::floating, infer_same});
+  lib.def({kAffine, dtypes::floating, infer_same});
   lib.kernel("testops::affine", DeviceType::cpu, DType::f32, affine_f32);
 }
 const amber_op_library_info kTestops{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, "testops",
@@ -77,6 +79,22 @@ TEST_CASE("an op library's op runs eagerly, traces, prints, parses, saves and lo
                       "testops::affine: op library testops (this test) has no cpu kernel for dtype f64");
   AMBER_REQUIRE_ERROR(load(traced.save_to_bytes(), LoadOptions{.device = Device::sim(0)}),
                       "op library testops (this test) has no sim kernel for dtype f32");
+}
+
+TEST_CASE("attr_index finds each attribute where the table puts it", "[op_library]") {
+  static_assert(kA == 0 && kB == 1);
+  static_assert(
+      attr_index("ns::f(Tensor x, int[] d=[1, 2], str m=\"a,)b\", Tensor? w=None, float k=1.0) -> Tensor", "k") == 2);
+  int checked = 0;
+  for (const OpSchema* op : all_ops())  // every built-in op's signature, against the parser's positions
+    for (int i = 0; i < op->num_attrs(); ++i, ++checked) {
+      INFO(op->signature);
+      CHECK(attr_index(op->signature, op->attr_spec(i).name) == i);
+    }
+  CHECK(checked > 150);  // 172 attributes when written
+  AMBER_REQUIRE_ERROR(attr_index(kAffine, "c"),
+                      "'testops::affine(Tensor x, float a, float b=0.0) -> Tensor' has no attribute named 'c'");
+  AMBER_REQUIRE_ERROR(attr_index(kAffine, "x"), "has no attribute named 'x'");  // a tensor is no attribute
 }
 
 TEST_CASE("call_op names the op and the attribute it cannot use", "[op_library]") {

@@ -1,5 +1,5 @@
 // CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode; with or
-// without the maxima's indices),
+// without the maxima's indices) and its inverse max_unpool2d,
 // avg_pool2d (ATen's divisor rules: count_include_pad, divisor_override) and
 // adaptive_avg_pool2d. Window bounds follow ATen exactly. Channels-last inputs run with
 // the channel loop innermost (contiguous, vectorised); other layouts pool one channel
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cinttypes>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -248,6 +249,44 @@ struct MaxPoolWithIndicesKernel {
   }
 };
 
+// max_unpool2d(self, indices, output_size): every index checked first (ATen's error), then
+// zeros and each element of self at its index in its plane, in order within a plane (so the
+// last of repeated indices wins, as ATen's CPU kernel); one (n, c) plane per task.
+template <typename T>
+struct MaxUnpoolKernel {
+  static int run(const amber_kernel_args* a) {
+    const Nchw in(a->inputs[0]), ix(a->inputs[1]), out(a->outputs[0]);
+    const T* x = static_cast<const T*>(a->inputs[0].data);
+    const int64_t* idx = static_cast<const int64_t*>(a->inputs[1].data);
+    T* y = static_cast<T*>(a->outputs[0].data);
+    const int64_t plane = out.h * out.w;
+    for (int64_t nc = 0; nc < in.n * in.c; ++nc)
+      for (int64_t h = 0; h < in.h; ++h)
+        for (int64_t w = 0; w < in.w; ++w) {
+          const int64_t at = idx[nc / in.c * ix.sn + nc % in.c * ix.sc + h * ix.sh + w * ix.sw];
+          if (at < 0 || at >= plane)
+            return fail(a,
+                        "found an invalid max index: %" PRId64 " (output volumes are of size %" PRId64 "x%" PRId64 ")",
+                        at, out.h, out.w);
+        }
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(in.n * in.c, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nc = b; nc < e; ++nc) {
+        const int64_t n = nc / in.c, c = nc % in.c;
+        T* yp = y + n * out.sn + c * out.sc;
+        for (int64_t h = 0; h < out.h; ++h)
+          for (int64_t w = 0; w < out.w; ++w) yp[h * out.sh + w * out.sw] = T(0);
+        for (int64_t h = 0; h < in.h; ++h)
+          for (int64_t w = 0; w < in.w; ++w) {
+            const int64_t at = idx[n * ix.sn + c * ix.sc + h * ix.sh + w * ix.sw];
+            yp[at / out.w * out.sh + at % out.w * out.sw] = x[n * in.sn + c * in.sc + h * in.sh + w * in.sw];
+          }
+      }
+    });
+    return 0;
+  }
+};
+
 // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 template <typename T>
 struct AvgPoolKernel {
@@ -295,6 +334,7 @@ struct AdaptiveAvgPoolKernel {
 AMBER_CPU_KERNELS(pool) {
   register_typed<MaxPoolKernel>(ctypes::floating{}, "max_pool2d");
   register_typed<MaxPoolWithIndicesKernel>(ctypes::floating{}, "max_pool2d_with_indices");
+  register_typed<MaxUnpoolKernel>(ctypes::floating{}, "max_unpool2d");
   register_typed<AvgPoolKernel>(ctypes::floating{}, "avg_pool2d");
   register_typed<AdaptiveAvgPoolKernel>(ctypes::floating{}, "adaptive_avg_pool2d");
 }

@@ -1,6 +1,6 @@
 // CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
 // propagates, dilation, ceil_mode through the output size; with or without indices), avg_pool2d (count_include_pad,
-// divisor_override) and adaptive_avg_pool2d. One thread per output element, channels fastest
+// divisor_override), adaptive_avg_pool2d and max_unpool2d. One thread per output element, channels fastest
 // for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than
 // cuDNN's pooling, which has no dilation and other rounding rules.
 
@@ -184,6 +184,43 @@ struct AvgPoolKernel {  // avg_pool2d(self, kernel_size, stride, padding, ceil_m
     return run_pool<T, Kind::avg>(a, p, "avg_pool2d");
   }
 };
+// max_unpool2d(self, indices, output_size): the output zeroed, then one thread per element of
+// self writes it at its index in its plane (an index outside the plane is skipped; of repeated
+// indices some write wins, as in PyTorch's CUDA kernel).
+template <typename T>
+__global__ void unpool_zero_kernel(T* y, Geometry g) {
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ow = i % g.ow, oh = i / g.ow % g.oh, c = i / (g.ow * g.oh) % g.c, n = i / (g.ow * g.oh * g.c);
+    y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = T(0);
+  }
+}
+template <typename T>
+__global__ void unpool_kernel(const T* x, const int64_t* idx, T* y, Geometry g, Geometry gi) {
+  const int64_t total = g.n * g.c * g.h * g.w;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t w = i % g.w, h = i / g.w % g.h, c = i / (g.w * g.h) % g.c, n = i / (g.w * g.h * g.c);
+    const int64_t at = idx[n * gi.sn + c * gi.sc + h * gi.sh + w * gi.sw];
+    if (at < 0 || at >= g.oh * g.ow) continue;
+    y[n * g.on + c * g.oc + at / g.ow * g.osh + at % g.ow * g.osw] = x[n * g.sn + c * g.sc + h * g.sh + w * g.sw];
+  }
+}
+template <typename T>
+struct MaxUnpoolKernel {
+  static int run(const amber_kernel_args* a) {
+    const Geometry g = geometry(a->inputs[0], a->outputs[0]), gi = geometry(a->inputs[1], a->outputs[0]);
+    const int64_t total = g.n * g.c * g.oh * g.ow;
+    if (total == 0) return 0;
+    DeviceScope scope(a->device);
+    T* y = static_cast<T*>(a->outputs[0].data);
+    unpool_zero_kernel<T><<<grid_for(total), 256, 0, stream_of(a)>>>(y, g);
+    if (g.n * g.c * g.h * g.w > 0)
+      unpool_kernel<T><<<grid_for(g.n * g.c * g.h * g.w), 256, 0, stream_of(a)>>>(
+          static_cast<const T*>(a->inputs[0].data), static_cast<const int64_t*>(a->inputs[1].data), y, g, gi);
+    return launched(a, "max_unpool2d");
+  }
+};
+
 template <typename T>
 struct AdaptiveAvgPoolKernel {  // adaptive_avg_pool2d(self, output_size)
   static int run(const amber_kernel_args* a) { return run_pool<T, Kind::adaptive>(a, Params{}, "adaptive_avg_pool2d"); }
@@ -198,6 +235,7 @@ void register_floats(const char* op) {
 AMBER_CUDA_KERNELS(pool) {
   register_floats<MaxPoolKernel>("max_pool2d");
   register_floats<MaxPoolWithIndicesKernel>("max_pool2d_with_indices");
+  register_floats<MaxUnpoolKernel>("max_unpool2d");
   register_floats<AvgPoolKernel>("avg_pool2d");
   register_floats<AdaptiveAvgPoolKernel>("adaptive_avg_pool2d");
 }

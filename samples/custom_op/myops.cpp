@@ -32,6 +32,13 @@ void for_each_element(const amber_tensor_view& out, const amber_tensor_view* in,
   }
 }
 
+// Each op's signature, named once: its definition below uses it, and its kernels find their
+// attributes in it by name (amber::attr_index; a name it lacks does not compile).
+constexpr char kSwishGate[] = "myops::swish_gate(Tensor x, Tensor g, float beta=1.0) -> Tensor";
+constexpr char kSoftClip[] = "myops::soft_clip(Tensor x, float scale) -> Tensor";
+constexpr int kBeta = amber::attr_index(kSwishGate, "beta");
+constexpr int kScale = amber::attr_index(kSoftClip, "scale");
+
 void infer_swish_gate(InferCtx& c) {
   c.check(c.in(0).sizes == c.in(1).sizes, "x and g must have one shape, got ", c.in(0).sizes, " and ", c.in(1).sizes);
   c.check(c.in(0).dtype == c.in(1).dtype, "x and g must have one dtype, got ", c.in(0).dtype, " and ", c.in(1).dtype);
@@ -40,7 +47,7 @@ void infer_swish_gate(InferCtx& c) {
 
 template <typename T>
 int swish_gate(const amber_kernel_args* a) {
-  const double beta = a->attrs[0].f;  // the signature's first attribute
+  const double beta = a->attrs[kBeta].f;
   const T* x = static_cast<const T*>(a->inputs[0].data);
   const T* g = static_cast<const T*>(a->inputs[1].data);
   T* y = static_cast<T*>(a->outputs[0].data);
@@ -56,7 +63,7 @@ void infer_soft_clip(InferCtx& c) {
 
 template <typename T>
 int soft_clip(const amber_kernel_args* a) {
-  const T scale = T(a->attrs[0].f);
+  const T scale = T(a->attrs[kScale].f);
   const T* x = static_cast<const T*>(a->inputs[0].data);
   T* y = static_cast<T*>(a->outputs[0].data);
   for_each_element(a->outputs[0], a->inputs, 1,
@@ -67,10 +74,8 @@ int soft_clip(const amber_kernel_args* a) {
 }  // namespace
 
 AMBER_OP_LIBRARY(myops, lib) {
-  lib.def({"myops::swish_gate(Tensor x, Tensor g, float beta=1.0) -> Tensor", amber::dtypes::floating, infer_swish_gate,
-           0, nullptr, 1, "x * sigmoid(beta * g)."});
-  lib.def({"myops::soft_clip(Tensor x, float scale) -> Tensor", amber::dtypes::floating, infer_soft_clip, 0, nullptr, 1,
-           "scale * tanh(x / scale)."});
+  lib.def({kSwishGate, amber::dtypes::floating, infer_swish_gate, 0, nullptr, 1, "x * sigmoid(beta * g)."});
+  lib.def({kSoftClip, amber::dtypes::floating, infer_soft_clip, 0, nullptr, 1, "scale * tanh(x / scale)."});
   lib.kernel("myops::swish_gate", DeviceType::cpu, DType::f32, swish_gate<float>);
   lib.kernel("myops::swish_gate", DeviceType::cpu, DType::f64, swish_gate<double>);
   lib.kernel("myops::soft_clip", DeviceType::cpu, DType::f32, soft_clip<float>);
