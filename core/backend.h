@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 6
+#define AMBER_BACKEND_ABI_VERSION 7
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -104,7 +104,11 @@ typedef enum amber_precision {
    * and zero point from their own range: per row for a linear layer, per image for a
    * convolution); outputs f32. Everything else computes as AMBER_PRECISION_F32. Only backends
    * with AMBER_BACKEND_INT8 are given it. */
-  AMBER_PRECISION_DYNAMIC_INT8 = 2
+  AMBER_PRECISION_DYNAMIC_INT8 = 2,
+  /* TF32: matrix products and convolutions may multiply on tensor cores with their f32
+   * inputs rounded to TF32 (10 explicit mantissa bits) and f32 accumulation; all data stays
+   * f32. Only backends with AMBER_BACKEND_TF32 are given it. */
+  AMBER_PRECISION_TF32 = 3
 } amber_precision;
 
 /* Everything one kernel call needs. Outputs are allocated by the caller with the shapes the
@@ -163,6 +167,7 @@ typedef struct amber_kernel {
 #define AMBER_BACKEND_HOST_MEMORY 1u /* device memory is ordinary host memory (the CPU) */
 #define AMBER_BACKEND_BF16 2u        /* kernels honour AMBER_PRECISION_BF16 on this machine */
 #define AMBER_BACKEND_INT8 4u        /* kernels honour AMBER_PRECISION_DYNAMIC_INT8 on this machine */
+#define AMBER_BACKEND_TF32 8u        /* kernels honour AMBER_PRECISION_TF32 */
 
 /* amber_backend::allocate flags */
 #define AMBER_ALLOC_LONG_LIVED 1u /* kept for the life of a model (arenas, weights) */

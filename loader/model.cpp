@@ -104,6 +104,8 @@ amber_precision abi_precision(Precision p) {
       return AMBER_PRECISION_BF16;
     case Precision::dynamic_int8:
       return AMBER_PRECISION_DYNAMIC_INT8;
+    case Precision::tf32:
+      return AMBER_PRECISION_TF32;
   }
   return AMBER_PRECISION_F32;
 }
@@ -188,6 +190,8 @@ const char* precision_name(Precision p) {
       return "bf16";
     case Precision::dynamic_int8:
       return "dynamic-int8";
+    case Precision::tf32:
+      return "tf32";
   }
   return "?";
 }
@@ -204,15 +208,30 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   AMBER_CHECK(options.num_threads >= 0, "load: num_threads must be >= 0 (0: all cores), got ", options.num_threads);
   const amber_backend& b = backend(options.device);  // names what is missing
   {
-    const bool bf16 = options.precision == Precision::bf16;
-    const uint32_t needs = options.precision == Precision::f32 ? 0u : bf16 ? AMBER_BACKEND_BF16 : AMBER_BACKEND_INT8;
+    // The backend flag each precision needs, and why a backend without it has none.
+    const bool cpu = options.device.type == DeviceType::cpu;
+    uint32_t needs = 0;
+    const char* why = "";
+    switch (options.precision) {
+      case Precision::f32:
+        break;
+      case Precision::bf16:
+        needs = AMBER_BACKEND_BF16;
+        why = cpu ? " (it needs a processor with AVX512-BF16, which oneDNN uses natively; this one has none)"
+                  : " (its kernels have no bf16 path yet)";
+        break;
+      case Precision::dynamic_int8:
+        needs = AMBER_BACKEND_INT8;
+        why = cpu ? " (it needs a processor with AVX512-VNNI, which oneDNN uses natively; this one has none)"
+                  : " (its kernels have no int8 path yet)";
+        break;
+      case Precision::tf32:
+        needs = AMBER_BACKEND_TF32;
+        why = " (TF32 is a format of NVIDIA GPUs' tensor cores: load on Device::cuda)";
+        break;
+    }
     AMBER_CHECK((b.flags & needs) == needs, "load: precision ", precision_name(options.precision),
-                " is not offered by the ", b.name, " backend on this machine",
-                options.device.type != DeviceType::cpu
-                    ? (bf16 ? " (its kernels have no bf16 path yet)" : " (its kernels have no int8 path yet)")
-                : bf16 ? " (it needs a processor with AVX512-BF16, which oneDNN uses natively; this one has none)"
-                       : " (it needs a processor with AVX512-VNNI, which oneDNN uses natively; this one has none)",
-                ": load with Precision::f32");
+                " is not offered by the ", b.name, " backend on this machine", why, ": load with Precision::f32");
   }
   auto impl = std::make_shared<Model::Impl>();
   impl->source = source;

@@ -38,6 +38,12 @@ enum class Precision : uint8_t {
   // overall); outputs within about 0.5-1.5% (docs/guide.md's precision section). Offered only
   // where the device's backend computes int8 natively; load says so otherwise.
   dynamic_int8,
+  // TF32 (CUDA): matrix products and convolutions multiply on the GPU's tensor cores with
+  // their f32 inputs rounded to TF32 (10 mantissa bits; GPUs before Ampere compute f32) and
+  // f32 accumulation; everything else, and all data, f32. Outputs within about 0.5% (the
+  // e2e matrix's CUDA TF32 column bounds them at 1% of the output's largest magnitude).
+  // Offered by the CUDA backend only; PyTorch's torch.backends.cuda.matmul.allow_tf32.
+  tf32,
 };
 const char* precision_name(Precision p);
 

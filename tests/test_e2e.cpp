@@ -6,7 +6,7 @@
 // GPU and the CUDA backend exist), |amber - ref| <= atol + rtol * |ref| per model; and loaded
 // on CPU in bf16 and in dynamic int8 (LoadOptions::precision, where the processor has
 // AVX512-BF16 and AVX512-VNNI), within kBf16Tolerance and kInt8Tolerance of the output's
-// largest magnitude.
+// largest magnitude, and on CUDA in TF32 (where a GPU exists) within kTf32Tolerance of it.
 // Each model is traced once at batch 1 with a dynamic batch and that one archive serves every
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
@@ -23,9 +23,9 @@ using namespace amber;
 
 namespace {
 
-enum Path { kEager, kTraced, kLoadedCpu, kLoadedBf16, kLoadedInt8, kLoadedSim, kLoadedCuda, kPaths };
-const char* const kPathNames[kPaths] = {"eager",           "traced",     "loaded CPU", "loaded CPU bf16",
-                                        "loaded CPU int8", "loaded sim", "loaded CUDA"};
+enum Path { kEager, kTraced, kLoadedCpu, kLoadedBf16, kLoadedInt8, kLoadedSim, kLoadedCuda, kLoadedCudaTf32, kPaths };
+const char* const kPathNames[kPaths] = {"eager",           "traced",     "loaded CPU",  "loaded CPU bf16",
+                                        "loaded CPU int8", "loaded sim", "loaded CUDA", "loaded CUDA tf32"};
 
 // The bf16 column's bound: max |amber - ref| <= kBf16Tolerance * max |ref| (bf16 keeps 8
 // significant bits, a relative rounding of 2^-9 per product input; measured here 0.1-0.4%).
@@ -34,6 +34,9 @@ constexpr double kBf16Tolerance = 2e-2;
 // likewise: each product input rounded to 1/255 of its source's range (a row, an image) or
 // 1/254 of its weight channel's largest magnitude.
 constexpr double kInt8Tolerance = 4e-2;
+// The CUDA TF32 column's (Precision::tf32: matrix products and convolutions on tensor cores),
+// likewise: TF32 keeps 11 significant bits of each product input, a relative rounding of 2^-11.
+constexpr double kTf32Tolerance = 1e-2;
 
 struct Cell {
   bool run = false, ok = true;
@@ -128,8 +131,11 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
   traced.save(path);
   const Model cpu = load(path);
   const Model sim = load(path, LoadOptions{.device = Device::sim(1)});
-  Model cuda, bf16, int8;
-  if (cuda_skip_reason().empty()) cuda = load(path, LoadOptions{.device = Device::cuda(0)});
+  Model cuda, cuda_tf32, bf16, int8;
+  if (cuda_skip_reason().empty()) {
+    cuda = load(path, LoadOptions{.device = Device::cuda(0)});
+    cuda_tf32 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::tf32});
+  }
   if (bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
   if (int8_skip_reason().empty()) int8 = load(path, LoadOptions{.precision = Precision::dynamic_int8});
   for (const Batch& b : batches) {
@@ -137,9 +143,10 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     double ref_max = 0;
     for (double v : b.reference.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
     auto check = [&](Path p, const Tensor& got) {
-      const test::Diff d = p == kLoadedBf16   ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
-                           : p == kLoadedInt8 ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
-                                              : test::compare(got, b.reference, atol, rtol);
+      const test::Diff d = p == kLoadedBf16       ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
+                           : p == kLoadedInt8     ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
+                           : p == kLoadedCudaTf32 ? test::compare(got, b.reference, kTf32Tolerance * ref_max, 0)
+                                                  : test::compare(got, b.reference, atol, rtol);
       row.cells[p] = Cell{true, d.ok, d.max_abs, d.ok ? max_rel_significant(got, b.reference) : d.max_rel};
       INFO(name << " batch " << b.label << ", " << kPathNames[p] << ": " << d.message);
       CHECK(d.ok);
@@ -156,6 +163,7 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     INFO(name << " batch " << b.label << ": loaded sim vs loaded CPU");
     CHECK(test::compare(on_sim.to(Device::cpu()), on_cpu, 0, 0).ok);  // the same kernels on the same threads
     if (cuda.defined()) check(kLoadedCuda, cuda.forward(b.inputs)[0].to(Device::cpu()));
+    if (cuda_tf32.defined()) check(kLoadedCudaTf32, cuda_tf32.forward(b.inputs)[0].to(Device::cpu()));
     matrix().push_back(row);
   }
   std::filesystem::remove(path);
@@ -273,9 +281,9 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   std::printf(
       "\nconformance vs PyTorch (tests/gen_reference.py), per path: max |amber - ref| / max |amber - ref| / |ref| "
       "where |ref| >= 1e-2;\nevery cell within |amber - ref| <= atol + rtol * |ref|; traced at batch 1, the same "
-      "archive serving batch 8;\nloaded CPU bf16 and int8 (LoadOptions::precision, dynamic int8): within %g and %g x "
-      "max |ref| instead\n",
-      kBf16Tolerance, kInt8Tolerance);
+      "archive serving batch 8;\nloaded CPU bf16 and int8 (LoadOptions::precision, dynamic int8) and CUDA tf32: within "
+      "%g, %g and %g x max |ref| instead\n",
+      kBf16Tolerance, kInt8Tolerance, kTf32Tolerance);
   std::printf("%-13s %-9s %-14s", "model", "batch", "atol / rtol");
   for (const char* p : kPathNames) std::printf(" %-19s", p);
   std::printf("\n");
@@ -289,7 +297,7 @@ TEST_CASE("the conformance matrix", "[e2e]") {
     }
     std::printf("\n");
   }
-  if (!cuda_skip_reason().empty()) std::printf("loaded CUDA skipped: %s\n", cuda_skip_reason().c_str());
+  if (!cuda_skip_reason().empty()) std::printf("loaded CUDA and CUDA tf32 skipped: %s\n", cuda_skip_reason().c_str());
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());
   if (!int8_skip_reason().empty()) std::printf("loaded CPU int8 skipped: %s\n", int8_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).

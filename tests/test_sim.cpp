@@ -119,6 +119,13 @@ TEST_CASE("sim: a loaded model equals the CPU, with inputs and outputs on either
       load(lenet_archive(), LoadOptions{.device = Device::sim(0), .precision = Precision::dynamic_int8}),
       "precision dynamic-int8 is not offered by the sim backend on this machine (its kernels have no "
       "int8 path yet): load with Precision::f32");
+  // TF32 only where a backend says its kernels honour it (the CUDA backend's flag), never on
+  // the simulated device or the CPU.
+  AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::sim(0), .precision = Precision::tf32}),
+                      "precision tf32 is not offered by the sim backend on this machine (TF32 is a format of NVIDIA "
+                      "GPUs' tensor cores: load on Device::cuda): load with Precision::f32");
+  AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.precision = Precision::tf32}),
+                      "precision tf32 is not offered by the cpu backend");
 }
 
 TEST_CASE("sim: a steady-state call allocates nothing and uploads only its inputs", "[sim]") {

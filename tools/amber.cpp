@@ -35,7 +35,7 @@ options of every command:
   --threads N                     intra-op threads per call (default: all cores)
   --no-verify                     skip the XXH3 checksums of the weights when loading
   --op-library LIB.so             load an op library (custom ops) first; repeatable
-  --precision f32|bf16|dynamic-int8
+  --precision f32|bf16|dynamic-int8|tf32
                                   bf16: convolutions and linear layers in bf16 with f32
                                   accumulation (processors with AVX512-BF16); dynamic-int8:
                                   linear layers and convolutions in int8, sources quantized

@@ -92,8 +92,10 @@ LoadOptions load_options(const Args& a) {
     o.precision = Precision::bf16;
   else if (precision == "dynamic-int8")
     o.precision = Precision::dynamic_int8;
+  else if (precision == "tf32")
+    o.precision = Precision::tf32;
   else if (precision != "f32")
-    throw UsageError("--precision must be f32, bf16 or dynamic-int8, got '" + precision + "'");
+    throw UsageError("--precision must be f32, bf16, dynamic-int8 or tf32, got '" + precision + "'");
   return o;
 }
 

@@ -247,7 +247,7 @@ const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
     "cuda",
-    0,
+    AMBER_BACKEND_TF32,
     device_count,
     allocate,
     deallocate,

@@ -1,6 +1,7 @@
 // CUDA kernels for conv2d, fused_conv2d and conv_transpose2d on cuDNN 9 (the transposed one
 // as cuDNN's backward-data convolution): input, KRSC-packed weights and output in dense
-// channels-last (other layouts copied through the workspace), FMA math only (no TF32). conv2d
+// channels-last (other layouts copied through the workspace), FMA math (TF32 tensor cores only
+// under AMBER_PRECISION_TF32). conv2d
 // runs the backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy
 // API's algorithm; fused_conv2d's activation is a pass over the channels-last output with the
 // pointwise ops' own formulas (pointwise_math.h). The step's state owns handle, descriptors,
@@ -185,6 +186,7 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
     shape.stride[i] = pair(a, at.stride, i);
     shape.dilation[i] = pair(a, at.dilation, i);
   }
+  shape.tf32 = a->precision == AMBER_PRECISION_TF32;
   shape.bias = present(bias) && bias.cache_id != 0 && bias.data && bias.strides[0] == 1 && aligned16(bias.data);
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float);
@@ -220,10 +222,11 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
 }
 
 // Picks cuDNN's fastest algorithm from its timed list (find), or failing that from its heuristic
-// ranking (rank): the first with FMA math whose workspace (workspace_of) can be sized; keep
-// records it. Timing runs every algorithm on this shape once, as PyTorch's cudnn.benchmark.
+// ranking (rank): the first with FMA math (any math with tf32) whose workspace (workspace_of)
+// can be sized; keep records it. Timing runs every algorithm on this shape once, as PyTorch's
+// cudnn.benchmark.
 template <typename Perf, int Count, typename Find, typename Rank, typename WorkspaceOf, typename Keep>
-bool choose_fastest(Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
+bool choose_fastest(bool tf32, Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
   Perf perf[Count];
   int found = 0;
   if (find(perf, &found) != CUDNN_STATUS_SUCCESS) {
@@ -241,9 +244,9 @@ bool choose_fastest(Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
       chosen = true;
     }
   };
-  choose(true);
+  choose(!tf32);
   if (!chosen && rank(perf, &found) == CUDNN_STATUS_SUCCESS) {
-    choose(true);
+    choose(!tf32);
     choose(false);
   }
   return chosen;
@@ -251,10 +254,11 @@ bool choose_fastest(Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
 
 // conv2d's legacy-API algorithm (s->algo, s->workspace): the fallback for calls whose buffers
 // the plan cannot take (misaligned) or when no plan was built; with a plan, not timed.
-bool choose_algo(ConvState* s) {
+bool choose_algo(ConvState* s, bool tf32) {
   using Perf = cudnnConvolutionFwdAlgoPerf_t;
   constexpr int n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   return choose_fastest<Perf, n>(
+      tf32,
       [&](Perf* perf, int* found) {
         return s->plan ? CUDNN_STATUS_NOT_SUPPORTED
                        : cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, n, found, perf);
@@ -271,10 +275,11 @@ bool choose_algo(ConvState* s) {
 // conv_transpose2d's algorithm (s->data_algo, s->workspace): cuDNN's backward-data convolution
 // with the step's input as the forward output's gradient (dy, s->x) and its output as the
 // input's (dx, s->y).
-bool choose_data_algo(ConvState* s) {
+bool choose_data_algo(ConvState* s, bool tf32) {
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
   constexpr int n = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
   return choose_fastest<Perf, n>(
+      tf32,
       [&](Perf* perf, int* found) {
         return cudnnFindConvolutionBackwardDataAlgorithm(s->handle, s->w, s->x, s->conv, s->y, n, found, perf);
       },
@@ -324,7 +329,10 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                                             pair(a, at.stride, 0), pair(a, at.stride, 1), pair(a, at.dilation, 0),
                                             pair(a, at.dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CUDNN_TRY(cudnnSetConvolutionGroupCount(s->conv, groups));
-  CUDNN_TRY(cudnnSetConvolutionMathType(s->conv, CUDNN_FMA_MATH));  // no TF32
+  // FMA math unless the model was loaded with Precision::tf32 (tensor cores on TF32 inputs, as
+  // PyTorch's torch.backends.cudnn.allow_tf32).
+  const bool tf32 = a->precision == AMBER_PRECISION_TF32;
+  CUDNN_TRY(cudnnSetConvolutionMathType(s->conv, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   if (present(bias)) {
     CUDNN_TRY(cudnnCreateTensorDescriptor(&s->b));
     const int oc = yd[1], bd[4] = {1, oc, 1, 1}, bs[4] = {oc * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
@@ -351,7 +359,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
       return launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights");
     s->weights_packed = true;
   }
-  if (!(Transposed ? choose_data_algo(s.get()) : choose_algo(s.get())))
+  if (!(Transposed ? choose_data_algo(s.get(), tf32) : choose_algo(s.get(), tf32)))
     return fail(a,
                 "%s: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
                 "groups %d, output [%d, %d, %d, %d]",

@@ -143,9 +143,11 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
         if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                      CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n_notes, notes) != CUDNN_STATUS_SUCCESS)
           continue;
-        // FP32 means FP32 FMA: tensor-core engines would compute in TF32.
-        const bool lossy = std::any_of(notes, notes + n_notes, [](cudnnBackendNumericalNote_t note) {
-          return note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
+        // FP32 means FP32 FMA: tensor-core engines would compute in TF32, allowed under
+        // s.tf32; converting the inputs further down never is.
+        const bool lossy = std::any_of(notes, notes + n_notes, [&](cudnnBackendNumericalNote_t note) {
+          return (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && !s.tf32) ||
+                 note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
         });
         if (lossy || (fallback && seen.count(index))) continue;
         seen.insert(index);

@@ -1,6 +1,7 @@
 // A convolution (with its bias added in the same kernel where an engine allows) as a cuDNN 9
 // backend-API execution plan: the operation graph is built once, every FP32 engine config that
-// cuDNN's heuristics (mode A, then the fallback list) offer without tensor cores is timed on
+// cuDNN's heuristics (mode A, then the fallback list) offer without tensor cores (with them too
+// under ConvShape::tf32) is timed on
 // the real shape, and the fastest is kept. The legacy cudnnFind API reaches fewer engines:
 // on an H100 its pick ran ResNet-18's 3x3 convolutions up to 2.4x slower.
 #pragma once
@@ -18,6 +19,7 @@ struct ConvShape {
   int64_t x[4], w[4], y[4];  // N, C, H, W; K, C / groups, R, S; N, K, P, Q (all dense NHWC/KRSC)
   int64_t pad[2], stride[2], dilation[2];
   bool bias = false;  // adds a [K] bias (dense, 16-byte aligned) in the plan
+  bool tf32 = false;  // tensor-core engines (TF32 inputs) are candidates too
 };
 
 class ConvPlan {

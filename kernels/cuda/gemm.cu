@@ -1,5 +1,6 @@
 // CUDA kernels for matrix products: mm, bmm, matmul (torch.matmul's broadcasting and 1-D
-// operands) and linear (bias in cuBLASLt's epilogue), on cuBLASLt in plain f32 (no TF32).
+// operands) and linear (bias in cuBLASLt's epilogue), on cuBLASLt in plain f32 (TF32 tensor cores
+// only under AMBER_PRECISION_TF32).
 // Row-major C = A B is computed as column-major C^T = B^T A^T, so an operand with a unit
 // column stride is used as is and one with a unit row stride through a transpose; an
 // operand with neither is copied to dense rows first (in the call's workspace). Batches whose
@@ -143,7 +144,10 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
   const int64_t calls = one_call ? 1 : batches, per_call = one_call ? batches : 1;
 
   cublasLtMatmulDesc_t desc = nullptr;
-  if (cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+  // Plain f32 unless the model was loaded with Precision::tf32 (tensor cores on TF32 inputs).
+  const cublasComputeType_t compute =
+      a->precision == AMBER_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
     return fail(a, "cublasLtMatmulDescCreate failed");
   struct DescGuard {
     cublasLtMatmulDesc_t d;
