@@ -779,6 +779,58 @@ Outs constant(const NodeCtx& c) {
   c.refuse("Constant of a sparse tensor or strings");
 }
 
+// ---- Quantization as ONNX writes it (QuantizeLinear / DequantizeLinear pairs): computed in
+// f32 with ONNX's rounding (halves to even) and saturation, so a QDQ model runs with the
+// values its int8 arithmetic stands for ----
+
+// A per-tensor (0-d or one value) or per-axis (1-D, x's size along axis) scale or zero point,
+// shaped to broadcast against x.
+Tensor along_axis(const NodeCtx& c, const Tensor& p, const Tensor& x, const char* what) {
+  if (p.numel() == 1) return p.reshape({});
+  if (p.dim() != 1) throw Error(str(what, " must be a scalar or 1-D, got shape ", p.sizes()));
+  const int64_t axis = wrap_axis(c.attr_i("axis", 1), x.dim());
+  if (p.size(0) != x.size(axis))
+    throw Error(str(what, " holds ", p.size(0), " values for axis ", axis, " of size ", x.size(axis), " (shape ",
+                    x.sizes(), ")"));
+  DimVec shape;
+  for (int64_t d = 0; d < x.dim(); ++d) shape.push_back(d == axis ? p.size(0) : 1);
+  return p.reshape(shape);
+}
+
+// saturate(round(q) + zero_point) as t (uint8 or int8); zero_point f32 or undefined (0).
+Tensor saturate(const Tensor& q, const Tensor& zero_point, DType t) {
+  Tensor y = round(q);
+  if (zero_point.defined()) y = y + zero_point;
+  return clamp(y, Scalar(t == DType::u8 ? 0.0 : -128.0), Scalar(t == DType::u8 ? 255.0 : 127.0)).to(t);
+}
+
+Outs quantize_linear(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  const DType t = c.has(2) ? c.in(2).dtype() : DType::u8;
+  if (t != DType::u8 && t != DType::i8) c.refuse(str("a zero point of dtype ", t, " (uint8 and int8 only)"));
+  const Tensor zp = c.has(2) ? along_axis(c, c.in(2), x, "y_zero_point").to(DType::f32) : Tensor{};
+  return {saturate(x.to(DType::f32) / along_axis(c, c.in(1), x, "y_scale").to(DType::f32), zp, t)};
+}
+
+Outs dequantize_linear(const NodeCtx& c) {
+  const Tensor& x = c.in(0);
+  if (x.dtype() != DType::u8 && x.dtype() != DType::i8 && x.dtype() != DType::i32)
+    c.refuse(str("input of dtype ", x.dtype(), " (uint8, int8 and int32 only)"));
+  Tensor y = x.to(DType::f32);
+  if (c.has(2)) y = y - along_axis(c, c.in(2), x, "x_zero_point").to(DType::f32);
+  return {y * along_axis(c, c.in(1), x, "x_scale").to(DType::f32)};
+}
+
+// y_scale from x's range widened to hold 0, the zero point putting 0 on an integer, y as
+// QuantizeLinear with them (uint8).
+Outs dynamic_quantize_linear(const NodeCtx& c) {
+  const Tensor x = c.in(0).to(DType::f32);
+  const Tensor lo = clamp(amin(x), std::nullopt, Scalar(0.0)), hi = clamp(amax(x), Scalar(0.0), std::nullopt);
+  const Tensor scale = (hi - lo) / 255.0;
+  const Tensor zp = clamp(round(neg(lo) / scale), Scalar(0.0), Scalar(255.0));
+  return {saturate(x / scale, zp, DType::u8), scale, zp.to(DType::u8)};
+}
+
 Outs cast(const NodeCtx& c) {
   const DType to = dtype_from_onnx(int32_t(c.attr_i("to", 0)), "Cast's 'to'");
   return {c.in(0).to(to)};
@@ -1411,7 +1463,7 @@ Outs scatter_nd(const NodeCtx& c) {
 }
 
 // The table, sorted by type.
-const OnnxOp kOps[] = {
+constexpr OnnxOp kOps[] = {
     {"Abs", unary<abs>},
     {"Acos", unary<acos>},
     {"Acosh", unary<acosh>},
@@ -1441,8 +1493,10 @@ const OnnxOp kOps[] = {
     {"Cosh", unary<cosh>},
     {"CumSum", cum_sum},
     {"DepthToSpace", depth_to_space},
+    {"DequantizeLinear", dequantize_linear},
     {"Div", div_},
     {"Dropout", dropout_},
+    {"DynamicQuantizeLinear", dynamic_quantize_linear},
     {"Einsum", einsum},
     {"Elu", elu_},
     {"Equal", equal},
@@ -1495,6 +1549,7 @@ const OnnxOp kOps[] = {
     {"PRelu", prelu_},
     {"Pad", pad_},
     {"Pow", pow_},
+    {"QuantizeLinear", quantize_linear},
     {"Range", range_, false, OnnxOp::by_operands},
     {"Reciprocal", unary<reciprocal>},
     {"ReduceL1", reduce<Reduce::l1>},
@@ -1546,6 +1601,9 @@ const OnnxOp kOps[] = {
     {"Where", where_},
     {"Xor", xor_},
 };
+static_assert(std::is_sorted(std::begin(kOps), std::end(kOps),
+                             [](const OnnxOp& a, const OnnxOp& b) { return a.type < b.type; }),
+              "kOps is searched by type: keep it sorted (ASCII order)");
 
 }  // namespace
 
