@@ -1260,11 +1260,14 @@ Outs reduce(const NodeCtx& c) {
     for (int64_t i = 0; i < x.dim(); ++i) axes.push_back(i);
   }
   const DimVec d(axes);
+  // Sums and products of integers run in i64 (as torch's) and are given back in the input's
+  // type, as ONNX's reductions keep it.
+  auto as_x = [&](const Tensor& y) { return y.dtype() == x.dtype() ? y : y.to(x.dtype()); };
   switch (R) {
     case Reduce::sum:
-      return {sum(x, d, keep)};
-    case Reduce::prod:  // in i64 for integers, given back in the input's type as ONNX's
-      return {prod(x, d, keep).to(x.dtype())};
+      return {as_x(sum(x, d, keep))};
+    case Reduce::prod:
+      return {as_x(prod(x, d, keep))};
     case Reduce::mean:
       return {mean(x, d, keep)};
     case Reduce::max:
@@ -1272,9 +1275,9 @@ Outs reduce(const NodeCtx& c) {
     case Reduce::min:
       return {amin(x, d, keep)};
     case Reduce::sum_square:
-      return {sum(x * x, d, keep)};
+      return {as_x(sum(x * x, d, keep))};
     case Reduce::l1:
-      return {sum(abs(x), d, keep)};
+      return {as_x(sum(abs(x), d, keep))};
     case Reduce::l2:
       return {sqrt(sum(x * x, d, keep))};
     case Reduce::log_sum:

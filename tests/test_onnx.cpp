@@ -645,6 +645,33 @@ TEST_CASE("import_onnx's QuantizeLinear rounds halves to even and saturates int8
   CHECK(test::compare(got[1], tensor({-62.5f, -1.0f, 0.0f, 1.0f, 65.0f}), 0, 0).ok);
 }
 
+TEST_CASE("import_onnx's integer sums keep the input's type, as ONNX's reductions do", "[onnx]") {
+  for (const char* op : {"ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceProd"}) {
+    INFO(op);
+    Builder b(op == std::string("ReduceSum") ? 13 : 12);
+    b.input("x", {2, 3}, "N", onnx::TensorProto::INT32);
+    b.output("y", 1, onnx::TensorProto::INT32);
+    auto* n = b.node(op, {"x"}, {"y"}, "r");
+    if (op == std::string("ReduceSum")) {
+      auto* axes = b.m.mutable_graph()->add_initializer();
+      axes->set_name("axes");
+      axes->set_data_type(onnx::TensorProto::INT64);
+      axes->add_dims(1);
+      axes->add_int64_data(1);
+      n->add_input("axes");
+    } else {
+      add_ints_attr(n, "axes", {1});
+    }
+    add_int_attr(n, "keepdims", 0);
+    const TracedModule t = import_onnx_bytes(b.bytes());
+    const Tensor y = t.forward({tensor({1, -2, 3, 4, 5, -6}).reshape({2, 3}).to(DType::i32)})[0];
+    CHECK(y.dtype() == DType::i32);
+    const std::map<std::string, std::vector<int64_t>> want = {
+        {"ReduceSum", {2, 3}}, {"ReduceSumSquare", {14, 77}}, {"ReduceL1", {6, 15}}, {"ReduceProd", {-6, -120}}};
+    CHECK(y.to(DType::i64).to_vector<int64_t>() == want.at(op));
+  }
+}
+
 TEST_CASE("docs/ONNX.md's op mapping lists exactly the ops the importer maps", "[onnx]") {
   std::ifstream in(std::string(AMBER_SOURCE_DIR) + "/docs/ONNX.md");
   REQUIRE(in);
