@@ -930,6 +930,24 @@ void Exporter::node(const Node& n) {
             n);
     return;
   }
+  if (name == "roi_align") {  // boxes [K, 5] split into RoiAlign's rois and int64 batch_indices
+    namespace ra = oa::roi_align;
+    const auto size = at[ra::output_size].ints();
+    const std::string rois = op("Slice", {in(n, 1), ints({1}), ints({5}), ints({1})});
+    const std::string batch = cast(op("Squeeze", {op("Slice", {in(n, 1), ints({0}), ints({1}), ints({1})}), ints({1})}),
+                                   in_type(n, 1), DType::i64);
+    op(
+        "RoiAlign", {in(n, 0), rois, batch},
+        [&](onnx::NodeProto* p) {
+          attr_i(p, "output_height", size[0]);
+          attr_i(p, "output_width", size.size() > 1 ? size[1] : size[0]);
+          attr_i(p, "sampling_ratio", std::max<int64_t>(at[ra::sampling_ratio].i(), 0));  // ONNX: 0 is adaptive
+          attr_f(p, "spatial_scale", at[ra::spatial_scale].f());
+          attr_s(p, "coordinate_transformation_mode", at[ra::aligned].b() ? "half_pixel" : "output_half_pixel");
+        },
+        out(n));
+    return;
+  }
   if (name == "max_unpool2d") {
     // Zeros of the output's shape with each plane flattened, self's elements scattered into
     // them at their in-plane indices (ScatterElements along the last dim), reshaped back.

@@ -475,6 +475,22 @@ Outs max_pool(const NodeCtx& c) {
   return {from_2d(y, w1), from_2d(onnx_pool_indices(index, xin, w, !fits, column_major), w1)};
 }
 
+// RoiAlign: roi_align over boxes [batch index, x1, y1, x2, y2] made of rois and batch_indices;
+// opset 16's coordinate_transformation_mode half_pixel is roi_align's aligned, output_half_pixel
+// (opset 10's only form) is not. Mode max is refused: roi_align averages.
+Outs roi_align_(const NodeCtx& c) {
+  const Tensor &x = c.in(0), &rois = c.in(1), &batch = c.in(2);
+  if (c.attr_s("mode", "avg") != "avg")
+    c.refuse(str("mode ", c.attr_s("mode", "avg"), " (Amber's roi_align averages)"));
+  const std::string ctm =
+      c.opset >= 16 ? c.attr_s("coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    throw Error(str("coordinate_transformation_mode '", ctm, "' is not half_pixel or output_half_pixel"));
+  const Tensor boxes = cat({batch.to(x.dtype()).unsqueeze(1), rois.to(x.dtype())}, 1);
+  return {roi_align(x, boxes, {c.attr_i("output_height", 1), c.attr_i("output_width", 1)},
+                    double(c.attr_f("spatial_scale", 1.0f)), c.attr_i("sampling_ratio", 0), ctm == "half_pixel")};
+}
+
 // MaxUnpool: ONNX numbers indices over the whole tensor, (n * C + c) * H * W + h * W + w;
 // max_unpool2d takes them within the plane. The output's size is (in - 1) * stride + kernel -
 // pads per dim. An output_shape (known at import) of another size is refused: ONNX's own test
@@ -1569,6 +1585,7 @@ constexpr OnnxOp kOps[] = {
     {"Reshape", reshape_, false, OnnxOp::by_operands_of_data},
     {"Resize", resize},
     {"ReverseSequence", reverse_sequence},
+    {"RoiAlign", roi_align_},
     {"Round", unary<round>},
     {"Scatter", scatter_elements},
     {"ScatterElements", scatter_elements},

@@ -330,6 +330,11 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const DimVec&
   std::vector<Tensor> out = dispatch(AMBER_OP("max_pool2d_with_indices"), in, attrs, loc);
   return {out[0], out[1]};
 }
+Tensor roi_align(const Tensor& x, const Tensor& boxes, const DimVec& output_size, double spatial_scale,
+                 int64_t sampling_ratio, bool aligned, SrcLoc loc) {
+  return call(AMBER_OP("roi_align"), {&x, &boxes},
+              {Attr(output_size), Attr(spatial_scale), Attr(sampling_ratio), Attr(aligned)}, loc);
+}
 Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const DimVec& output_size, SrcLoc loc) {
   return call(AMBER_OP("max_unpool2d"), {&x, &indices}, {Attr(output_size)}, loc);
 }

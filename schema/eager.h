@@ -182,6 +182,10 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Dim
                                                   const DimVec& stride = {}, const DimVec& padding = {0},
                                                   const DimVec& dilation = {1}, bool ceil_mode = false,
                                                   SrcLoc loc = {});
+// torchvision.ops.roi_align with boxes as one [K, 5] tensor (batch index, x1, y1, x2, y2):
+// [K, C, output_size] bins, each the mean of bilinear samples of input[batch index].
+Tensor roi_align(const Tensor& input, const Tensor& boxes, const DimVec& output_size, double spatial_scale = 1.0,
+                 int64_t sampling_ratio = -1, bool aligned = false, SrcLoc loc = {});
 // The inverse of max_pool2d_with_indices: zeros of output_size (H, W) per plane, each element
 // of input written at its index, as torch._C._nn.max_unpool2d. F.max_unpool2d's default
 // output_size is (in - 1) * stride - 2 * padding + kernel_size per dim.

@@ -16,11 +16,12 @@ struct OpWork {
 };
 
 // The work of a call with these input and output views (an absent optional input has
-// ndim < 0); window is the window's element count for OpCost::window ops (window_elements).
+// ndim < 0); window is the window's element count for OpCost::window ops, the samples per
+// bin for OpCost::roi_align (0: an adaptive grid) (window_elements).
 OpWork estimate_work(OpCost cost, const amber_tensor_view* in, int n_in, const amber_tensor_view* out, int n_out,
                      double window = 1);
-// The product of op's kernel_size attribute (attrs in the op's attribute order), or 1 when
-// its cost kind is not OpCost::window.
+// The product of op's kernel_size attribute (attrs in the op's attribute order); for
+// roi_align sampling_ratio squared (0 when adaptive); 1 for other cost kinds.
 double window_elements(const OpSchema& op, const amber_attr* attrs, int n_attrs);
 
 }  // namespace amber

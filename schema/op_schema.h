@@ -70,6 +70,7 @@ enum class OpCost : uint8_t {
   matmul,          // 2 * output elements * input 0's last dim
   attention,       // 4 * query elements * key length
   window,          // output elements * the kernel_size window's elements, plus bytes (pooling)
+  roi_align,       // 4 * outputs * sampling_ratio^2, or with an adaptive grid the image-bounded bound
 };
 
 struct OpSchema;

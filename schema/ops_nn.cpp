@@ -183,6 +183,21 @@ void infer_max_unpool2d(InferCtx& c) {
   c.add_output(x.dtype, out).format = x.format;
 }
 
+// roi_align(input, boxes, output_size, spatial_scale, sampling_ratio, aligned): torchvision's
+// checks; one [C, oh, ow] output per box.
+void infer_roi_align(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &b = c.in(1);
+  c.check(x.sizes.size() == 4, "expected a 4-D (N, C, H, W) input, got shape ", x.sizes);
+  c.check(b.sizes.size() == 2 && b.sizes[1] == 5, "boxes must be [K, 5] (batch index, x1, y1, x2, y2), got shape ",
+          b.sizes);
+  c.check(b.dtype == x.dtype, "boxes dtype ", b.dtype, " and input dtype ", x.dtype, " differ");
+  const auto size = pair(c, c.attr("output_size"), "output_size");
+  c.check(size[0] > 0 && size[1] > 0, "output_size must be positive, got ", c.attr("output_size"));
+  c.check(c.attr("sampling_ratio").i() <= 64, "sampling_ratio ", c.attr("sampling_ratio").i(),
+          " is more than 64 samples per bin side (0 or less: adaptive, ceil(box size / output size))");
+  c.add_output(x.dtype, {b.sizes[0], x.sizes[1], size[0], size[1]});
+}
+
 void infer_avg_pool2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   check_image(c, x);
@@ -323,6 +338,13 @@ const OpRegistrar registrar{
      "max_pool2d and each maximum's flat index h * W + w in its input plane (F.max_pool2d(return_indices=True)); "
      "ties keep the first, a NaN wins (the last NaN, as ATen).",
      OpCost::window},
+    {"roi_align(Tensor input, Tensor boxes, int[] output_size, float spatial_scale=1.0, int sampling_ratio=-1, "
+     "bool aligned=False) -> Tensor",
+     kFloat, infer_roi_align, 0, nullptr, 1,
+     "torchvision.ops.roi_align: for each box [batch index, x1, y1, x2, y2] (times spatial_scale; shifted by half a "
+     "pixel when aligned) an output_size grid of bins, each the mean of bilinear samples (sampling_ratio per side, or "
+     "ceil(bin size) when 0 or less); a batch index outside the input's batch is an error (CUDA: zeros).",
+     OpCost::roi_align},
     {"max_unpool2d(Tensor self, Tensor indices, int[] output_size) -> Tensor", kFloat, infer_max_unpool2d, 0, nullptr,
      1,
      "The inverse of max_pool2d_with_indices: zeros of output_size per plane, each element of self written at its "

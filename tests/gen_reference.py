@@ -870,6 +870,36 @@ case("grid_f64_bilinear", "grid_sample", GRID, [In([1, 2, 4, 3], "f64"), In([1, 
      attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": False})
 case("grid_noncontig_grid", "grid_sample", GRID, [In([1, 2, 6, 5]), In([1, 3, 4, 2], layout=("t", 1, 2))],
      attrs={"mode": "bicubic", "padding_mode": "border", "align_corners": False}, atol=1e-5, rtol=1e-5)
+# roi_align against torchvision.ops.roi_align: boxes inside, across and outside the image,
+# smaller than a bin, reversed; fixed and adaptive grids; both alignments; channels-last and f64.
+def roi_align(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
+    import torchvision
+    size = list(output_size) * 2 if len(output_size) == 1 else list(output_size)  # one value: both sides
+    try:
+        return torchvision.ops.roi_align(x, boxes, size, spatial_scale, sampling_ratio, aligned)
+    except AssertionError as e:  # torchvision checks shapes with assertions
+        raise ValueError(str(e)) from e
+
+
+def boxes(rows, dtype=torch.float32):
+    return torch.tensor(rows, dtype=dtype)
+
+
+BOXES = boxes([[0, 0.5, 0.5, 6.2, 4.8], [1, 2.0, 1.0, 3.0, 2.5], [1, -3.0, -2.0, 15.0, 11.0], [0, 4.0, 3.0, 4.3, 3.1],
+               [1, 5.0, 4.0, 2.0, 1.0], [0, 6.5, 4.5, 9.0, 7.5]])
+for aligned in (False, True):
+    for ratio in (-1, 2):
+        case(f"roi_align_{'aligned' if aligned else 'legacy'}_{'adaptive' if ratio < 0 else 'ratio2'}", "roi_align",
+             roi_align, [In([2, 3, 7, 9]), Fixed(BOXES)],
+             attrs={"output_size": [3, 4], "spatial_scale": 1.0, "sampling_ratio": ratio, "aligned": aligned},
+             atol=1e-5, rtol=1e-5)
+case("roi_align_scale_cl", "roi_align", roi_align, [In([2, 5, 13, 11], layout=("cl",)), Fixed(torch.cat([BOXES[:, :1], BOXES[:, 1:] * 2], 1))],
+     attrs={"output_size": [2], "spatial_scale": 0.5, "sampling_ratio": 0, "aligned": True}, atol=1e-5, rtol=1e-5)
+case("roi_align_f64_big_box", "roi_align", roi_align,
+     [In([1, 2, 6, 5], "f64"), Fixed(boxes([[0, -300.0, -200.0, 900.0, 700.0], [0, 1.0, 1.0, 4.0, 3.0]], torch.float64))],
+     attrs={"output_size": [2, 3], "sampling_ratio": 0}, atol=1e-12, rtol=1e-10)
+case("roi_align_bad_boxes", "roi_align", roi_align, [In([1, 2, 6, 5]), In([3, 4])], attrs={"output_size": [2]},
+     error="boxes must be [K, 5]")
 case("grid_batch_mismatch", "grid_sample", GRID, [In([2, 2, 4, 4]), In([1, 3, 3, 2])],
      attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": False}, error="differs from input's")
 case("grid_bad_mode", "grid_sample", GRID, [In([1, 2, 4, 4]), In([1, 3, 3, 2])],

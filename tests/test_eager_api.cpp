@@ -61,6 +61,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
   const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
   const Tensor idx2 = tensor(std::vector<int64_t>{3, 0, 2, 1}).reshape({2, 2});
   const Tensor idx4 = zeros({2, 3, 4, 5}, DType::i64);
+  const Tensor boxes = tensor({1.0f, 0.5f, 0.5f, 3.0f, 2.5f}).reshape({1, 5});
   const Tensor col = randn({3, 1}), mid = randn({3, 1, 4});
   const Attr none = Attr::none();
   using I = std::vector<int64_t>;
@@ -238,6 +239,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
         {"groups", int64_t(1)},
         {"dilation", I{2, 1}}},
        {{"input", x4}, {"weight", w4t}, {"bias", b4t}}},
+      {"roi_align",
+       [&] {
+         (void)roi_align(x4, boxes, {3, 2}, 0.25, 2, true);
+       },
+       {{"output_size", I{3, 2}}, {"spatial_scale", 0.25}, {"sampling_ratio", int64_t(2)}, {"aligned", true}},
+       {{"input", x4}, {"boxes", boxes}}},
       {"max_unpool2d",
        [&] {
          (void)max_unpool2d(x4, idx4, {7, 6});
@@ -294,12 +301,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        },
        {{"pad", I{1, 2, 0, 3}}, {"mode", "reflect"}, {"value", 2.5}},
        {{"self", x4}}},
-      {"permute",
-       [&] {
-         (void)x4.permute({3, 1, 0, 2});
-       },
-       {{"dims", I{3, 1, 0, 2}}},
-       {{"self", x4}}},
+      {"permute", [&] { (void)x4.permute({3, 1, 0, 2}); }, {{"dims", I{3, 1, 0, 2}}}, {{"self", x4}}},
       {"pow.Scalar", [&] { (void)pow(m2, Scalar(3)); }, {{"exponent", int64_t(3)}}, {{"self", m2}}},
       {"reshape", [&] { (void)m.reshape({4, 3}); }, {{"shape", I{4, 3}}}, {{"self", m}}},
       {"view", [&] { (void)m.view({2, 6}); }, {{"size", I{2, 6}}}, {{"self", m}}},
@@ -681,4 +683,26 @@ TEST_CASE("eager ops given a dim on a 0-d tensor act as PyTorch's", "[eager]") {
     AMBER_REQUIRE_ERROR(x.slice(d, 0, 1), "slice");
     AMBER_REQUIRE_ERROR(x.select(d, 0), "select");
   }
+}
+
+TEST_CASE("eager roi_align refuses what torchvision leaves undefined", "[eager]") {
+  const Tensor x = randn({2, 3, 6, 5});
+  // A batch index outside the batch (torchvision reads past the input), NaN included.
+  AMBER_REQUIRE_ERROR(roi_align(x, tensor({2.0f, 0.0f, 0.0f, 3.0f, 3.0f}).reshape({1, 5}), {2}),
+                      "roi_align: box 0's batch index 2 is not an index into the input's batch of 2");
+  AMBER_REQUIRE_ERROR(
+      roi_align(x, tensor({0.0f, 0.0f, 0.0f, 3.0f, 3.0f, -1.0f, 0.0f, 0.0f, 3.0f, 3.0f}).reshape({2, 5}), {2}),
+      "box 1's batch index -1");
+  AMBER_REQUIRE_ERROR(roi_align(x, tensor({NAN, 0.0f, 0.0f, 3.0f, 3.0f}).reshape({1, 5}), {2}), "batch index nan");
+  // More than 64 samples a bin side; an adaptive grid has no such bound, and NaN boxes give 0.
+  AMBER_REQUIRE_ERROR(roi_align(x, tensor({0.0f, 0.0f, 0.0f, 3.0f, 3.0f}).reshape({1, 5}), {2}, 1.0, 65),
+                      "sampling_ratio 65 is more than 64 samples per bin side");
+  const Tensor nan_box = roi_align(x, tensor({1.0f, NAN, 0.0f, 3.0f, 3.0f}).reshape({1, 5}), {2, 2}, 1.0, 0, true);
+  CHECK(nan_box.abs().sum().item<float>() == 0.0f);
+  // An adaptive grid of 500000 samples a bin side visits only the few that fall on the 6 x 5
+  // image (at once, not 2.5e11 samples a bin); past 2^31 - 1 a side the box is refused.
+  const Tensor huge = roi_align(x, tensor({0.0f, -1e6f, -1e6f, 1e6f, 1e6f}).reshape({1, 5}), {2, 2}, 1.0, 0);
+  CHECK(std::isfinite(huge.abs().sum().item<float>()));
+  AMBER_REQUIRE_ERROR(roi_align(x, tensor({0.0f, -1e30f, 0.0f, 1e30f, 3.0f}).reshape({1, 5}), {2}),
+                      "box 0 needs more than 2^31 - 1 samples a bin side");
 }
