@@ -726,6 +726,14 @@ void Exporter::node(const Node& n) {
     return;
   }
   if (name == "full") {
+    // Sized by the batch: the fill value expanded to Shape-computed sizes, which importers
+    // (Amber's included) keep following the batch; ConstantOfShape of such sizes would be
+    // computed once at import by one that folds it.
+    if (!graph::is_static(n.outputs[0]->type.shape)) {
+      op("Expand", {scalar(at[oa::full::fill_value].scalar().to_double(), ot), sizes(n.outputs[0]->type.shape)}, {},
+         out(n));
+      return;
+    }
     onnx::NodeProto* p = add("ConstantOfShape", {sizes(n.outputs[0]->type.shape)}, {out(n)});
     auto* a = p->add_attribute();
     a->set_name("value");

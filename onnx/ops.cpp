@@ -475,6 +475,141 @@ Outs max_pool(const NodeCtx& c) {
   return {from_2d(y, w1), from_2d(onnx_pool_indices(index, xin, w, !fits, column_major), w1)};
 }
 
+// ---- Recurrent layers (RNN, GRU, LSTM), unrolled over the sequence at import: the inputs'
+// products with W for every step at once, then per step the products with R and the gates,
+// in ONNX's formulas and gate orders. The sequence length is the model's (known at import);
+// sequence_lens shorter than it, other activations than Sigmoid, Tanh and Relu, and LSTM's
+// input_forget are refused. ----
+
+enum class Cell { rnn, gru, lstm };
+
+using Activation = Tensor (*)(const Tensor&, SrcLoc);
+Activation activation_named(const NodeCtx& c, const std::string& name) {
+  if (name == "Sigmoid") return &sigmoid;
+  if (name == "Tanh") return &tanh;
+  if (name == "Relu") return &relu;
+  c.refuse(str("activation ", name, " (Amber's recurrent import takes Sigmoid, Tanh and Relu)"));
+}
+
+template <Cell K>
+Outs recurrent(const NodeCtx& c) {
+  constexpr int gates = K == Cell::rnn ? 1 : K == Cell::gru ? 3 : 4;
+  const int64_t hidden = c.attr_i("hidden_size", 0);
+  const std::string direction = c.attr_s("direction", "forward");
+  const int dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    throw Error(str("direction '", direction, "' is not forward, reverse or bidirectional"));
+  const bool batch_first = c.attr_i("layout", 0) != 0;
+  if (K == Cell::lstm && c.attr_i("input_forget", 0) != 0) c.refuse("input_forget (coupled input and forget gates)");
+  const Tensor x = batch_first ? c.in(0).transpose(0, 1) : c.in(0);  // [seq, batch, input]
+  const Tensor &w = c.in(1), &r = c.in(2);
+  if (x.dim() != 3 || w.dim() != 3 || r.dim() != 3 || w.size(0) != dirs || w.size(1) != gates * hidden ||
+      r.size(1) != gates * hidden || r.size(2) != hidden)
+    throw Error(str("X ", c.in(0).sizes(), ", W ", w.sizes(), " and R ", r.sizes(), " do not fit hidden_size ", hidden,
+                    " and ", dirs, " direction(s)"));
+  const int64_t seq = x.size(0);
+  if (c.has(4)) {
+    const std::vector<int64_t> lens = c.ints(4);
+    for (int64_t l : lens)
+      if (l != seq) c.refuse(str("sequence_lens shorter than the sequence (", l, " of ", seq, ")"));
+  }
+  // Activations: f, g (and h) per direction, ONNX's defaults unless given.
+  std::vector<std::string> names;
+  for (const auto& a : c.node.attribute())
+    if (a.name() == "activations")
+      for (const auto& s : a.strings()) names.push_back(s);
+  const int per_dir = K == Cell::rnn ? 1 : K == Cell::gru ? 2 : 3;
+  if (names.empty())
+    for (int d = 0; d < dirs; ++d)
+      for (const char* n : {"Sigmoid", "Tanh", "Tanh"}) {
+        if (int(names.size()) == (d + 1) * per_dir) break;
+        names.push_back(K == Cell::rnn ? "Tanh" : n);
+      }
+  if (int(names.size()) != dirs * per_dir)
+    throw Error(str("activations holds ", names.size(), " names, ", dirs * per_dir, " expected"));
+  if (c.has_attr("activation_alpha") || c.has_attr("activation_beta")) c.refuse("activation_alpha and activation_beta");
+  const bool clipped = c.has_attr("clip");
+  const double clip = c.attr_f("clip", 0);
+  const bool linear_before_reset = K == Cell::gru && c.attr_i("linear_before_reset", 0) != 0;
+
+  std::vector<Tensor> ys, hs, cs;
+  for (int d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    auto act = [&](int i, const Tensor& v) {
+      const Tensor in = clipped ? clamp(v, Scalar(-clip), Scalar(clip)) : v;
+      return activation_named(c, names[size_t(d * per_dir + i)])(in, SrcLoc::none());
+    };
+    const Tensor wd = w.select(0, d), rd = r.select(0, d);
+    Tensor wb, rb;
+    if (c.has(3)) {
+      wb = c.in(3).select(0, d).slice(0, 0, gates * hidden);
+      rb = c.in(3).select(0, d).slice(0, gates * hidden, 2 * gates * hidden);
+    }
+    const Tensor xw = linear(x, wd, wb);  // [seq, batch, gates * hidden], every step at once
+    const Tensor zero = zeros_like(xw.select(0, 0).slice(-1, 0, hidden));
+    // initial_h (5) or initial_c (6) of this direction, else zeros. A state known at import to
+    // be zeros is the default too: torch.onnx.export writes ConstantOfShape(batch) zeros, which
+    // would otherwise become a constant of the traced batch size.
+    auto known_zeros = [&](int i) {
+      DispatchHookGuard untraced(nullptr);  // looking at a known value records nothing
+      return c.known(i) && !any(ne(c.in(i), 0.0)).item<bool>();
+    };
+    auto initial = [&](int i) {
+      if (!c.has(i) || known_zeros(i)) return zero;
+      return batch_first ? c.in(i).select(1, d) : c.in(i).select(0, d);
+    };
+    Tensor h = initial(5), cell = K == Cell::lstm ? initial(6) : Tensor{};
+    Tensor peep_i, peep_o, peep_f;
+    if (K == Cell::lstm && c.has(7)) {
+      const Tensor p = c.in(7).select(0, d);
+      peep_i = p.slice(0, 0, hidden), peep_o = p.slice(0, hidden, 2 * hidden),
+      peep_f = p.slice(0, 2 * hidden, 3 * hidden);
+    }
+    auto gate = [&](const Tensor& t, int g) { return t.slice(-1, g * hidden, (g + 1) * hidden); };
+    std::vector<Tensor> steps(static_cast<size_t>(seq));
+    for (int64_t i = 0; i < seq; ++i) {
+      const int64_t t = reverse ? seq - 1 - i : i;
+      const Tensor xt = xw.select(0, t);
+      if constexpr (K == Cell::rnn) {
+        h = act(0, xt + linear(h, rd, rb));
+      } else if constexpr (K == Cell::gru) {  // gates z, r, h
+        const Tensor hr = linear(h, rd, rb);
+        const Tensor z = act(0, gate(xt, 0) + gate(hr, 0)), rg = act(0, gate(xt, 1) + gate(hr, 1));
+        Tensor cand;
+        if (linear_before_reset) {
+          cand = act(1, gate(xt, 2) + rg * gate(hr, 2));
+        } else {
+          const Tensor rh = linear(rg * h, rd.slice(0, 2 * hidden, 3 * hidden),
+                                   rb.defined() ? rb.slice(0, 2 * hidden, 3 * hidden) : Tensor{});
+          cand = act(1, gate(xt, 2) + rh);
+        }
+        h = (1.0 - z) * cand + z * h;
+      } else {  // gates i, o, f, c
+        const Tensor hr = linear(h, rd, rb);
+        Tensor ig = gate(xt, 0) + gate(hr, 0), fg = gate(xt, 2) + gate(hr, 2);
+        if (peep_i.defined()) ig = ig + peep_i * cell, fg = fg + peep_f * cell;
+        const Tensor it = act(0, ig), ft = act(0, fg), ct = act(1, gate(xt, 3) + gate(hr, 3));
+        cell = ft * cell + it * ct;
+        Tensor og = gate(xt, 1) + gate(hr, 1);
+        if (peep_o.defined()) og = og + peep_o * cell;
+        h = act(0, og) * act(2, cell);
+      }
+      steps[size_t(t)] = h;
+    }
+    ys.push_back(stack(steps, 0));  // [seq, batch, hidden]
+    hs.push_back(h);
+    cs.push_back(cell);
+  }
+  Tensor y = stack(ys, 1), yh = stack(hs, 0);  // [seq, dirs, batch, hidden], [dirs, batch, hidden]
+  Tensor yc = K == Cell::lstm ? stack(cs, 0) : Tensor{};
+  if (batch_first) {
+    y = y.permute({2, 0, 1, 3}), yh = yh.transpose(0, 1);
+    if (yc.defined()) yc = yc.transpose(0, 1);
+  }
+  if (K == Cell::lstm) return {y, yh, yc};
+  return {y, yh};
+}
+
 // RoiAlign: roi_align over boxes [batch index, x1, y1, x2, y2] made of rois and batch_indices;
 // opset 16's coordinate_transformation_mode half_pixel is roi_align's aligned, output_half_pixel
 // (opset 10's only form) is not. Mode max is refused: roi_align averages.
@@ -1525,6 +1660,7 @@ constexpr OnnxOp kOps[] = {
     {"EyeLike", eye_like},
     {"Flatten", flatten_},
     {"Floor", unary<floor>},
+    {"GRU", recurrent<Cell::gru>},
     {"Gather", gather_},
     {"GatherElements", gather_elements},
     {"GatherND", gather_nd},
@@ -1544,6 +1680,7 @@ constexpr OnnxOp kOps[] = {
     {"IsInf", is_inf},
     {"IsNaN", is_nan},
     {"LRN", lrn},
+    {"LSTM", recurrent<Cell::lstm>},
     {"LayerNormalization", layer_normalization},
     {"LeakyRelu", leaky_relu_},
     {"Less", less},
@@ -1569,6 +1706,7 @@ constexpr OnnxOp kOps[] = {
     {"Pad", pad_},
     {"Pow", pow_},
     {"QuantizeLinear", quantize_linear},
+    {"RNN", recurrent<Cell::rnn>},
     {"Range", range_, false, OnnxOp::by_operands},
     {"Reciprocal", unary<reciprocal>},
     {"ReduceL1", reduce<Reduce::l1>},

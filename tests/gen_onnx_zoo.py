@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The ONNX zoo's reference data: torchvision models (seeded weights, nothing downloaded), the
 samples' transformer encoder and a GPT-2-style causal decoder block, each exported with
-torch.onnx.export with a dynamic batch (OUT/NAME.onnx) beside seeded inputs at batch 1 and 4
+torch.onnx.export with a dynamic batch (and a small GRU, LSTM and RNN stack) (OUT/NAME.onnx) beside seeded inputs at batch 1 and 4
 and PyTorch's outputs (OUT/NAME.io.safetensors: x1, y1, x4, y4); OUT/zoo.json lists them.
 
 Usage: gen_onnx_zoo.py OUT [NAME...]   (Debian's /usr/bin/python3, which sees python3-torch)
@@ -45,6 +45,23 @@ class CausalBlock(torch.nn.Module):
         return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
 
 
+class Recurrent(torch.nn.Module):
+    """A bidirectional GRU, a two-layer LSTM and a ReLU RNN, batch first: ONNX's GRU (with
+    linear_before_reset, as PyTorch's), LSTM and RNN as torch.onnx.export writes them."""
+
+    def __init__(self, d=32, h=24):
+        super().__init__()
+        self.gru = torch.nn.GRU(d, h, batch_first=True, bidirectional=True)
+        self.lstm = torch.nn.LSTM(2 * h, h, num_layers=2, batch_first=True)
+        self.rnn = torch.nn.RNN(h, h, nonlinearity="relu", batch_first=True)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        y, _ = self.lstm(y)
+        y, _ = self.rnn(y)
+        return y
+
+
 def calibrate(model, shape):
     """Seeded weights that exercise the model: torchvision zero-initialises some layers (ViT's
     head) and leaves batch norms at mean 0, variance 1, which shrinks a deep network's outputs
@@ -78,6 +95,8 @@ def build(name):
         return models["transformer"], [128, 256]
     if name == "gpt2_block":
         return CausalBlock(), [64, 256]
+    if name == "recurrent":
+        return Recurrent(), [7, 32]
     raise SystemExit(f"unknown model {name}")
 
 
@@ -86,7 +105,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     out = sys.argv[1]
-    names = sys.argv[2:] or VISION + ["transformer", "gpt2_block"]
+    names = sys.argv[2:] or VISION + ["transformer", "gpt2_block", "recurrent"]
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(2)
     listed = []
