@@ -227,11 +227,17 @@ Outs pow_(const NodeCtx& c) {
     return {pow(a, Scalar(c.scalar(1)))};
   return {pow(a, b).to(a.dtype())};  // ONNX: the result has the base's type
 }
+// f16 and bf16 (storage dtypes in Amber: its arithmetic kernels compute f32 and f64) as f32,
+// for ops whose result rounded back is what ONNX's f16 op gives: Max, Min and Mod are exact
+// so, sums round once.
+Tensor widened(const Tensor& t) { return t.dtype() == DType::f16 || t.dtype() == DType::bf16 ? t.to(DType::f32) : t; }
+Tensor as_type(const Tensor& y, DType t) { return y.dtype() == t ? y : y.to(t); }
+
 Outs mod(const NodeCtx& c) {
-  const Tensor &a = c.in(0), &b = c.in(1);
+  const Tensor a = widened(c.in(0)), b = widened(c.in(1));
   const bool fmod = c.attr_i("fmod", 0) != 0;
   if (!fmod && is_floating(a.dtype())) throw Error("Mod with fmod=0 needs integer inputs");
-  return {a - div(a, b, fmod ? "trunc" : "floor") * b};
+  return {as_type(a - div(a, b, fmod ? "trunc" : "floor") * b, c.in(0).dtype())};
 }
 Outs equal(const NodeCtx& c) { return {eq(c.in(0), c.in(1))}; }
 Outs greater(const NodeCtx& c) { return {gt(c.in(0), c.in(1))}; }
@@ -245,16 +251,17 @@ Outs not_(const NodeCtx& c) { return {logical_not(c.in(0))}; }
 Outs where_(const NodeCtx& c) { return {where(c.in(0).to(DType::b8), c.in(1), c.in(2))}; }
 
 template <Tensor (*F)(const Tensor&, const Tensor&, SrcLoc)>
+Tensor fold_widened(const NodeCtx& c) {
+  Tensor y = widened(c.in(0));
+  for (int i = 1; i < c.size(); ++i) y = F(y, widened(c.in(i)), SrcLoc::none());
+  return y;
+}
+template <Tensor (*F)(const Tensor&, const Tensor&, SrcLoc)>
 Outs fold(const NodeCtx& c) {
-  Tensor y = c.in(0);
-  for (int i = 1; i < c.size(); ++i) y = F(y, c.in(i), SrcLoc::none());
-  return {y};
+  return {as_type(fold_widened<F>(c), c.in(0).dtype())};
 }
 Tensor add2(const Tensor& a, const Tensor& b, SrcLoc) { return a + b; }
-Outs mean_(const NodeCtx& c) {
-  Tensor y = fold<add2>(c)[0];
-  return {y / double(c.size())};
-}
+Outs mean_(const NodeCtx& c) { return {as_type(fold_widened<add2>(c) / double(c.size()), c.in(0).dtype())}; }
 
 // ---- matrix products ----
 
@@ -455,7 +462,10 @@ Tensor onnx_pool_indices(const Tensor& index, const Tensor& xin, const Window& w
 }
 
 Outs max_pool(const NodeCtx& c) {
-  const Tensor& x = c.in(0);
+  // Integers (uint8 images) and f16 pooled as f32, which holds them exactly; max is exact.
+  const DType t = c.in(0).dtype();
+  const bool wide = t == DType::u8 || t == DType::i8 || t == DType::f16 || t == DType::bf16;
+  const Tensor x = wide ? c.in(0).to(DType::f32) : c.in(0);
   const bool column_major = c.attr_i("storage_order", 0) != 0;
   if (column_major && !c.output_used(1)) c.refuse("MaxPool with storage_order 1");
   const Window w1 = window(c, x, c.attr_ints("kernel_shape"));
@@ -470,9 +480,9 @@ Outs max_pool(const NodeCtx& c) {
     xin = pad_window(xin, w, -std::numeric_limits<double>::infinity());
   const bool ceil = c.attr_i("ceil_mode", 0) != 0;
   if (!c.output_used(1))
-    return {from_2d(max_pool2d(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil), w1)};
+    return {as_type(from_2d(max_pool2d(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil), w1), t)};
   const auto [y, index] = max_pool2d_with_indices(xin, dv(w.kernel), dv(w.strides), padding, dv(w.dilations), ceil);
-  return {from_2d(y, w1), from_2d(onnx_pool_indices(index, xin, w, !fits, column_major), w1)};
+  return {as_type(from_2d(y, w1), t), from_2d(onnx_pool_indices(index, xin, w, !fits, column_major), w1)};
 }
 
 // ---- Recurrent layers (RNN, GRU, LSTM), unrolled over the sequence at import: the inputs'
