@@ -136,7 +136,11 @@ std::atomic<int> g_work_limits{0};  // limits alive on any thread: the unlimited
 void charge_work(const OpSchema& op, const amber_tensor_view* in, int n_in, const amber_tensor_view* out, int n_out,
                  const amber_attr* attrs, int n_attrs) {
   if (g_work_limits.load(std::memory_order_relaxed) == 0 || t_work_source == nullptr) return;
-  const double work = estimate_work(op.cost, in, n_in, out, n_out, window_elements(op, attrs, n_attrs)).total();
+  // A call costs its dispatch too, whatever its sizes: a model of many tiny calls (a
+  // recurrent layer unrolled over a long sequence, at import) is bounded like a large one.
+  constexpr double kCallWork = 1024;
+  const double work =
+      kCallWork + estimate_work(op.cost, in, n_in, out, n_out, window_elements(op, attrs, n_attrs)).total();
   auto count = [](double v) { return v < 1.8e19 ? uint64_t(std::max(v, 0.0)) : UINT64_MAX; };
   AMBER_CHECK(work <= t_work_left, op.name, ": this call's work (about ", count(work),
               " operations: schema/op_cost.h) is more than the ", count(t_work_left),

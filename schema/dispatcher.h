@@ -41,7 +41,7 @@ DispatchHook* current_dispatch_hook();
 // Caps the work of the eager kernels the calling thread runs while alive (nested limits keep
 // the smaller budget): running an untrusted model at import (onnx/) cannot run for hours on a
 // file whose every tensor is small. Work is schema/op_cost.h's estimate, floating-point
-// operations plus bytes moved, summed over the calls; the call that would pass the budget
+// operations plus bytes moved, plus 1024 a call for the call itself, summed over the calls; the call that would pass the budget
 // throws an amber::Error naming the op, its work, what remains and `source` (the option
 // that sets the budget) before its kernel runs.
 class WorkLimit {
