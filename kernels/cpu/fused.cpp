@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "amber/core/fused_ops.h"
+#include "amber/core/hot.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/pointwise_math.h"
@@ -214,7 +215,7 @@ struct FusedRun {
 };
 
 template <int N>
-void run_fused(const amber_kernel_args* a, const Ctx& ctx) {
+AMBER_HOT void run_fused(const amber_kernel_args* a, const Ctx& ctx) {
   std::array<const amber_tensor_view*, N> ops;
   std::array<int64_t, N> sizes;
   ops[0] = &a->outputs[0];
@@ -227,7 +228,7 @@ void run_fused(const amber_kernel_args* a, const Ctx& ctx) {
 
 // Checks what the kernel relies on: each opcode's own arity, operand indices in range,
 // temporaries defined before use.
-bool valid_program(const amber_fused_program* p, int num_inputs) {
+AMBER_HOT bool valid_program(const amber_fused_program* p, int num_inputs) {
   if (!p || p->n_instrs < 1 || p->n_inputs != num_inputs) return false;
   for (int32_t t = 0; t < p->n_instrs; ++t) {
     const amber_fused_instr& in = p->instrs[t];
@@ -243,7 +244,7 @@ bool valid_program(const amber_fused_program* p, int num_inputs) {
 
 template <typename T>
 struct FusedKernel {  // fused(inputs, program)
-  static int run(const amber_kernel_args* a) {
+  AMBER_HOT static int run(const amber_kernel_args* a) {
     return guarded(a, [&] {
       if (!valid_program(a->program, a->n_inputs))
         return fail(a, "fused: the call carries no valid program for its %d inputs", a->n_inputs);

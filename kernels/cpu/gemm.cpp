@@ -23,6 +23,7 @@
 
 #include "amber/core/mapped_pages.h"
 #include "amber/core/parallel.h"
+#include "amber/core/hot.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/onednn.h"
 #include "amber/kernels/cpu/quantize.h"
@@ -70,7 +71,7 @@ struct GemmOperand {
 constexpr int64_t kTinyGemm = 1024;
 
 // C[m, n] (row stride ldc) = A[m, k] B[k, n] + beta * C for m * n * k <= kTinyGemm, k >= 1.
-void tiny_gemm(const Mat& a, const Mat& b, float* c, int64_t ldc, float beta) {
+AMBER_HOT void tiny_gemm(const Mat& a, const Mat& b, float* c, int64_t ldc, float beta) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
   float row[kTinyGemm];  // n <= kTinyGemm
   for (int64_t i = 0; i < m; ++i) {
@@ -153,7 +154,7 @@ int bmm_kernel(const amber_kernel_args* a) {
 
 // torch.matmul. Operands are viewed as batches of matrices: a 1-D left operand is a row
 // [1, k], a 1-D right operand a column [k, 1]; batch dims broadcast.
-int matmul_kernel(const amber_kernel_args* a) {
+AMBER_HOT int matmul_kernel(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &y = a->inputs[1], &c = a->outputs[0];
   float* out = static_cast<float*>(c.data);
   const float* xp = static_cast<const float*>(x.data);
