@@ -129,12 +129,17 @@ void infer_conv_transpose2d(InferCtx& c) {
   if (batched) y.format = MemoryFormat::channels_last;
 }
 
-void pooled_output(InferCtx& c, const TensorMeta& x, int64_t oh, int64_t ow) {
+// x's sizes and memory format with its plane (the two trailing dims) oh x ow.
+void plane_output(InferCtx& c, const TensorMeta& x, int64_t oh, int64_t ow) {
   DimVec out = x.sizes;
   out[out.size() - 2] = oh;
   out[out.size() - 1] = ow;
-  c.check(oh > 0 && ow > 0, "output size ", oh, "x", ow, " is too small (input ", x.sizes, ")");
   c.add_output(x.dtype, out).format = x.format;
+}
+
+void pooled_output(InferCtx& c, const TensorMeta& x, int64_t oh, int64_t ow) {
+  c.check(oh > 0 && ow > 0, "output size ", oh, "x", ow, " is too small (input ", x.sizes, ")");
+  plane_output(c, x, oh, ow);
 }
 
 // kernel_size, stride (empty: kernel_size), padding; shared by max and avg pooling.
@@ -177,10 +182,7 @@ void infer_max_unpool2d(InferCtx& c) {
   const std::vector<int64_t>& size = c.attr("output_size").ints();
   c.check(size.size() == 2, "output_size must be (height, width), got ", c.attr("output_size"));
   c.check(size[0] >= 0 && size[1] >= 0, "output_size must not be negative, got ", c.attr("output_size"));
-  DimVec out = x.sizes;
-  out[out.size() - 2] = size[0];
-  out[out.size() - 1] = size[1];
-  c.add_output(x.dtype, out).format = x.format;
+  plane_output(c, x, size[0], size[1]);
 }
 
 // roi_align(input, boxes, output_size, spatial_scale, sampling_ratio, aligned): torchvision's
@@ -231,10 +233,7 @@ void infer_adaptive_avg_pool2d(InferCtx& c) {
   check_image(c, x);
   const auto o = pair(c, c.attr("output_size"), "output_size");
   c.check(o[0] >= 0 && o[1] >= 0, "output_size must be non-negative, got ", c.attr("output_size"));
-  DimVec out = x.sizes;
-  out[out.size() - 2] = o[0];
-  out[out.size() - 1] = o[1];
-  c.add_output(x.dtype, out).format = x.format;
+  plane_output(c, x, o[0], o[1]);
 }
 
 // upsample_nearest2d / upsample_bilinear2d(self, output_size, ...): ATen's
