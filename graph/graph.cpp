@@ -222,8 +222,11 @@ void Graph::remove_unused_constants() {
 AMBER_HOT bool Graph::is_dynamic() const {
   for (const auto& v : values_)
     if (!is_static(v->type.shape)) return true;
-  for (const auto& n : nodes_)
+  for (const auto& n : nodes_) {
     if (n->has_symbolic_attrs()) return true;
+    for (const auto& b : n->bodies)
+      if (b->is_dynamic()) return true;
+  }
   return false;
 }
 
@@ -251,6 +254,7 @@ Graph copy_graph(const Graph& g, const int64_t* n) {
     if (!n) nn->attr_coefs = node->attr_coefs;
     nn->source = node->source;
     nn->scope = node->scope;
+    for (const auto& b : node->bodies) nn->bodies.push_back(std::make_shared<Graph>(copy_graph(*b, n)));
     for (size_t i = 0; i < outs.size(); ++i) map[node->outputs[i]] = nn->outputs[i];
   }
   for (const auto& [name, v] : g.outputs()) out.add_output(name, map.at(v));

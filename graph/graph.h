@@ -3,8 +3,10 @@
 // dims may be symbolic: affine in the batch symbol N (SymInt, "128*N"), as are the integer
 // attributes that depend on the batch size. A graph with symbols is instantiated at a
 // concrete N before it runs. Constants carry their tensor (parameters, buffers, captured
-// tensors). Invariants (checked by graph/verify.h): every value is defined once, before
-// its uses; node inputs and attributes match the op table.
+// tensors). A control-flow node (`loop`) holds its bodies as graphs of their own, which see
+// only their inputs (what they read from outside arrives as explicit inputs). Invariants
+// (checked by graph/verify.h): every value is defined once, before its uses; node inputs and
+// attributes match the op table.
 #pragma once
 
 #include <memory>
@@ -46,6 +48,7 @@ struct ValueType {
 std::ostream& operator<<(std::ostream& os, const ValueType& t);  // "f32[N, 3]"
 
 class Node;
+class Graph;
 
 class Value {
  public:
@@ -73,6 +76,9 @@ class Node {
   std::vector<std::vector<int64_t>> attr_coefs;
   std::string source;  // "lenet.cpp:21", or ""
   std::string scope;   // module path "layer1.0.conv1", or ""
+  // A control-flow node's subgraphs (schema/control_flow.h says what each op expects);
+  // empty for every other op.
+  std::vector<std::shared_ptr<Graph>> bodies;
 
   // The attribute named name in the op's signature; an internal error when there is none.
   const Attr& attr(std::string_view name) const;
@@ -118,11 +124,11 @@ class Graph {
   void remove_unused_constants();
   void set_input(Node* n, size_t i, Value* v);
 
-  // True when any shape or attribute depends on N.
+  // True when any shape or attribute depends on N (bodies included).
   bool is_dynamic() const;
   // The batch size the graph was traced at (its example shapes); 0 when unknown.
   int64_t traced_batch = 0;
-  // A static copy with N = n (constants share their tensors).
+  // A static copy with N = n (constants share their tensors; bodies are copied too).
   Graph instantiate(int64_t n) const;
   // A deep copy (constants share their tensors).
   Graph clone() const;

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "amber/schema/control_flow.h"
+
 namespace amber::graph {
 namespace {
 
@@ -108,6 +110,10 @@ std::string to_text(const Graph& g) {
     os << ')';
     print_trailer(os, n->source, n->scope);
     os << '\n';
+    for (const auto& body : n->bodies) {  // each body's text, indented under its node
+      std::istringstream lines(to_text(*body));
+      for (std::string line; std::getline(lines, line);) os << "    " << line << '\n';
+    }
   }
   os << "  return (";
   for (size_t i = 0; i < g.outputs().size(); ++i)
@@ -127,7 +133,18 @@ class Parser {
   explicit Parser(std::string_view s) : s_(s) {}
 
   Graph parse() {
+    Graph g = block(0);
+    while (pos_ < s_.size() && std::isspace(uint8_t(s_[pos_]))) ++pos_;
+    if (pos_ < s_.size()) fail("text after the closing '}'");
+    return g;
+  }
+
+ private:
+  // One graph from "graph(" to its closing '}'; depth counts the bodies it is inside.
+  Graph block(int depth) {
+    if (depth > kMaxBodyDepth) fail(str("bodies nested more than ", kMaxBodyDepth, " deep"));
     Graph g;
+    Node* last = nullptr;
     skip_space();
     word("graph");
     expect('(');
@@ -160,17 +177,17 @@ class Parser {
           } while (accept(','));
           expect(')');
         }
+      } else if (at_word("graph")) {  // a body of the node above
+        if (!last) fail("a body must follow the node it belongs to");
+        last->bodies.push_back(std::make_shared<Graph>(block(depth + 1)));
       } else {
-        node(g);
+        last = node(g);
       }
       end_of_line();
     }
-    while (pos_ < s_.size() && std::isspace(uint8_t(s_[pos_]))) ++pos_;
-    if (pos_ < s_.size()) fail("text after the closing '}'");
     return g;
   }
 
- private:
   void constant(Graph& g) {
     word("const");
     std::string name = value_name();
@@ -221,7 +238,7 @@ class Parser {
     return raw.to(t.dtype, SrcLoc::none());
   }
 
-  void node(Graph& g) {
+  Node* node(Graph& g) {
     std::vector<std::pair<std::string, ValueType>> outs;
     do {
       std::string name = value_name();
@@ -296,6 +313,7 @@ class Parser {
     if (any) n->attr_coefs = std::move(coefs);
     n->source = source;
     n->scope = scope;
+    return n;
   }
 
   Value* lookup(Graph& g, const std::string& name) {

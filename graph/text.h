@@ -8,6 +8,15 @@
 //     (output0 = %1)
 //   }
 //
+// A control-flow node's bodies follow its line, each a graph of its own indented under it
+// (nested at most kMaxBodyDepth deep):
+//
+//     %5 : f32[4] = loop([%n, %x, %w], num_state=1)  # model.cpp:30
+//         graph(%i : i64[], %s0 : f32[4], %c0 : f32[4]) {
+//           %0 : f32[4] = mul(%s0, %c0)
+//           return (s0 = %0)
+//         }
+//
 // Tensor arguments are positional (None for an absent optional tensor, [%a, %b] for a
 // list), attributes are all named, in op-table order. Dims and integer attributes may be
 // affine in the batch symbol N. Constants with at most kInlineConstant elements carry their

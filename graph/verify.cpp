@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "amber/schema/control_flow.h"
+
 namespace amber::graph {
 namespace {
 
@@ -62,9 +64,50 @@ void check_types(const Graph& g, int64_t n, std::vector<std::string>& problems) 
   }
 }
 
-}  // namespace
+std::vector<std::string> verify_at(const Graph& g, int depth);
 
-std::vector<std::string> verify(const Graph& g) {
+// A control-flow node's bodies against its operands (schema/control_flow.h): the body's inputs
+// are the index (i64[]) then the operands after the count, its outputs the state.
+void check_bodies(const Node* n, int depth, std::vector<std::string>& problems) {
+  if (!n->op->is_control_flow()) {
+    if (!n->bodies.empty()) problems.push_back(describe(n) + ": holds bodies, but the op is not control flow");
+    return;
+  }
+  if (n->bodies.size() != 1 || !n->bodies[0]) {
+    problems.push_back(str(describe(n), ": expected one body, got ", n->bodies.size()));
+    return;
+  }
+  if (depth >= kMaxBodyDepth) {
+    problems.push_back(str(describe(n), ": bodies nest more than ", kMaxBodyDepth, " deep"));
+    return;
+  }
+  const Graph& b = *n->bodies[0];
+  for (const std::string& p : verify_at(b, depth + 1)) problems.push_back(describe(n) + " body: " + p);
+  const int64_t num_state = n->attr("num_state").i();
+  if (b.inputs().size() != n->inputs.size()) {
+    problems.push_back(str(describe(n), ": the body has ", b.inputs().size(), " inputs but the node ", n->inputs.size(),
+                           " operands (the count's place is the index's)"));
+    return;
+  }
+  const ValueType index{DType::i64, {}};
+  if (!(b.inputs()[0]->type == index))
+    problems.push_back(str(describe(n), ": body input %", b.inputs()[0]->name, " (the index) is ", b.inputs()[0]->type,
+                           ", expected i64[]"));
+  for (size_t k = 1; k < n->inputs.size(); ++k)
+    if (n->inputs[k] && !(b.inputs()[k]->type == n->inputs[k]->type))
+      problems.push_back(str(describe(n), ": body input %", b.inputs()[k]->name, " is ", b.inputs()[k]->type,
+                             " but operand %", n->inputs[k]->name, " is ", n->inputs[k]->type));
+  if (num_state < 0 || size_t(num_state) >= n->inputs.size() || b.outputs().size() != size_t(num_state)) {
+    problems.push_back(str(describe(n), ": the body has ", b.outputs().size(), " outputs for a state of ", num_state));
+    return;
+  }
+  for (size_t k = 0; k < size_t(num_state); ++k)
+    if (n->inputs[1 + k] && !(b.outputs()[k].second->type == n->inputs[1 + k]->type))
+      problems.push_back(str(describe(n), ": body output ", b.outputs()[k].first, " is ", b.outputs()[k].second->type,
+                             " but the state it replaces (%", n->inputs[1 + k]->name, ") is ", n->inputs[1 + k]->type));
+}
+
+std::vector<std::string> verify_at(const Graph& g, int depth) {
   std::vector<std::string> problems;
   std::set<const Value*> defined;
   std::set<std::string> names;
@@ -106,6 +149,7 @@ std::vector<std::string> verify(const Graph& g) {
     }
     if (!attrs_are_canonical(op, n->attrs))
       problems.push_back(str(describe(n), ": attributes do not match the op table's (", op.signature, ")"));
+    check_bodies(n, depth, problems);
     for (const Value* out : n->outputs) {
       if (out->producer != n) problems.push_back(str(describe(n), ": output %", out->name, " names another producer"));
       define(out, describe(n));
@@ -123,6 +167,10 @@ std::vector<std::string> verify(const Graph& g) {
   }
   return problems;
 }
+
+}  // namespace
+
+std::vector<std::string> verify(const Graph& g) { return verify_at(g, 0); }
 
 void verify_or_throw(const Graph& g, const std::string& what) {
   const std::vector<std::string> problems = verify(g);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "amber/core/tensor.h"
+#include "amber/schema/control_flow.h"
 #include "amber/serialize/archive.h"
 
 namespace amber {
@@ -90,6 +91,10 @@ struct LoadOptions {
   // The arithmetic of convolutions and matrix products (Precision); the same archive serves
   // either.
   Precision precision = Precision::f32;
+  // The most loop body runs one call may make (all `loop` nodes, nested ones included): a
+  // trip count comes from data, so this bounds how long a call can run. A call that would
+  // pass it fails with an amber::Error naming the loop.
+  int64_t max_loop_trips = kDefaultMaxLoopTrips;
 };
 
 // A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size

@@ -88,10 +88,11 @@ struct Plan::Workspace {
 };
 
 Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
-           std::shared_ptr<BufferCache> outputs, amber_precision precision)
+           std::shared_ptr<BufferCache> outputs, amber_precision precision, int64_t max_loop_trips)
     : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)), output_cache_(std::move(outputs)) {
   using graph::Value;
   precision_ = precision;
+  max_loop_trips_ = max_loop_trips;
   backend_ = &backend(device);
   host_memory_ = (backend_->flags & AMBER_BACKEND_HOST_MEMORY) != 0;
   graphs_ = !host_memory_ && backend_->capture_begin && backend_->capture_end && backend_->graph_launch &&
@@ -151,7 +152,17 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     s.n_outputs = int(n->outputs.size());
     s.label = describe(*n);
     try {
-      if (n->op->is_maybe_view()) {
+      if (n->op->is_control_flow()) {
+        AMBER_CHECK(n->bodies.size() == 1, "expected one body, got ", n->bodies.size());
+        s.body = std::make_unique<Plan>(n->bodies[0]->clone(), device, setup_threads, arenas_, output_cache_, precision,
+                                        max_loop_trips);
+        s.n_inputs = int(n->inputs.size());
+        for (const Value* in : n->inputs) add_arg(values_[size_t(index.at(in))].view, index.at(in));
+        for (const Value* out : n->outputs) {
+          add_arg(values_[size_t(index.at(out))].view, index.at(out));
+          s.copy_kernels.push_back(&resolve_kernel(clone_op, device, out->type.dtype));
+        }
+      } else if (n->op->is_maybe_view()) {
         // The layout cannot be a view of the input: copy the input to contiguous memory,
         // which the output then views with its own shape.
         const Value* in = n->inputs[0];
@@ -203,7 +214,9 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     const amber_tensor_view* args = &arg_templates_[size_t(s.first_arg)];
     const OpCost cost = n->op->is_maybe_view() ? OpCost::memory : n->op->cost;  // a maybe_view's step is a copy
     const double window = window_elements(*n->op, s.attrs.data(), int(s.attrs.size()));
-    s.single_thread = estimate_step_ns(cost, args, s.n_inputs, args + s.n_inputs, s.n_outputs, window) < kParallelMinNs;
+    s.single_thread =
+        !s.body && estimate_step_ns(cost, args, s.n_inputs, args + s.n_inputs, s.n_outputs, window) < kParallelMinNs;
+    if (s.body) graphs_ = false;  // the count is read on the host mid-call
     steps_.push_back(std::move(s));
   }
   // Every output leaves in a buffer of its own: one that lives in an input or a constant is
@@ -254,7 +267,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   }
   char error[512];
   for (Step& s : steps_) {
-    if (!s.kernel->setup) continue;
+    if (!s.kernel || !s.kernel->setup) continue;
     error[0] = '\0';
     amber_kernel_args a{};
     a.inputs = &setup_args[size_t(s.first_arg)];
@@ -285,7 +298,7 @@ Plan::~Plan() {
   delete spare_.load();
   pool_.clear();
   for (Step& s : steps_)
-    if (s.state && s.kernel->destroy_state) s.kernel->destroy_state(s.state);
+    if (s.state && s.kernel && s.kernel->destroy_state) s.kernel->destroy_state(s.state);
 }
 
 void Plan::reset_stats() const {
@@ -416,7 +429,91 @@ void Plan::prepare(int num_threads) const {
     parallel_for(num_threads, 1, [](int64_t, int64_t) {});
 }
 
-AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& options) const {
+void Plan::run_loop(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
+                    int64_t& trips_left) const {
+  const graph::Node& n = *s.node;
+  const int64_t num_state = n.attr("num_state").i();
+  // The count, on the host.
+  const amber_tensor_view& cv = a.inputs[0];
+  const size_t count_bytes = itemsize(DType(cv.dtype));
+  alignas(8) unsigned char raw[8] = {};
+  if (host_memory_) {
+    std::memcpy(raw, cv.data, count_bytes);
+  } else if (backend_->copy(raw, int32_t(DeviceType::cpu), 0, cv.data, int32_t(device_.type), device_.index,
+                            count_bytes, stream) != 0 ||
+             backend_->synchronize(device_.index, stream) != 0) {
+    device_failure(str(s.label, ": reading the trip count").c_str());
+  }
+  int64_t count;
+  if (cv.dtype == int32_t(DType::i32)) {
+    int32_t c32;
+    std::memcpy(&c32, raw, 4);
+    count = c32;
+  } else {
+    std::memcpy(&count, raw, 8);
+  }
+  AMBER_CHECK(count >= 0, s.label, ": the trip count is ", count, "; it must be at least 0");
+  AMBER_CHECK(count <= trips_left, s.label, ": ", count, " iterations would pass the call's limit of ", max_loop_trips_,
+              " loop body runs (LoadOptions::max_loop_trips; ", max_loop_trips_ - trips_left, " already run)");
+  trips_left -= count;
+  // The operands as tensors over this call's memory; the index on the host.
+  auto wrap = [&](const amber_tensor_view& v) {
+    const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
+    const DimVec strides(std::span<const int64_t>(v.strides, size_t(v.ndim)));
+    return Tensor::make(Storage::wrap(const_cast<void*>(v.data), extent_bytes(v), device_, nullptr, true), sizes,
+                        strides, 0, DType(v.dtype));
+  };
+  std::vector<Tensor> in(size_t(a.n_inputs));
+  for (int k = 1; k < a.n_inputs; ++k) in[size_t(k)] = wrap(a.inputs[k]);
+  RunOptions body_options = options;
+  body_options.stream = stream;
+  body_options.graphs = false;
+  body_options.profile = false;
+  body_options.outputs_on_host = false;
+  for (int64_t i = 0; i < count; ++i) {
+    Tensor index = empty({}, {DType::i64, Device::cpu()});
+    *static_cast<int64_t*>(index.mutable_data()) = i;
+    in[0] = std::move(index);
+    std::vector<Tensor> next = s.body->run(in, body_options, trips_left);
+    for (int64_t k = 0; k < num_state; ++k) in[size_t(1 + k)] = std::move(next[size_t(k)]);
+  }
+  // The final state into the step's outputs.
+  char error[512];
+  for (int64_t k = 0; k < num_state; ++k) {
+    const Tensor& t = in[size_t(1 + k)];
+    amber_tensor_view src = a.outputs[k];
+    src.data = const_cast<void*>(t.data());
+    src.ndim = int32_t(t.dim());
+    for (int d = 0; d < t.dim(); ++d) {
+      src.sizes[d] = t.size(d);
+      src.strides[d] = t.stride(d);
+    }
+    src.cache_id = 0;
+    error[0] = '\0';
+    amber_kernel_args c{};
+    c.inputs = &src;
+    c.n_inputs = 1;
+    c.outputs = &a.outputs[k];
+    c.n_outputs = 1;
+    c.num_threads = 1;
+    c.device = device_.index;
+    c.stream = stream;
+    c.error = error;
+    c.error_capacity = sizeof error;
+    c.context = s.copy_kernels[size_t(k)]->context;
+    c.label = s.label.c_str();
+    c.precision = precision_;
+    if (s.copy_kernels[size_t(k)]->run(&c) != 0) {
+      error[sizeof error - 1] = '\0';
+      throw Error(str(s.label, ": copying state ", k, " out: ", error[0] ? error : "kernel failed"));
+    }
+  }
+  // The body's buffers go back to the pool when `in` goes: what was copied must be done.
+  if (!host_memory_ && count > 0 && backend_->synchronize(device_.index, stream) != 0)
+    device_failure(str(s.label, ": finishing the loop").c_str());
+}
+
+AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& options, int64_t& trips_left) const {
   ThreadLimit limit(options.num_threads);
   char* scratch = static_cast<char*>(ws.arena.data) + scratch_offset_;
   const bool timed = options.profile;
@@ -444,11 +541,15 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
     a.workspace = s.workspace_bytes ? scratch : nullptr;
     a.workspace_bytes = s.workspace_bytes;
     a.program = s.program ? s.program->get() : nullptr;
-    a.context = s.kernel->context;
+    a.context = s.kernel ? s.kernel->context : nullptr;
     a.label = s.label.c_str();
     a.precision = precision_;
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    const int rc = s.kernel->run(&a);
+    int rc = 0;
+    if (s.body)
+      run_loop(s, a, stream, options, trips_left);
+    else
+      rc = s.kernel->run(&a);
     if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());
     if (timed) {
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
@@ -469,7 +570,8 @@ bool Plan::capture(Workspace& ws, const RunOptions& options) const {
   void* recording = nullptr;
   if (backend_->capture_begin(device_.index, &recording) != 0) return false;
   try {
-    run_steps(ws, recording, options);
+    int64_t no_loops = 0;  // plans with loops never record a graph
+    run_steps(ws, recording, options, no_loops);
   } catch (const Error&) {
     // A kernel that cannot be recorded (or failed): the capture is dropped, and the call runs
     // the steps directly, where a real failure reports itself.
@@ -508,7 +610,13 @@ AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& b
   return out;
 }
 
-AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
+std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
+  int64_t trips_left = max_loop_trips_;
+  return run(inputs, options, trips_left);
+}
+
+AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options,
+                                        int64_t& trips_left) const {
   struct Lease {
     const Plan* plan;
     std::unique_ptr<Workspace> ws;
@@ -563,7 +671,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       if (ws.graph) {
         if (backend_->graph_launch(device_.index, ws.graph, stream) != 0) device_failure("launching the graph");
       } else {
-        run_steps(ws, stream, options);
+        run_steps(ws, stream, options, trips_left);
       }
       if (options.outputs_on_host) {
         out = output_tensors(ws.kept_outputs, true, stream);
@@ -580,7 +688,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
     } else {
       for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
       bind(ws, input_data, buffers);
-      run_steps(ws, stream, options);
+      run_steps(ws, stream, options, trips_left);
       out = output_tensors(buffers, options.outputs_on_host, stream);
     }
     if (streams && backend_->synchronize(device_.index, stream) != 0) device_failure("running the call");

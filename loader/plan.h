@@ -1,14 +1,8 @@
-// The execution plan of one static graph on one device: type promotion made explicit, every
-// kernel resolved and set up once (its state owned by the step, freed with the plan), every
-// intermediate placed in one arena by liveness, every view's layout fixed. A call takes a
-// workspace (kernel arguments and a stream) from the plan's pool and an arena from the
-// model's ArenaPool, brings host inputs to the device, runs the kernels in order on its
-// stream, and synchronises before returning. On devices with graphs (CUDA graphs) a
-// workspace's second call records its kernels as one graph that later calls replay: the
-// workspace then keeps its arena and output buffers (a graph replays on the same memory),
-// inputs are copied into the arena and outputs out of the kept buffers. The plan never reads or writes device memory
-// itself: everything goes through the device's backend table. Plans are immutable; run() is
-// safe from many threads at once.
+// The execution plan of one static graph on one device: every kernel resolved and set up
+// once, every intermediate placed in one arena by liveness, every view's layout fixed; a loop
+// node's step runs a plan of its body. A call borrows a workspace (arguments, stream) and an
+// arena, brings host inputs to the device, runs the steps on its stream (or replays them as a
+// recorded device graph) and synchronises; all device access goes through the backend table.
 #pragma once
 
 #include <atomic>
@@ -21,6 +15,7 @@
 #include "amber/graph/graph.h"
 #include "amber/loader/arena_pool.h"
 #include "amber/loader/buffer_cache.h"
+#include "amber/schema/control_flow.h"
 
 namespace amber {
 class CFusedProgram;
@@ -49,8 +44,11 @@ class Plan {
   // from `arenas` and take their output buffers from `outputs` (both shared by the model's
   // plans). Throws amber::Error naming the node when a kernel is missing, inference fails or
   // a setup fails. precision is every kernel's amber_kernel_args::precision.
+  // A control-flow node's body gets a plan of its own, run as many times as the node's count
+  // says; max_loop_trips bounds the body runs of one call (every loop, nested ones included).
   Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
-       std::shared_ptr<BufferCache> outputs, amber_precision precision = AMBER_PRECISION_F32);
+       std::shared_ptr<BufferCache> outputs, amber_precision precision = AMBER_PRECISION_F32,
+       int64_t max_loop_trips = kDefaultMaxLoopTrips);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -94,13 +92,23 @@ class Plan {
     std::vector<amber_attr> attrs;                   // pointing into node->attrs
     uint64_t out_bytes = 0;
     bool single_thread = false;  // too little work for the thread pool (step_cost.h)
+    // A loop step (kernel null): its body's plan, and the clone kernel that copies each final
+    // state tensor into the step's output.
+    std::unique_ptr<Plan> body;
+    std::vector<const amber_kernel*> copy_kernels;
   };
   struct Workspace;
 
   std::unique_ptr<Workspace> acquire() const;
   void release(std::unique_ptr<Workspace> ws) const;
+  // run() with the call's remaining budget of loop body runs.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options, int64_t& trips_left) const;
   // Queues every step's kernel on stream; throws naming the step that failed.
-  void run_steps(Workspace& ws, void* stream, const RunOptions& options) const;
+  void run_steps(Workspace& ws, void* stream, const RunOptions& options, int64_t& trips_left) const;
+  // A loop step: reads the count (synchronising the stream), runs the body's plan that many
+  // times and copies the final state into the step's outputs.
+  void run_loop(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
+                int64_t& trips_left) const;
   // Graph mode: records the steps as the workspace's graph; false when the device refused.
   bool capture(Workspace& ws, const RunOptions& options) const;
   // The graph outputs as tensors over buffers (copied to the host with to_host).
@@ -113,6 +121,7 @@ class Plan {
   graph::Graph graph_;
   Device device_;
   amber_precision precision_ = AMBER_PRECISION_F32;
+  int64_t max_loop_trips_ = kDefaultMaxLoopTrips;
   const amber_backend* backend_ = nullptr;
   bool host_memory_ = true;  // the device's memory is host memory (AMBER_BACKEND_HOST_MEMORY)
   bool graphs_ = false;      // the backend records and replays graphs

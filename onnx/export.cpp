@@ -388,6 +388,7 @@ void Exporter::custom(const Node& n, const std::string& domain) {
 void Exporter::node(const Node& n) {
   const std::string& name = n.op->name;
   if (const std::string_view ns = op_namespace(name); !ns.empty()) return custom(n, std::string(ns));
+  if (n.op->is_control_flow()) throw Refuse{"control flow is not exported to ONNX yet (ONNX Loop would hold the body)"};
   const auto& at = n.attrs;
   const auto any_symbolic = [&](std::initializer_list<int> idx) {
     for (int i : idx)

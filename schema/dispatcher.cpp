@@ -385,6 +385,9 @@ std::vector<Tensor> apply_view(const OpSchema& op, const InferCtx& ctx, const Te
 
 std::vector<Tensor> dispatch(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
                              SrcLoc loc, Device device) {
+  if (op.is_control_flow()) [[unlikely]]
+    throw Error(str(op.name, ": a control-flow op has no kernel; it runs through amber::", op.name,
+                    " (schema/control_flow.h), the graph interpreter or the loader"));
   DepthGuard depth;
   // Tensor arguments: count, presence and device.
   if (op.has_tensor_list) {

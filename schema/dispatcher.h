@@ -22,6 +22,20 @@ class DispatchHook : public HostAccessHook {
   // passed them (an absent optional tensor is undefined), attrs complete and canonical.
   virtual void on_op(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
                      std::span<const Tensor> outputs, SrcLoc loc) = 0;
+  // Control flow (schema/control_flow.h): the ops run between begin_body and end_body form one
+  // body whose inputs are `inputs` and whose outputs are `outputs`; end_body returns the
+  // tensors from outside the body that it read, which the control-flow op appends to its
+  // inputs (and the body to its inputs, in the same order). The node itself then arrives
+  // through on_op, holding the bodies ended since the previous node. A hook that records
+  // nothing may ignore both.
+  virtual void begin_body(std::span<const Tensor> inputs, SrcLoc loc) {
+    (void)inputs;
+    (void)loc;
+  }
+  virtual std::vector<Tensor> end_body(std::span<const Tensor> outputs) {
+    (void)outputs;
+    return {};
+  }
 };
 
 // Installs hook on the calling thread while alive; restores the previous one after.
@@ -41,9 +55,9 @@ DispatchHook* current_dispatch_hook();
 // Caps the work of the eager kernels the calling thread runs while alive (nested limits keep
 // the smaller budget): running an untrusted model at import (onnx/) cannot run for hours on a
 // file whose every tensor is small. Work is schema/op_cost.h's estimate, floating-point
-// operations plus bytes moved, plus 1024 a call for the call itself, summed over the calls; the call that would pass the budget
-// throws an amber::Error naming the op, its work, what remains and `source` (the option
-// that sets the budget) before its kernel runs.
+// operations plus bytes moved, plus 1024 a call for the call itself, summed over the calls; the call that would pass
+// the budget throws an amber::Error naming the op, its work, what remains and `source` (the option that sets the
+// budget) before its kernel runs.
 class WorkLimit {
  public:
   WorkLimit(double max_work, const char* source);

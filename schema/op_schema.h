@@ -59,6 +59,9 @@ inline constexpr uint32_t program = 1u << 5;
 // A pointwise op whose kernel may not write its output over an input's buffer: the memory
 // planner never places it in place (to: the conversion kernels read and write in blocks).
 inline constexpr uint32_t no_in_place = 1u << 6;
+// Control flow (schema/control_flow.h): the node holds subgraphs (graph::Node::bodies) that
+// the interpreter and the loader run; no kernel, and the dispatcher refuses to run it alone.
+inline constexpr uint32_t control_flow = 1u << 7;
 }  // namespace op_flags
 
 // What a call of the op costs (schema/op_cost.h), for the loader's estimate of whether it is
@@ -149,7 +152,8 @@ struct OpSchema {
   const ArgSpec& attr_spec(int i) const { return args[size_t(num_tensor_args + i)]; }
   bool is_view() const { return flags & op_flags::view; }
   bool is_maybe_view() const { return flags & op_flags::maybe_view; }
-  bool needs_kernel() const { return !(flags & op_flags::view); }
+  bool needs_kernel() const { return !(flags & (op_flags::view | op_flags::control_flow)); }
+  bool is_control_flow() const { return flags & op_flags::control_flow; }
   // Index of attribute `name`, or -1.
   int attr_index(std::string_view name) const;
 };

@@ -21,7 +21,9 @@
 namespace amber {
 
 inline constexpr uint32_t kArchiveFormatMajor = 1;
-inline constexpr uint32_t kArchiveFormatMinor = 0;
+// The newest minor version this build reads and writes. An archive is written as 1.0 unless
+// it needs 1.1 (control-flow bodies), so archives without them stay readable by 1.0 readers.
+inline constexpr uint32_t kArchiveFormatMinor = 1;
 inline constexpr size_t kArchiveRecordAlignment = 64;
 
 // Limits the reader enforces (each with an error naming it).

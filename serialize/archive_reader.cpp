@@ -15,6 +15,7 @@
 
 #include "amber/core/parallel.h"
 #include "amber/graph/verify.h"
+#include "amber/schema/control_flow.h"
 #include "amber/schema/op_library.h"
 #include "amber/serialize/archive.h"
 #include "amber/serialize/file_io.h"
@@ -116,6 +117,7 @@ class Reader {
     check(major <= kArchiveFormatMajor, "the archive is format version ", major, ".", minor,
           ", this reader supports up to ", kArchiveFormatMajor, ".x; use a newer Amber");
     version_major_ = major;
+    version_minor_ = minor;
     const ZipEntry& bo = entry("byte_order");
     check_crc32(bytes_, bo, src_);
     check(text_of(bo) == "little\n", "byte order '", text_of(bo), "' is not supported (archives are little-endian)");
@@ -292,7 +294,12 @@ class Reader {
     return out;
   }
 
-  graph::Graph build_graph(const pb::Graph& pg) {
+  // depth: how many bodies pg is inside (0 for the model's graph).
+  graph::Graph build_graph(const pb::Graph& pg, int depth = 0) {
+    check(depth <= kMaxBodyDepth, "control-flow bodies nest more than ", kMaxBodyDepth, " deep");
+    check(depth == 0 || pg.constants_size() == 0,
+          "a control-flow body holds constants; bodies read tensors only "
+          "through their inputs");
     check(uint64_t(pg.nodes_size()) <= ArchiveLimits::kMaxNodes, pg.nodes_size(), " nodes exceed the limit of ",
           ArchiveLimits::kMaxNodes);
     check(uint64_t(pg.inputs_size()) <= ArchiveLimits::kMaxGraphIO, pg.inputs_size(),
@@ -326,11 +333,16 @@ class Reader {
                                : " (" + libs +
                                      "; a service names its op libraries: LoadOptions::op_libraries, "
                                      "amber::load_op_library, amber run --op-library)",
-            builtin ? " (this Amber knows the ops in docs/OPS.md; the archive may need a newer version)" : "");
+            builtin ? " (this Amber knows the ops in docs/OPS.md; the archive may need a newer version)" : "",
+            version_minor_ > kArchiveFormatMinor
+                ? str(" (the archive is format version ", version_major_, ".", version_minor_,
+                      "; this reader knows up to ", kArchiveFormatMajor, ".", kArchiveFormatMinor, ")")
+                : std::string());
     }
     check(pg.traced_batch() >= 0, "the graph's traced_batch is negative (", pg.traced_batch(), ")");
     graph::Graph g;
-    g.traced_batch = traced_batch_ = pg.traced_batch();
+    g.traced_batch = pg.traced_batch();
+    if (depth == 0) traced_batch_ = g.traced_batch;
     std::map<std::string, graph::Value*> values;
     auto define = [&](graph::Value* v) { values[v->name] = v; };
     try {
@@ -376,6 +388,8 @@ class Reader {
         node->source = limited(n.source(), "a source");
         node->scope = limited(n.scope(), "a scope");
         for (graph::Value* o : node->outputs) define(o);
+        for (const pb::Graph& body : n.bodies())
+          node->bodies.push_back(std::make_shared<graph::Graph>(build_graph(body, depth + 1)));
       }
       for (const pb::Output& o : pg.outputs()) {
         auto it = values.find(limited(o.value(), "an output value"));
@@ -396,7 +410,7 @@ class Reader {
   std::string src_;
   std::map<std::string, ZipEntry> entries_;
   std::map<std::string, TensorInfo> tensors_;
-  uint32_t version_major_ = 0;
+  uint32_t version_major_ = 0, version_minor_ = 0;
   uint64_t mapped_ = 0;
   int64_t traced_batch_ = 0;
 };

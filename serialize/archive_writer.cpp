@@ -95,8 +95,45 @@ int64_t creation_time(const SaveOptions& o) {
   return o.record_creation_time ? int64_t(std::time(nullptr)) : 0;
 }
 
+// g's nodes (with their bodies, recursively) and outputs; raises minor to 1 when a node has
+// bodies (format 1.1).
+void fill_nodes_and_outputs(pb::Graph* pg, const graph::Graph& g, uint32_t& minor) {
+  for (const graph::Node* n : g.nodes()) {
+    pb::Node* pn = pg->add_nodes();
+    pn->set_op(n->op->name);
+    pn->set_op_version(uint32_t(n->op->version));
+    for (const graph::Value* in : n->inputs) pn->add_inputs(in ? in->name : "");
+    for (const graph::Value* out : n->outputs) fill_value_info(pn->add_outputs(), out->name, out->type);
+    static const std::vector<int64_t> none;
+    for (int i = 0; i < n->op->num_attrs(); ++i)
+      fill_attr(pn->add_attrs(), n->op->attr_spec(i).name, n->attrs[size_t(i)],
+                size_t(i) < n->attr_coefs.size() ? n->attr_coefs[size_t(i)] : none);
+    require_utf8(n->source, "node source");
+    require_utf8(n->scope, "node scope");
+    pn->set_source(n->source);
+    pn->set_scope(n->scope);
+    for (const auto& body : n->bodies) {
+      minor = std::max<uint32_t>(minor, 1);
+      AMBER_CHECK(body->constants().empty(), "save: a body of node %", n->outputs.empty() ? "?" : n->outputs[0]->name,
+                  " holds constant %", body->constants()[0]->name,
+                  "; a body reads tensors only through its inputs (graph::optimize hoists them)");
+      pb::Graph* pb_body = pn->add_bodies();
+      pb_body->set_traced_batch(body->traced_batch);
+      for (const graph::Value* v : body->inputs()) fill_value_info(pb_body->add_inputs(), v->name, v->type);
+      fill_nodes_and_outputs(pb_body, *body, minor);
+    }
+  }
+  for (const auto& [name, v] : g.outputs()) {
+    pb::Output* po = pg->add_outputs();
+    require_utf8(name, "output name");
+    po->set_name(name);
+    po->set_value(v->name);
+  }
+}
+
 struct Prepared {
   std::string model_pb, graph_text;
+  uint32_t format_minor = 0;
   std::vector<Tensor> weights;  // contiguous, in record order
 };
 
@@ -104,7 +141,7 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
   Prepared p;
   pb::Model m;
   m.set_format_major(kArchiveFormatMajor);
-  m.set_format_minor(kArchiveFormatMinor);
+  uint32_t minor = 0;
   m.set_producer(info.producer.empty() ? "amber " AMBER_VERSION : info.producer);
   pb::Graph* pg = m.mutable_graph();
   pg->set_traced_batch(g.traced_batch);
@@ -126,27 +163,7 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
     r->set_xxh3(XXH3_64bits(t.data(), t.nbytes()));
     p.weights.push_back(std::move(t));
   }
-  for (const graph::Node* n : g.nodes()) {
-    pb::Node* pn = pg->add_nodes();
-    pn->set_op(n->op->name);
-    pn->set_op_version(uint32_t(n->op->version));
-    for (const graph::Value* in : n->inputs) pn->add_inputs(in ? in->name : "");
-    for (const graph::Value* out : n->outputs) fill_value_info(pn->add_outputs(), out->name, out->type);
-    static const std::vector<int64_t> none;
-    for (int i = 0; i < n->op->num_attrs(); ++i)
-      fill_attr(pn->add_attrs(), n->op->attr_spec(i).name, n->attrs[size_t(i)],
-                size_t(i) < n->attr_coefs.size() ? n->attr_coefs[size_t(i)] : none);
-    require_utf8(n->source, "node source");
-    require_utf8(n->scope, "node scope");
-    pn->set_source(n->source);
-    pn->set_scope(n->scope);
-  }
-  for (const auto& [name, v] : g.outputs()) {
-    pb::Output* po = pg->add_outputs();
-    require_utf8(name, "output name");
-    po->set_name(name);
-    po->set_value(v->name);
-  }
+  fill_nodes_and_outputs(pg, g, minor);
   pb::Metadata* md = m.mutable_metadata();
   for (const DimVec& s : info.example_input_shapes) {
     pb::Shape* ps = md->add_example_input_shapes();
@@ -164,6 +181,8 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
     kv->set_key(k);
     kv->set_value(v);
   }
+  m.set_format_minor(minor);
+  p.format_minor = minor;
   AMBER_CHECK(m.SerializeToString(&p.model_pb), "save: serialising model.pb failed");
   p.graph_text = graph::to_text(g);
   return p;
@@ -175,7 +194,7 @@ std::span<const uint8_t> bytes_of(const std::string& s) {
 
 void write_archive(const Prepared& p, const ZipWriter::Sink& sink, const SaveOptions& o) {
   ZipWriter zip(sink, o.force_zip64);
-  const std::string version = str(kArchiveFormatMajor, ".", kArchiveFormatMinor, "\n");
+  const std::string version = str(kArchiveFormatMajor, ".", p.format_minor, "\n");
   zip.add("format_version", bytes_of(version));
   zip.add("byte_order", bytes_of(std::string("little\n")));
   zip.add("model.pb", bytes_of(p.model_pb), 8);

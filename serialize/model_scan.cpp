@@ -9,6 +9,7 @@
 
 #include "amber/core/error.h"
 #include "amber/core/shape.h"
+#include "amber/schema/control_flow.h"
 #include "amber/serialize/archive.h"
 #include "archive.pb.h"
 
@@ -137,7 +138,8 @@ const std::array<MsgSpec, kNumMsgs>& schema() {
         {4, K::message, kValueInfo, kNone, "outputs"},
         {5, K::message, kAttribute, kNone, "attrs"},
         {6, K::string, kNode, kNone, "a source"},
-        {7, K::string, kNode, kNone, "a scope"}}},
+        {7, K::string, kNode, kNone, "a scope"},
+        {8, K::message, kGraph, kNone, "bodies"}}},
       {"Output", {{1, K::string, kOutput, kNone, "an output name"}, {2, K::string, kOutput, kNone, "an output value"}}},
       {"TensorRecord",
        {{1, K::string, kTensorRecord, kNone, "a tensor name"},
@@ -294,10 +296,13 @@ class Scanner {
           charge(kStringBytes + (len > 15 ? len + 1 + kOverhead : 0));
           break;
         case Kind::message:
+          if (f->type == kGraph && ++graph_depth_ > kMaxBodyDepth + 1)
+            fail("model.pb: control-flow bodies nest more than ", kMaxBodyDepth, " deep");
           count(f->count, 1, local[f->count], spec, *f);
           ++out_.messages;
           charge(kMsgBytes[f->type] + kOverhead);
           message(f->type, payload, p);
+          if (f->type == kGraph) --graph_depth_;
           break;
       }
     }
@@ -308,6 +313,7 @@ class Scanner {
   uint64_t max_;
   const std::string& src_;
   std::array<uint64_t, kNumCounts> totals_{};
+  int graph_depth_ = 0;  // Graph messages open (the model's, then bodies)
   ModelScan out_;
 };
 

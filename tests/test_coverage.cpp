@@ -29,7 +29,9 @@ TEST_CASE("op x device coverage", "[coverage]") {
     ++ops;
     std::string kind = op->is_view() ? "view" : op->is_maybe_view() ? "view*" : "kernel";
     std::string cpu_col, cuda_col;
-    if (!op->needs_kernel()) {
+    if (op->is_control_flow()) {
+      cpu_col = cuda_col = "(control flow: runs its body)";
+    } else if (!op->needs_kernel()) {
       cpu_col = cuda_col = "(metadata only)";
     } else if (op->is_maybe_view()) {
       cpu_col = cuda_col = "(view, else clone kernel)";
@@ -91,6 +93,7 @@ TEST_CASE("print the docs/OPS.md op list", "[.oplist]") {
     if (op->is_maybe_view()) flags = "maybe_view";
     if (op->flags & op_flags::pointwise) flags = "pointwise";
     if (op->flags & op_flags::factory) flags = "factory";
+    if (op->is_control_flow()) flags = "control flow";
     std::printf("| %s | `%s` | %s | %s |\n", op->name.c_str(), op->signature.c_str(), set_name(op->dtypes).c_str(),
                 flags.c_str());
   }

@@ -1,5 +1,6 @@
-// The tracer (trace.h): a DispatchHook that appends one node per executed op, unification
-// of two traces into a graph with the batch symbol N, and check_trace.
+// The tracer (trace.h): a DispatchHook that appends one node per executed op (a control-flow
+// body's ops into the body's own graph), unification of two traces into a graph with the batch
+// symbol N, and check_trace.
 
 #include "amber/tracer/trace.h"
 
@@ -14,6 +15,7 @@
 #include "amber/graph/interpreter.h"
 #include "amber/graph/passes.h"
 #include "amber/graph/verify.h"
+#include "amber/schema/control_flow.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/schema/eager.h"
 
@@ -75,22 +77,29 @@ struct Recording {
 
 class Recorder final : public DispatchHook {
  public:
-  Recorder(const TraceOptions& o, const nn::Module* module) : options_(o), graph_(std::make_unique<Graph>()) {
+  Recorder(const TraceOptions& o, const nn::Module* module) : options_(o) {
+    frames_.emplace_back();
+    frames_.back().graph = std::make_unique<Graph>();
     if (module)
       for (const auto& [name, t] : module->state_dict()) param_names_.emplace(t.impl(), name);
   }
 
-  void add_input(const std::string& name, const Tensor& t) { bind(t, graph_->add_input(name, type_of(t))); }
+  void add_input(const std::string& name, const Tensor& t) { bind(t, top().graph->add_input(name, type_of(t))); }
 
-  void add_output(const std::string& name, const Tensor& t) { graph_->add_output(name, value_for(t, SrcLoc::none())); }
+  void add_output(const std::string& name, const Tensor& t) {
+    top().graph->add_output(name, value_for(t, SrcLoc::none()));
+  }
 
   void on_op(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
              std::span<const Tensor> outputs, SrcLoc loc) override {
+    Frame& f = frames_.back();
     std::vector<Value*> ins;
     for (const Tensor* t : inputs) ins.push_back(t && t->defined() ? value_for(*t, loc) : nullptr);
     std::vector<std::pair<std::string, ValueType>> outs;
-    for (const Tensor& t : outputs) outs.emplace_back(graph_->fresh_name(), type_of(t));
-    Node* n = graph_->add_node(&op, std::move(ins), std::vector<Attr>(attrs.begin(), attrs.end()), outs);
+    for (const Tensor& t : outputs) outs.emplace_back(f.graph->fresh_name(), type_of(t));
+    Node* n = f.graph->add_node(&op, std::move(ins), std::vector<Attr>(attrs.begin(), attrs.end()), outs);
+    if (op.is_control_flow()) n->bodies = std::move(f.ended_bodies);
+    f.ended_bodies.clear();
     // Ops inside Amber's own modules carry the line of user code that called the module;
     // operators (no line of their own) the nearest line recorded before them.
     const SrcLoc site = nn::ModuleScope::user_call_site();
@@ -99,12 +108,34 @@ class Recorder final : public DispatchHook {
     n->source = loc.known() ? loc_text(loc) : last_source_;
     n->scope = nn::ModuleScope::current_path();
     for (size_t i = 0; i < outputs.size(); ++i) bind(outputs[i], n->outputs[i]);
-    node_outputs_.emplace_back(outputs.begin(), outputs.end());
+    if (frames_.size() == 1) node_outputs_.emplace_back(outputs.begin(), outputs.end());
+  }
+
+  // A body's graph: inputs "i" (the index) and "s0", "s1", ... (the state); what it reads from
+  // outside becomes further inputs "c0", "c1", ... as value_for meets it.
+  void begin_body(std::span<const Tensor> inputs, SrcLoc loc) override {
+    AMBER_CHECK(int(frames_.size()) <= kMaxBodyDepth, "trace: control flow nested more than ", kMaxBodyDepth, " deep",
+                loc.known() ? " at " + loc_text(loc) : std::string());
+    frames_.emplace_back();
+    Frame& f = frames_.back();
+    f.graph = std::make_unique<Graph>();
+    for (size_t k = 0; k < inputs.size(); ++k)
+      bind(inputs[k], f.graph->add_input(k == 0 ? std::string("i") : str("s", k - 1), type_of(inputs[k])));
+  }
+
+  std::vector<Tensor> end_body(std::span<const Tensor> outputs) override {
+    AMBER_ASSERT(frames_.size() > 1, "trace: end_body without begin_body");
+    for (size_t k = 0; k < outputs.size(); ++k)
+      frames_.back().graph->add_output(str("s", k), value_for(outputs[k], SrcLoc::none()));
+    Frame f = std::move(frames_.back());
+    frames_.pop_back();
+    frames_.back().ended_bodies.push_back(std::shared_ptr<Graph>(std::move(f.graph)));
+    return std::move(f.captures);
   }
 
   void on_host_read(const Tensor& t, const char* what, SrcLoc loc) override {
-    auto it = values_.find(t.impl());
-    if (it == values_.end() || it->second->is_constant()) return;  // reading a constant is harmless
+    const Value* v = find(t);
+    if (!v || v->is_constant()) return;  // reading a constant is harmless
     warn("host read", loc,
          str("reading tensor data on the host (", what,
              ") from a traced value: the value read is baked into the trace, "
@@ -116,39 +147,70 @@ class Recorder final : public DispatchHook {
   }
 
   void on_device_copy(const Tensor& src, const Tensor& dst) override {
-    auto it = values_.find(src.impl());
-    if (it != values_.end()) bind(dst, it->second);  // archives are device-independent
+    auto it = frames_.back().values.find(src.impl());
+    if (it != frames_.back().values.end()) bind(dst, it->second);  // archives are device-independent
   }
 
   Recording finish() {
+    AMBER_ASSERT(frames_.size() == 1, "trace: a body was not ended");
     Recording r;
-    r.graph = std::move(graph_);
+    r.graph = std::move(top().graph);
     r.warnings = std::move(warnings_);
     r.node_outputs = std::move(node_outputs_);
     return r;
   }
 
  private:
+  // The graph being recorded: the model's (frames_[0]) or a control-flow body's.
+  struct Frame {
+    std::unique_ptr<Graph> graph;
+    std::unordered_map<const TensorImpl*, Value*> values;
+    std::vector<Tensor> captures;                      // tensors from outside, one per "c<k>" input
+    std::vector<std::shared_ptr<Graph>> ended_bodies;  // for the next (control-flow) node
+  };
+  Frame& top() { return frames_.front(); }
+
   void bind(const Tensor& t, Value* v) {
-    values_[t.impl()] = v;
+    frames_.back().values[t.impl()] = v;
     keep_.push_back(t);  // keeps the address from being reused by another tensor
   }
 
-  // The value of a tensor; tensors the trace did not create become constants.
+  // The value of t in any frame, innermost first.
+  const Value* find(const Tensor& t) const {
+    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f)
+      if (auto it = f->values.find(t.impl()); it != f->values.end()) return it->second;
+    return nullptr;
+  }
+
+  // The value of a tensor in the current frame; tensors the trace did not create become
+  // constants of the model's graph, and inside a body what comes from outside becomes an input.
   Value* value_for(const Tensor& t, SrcLoc loc) {
-    auto it = values_.find(t.impl());
-    if (it != values_.end()) return it->second;
+    (void)loc;
+    Frame& f = frames_.back();
+    if (auto it = f.values.find(t.impl()); it != f.values.end()) return it->second;
+    if (frames_.size() > 1) {
+      if (!find(t)) constant_for(t);
+      Value* in = f.graph->add_input(str("c", f.captures.size()), type_of(t));
+      f.captures.push_back(t);
+      f.values[t.impl()] = in;
+      return in;
+    }
+    return constant_for(t);
+  }
+
+  Value* constant_for(const Tensor& t) {
+    Frame& model = top();
     Value* c;
     auto p = param_names_.find(t.impl());
     if (p != param_names_.end()) {
-      c = graph_->add_constant(p->second, t);
+      c = model.graph->add_constant(p->second, t);
     } else {
       std::string name = str("const_", const_count_++);
       std::string source = loc_text(t.origin());
-      c = graph_->add_constant(name, t, source.empty() ? "" : source);
+      c = model.graph->add_constant(name, t, source.empty() ? "" : source);
     }
-    bind(t, c);
-    (void)loc;
+    model.values[t.impl()] = c;
+    keep_.push_back(t);
     return c;
   }
 
@@ -159,8 +221,7 @@ class Recorder final : public DispatchHook {
   }
 
   const TraceOptions& options_;
-  std::unique_ptr<Graph> graph_;
-  std::unordered_map<const TensorImpl*, Value*> values_;
+  std::vector<Frame> frames_;
   std::unordered_map<const TensorImpl*, std::string> param_names_;
   std::vector<Tensor> keep_;
   std::vector<TraceWarning> warnings_;
@@ -251,6 +312,9 @@ void unify(Graph& g1, const Graph& g2, int64_t b) {
       AMBER_CHECK(same, "trace (dynamic batch): ", describe(a), " reads different values", at,
                   ": the model's structure depends on the batch size");
     }
+    AMBER_CHECK(a.bodies.size() == c.bodies.size(), "trace (dynamic batch): ", describe(a),
+                " has a different number of bodies", at);
+    for (size_t k = 0; k < a.bodies.size(); ++k) unify(*a.bodies[k], *c.bodies[k], b);
     a.attr_coefs.assign(a.attrs.size(), {});
     bool symbolic = false;
     for (size_t k = 0; k < a.attrs.size(); ++k) {

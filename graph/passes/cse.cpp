@@ -1,6 +1,6 @@
 // Common subexpression elimination: a node with the same op, inputs, attributes and
 // symbolic coefficients as an earlier one reuses the earlier node's outputs (every op in
-// the table is deterministic).
+// the table is deterministic). Control-flow nodes are left alone: their bodies are not in the key.
 
 #include <map>
 #include <sstream>
@@ -12,7 +12,7 @@ namespace amber::graph {
 void eliminate_common_subexpressions(Graph& g) {
   std::map<std::string, Node*> seen;
   for (Node* n : g.nodes()) {
-    if (n->op->flags & op_flags::nondeterministic) continue;
+    if (n->op->flags & (op_flags::nondeterministic | op_flags::control_flow)) continue;  // bodies differ
     std::ostringstream key;
     key << n->op->name << '/' << n->op->version << '(';
     for (const Value* in : n->inputs) key << (in ? static_cast<const void*>(in) : nullptr) << ',';

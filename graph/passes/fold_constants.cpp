@@ -13,7 +13,7 @@ namespace amber::graph {
 
 void fold_constants(Graph& g, int64_t max_new_elements) {
   for (Node* n : g.nodes()) {
-    if (n->has_symbolic_attrs()) continue;
+    if (n->has_symbolic_attrs() || n->op->is_control_flow()) continue;
     int64_t in_elems = 0;
     bool all_const = true;
     std::vector<const Tensor*> ins;

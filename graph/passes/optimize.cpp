@@ -1,4 +1,5 @@
-// The pass pipeline run on traced graphs before they are saved, and what passes share
+// The pass pipeline run on traced graphs before they are saved (control-flow bodies first,
+// their folded constants hoisted to the graph that holds them), and what passes share
 // (passes.h).
 
 #include "amber/graph/passes.h"
@@ -18,7 +19,33 @@ std::optional<double> constant_scalar(const Value* v) {
   return std::strtod(buf, nullptr);
 }
 
+namespace {
+
+// Moves the constants of a control-flow node's body (what its passes folded) to g, each passed
+// to the body as one more captured input: an archive keeps every tensor in the model's graph.
+void hoist_body_constants(Graph& g, Node* n, Graph& body) {
+  for (Value* c : std::vector<Value*>(body.constants())) {
+    std::string name = c->name;
+    for (int k = 1; g.find(name); ++k) name = str(c->name, "_", k);
+    Value* outer = g.add_constant(name, c->data, c->source);
+    std::string in_name = str("c", body.inputs().size());
+    for (int k = 1; body.find(in_name); ++k) in_name = str("c", body.inputs().size(), "_", k);
+    Value* in = body.add_input(in_name, c->type);
+    body.replace_uses(c, in);
+    n->inputs.push_back(outer);
+    outer->uses.push_back(n);
+  }
+  body.remove_unused_constants();
+}
+
+}  // namespace
+
 void optimize(Graph& g) {
+  for (Node* n : g.nodes())
+    for (const auto& body : n->bodies) {
+      optimize(*body);
+      hoist_body_constants(g, n, *body);
+    }
   remove_identities(g);
   fold_constants(g);
   fold_batch_norm(g);

@@ -1,0 +1,255 @@
+// Control flow that survives tracing (schema/control_flow.h): amber::loop run eagerly, traced
+// into one node with a body, printed and parsed back, verified, saved (format 1.1) and loaded;
+// eager == traced == loaded at several trip counts, for x = x * x with the count as an input,
+// an Elman RNN over a variable number of steps, nested loops and a dynamic batch; and the
+// errors a user or a hostile archive meets.
+
+#include "amber/graph/interpreter.h"
+#include "amber/graph/text.h"
+#include "amber/graph/verify.h"
+#include "amber/loader/model.h"
+#include "amber/schema/control_flow.h"
+#include "amber/schema/dispatcher.h"
+#include "amber/schema/eager.h"
+#include "amber/tracer/trace.h"
+#include "test_util.h"
+
+using namespace amber;
+
+namespace {
+
+Tensor count_of(int64_t n) { return full({}, n, {DType::i64}); }
+
+void check_close(const Tensor& a, const Tensor& b, const std::string& what, double atol = 1e-5) {
+  const test::Diff d = test::compare(a, b, atol, 1e-5);
+  INFO(what << ": " << d.message << " (max |diff| " << d.max_abs << ")");
+  CHECK(d.ok);
+}
+
+size_t count_ops(const graph::Graph& g, const std::string& op) {
+  size_t n = 0;
+  for (const graph::Node* node : g.nodes()) n += node->op->name == op;
+  return n;
+}
+
+void check_round_trip(const graph::Graph& g) {
+  const std::string text = graph::to_text(g);
+  const graph::Graph back = graph::parse_graph(text);
+  CHECK(graph::to_text(back) == text);
+  CHECK(graph::verify(back).empty());
+}
+
+// x = x * x, n times: the seeds' loop, with the count an input.
+Tensor square_n(const Tensor& x, const Tensor& n) {
+  return loop(n, x, [](const Tensor&, const Tensor& s) { return s * s; });
+}
+
+// An Elman RNN over the first n steps of x [T, B, d] (padded to T): h = tanh(W x_i + U h + b).
+struct Elman {
+  Tensor w = randn({6, 4}) * 0.5f, u = randn({6, 6}) * 0.5f, b = randn({6}) * 0.1f;
+  Tensor step(const Tensor& xi, const Tensor& h) const { return tanh(linear(xi, w, b) + linear(h, u)); }
+  Tensor forward(const Tensor& x, const Tensor& n) const {
+    const Tensor h0 = zeros({x.size(1), 6});
+    return loop(n, h0, [&](const Tensor& i, const Tensor& h) {
+      return step(index_select(x, 0, i.reshape({1})).squeeze(0), h);
+    });
+  }
+  Tensor unrolled(const Tensor& x, int64_t n) const {
+    Tensor h = zeros({x.size(1), 6});
+    for (int64_t i = 0; i < n; ++i) h = step(x.select(0, i), h);
+    return h;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("loop runs its body n times eagerly", "[control_flow]") {
+  const Tensor x = tensor(std::vector<float>{1.01f, 0.9f, -1.1f});
+  for (int64_t n : {0, 1, 3}) {
+    Tensor want = x;
+    for (int64_t i = 0; i < n; ++i) want = want * want;
+    check_close(square_n(x, count_of(n)), want, str("n=", n));
+  }
+  // The index counts 0..n-1; several state tensors.
+  const auto out = loop(4, {zeros({}), ones({2})}, [](const Tensor& i, const std::vector<Tensor>& s) {
+    return std::vector<Tensor>{s[0] + i.to(DType::f32), s[1] * 2.0f};
+  });
+  CHECK(out[0].item<float>() == 6.0f);
+  CHECK(out[1][1].item<float>() == 16.0f);
+}
+
+TEST_CASE("loop refuses a wrong count, state or body result", "[control_flow]") {
+  const Tensor x = ones({3});
+  AMBER_REQUIRE_ERROR(square_n(x, full({}, -1, {DType::i64})), "trip count is -1");
+  AMBER_REQUIRE_ERROR(square_n(x, ones({2}, {DType::i64})), "must be a 0-d i64 or i32 tensor");
+  AMBER_REQUIRE_ERROR(square_n(x, ones({})), "must be a 0-d i64 or i32 tensor");
+  AMBER_REQUIRE_ERROR(loop(2, x,
+                           [](const Tensor&, const Tensor& s) {
+                             return s.reshape({1, 3});
+                           }),
+                      "state is f32[3] (each iteration must keep");
+  AMBER_REQUIRE_ERROR(loop(2, {x},
+                           [](const Tensor&, const std::vector<Tensor>& s) {
+                             return std::vector<Tensor>{s[0], s[0]};
+                           }),
+                      "returned 2 tensors for a state of 1");
+  // The op has no kernel: only amber::loop, the interpreter and the loader run it.
+  const Tensor n = count_of(1);
+  const Tensor* ins[] = {&n, &x};
+  const Attr attrs[] = {Attr(int64_t(1))};
+  AMBER_REQUIRE_ERROR(dispatch(op_schema("loop"), ins, attrs, SrcLoc::none()), "a control-flow op has no kernel");
+}
+
+TEST_CASE("a traced loop is one node whose count is data: eager == traced == loaded", "[control_flow]") {
+  const Tensor x = tensor(std::vector<float>{1.01f, 0.9f, -1.1f, 0.5f});
+  TraceOptions o;
+  o.input_names = {"x", "n"};
+  const TracedModule t = trace(square_n, {x, count_of(3)}, o);
+  REQUIRE(count_ops(t.graph(), "loop") == 1);
+  CHECK(t.graph().num_nodes() == 1);
+  const graph::Node* node = t.graph().nodes()[0];
+  REQUIRE(node->bodies.size() == 1);
+  CHECK(count_ops(*node->bodies[0], "mul") == 1);
+  CHECK(node->source.find("test_control_flow.cpp") != std::string::npos);
+  check_round_trip(t.graph());
+  CHECK(graph::to_text(t.graph()).find("    graph(%i : i64[], %s0 : f32[4])") != std::string::npos);
+
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  const Model m = load(std::span<const uint8_t>(bytes));
+  CHECK(m.metadata().format_major == 1);
+  CHECK(m.metadata().format_minor == 1);
+  for (int64_t n : {0, 1, 2, 5}) {
+    const Tensor want = square_n(x, count_of(n));
+    check_close(t.forward({x, count_of(n)})[0], want, str("traced n=", n));
+    check_close(m.forward({x, count_of(n)})[0], want, str("loaded n=", n));
+  }
+  // i32 counts run too; the archive does not grow with the count it was traced at.
+  check_close(m.forward({x, full({}, 2, {DType::i64})})[0], square_n(x, count_of(2)), "i64 again");
+  CHECK(trace(square_n, {x, count_of(40)}, o).save_to_bytes().size() == bytes.size());
+  // An archive without control flow stays format 1.0 (readable by 1.0 readers).
+  const auto plain = trace([](const Tensor& a) { return a * a; }, {x}).save_to_bytes();
+  CHECK(load(std::span<const uint8_t>(plain)).metadata().format_minor == 0);
+}
+
+TEST_CASE("an Elman RNN over a variable number of steps: weights captured, eager == traced == loaded",
+          "[control_flow]") {
+  Elman rnn;
+  const Tensor x = randn({7, 3, 4});
+  auto f = [&](const Tensor& xs, const Tensor& n) { return rnn.forward(xs, n); };
+  const TracedModule t = trace(f, {x, count_of(4)});
+  REQUIRE(count_ops(t.graph(), "loop") == 1);
+  const graph::Node* node = t.graph().nodes().back();
+  // The body reads x and the weights from outside: they are the node's inputs after the state.
+  CHECK(node->inputs.size() >= 4);
+  CHECK(node->bodies[0]->constants().empty());
+  check_round_trip(t.graph());
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  const Model m = load(std::span<const uint8_t>(bytes));
+  for (int64_t n : {0, 1, 4, 7}) {
+    const Tensor want = rnn.unrolled(x, n);
+    check_close(rnn.forward(x, count_of(n)), want, str("eager n=", n));
+    check_close(t.forward({x, count_of(n)})[0], want, str("traced n=", n));
+    check_close(m.forward({x, count_of(n)})[0], want, str("loaded n=", n));
+  }
+  // Past the padded length: the index is out of range, an error naming the op.
+  AMBER_REQUIRE_ERROR(m.forward({x, count_of(8)}), "index_select");
+  // The call's bound on body runs.
+  LoadOptions lo;
+  lo.max_loop_trips = 3;
+  const Model capped = load(std::span<const uint8_t>(bytes), lo);
+  check_close(capped.forward({x, count_of(3)})[0], rnn.unrolled(x, 3), "capped n=3");
+  AMBER_REQUIRE_ERROR(capped.forward({x, count_of(4)}), "LoadOptions::max_loop_trips");
+}
+
+TEST_CASE("nested loops capture the outer body's values; the dynamic batch reaches bodies", "[control_flow]") {
+  // y = sum over i < n of (x * (i + 1)) applied m times inside: nested, with a capture of a
+  // value computed in the outer body.
+  auto f = [](const Tensor& x, const Tensor& n, const Tensor& m) {
+    return loop(n, zeros_like(x), [&](const Tensor& i, const Tensor& acc) {
+      const Tensor scale = i.to(DType::f32) + 1.0f;
+      const Tensor inner = loop(m, x, [&](const Tensor&, const Tensor& s) { return s * scale * 0.5f; });
+      return acc + inner;
+    });
+  };
+  auto reference = [](const Tensor& x, int64_t n, int64_t m) {
+    Tensor acc = zeros_like(x);
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor s = x;
+      for (int64_t j = 0; j < m; ++j) s = s * float(i + 1) * 0.5f;
+      acc = acc + s;
+    }
+    return acc;
+  };
+  const Tensor x = randn({2, 3});
+  const TracedModule t = trace(f, {x, count_of(2), count_of(3)});
+  REQUIRE(count_ops(t.graph(), "loop") == 1);
+  const graph::Graph& outer = *t.graph().nodes().back()->bodies[0];
+  REQUIRE(count_ops(outer, "loop") == 1);
+  check_round_trip(t.graph());
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  const Model m = load(std::span<const uint8_t>(bytes));
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{0, 2}, {3, 1}, {2, 4}}) {
+    const Tensor want = reference(x, n, k);
+    check_close(t.forward({x, count_of(n), count_of(k)})[0], want, str("traced n=", n, " m=", k));
+    check_close(m.forward({x, count_of(n), count_of(k)})[0], want, str("loaded n=", n, " m=", k));
+  }
+  // A dynamic batch (every input has one, so the counts are numbers here): the bodies' shapes
+  // follow N too.
+  TraceOptions o;
+  o.dynamic_batch = true;
+  auto g = [&](const Tensor& xb) { return f(xb, count_of(3), count_of(2)); };
+  const TracedModule d = trace(g, {x}, o);
+  CHECK(d.graph().is_dynamic());
+  CHECK(d.graph().nodes().back()->bodies[0]->is_dynamic());
+  check_round_trip(d.graph());
+  const std::vector<uint8_t> dbytes = d.save_to_bytes();
+  const Model dm = load(std::span<const uint8_t>(dbytes));
+  for (int64_t batch : {1, 5}) {
+    const Tensor xb = randn({batch, 3});
+    check_close(d.forward({xb})[0], reference(xb, 3, 2), str("traced b=", batch));
+    check_close(dm.forward({xb})[0], reference(xb, 3, 2), str("loaded b=", batch));
+  }
+}
+
+TEST_CASE("the verifier and the reader refuse malformed bodies", "[control_flow]") {
+  const std::string good =
+      "graph(%x : f32[3], %n : i64[]) {\n"
+      "  %1 : f32[3] = loop([%n, %x], num_state=1)\n"
+      "      graph(%i : i64[], %s0 : f32[3]) {\n"
+      "        %0 : f32[3] = mul(%s0, %s0)\n"
+      "        return (s0 = %0)\n"
+      "      }\n"
+      "  return (output0 = %1)\n"
+      "}\n";
+  const graph::Graph g = graph::parse_graph(good);
+  CHECK(graph::verify(g).empty());
+  const Tensor x = tensor(std::vector<float>{1, 2, 3});
+  check_close(graph::run_graph(g, {x, count_of(2)})[0], x * x * x * x, "parsed");
+  auto problems_of = [](const std::string& text) {
+    std::string all;
+    for (const std::string& p : graph::verify(graph::parse_graph(text))) all += p + "\n";
+    return all;
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK(problems_of(with("return (s0 = %0)", "return (s0 = %i)")).find("body output s0 is i64[]") != std::string::npos);
+  CHECK(problems_of(with("%i : i64[], ", "")).find("the body has 1 inputs but the node 2 operands") !=
+        std::string::npos);
+  CHECK(problems_of(with("%i : i64[]", "%i : f32[]")).find("(the index) is f32[], expected i64[]") !=
+        std::string::npos);
+  // No body at all, and a body under an op that is not control flow.
+  CHECK(problems_of("graph(%x : f32[3], %n : i64[]) {\n  %1 : f32[3] = loop([%n, %x], num_state=1)\n"
+                    "  return (output0 = %1)\n}\n")
+            .find("expected one body, got 0") != std::string::npos);
+  CHECK(problems_of("graph(%x : f32[3]) {\n  %1 : f32[3] = neg(%x)\n    graph(%i : i64[]) {\n      return ()\n    }\n"
+                    "  return (output0 = %1)\n}\n")
+            .find("holds bodies, but the op is not control flow") != std::string::npos);
+  // Nesting deeper than kMaxBodyDepth is refused by the parser.
+  std::string deep = "graph(%x : f32[3], %n : i64[]) {\n";
+  for (int d = 0; d <= kMaxBodyDepth; ++d)
+    deep += "  %1 : f32[3] = loop([%n, %x], num_state=1)\n  graph(%i : i64[], %x : f32[3], %n : i64[]) {\n";
+  AMBER_REQUIRE_ERROR(graph::parse_graph(deep), "bodies nested more than");
+}
