@@ -122,10 +122,9 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
   }
   // Compiled outside the lock: other batch sizes keep running meanwhile.
   const graph::Graph& g = uploaded ? device_graph : graph;
-  auto p =
-      std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads,
-                                           arenas, output_buffers, abi_precision(options.precision),
-                                           options.max_loop_trips);
+  auto p = std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device,
+                                                total_threads, arenas, output_buffers, abi_precision(options.precision),
+                                                options.max_loop_trips);
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
