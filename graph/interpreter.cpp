@@ -5,6 +5,7 @@
 
 #include <unordered_map>
 
+#include "amber/graph/control_flow.h"
 #include "amber/schema/control_flow.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/schema/eager.h"
@@ -15,25 +16,15 @@ namespace {
 std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs, const NodeObserver& observe,
                             int64_t& trips_left);
 
-// A `loop` node: its body run count times on the state, the captured operands passed along.
-std::vector<Tensor> run_loop(const Node& n, const std::vector<const Tensor*>& ins, int64_t& trips_left) {
-  const int64_t num_state = n.attr("num_state").i();
-  const int64_t count = ins[0]->to(DType::i64, SrcLoc::none()).item<int64_t>(SrcLoc::none());
-  AMBER_CHECK(count >= 0, "node %", n.outputs.empty() ? std::string("?") : n.outputs[0]->name,
-              " = loop: the trip count is ", count, "; it must be at least 0");
-  AMBER_CHECK(count <= trips_left, "node %", n.outputs.empty() ? std::string("?") : n.outputs[0]->name,
-              " = loop: ", count, " iterations would pass the call's limit of ", kDefaultMaxLoopTrips,
-              " body runs (kDefaultMaxLoopTrips)");
-  trips_left -= count;
-  std::vector<Tensor> body_in(ins.size());
-  for (size_t k = 1; k < ins.size(); ++k) body_in[k] = *ins[k];
-  const Device device = ins.size() > 1 ? ins[1]->device() : ins[0]->device();
-  for (int64_t i = 0; i < count; ++i) {
-    body_in[0] = full({}, i, {DType::i64, device}, SrcLoc::none());
-    std::vector<Tensor> next = execute(*n.bodies[0], body_in, {}, trips_left);
-    for (int64_t k = 0; k < num_state; ++k) body_in[size_t(1 + k)] = std::move(next[size_t(k)]);
-  }
-  return std::vector<Tensor>(body_in.begin() + 1, body_in.begin() + 1 + num_state);
+// A control-flow node: its bodies run by this interpreter.
+std::vector<Tensor> run_node_bodies(const Node& n, const std::vector<const Tensor*>& ins, int64_t& trips_left) {
+  std::vector<Tensor> operands;
+  for (const Tensor* t : ins) operands.push_back(*t);
+  const Device device = operands.empty() ? Device::cpu() : operands.back().device();
+  return run_control_flow(
+      n, operands, [&](size_t k, const std::vector<Tensor>& in) { return execute(*n.bodies[k], in, {}, trips_left); },
+      [](const Tensor& t) { return t.to(DType::i64, SrcLoc::none()).item<int64_t>(SrcLoc::none()); }, trips_left,
+      kDefaultMaxLoopTrips, "kDefaultMaxLoopTrips", device);
 }
 
 std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs, const NodeObserver& observe,
@@ -48,8 +39,8 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs, c
   for (const Node* n : g.nodes()) {
     ins.clear();
     for (const Value* v : n->inputs) ins.push_back(v ? &env.at(v) : nullptr);
-    std::vector<Tensor> outs =
-        n->op->is_control_flow() ? run_loop(*n, ins, trips_left) : dispatch(*n->op, ins, n->attrs, SrcLoc::none());
+    std::vector<Tensor> outs = n->op->is_control_flow() ? run_node_bodies(*n, ins, trips_left)
+                                                        : dispatch(*n->op, ins, n->attrs, SrcLoc::none());
     for (size_t i = 0; i < outs.size() && i < n->outputs.size(); ++i) env[n->outputs[i]] = outs[i];
     if (observe) observe(*n, outs);
   }

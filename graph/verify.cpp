@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "amber/graph/control_flow.h"
 #include "amber/schema/control_flow.h"
 
 namespace amber::graph {
@@ -66,45 +67,26 @@ void check_types(const Graph& g, int64_t n, std::vector<std::string>& problems) 
 
 std::vector<std::string> verify_at(const Graph& g, int depth);
 
-// A control-flow node's bodies against its operands (schema/control_flow.h): the body's inputs
-// are the index (i64[]) then the operands after the count, its outputs the state.
+// A control-flow node's bodies: each verified (depth counts the nesting), and their inputs and
+// outputs against the node's operands (graph/control_flow.h).
 void check_bodies(const Node* n, int depth, std::vector<std::string>& problems) {
   if (!n->op->is_control_flow()) {
     if (!n->bodies.empty()) problems.push_back(describe(n) + ": holds bodies, but the op is not control flow");
     return;
   }
-  if (n->bodies.size() != 1 || !n->bodies[0]) {
-    problems.push_back(str(describe(n), ": expected one body, got ", n->bodies.size()));
-    return;
-  }
-  if (depth >= kMaxBodyDepth) {
+  for (const auto& b : n->bodies)
+    if (!b) {
+      problems.push_back(describe(n) + ": a body is missing");
+      return;
+    }
+  if (depth >= kMaxBodyDepth && !n->bodies.empty()) {
     problems.push_back(str(describe(n), ": bodies nest more than ", kMaxBodyDepth, " deep"));
     return;
   }
-  const Graph& b = *n->bodies[0];
-  for (const std::string& p : verify_at(b, depth + 1)) problems.push_back(describe(n) + " body: " + p);
-  const int64_t num_state = n->attr("num_state").i();
-  if (b.inputs().size() != n->inputs.size()) {
-    problems.push_back(str(describe(n), ": the body has ", b.inputs().size(), " inputs but the node ", n->inputs.size(),
-                           " operands (the count's place is the index's)"));
-    return;
-  }
-  const ValueType index{DType::i64, {}};
-  if (!(b.inputs()[0]->type == index))
-    problems.push_back(str(describe(n), ": body input %", b.inputs()[0]->name, " (the index) is ", b.inputs()[0]->type,
-                           ", expected i64[]"));
-  for (size_t k = 1; k < n->inputs.size(); ++k)
-    if (n->inputs[k] && !(b.inputs()[k]->type == n->inputs[k]->type))
-      problems.push_back(str(describe(n), ": body input %", b.inputs()[k]->name, " is ", b.inputs()[k]->type,
-                             " but operand %", n->inputs[k]->name, " is ", n->inputs[k]->type));
-  if (num_state < 0 || size_t(num_state) >= n->inputs.size() || b.outputs().size() != size_t(num_state)) {
-    problems.push_back(str(describe(n), ": the body has ", b.outputs().size(), " outputs for a state of ", num_state));
-    return;
-  }
-  for (size_t k = 0; k < size_t(num_state); ++k)
-    if (n->inputs[1 + k] && !(b.outputs()[k].second->type == n->inputs[1 + k]->type))
-      problems.push_back(str(describe(n), ": body output ", b.outputs()[k].first, " is ", b.outputs()[k].second->type,
-                             " but the state it replaces (%", n->inputs[1 + k]->name, ") is ", n->inputs[1 + k]->type));
+  for (size_t k = 0; k < n->bodies.size(); ++k)
+    for (const std::string& p : verify_at(*n->bodies[k], depth + 1))
+      problems.push_back(str(describe(n), " body ", k, ": ", p));
+  for (const std::string& p : check_body_signatures(*n)) problems.push_back(describe(n) + ": " + p);
 }
 
 std::vector<std::string> verify_at(const Graph& g, int depth) {

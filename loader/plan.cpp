@@ -13,6 +13,7 @@
 #include "amber/core/backend_registry.h"
 #include "amber/core/hot.h"
 #include "amber/core/parallel.h"
+#include "amber/graph/control_flow.h"
 #include "amber/graph/passes.h"
 #include "amber/loader/step_cost.h"
 #include "amber/schema/dispatcher.h"
@@ -153,9 +154,9 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     s.label = describe(*n);
     try {
       if (n->op->is_control_flow()) {
-        AMBER_CHECK(n->bodies.size() == 1, "expected one body, got ", n->bodies.size());
-        s.body = std::make_unique<Plan>(n->bodies[0]->clone(), device, setup_threads, arenas_, output_cache_, precision,
-                                        max_loop_trips);
+        for (const auto& body : n->bodies)
+          s.bodies.push_back(std::make_unique<Plan>(body->clone(), device, setup_threads, arenas_, output_cache_,
+                                                    precision, max_loop_trips));
         s.n_inputs = int(n->inputs.size());
         for (const Value* in : n->inputs) add_arg(values_[size_t(index.at(in))].view, index.at(in));
         for (const Value* out : n->outputs) {
@@ -214,9 +215,9 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     const amber_tensor_view* args = &arg_templates_[size_t(s.first_arg)];
     const OpCost cost = n->op->is_maybe_view() ? OpCost::memory : n->op->cost;  // a maybe_view's step is a copy
     const double window = window_elements(*n->op, s.attrs.data(), int(s.attrs.size()));
-    s.single_thread =
-        !s.body && estimate_step_ns(cost, args, s.n_inputs, args + s.n_inputs, s.n_outputs, window) < kParallelMinNs;
-    if (s.body) graphs_ = false;  // the count is read on the host mid-call
+    s.single_thread = s.bodies.empty() &&
+                      estimate_step_ns(cost, args, s.n_inputs, args + s.n_inputs, s.n_outputs, window) < kParallelMinNs;
+    if (!s.bodies.empty()) graphs_ = false;  // counts and predicates are read on the host mid-call
     steps_.push_back(std::move(s));
   }
   // Every output leaves in a buffer of its own: one that lives in an input or a constant is
@@ -429,54 +430,56 @@ void Plan::prepare(int num_threads) const {
     parallel_for(num_threads, 1, [](int64_t, int64_t) {});
 }
 
-void Plan::run_loop(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
-                    int64_t& trips_left) const {
+void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
+                                 int64_t& trips_left) const {
   const graph::Node& n = *s.node;
-  const int64_t num_state = n.attr("num_state").i();
-  // The count, on the host.
-  const amber_tensor_view& cv = a.inputs[0];
-  const size_t count_bytes = itemsize(DType(cv.dtype));
-  alignas(8) unsigned char raw[8] = {};
-  if (host_memory_) {
-    std::memcpy(raw, cv.data, count_bytes);
-  } else if (backend_->copy(raw, int32_t(DeviceType::cpu), 0, cv.data, int32_t(device_.type), device_.index,
-                            count_bytes, stream) != 0 ||
-             backend_->synchronize(device_.index, stream) != 0) {
-    device_failure(str(s.label, ": reading the trip count").c_str());
-  }
-  int64_t count;
-  if (cv.dtype == int32_t(DType::i32)) {
-    int32_t c32;
-    std::memcpy(&c32, raw, 4);
-    count = c32;
-  } else {
-    std::memcpy(&count, raw, 8);
-  }
-  AMBER_CHECK(count >= 0, s.label, ": the trip count is ", count, "; it must be at least 0");
-  AMBER_CHECK(count <= trips_left, s.label, ": ", count, " iterations would pass the call's limit of ", max_loop_trips_,
-              " loop body runs (LoadOptions::max_loop_trips; ", max_loop_trips_ - trips_left, " already run)");
-  trips_left -= count;
-  // The operands as tensors over this call's memory; the index on the host.
+  const int64_t num_state = int64_t(graph::num_state(n));
+  // The operands as tensors over this call's memory.
   auto wrap = [&](const amber_tensor_view& v) {
     const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
     const DimVec strides(std::span<const int64_t>(v.strides, size_t(v.ndim)));
     return Tensor::make(Storage::wrap(const_cast<void*>(v.data), extent_bytes(v), device_, nullptr, true), sizes,
                         strides, 0, DType(v.dtype));
   };
-  std::vector<Tensor> in(size_t(a.n_inputs));
-  for (int k = 1; k < a.n_inputs; ++k) in[size_t(k)] = wrap(a.inputs[k]);
+  std::vector<Tensor> operands;
+  for (int k = 0; k < a.n_inputs; ++k) operands.push_back(wrap(a.inputs[k]));
+  // A count or predicate, on the host.
+  auto read_scalar = [&](const Tensor& t) -> int64_t {
+    alignas(8) unsigned char raw[8] = {};
+    const size_t bytes = itemsize(t.dtype());
+    if (t.device().is_cpu() || host_memory_) {
+      std::memcpy(raw, t.data(), bytes);
+    } else if (backend_->copy(raw, int32_t(DeviceType::cpu), 0, t.data(), int32_t(device_.type), device_.index, bytes,
+                              stream) != 0 ||
+               backend_->synchronize(device_.index, stream) != 0) {
+      device_failure(str(s.label, ": reading a trip count or predicate").c_str());
+    }
+    switch (t.dtype()) {
+      case DType::b8:
+        return raw[0] != 0;
+      case DType::i32: {
+        int32_t v;
+        std::memcpy(&v, raw, 4);
+        return v;
+      }
+      default: {
+        int64_t v;
+        std::memcpy(&v, raw, 8);
+        return v;
+      }
+    }
+  };
   RunOptions body_options = options;
   body_options.stream = stream;
   body_options.graphs = false;
   body_options.profile = false;
   body_options.outputs_on_host = false;
-  for (int64_t i = 0; i < count; ++i) {
-    Tensor index = empty({}, {DType::i64, Device::cpu()});
-    *static_cast<int64_t*>(index.mutable_data()) = i;
-    in[0] = std::move(index);
-    std::vector<Tensor> next = s.body->run(in, body_options, trips_left);
-    for (int64_t k = 0; k < num_state; ++k) in[size_t(1 + k)] = std::move(next[size_t(k)]);
-  }
+  std::vector<Tensor> state = graph::run_control_flow(
+      n, operands,
+      [&](size_t k, const std::vector<Tensor>& in) { return s.bodies[k]->run(in, body_options, trips_left); },
+      read_scalar, trips_left, max_loop_trips_, "LoadOptions::max_loop_trips", Device::cpu());
+  std::vector<Tensor> in(state.size() + 1);  // the final state, at 1..
+  for (size_t k = 0; k < state.size(); ++k) in[1 + k] = std::move(state[k]);
   // The final state into the step's outputs.
   char error[512];
   for (int64_t k = 0; k < num_state; ++k) {
@@ -508,8 +511,8 @@ void Plan::run_loop(const Step& s, const amber_kernel_args& a, void* stream, con
       throw Error(str(s.label, ": copying state ", k, " out: ", error[0] ? error : "kernel failed"));
     }
   }
-  // The body's buffers go back to the pool when `in` goes: what was copied must be done.
-  if (!host_memory_ && count > 0 && backend_->synchronize(device_.index, stream) != 0)
+  // The bodies' buffers go back to the pool when `in` goes: what was copied must be done.
+  if (!host_memory_ && backend_->synchronize(device_.index, stream) != 0)
     device_failure(str(s.label, ": finishing the loop").c_str());
 }
 
@@ -546,8 +549,8 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
     a.precision = precision_;
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     int rc = 0;
-    if (s.body)
-      run_loop(s, a, stream, options, trips_left);
+    if (!s.bodies.empty())
+      run_control_flow_step(s, a, stream, options, trips_left);
     else
       rc = s.kernel->run(&a);
     if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());

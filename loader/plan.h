@@ -1,6 +1,6 @@
 // The execution plan of one static graph on one device: every kernel resolved and set up
-// once, every intermediate placed in one arena by liveness, every view's layout fixed; a loop
-// node's step runs a plan of its body. A call borrows a workspace (arguments, stream) and an
+// once, every intermediate placed in one arena by liveness, every view's layout fixed; a control-flow
+// node's step runs plans of its bodies. A call borrows a workspace (arguments, stream) and an
 // arena, brings host inputs to the device, runs the steps on its stream (or replays them as a
 // recorded device graph) and synchronises; all device access goes through the backend table.
 #pragma once
@@ -92,9 +92,9 @@ class Plan {
     std::vector<amber_attr> attrs;                   // pointing into node->attrs
     uint64_t out_bytes = 0;
     bool single_thread = false;  // too little work for the thread pool (step_cost.h)
-    // A loop step (kernel null): its body's plan, and the clone kernel that copies each final
-    // state tensor into the step's output.
-    std::unique_ptr<Plan> body;
+    // A control-flow step (kernel null): a plan per body, and the clone kernel that copies
+    // each final state tensor into the step's output.
+    std::vector<std::unique_ptr<Plan>> bodies;
     std::vector<const amber_kernel*> copy_kernels;
   };
   struct Workspace;
@@ -105,10 +105,10 @@ class Plan {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options, int64_t& trips_left) const;
   // Queues every step's kernel on stream; throws naming the step that failed.
   void run_steps(Workspace& ws, void* stream, const RunOptions& options, int64_t& trips_left) const;
-  // A loop step: reads the count (synchronising the stream), runs the body's plan that many
-  // times and copies the final state into the step's outputs.
-  void run_loop(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
-                int64_t& trips_left) const;
+  // A control-flow step: runs graph::run_control_flow with the bodies' plans (reading counts
+  // and predicates synchronises the stream) and copies the final state into the step's outputs.
+  void run_control_flow_step(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
+                             int64_t& trips_left) const;
   // Graph mode: records the steps as the workspace's graph; false when the device refused.
   bool capture(Workspace& ws, const RunOptions& options) const;
   // The graph outputs as tensors over buffers (copied to the host with to_host).

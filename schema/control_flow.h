@@ -1,8 +1,8 @@
-// Control flow that survives tracing. amber::loop runs its body as ordinary C++ (eagerly, n
-// times); under a trace the body is recorded once, as the subgraph of one `loop` node whose
-// trip count is data (an input of the node), so the archive does not grow with the count and
-// a service can run any count. The op table entry is `loop` (schema/ops_control.cpp); the
-// interpreter and the loader run its body; the limits below bound what data can ask of them.
+// Control flow that survives tracing: amber::loop, amber::while_loop and amber::cond run as
+// ordinary C++ (eagerly); under a trace each records its bodies once, as the subgraphs of one
+// node whose counts and predicates are data (inputs of the node), so the archive does not grow
+// with a count and a service can run any. The op table entries are in schema/ops_control.cpp;
+// the interpreter and the loader run the bodies; the limits below bound what data can ask.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +13,12 @@
 
 namespace amber {
 
-// Control-flow nodes nest at most this deep (a body inside a body ... ): graph text, the
-// archive reader and the verifier refuse deeper nesting.
+// Control-flow nodes nest at most this deep (a body inside a body ...): the tracer, graph
+// text, the archive reader and the verifier refuse deeper nesting.
 inline constexpr int kMaxBodyDepth = 8;
-// The default bound on the body runs of one call (all loops of the graph, nested ones
-// included): a count read from data cannot make a call run for ever. The loader's is
-// LoadOptions::max_loop_trips.
+// The default bound on the loop iterations of one call (every loop and while_loop of the
+// graph, nested ones included): a count or a condition from data cannot make a call run for
+// ever. The loader's is LoadOptions::max_loop_trips.
 inline constexpr int64_t kDefaultMaxLoopTrips = int64_t(1) << 20;
 
 // The body of a loop: the iteration index i (a 0-d i64 tensor, 0 to n-1, on the state's
@@ -40,5 +40,26 @@ Tensor loop(const Tensor& n, const Tensor& state, const std::function<Tensor(con
             SrcLoc loc = {});
 Tensor loop(int64_t n, const Tensor& state, const std::function<Tensor(const Tensor& i, const Tensor& x)>& body,
             SrcLoc loc = {});
+
+// Runs body on state while cond(state) (a 0-d bool tensor) is true, and returns the final
+// state (as jax.lax.while_loop and torch's while_loop). body returns the next state, of the
+// state's dtypes and shapes. Under a trace cond and body are each recorded once, on the initial
+// state (body runs even when cond is false at once; its result is then dropped); what they read
+// from outside becomes operands of the node. A loaded model counts the iterations against
+// LoadOptions::max_loop_trips: a condition that never turns false fails the call, naming the node.
+using WhileCond = std::function<Tensor(const std::vector<Tensor>& state)>;
+using StateFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& state)>;
+std::vector<Tensor> while_loop(const WhileCond& cond, const StateFn& body, const std::vector<Tensor>& state,
+                               SrcLoc loc = {});
+
+// then_fn(operands) when pred (a 0-d bool tensor) is true, else else_fn(operands) (as
+// torch.cond and jax.lax.cond). Both branches return as many tensors as the operands, each of
+// the same dtype and shape as the operand in its place (a block applied or skipped, a choice of
+// two updates). Under a trace both branches run once and are recorded; the node takes the
+// predicate as data.
+std::vector<Tensor> cond(const Tensor& pred, const StateFn& then_fn, const StateFn& else_fn,
+                         const std::vector<Tensor>& operands, SrcLoc loc = {});
+Tensor cond(const Tensor& pred, const std::function<Tensor(const Tensor& x)>& then_fn,
+            const std::function<Tensor(const Tensor& x)>& else_fn, const Tensor& operand, SrcLoc loc = {});
 
 }  // namespace amber

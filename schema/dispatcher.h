@@ -23,13 +23,14 @@ class DispatchHook : public HostAccessHook {
   virtual void on_op(const OpSchema& op, std::span<const Tensor* const> inputs, std::span<const Attr> attrs,
                      std::span<const Tensor> outputs, SrcLoc loc) = 0;
   // Control flow (schema/control_flow.h): the ops run between begin_body and end_body form one
-  // body whose inputs are `inputs` and whose outputs are `outputs`; end_body returns the
-  // tensors from outside the body that it read, which the control-flow op appends to its
-  // inputs (and the body to its inputs, in the same order). The node itself then arrives
-  // through on_op, holding the bodies ended since the previous node. A hook that records
-  // nothing may ignore both.
-  virtual void begin_body(std::span<const Tensor> inputs, SrcLoc loc) {
+  // body whose inputs are `inputs` (a loop's index first when first_is_index, then the state)
+  // and whose outputs are `outputs`; end_body returns the tensors from outside the body that
+  // it read, which the control-flow op appends to its operands (and the body to its inputs, in
+  // the same order). The node itself then arrives through on_op, holding the bodies ended
+  // since the previous node. A hook that records nothing may ignore both.
+  virtual void begin_body(std::span<const Tensor> inputs, bool first_is_index, SrcLoc loc) {
     (void)inputs;
+    (void)first_is_index;
     (void)loc;
   }
   virtual std::vector<Tensor> end_body(std::span<const Tensor> outputs) {

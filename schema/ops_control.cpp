@@ -1,29 +1,57 @@
-// Op table entries of control flow (schema/control_flow.h): `loop`. Their nodes hold bodies
-// (graph::Node::bodies) that graph/verify.cpp checks against the operands; no kernel runs
-// them: the interpreter and the loader do.
+// Op table entries of control flow (schema/control_flow.h): loop, while_loop and cond. Their
+// nodes hold bodies (graph::Node::bodies) that graph/control_flow.cpp checks against the
+// operands and runs for the interpreter and the loader; no kernel runs them.
 
 #include "amber/schema/infer_util.h"
 
 namespace amber {
 namespace {
 
-void infer_loop(InferCtx& c) {
+// The outputs: the num_state operands after the `leading` control operands.
+void state_outputs(InferCtx& c, int leading) {
   const int64_t num_state = c.attr("num_state").i();
-  c.check(num_state >= 0 && num_state < c.num_inputs(), "num_state is ", num_state, " but there are ", c.num_inputs(),
-          " operands (the count, then the state, then the captured tensors)");
-  const TensorMeta& n = c.in(0);
-  c.check(n.sizes.empty() && (n.dtype == DType::i64 || n.dtype == DType::i32),
-          "the trip count (operand 0) must be a 0-d i64 or i32 tensor, got ", dtype_name(n.dtype), n.sizes);
-  for (int i = 1; i <= num_state; ++i) c.add_output(c.in(i).dtype, c.in(i).sizes);
+  c.check(num_state >= 1 - leading && num_state <= c.num_inputs() - leading, "num_state is ", num_state,
+          " but there are ", c.num_inputs(), " operands");
+  for (int i = leading; i < leading + num_state; ++i) c.add_output(c.in(i).dtype, c.in(i).sizes);
+}
+
+void check_control(InferCtx& c, bool boolean, const char* role) {
+  c.check(c.num_inputs() >= 1, "the ", role, " (operand 0) is missing");
+  const TensorMeta& m = c.in(0);
+  const bool ok = m.sizes.empty() && (boolean ? m.dtype == DType::b8 : m.dtype == DType::i64 || m.dtype == DType::i32);
+  c.check(ok, "the ", role, " (operand 0) must be a 0-d ", boolean ? "bool" : "i64 or i32", " tensor, got ",
+          dtype_name(m.dtype), m.sizes);
+}
+
+void infer_loop(InferCtx& c) {
+  check_control(c, false, "trip count");
+  state_outputs(c, 1);
+}
+
+void infer_while_loop(InferCtx& c) { state_outputs(c, 0); }
+
+void infer_cond(InferCtx& c) {
+  check_control(c, true, "predicate");
+  state_outputs(c, 1);
 }
 
 using namespace op_flags;
 
 const OpRegistrar registrar{
     {"loop(Tensor[] operands, int num_state) -> Tensor[]", dtypes::all, infer_loop, control_flow, nullptr, 1,
-     "Runs its one body n times (amber::loop): operands are the trip count n (0-d i64/i32), num_state state tensors, "
-     "then the tensors the body reads from outside; the body's inputs are the index i (0-d i64), the state and those "
-     "tensors, its outputs the next state (same dtypes and shapes); the outputs are the final state."},
+     "amber::loop: runs its one body n times. Operands: the trip count n (0-d i64/i32), num_state state tensors, then "
+     "the tensors the body reads from outside; the body takes the index i (0-d i64), the state and those tensors and "
+     "gives the next state (same dtypes and shapes); the outputs are the final state."},
+    {"while_loop(Tensor[] operands, int num_state) -> Tensor[]", dtypes::all, infer_while_loop, control_flow, nullptr,
+     1,
+     "amber::while_loop: two bodies, the condition (state and its captured tensors -> 0-d bool) and the body (state "
+     "and "
+     "its captured tensors -> next state); operands: num_state (>= 1) state tensors, the condition's captured tensors, "
+     "the body's; the outputs are the state once the condition is false."},
+    {"cond(Tensor[] operands, int num_state) -> Tensor[]", dtypes::all, infer_cond, control_flow, nullptr, 1,
+     "amber::cond: two bodies, then and else (the num_state operands and the branch's captured tensors -> as many "
+     "tensors of the same dtypes and shapes); operands: the predicate (0-d bool), the operands, the then branch's "
+     "captured tensors, the else branch's; the outputs are the branch the predicate picks."},
 };
 
 }  // namespace

@@ -3,16 +3,15 @@
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
 // values as safetensors; with --fuzz-seeds, small archives of varied programs and broken
 // variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR | --fuzz-seeds OUT_DIR
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.1) | --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
 
 using namespace amber;
 
-// The golden archive of the current format (committed under tests/golden/, never
-// regenerated for a released format): a small dynamic-batch model and its inputs and
-// outputs at batch 1 and 3.
-int write_golden(const std::string& out) {
+// The golden archive of format 1.0 (committed under tests/golden/, never regenerated): a
+// small dynamic-batch model and its inputs and outputs at batch 1 and 3.
+int write_golden_1_0(const std::string& out) {
   manual_seed(2026);
   Tensor w = randn({4, 3, 3, 3}), b = randn({4}), fc = randn({5, 16}), fb = randn({5});
   auto model = [&](const Tensor& x) {
@@ -32,6 +31,30 @@ int write_golden(const std::string& out) {
     io.emplace_back(str("output.b", n), model(x));
   }
   save_safetensors(out + "/format_1_0_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
+// The golden archive of format 1.1, the current one (committed under tests/golden/, never
+// regenerated once released): an Elman RNN whose loop runs the count given as input, and its
+// inputs and outputs at counts 0, 2 and 5.
+int write_golden(const std::string& out) {
+  manual_seed(2027);
+  Tensor w = randn({6, 4}) * 0.5, u = randn({6, 6}) * 0.5, b = randn({6}) * 0.1;
+  auto model = [&](const Tensor& x, const Tensor& n) {
+    return loop(n, zeros({x.size(1), 6}), [&](const Tensor& i, const Tensor& h) {
+      return tanh(linear(index_select(x, 0, i.reshape({1})).squeeze(0), w, b) + linear(h, u));
+    });
+  };
+  auto count = [](int64_t n) { return full({}, n, {DType::i64}); };
+  TraceOptions o;
+  o.print_warnings = false;
+  const Tensor x = randn({5, 2, 4});
+  TracedModule t = trace(model, {x, count(3)}, o);
+  t.save(out + "/format_1_1.amber");
+  std::vector<std::pair<std::string, Tensor>> io{{"x", x}};
+  for (int64_t n : {0, 2, 5}) io.emplace_back(str("output.n", n), model(x, count(n)));
+  save_safetensors(out + "/format_1_1_io.safetensors", io);
   std::printf("wrote the golden archive to %s\n", out.c_str());
   return 0;
 }
@@ -91,6 +114,23 @@ int write_fuzz_seeds(const std::string& out) {
                                  return hardswish(conv2d(y, wd, bw, {1}, {1}, {1}, 3));
                                },
                                {randn({1, 2, 9, 9})}, o));
+  // Control flow (format 1.1): a loop with a constant count, and nested loops whose counts
+  // are inputs and whose bodies read the weights and the outer body's values.
+  save("loop_ten_mul",
+       trace([](const Tensor& x) { return loop(10, x, [](const Tensor&, const Tensor& s) { return s * s; }); },
+             {randn({2, 5})}, o));
+  TraceOptions fixed = o;
+  fixed.dynamic_batch = false;
+  Tensor lw = randn({4, 4});
+  save("loop_nested", trace(
+                          [&](const Tensor& x, const Tensor& n, const Tensor& m) {
+                            return loop(n, x, [&](const Tensor& i, const Tensor& h) {
+                              const Tensor scale = i.to(DType::f32) + 1.0;
+                              return loop(m, h,
+                                          [&](const Tensor&, const Tensor& g) { return tanh(linear(g, lw) * scale); });
+                            });
+                          },
+                          {randn({2, 4}), full({}, 2, {DType::i64}), full({}, 3, {DType::i64})}, fixed));
   auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
     FILE* f = std::fopen((out + "/" + name).c_str(), "wb");
     AMBER_CHECK(f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,
@@ -114,9 +154,11 @@ int write_fuzz_seeds(const std::string& out) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.0") return write_golden_1_0(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --fuzz-seeds OUT_DIR\n");
+    std::fprintf(stderr,
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR\n");
     return 2;
   }
   const std::string out = argv[1];

@@ -1417,6 +1417,127 @@ def seed_reference(out):
               {"programs": json.dumps({name: batches for name, batches, _, _ in programs})})
 
 
+class SquareN(torch.nn.Module):
+    """samples/models/control.h's square_n: the seeds' x = x * x, n times, with n an input."""
+
+    def forward(self, x, n):
+        for _ in range(int(n)):
+            x = x * x
+        return x
+
+
+class LoopElman(torch.nn.Module):
+    """samples/models/control.h's LoopElman: an Elman RNN over the first n steps of x [T, N, in]."""
+
+    def __init__(self, n_in: int, n_hidden: int, n_out: int):
+        super().__init__()
+        self.W_h = torch.nn.Parameter(torch.randn(n_in, n_hidden) * 0.3)
+        self.U_h = torch.nn.Parameter(torch.randn(n_hidden, n_hidden) * 0.3)
+        self.b_h = torch.nn.Parameter(torch.randn(n_hidden) * 0.1)
+        self.W_y = torch.nn.Parameter(torch.randn(n_hidden, n_out) * 0.3)
+        self.b_y = torch.nn.Parameter(torch.randn(n_out) * 0.1)
+
+    def forward(self, x, n):
+        h = torch.zeros(x.size(1), self.U_h.size(0))
+        y = torch.zeros(x.size(0), x.size(1), self.W_y.size(1))
+        for t in range(int(n)):
+            h = torch.tanh(x[t] @ self.W_h + h @ self.U_h + self.b_h)
+            y[t] = torch.tanh(h @ self.W_y + self.b_y)
+        return y
+
+
+class LoopGRU(torch.nn.Module):
+    """samples/models/control.h's LoopGRU: torch.nn.GRUCell over the first n steps of x."""
+
+    def __init__(self, n_in: int, n_hidden: int):
+        super().__init__()
+        self.cell = torch.nn.GRUCell(n_in, n_hidden)
+
+    def forward(self, x, n):
+        h = torch.zeros(x.size(1), self.cell.hidden_size)
+        for t in range(int(n)):
+            h = self.cell(x[t], h)
+        return h
+
+
+class GreedyDecoder(torch.nn.Module):
+    """samples/models/control.h's GreedyDecoder: a while loop stopping at the end token."""
+
+    def __init__(self, vocab: int, width: int, end_token: int):
+        super().__init__()
+        self.embedding = torch.nn.Parameter(torch.randn(vocab, width))
+        self.U = torch.nn.Parameter(torch.randn(width, width) * 0.5)
+        self.out = torch.nn.Parameter(torch.randn(vocab, width))
+        self.end_token = end_token
+
+    def forward(self, start, max_len):
+        tokens = torch.full([12], -1, dtype=torch.long)
+        i = 0
+        last = start
+        h = torch.zeros(self.U.size(0))
+        while i < int(max_len) and i < 12 and int(last) != self.end_token:
+            h = torch.tanh(self.embedding[last] + h @ self.U)
+            nxt = torch.argmax(self.out @ h)
+            tokens[i] = nxt
+            i += 1
+            last = nxt
+        return tokens
+
+
+class SkipBlock(torch.nn.Module):
+    """samples/models/control.h's SkipBlock: a residual block applied when mean |x| > 1."""
+
+    def __init__(self, width: int, hidden: int):
+        super().__init__()
+        self.w1 = torch.nn.Parameter(torch.randn(hidden, width) * 0.3)
+        self.b1 = torch.nn.Parameter(torch.randn(hidden) * 0.1)
+        self.w2 = torch.nn.Parameter(torch.randn(width, hidden) * 0.3)
+        self.b2 = torch.nn.Parameter(torch.randn(width) * 0.1)
+
+    def forward(self, x):
+        if bool(x.abs().mean() > 1.0):
+            return x + F.linear(F.relu(F.linear(x, self.w1, self.b1)), self.w2, self.b2)
+        return x
+
+
+def control_reference(out):
+    """The control-flow models (samples/models/control.h), each run through torch.jit.script:
+    weights as "<model>.<name>", and per case "<model>.<case>.input<k>" and ".output"."""
+    torch.manual_seed(404)
+    tensors, cases = {}, {}
+    elman, gru = LoopElman(4, 8, 3), LoopGRU(4, 8)
+    decoder = GreedyDecoder(10, 8, -1)
+    tokens = decoder(torch.tensor(1), torch.tensor(12))  # the end token: the third produced from token 1
+    decoder.end_token = int(tokens[2])
+    block = SkipBlock(6, 12)
+    x_seq = torch.randn(9, 3, 4)
+    n = lambda v: torch.tensor(v, dtype=torch.long)  # noqa: E731
+    x_sq = 1 + 0.001 * torch.randn(2, 5)
+    models = {  # name: (model, {case: inputs})
+        "square_n": (SquareN(), {"n0": [x_sq, n(0)], "n3": [x_sq, n(3)], "n10": [x_sq, n(10)]}),
+        "loop_elman": (elman, {"n2": [x_seq, n(2)], "n5": [x_seq, n(5)], "n9": [x_seq, n(9)]}),
+        "loop_gru": (gru, {"n1": [x_seq, n(1)], "n4": [x_seq, n(4)], "n9": [x_seq, n(9)]}),
+        "greedy_decoder": (decoder, {"start1": [n(1), n(12)], "start4": [n(4), n(12)], "max2": [n(2), n(2)]}),
+        "skip_block": (block, {"small": [torch.randn(4, 6) * 0.5], "large": [torch.randn(4, 6) * 3]}),
+    }
+    for name, (model, inputs) in models.items():
+        scripted = torch.jit.script(model.eval())
+        state = model.state_dict()
+        if name == "loop_gru":  # GRUCell's names, without the module prefix
+            state = {k.split(".", 1)[1]: v for k, v in state.items()}
+        for k, v in state.items():
+            tensors[f"{name}.{k}"] = v.detach().contiguous()
+        for case, ins in inputs.items():
+            with torch.no_grad():
+                y = scripted(*ins)
+            for k, t in enumerate(ins):
+                tensors[f"{name}.{case}.input{k}"] = t
+            tensors[f"{name}.{case}.output"] = y
+        cases[name] = list(inputs)
+    tensors["greedy_decoder.end_token"] = torch.tensor(decoder.end_token, dtype=torch.long)
+    save_file(tensors, os.path.join(out, "control.safetensors"), {"cases": json.dumps(cases)})
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -1431,6 +1552,7 @@ def main():
     save_file(ct, os.path.join(out, "core.safetensors"), cm)
     models_reference(out)
     seed_reference(out)
+    control_reference(out)
     print(f"wrote {len(specs)} op cases ({len(tensors)} tensors) and the core reference to {out}")
     return 0
 

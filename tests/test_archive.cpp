@@ -1067,6 +1067,25 @@ TEST_CASE("saving with injected system-call faults keeps the previous file and l
   fs::remove_all(dir);
 }
 
+TEST_CASE("the golden archive of format 1.1 (a loop) loads and computes", "[archive][golden]") {
+  const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
+  LoadedArchive a = read_archive(dir + "/format_1_1.amber");
+  SafetensorsFile io = SafetensorsFile::open(dir + "/format_1_1_io.safetensors");
+  CHECK(a.info.format_major == 1);
+  CHECK(a.info.format_minor == 1);
+  const Model m = load(dir + "/format_1_1.amber");
+  for (int64_t n : {0, 2, 5}) {
+    const Tensor count = full({}, n, {DType::i64});
+    const Tensor want = io.tensor(str("output.n", n));
+    for (const Tensor& got :
+         {graph::run_graph(a.graph, {io.tensor("x"), count})[0], m.forward({io.tensor("x"), count})[0]}) {
+      test::Diff d = test::compare(got, want, 1e-5, 1e-5);
+      INFO("n=" << n << ": " << d.message);
+      CHECK(d.ok);
+    }
+  }
+}
+
 TEST_CASE("the golden archive of format 1.0 loads and computes", "[archive][golden]") {
   const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
   LoadedArchive a = read_archive(dir + "/format_1_0.amber");

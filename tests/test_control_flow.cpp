@@ -87,7 +87,7 @@ TEST_CASE("loop refuses a wrong count, state or body result", "[control_flow]") 
                            [](const Tensor&, const Tensor& s) {
                              return s.reshape({1, 3});
                            }),
-                      "state is f32[3] (each iteration must keep");
+                      "state is f32[3] (every step must keep");
   AMBER_REQUIRE_ERROR(loop(2, {x},
                            [](const Tensor&, const std::vector<Tensor>& s) {
                              return std::vector<Tensor>{s[0], s[0]};
@@ -236,14 +236,14 @@ TEST_CASE("the verifier and the reader refuse malformed bodies", "[control_flow]
     return s;
   };
   CHECK(problems_of(with("return (s0 = %0)", "return (s0 = %i)")).find("body output s0 is i64[]") != std::string::npos);
-  CHECK(problems_of(with("%i : i64[], ", "")).find("the body has 1 inputs but the node 2 operands") !=
+  CHECK(problems_of(with("%i : i64[], ", "")).find("body 0 has 1 inputs, fewer than the 2 it must take") !=
         std::string::npos);
   CHECK(problems_of(with("%i : i64[]", "%i : f32[]")).find("(the index) is f32[], expected i64[]") !=
         std::string::npos);
   // No body at all, and a body under an op that is not control flow.
   CHECK(problems_of("graph(%x : f32[3], %n : i64[]) {\n  %1 : f32[3] = loop([%n, %x], num_state=1)\n"
                     "  return (output0 = %1)\n}\n")
-            .find("expected one body, got 0") != std::string::npos);
+            .find("expected 1 body, got 0") != std::string::npos);
   CHECK(problems_of("graph(%x : f32[3]) {\n  %1 : f32[3] = neg(%x)\n    graph(%i : i64[]) {\n      return ()\n    }\n"
                     "  return (output0 = %1)\n}\n")
             .find("holds bodies, but the op is not control flow") != std::string::npos);
@@ -252,4 +252,73 @@ TEST_CASE("the verifier and the reader refuse malformed bodies", "[control_flow]
   for (int d = 0; d <= kMaxBodyDepth; ++d)
     deep += "  %1 : f32[3] = loop([%n, %x], num_state=1)\n  graph(%i : i64[], %x : f32[3], %n : i64[]) {\n";
   AMBER_REQUIRE_ERROR(graph::parse_graph(deep), "bodies nested more than");
+}
+
+TEST_CASE("while_loop: eager, traced into one node with two bodies, loaded; a runaway loop is bounded",
+          "[control_flow]") {
+  // Doubles x until its sum reaches the limit; the limit is data.
+  auto f = [](const Tensor& x, const Tensor& limit) {
+    return while_loop([&](const std::vector<Tensor>& s) { return lt(s[0].sum(), limit); },
+                      [](const std::vector<Tensor>& s) {
+                        return std::vector<Tensor>{s[0] * 2.0f, s[1] + 1};
+                      },
+                      {x, zeros({}, {DType::i64})});
+  };
+  const Tensor x = tensor(std::vector<float>{0.5f, 0.25f});
+  auto limit = [](float v) { return full({}, v, {DType::f32}); };
+  auto eager = f(x, limit(10));
+  CHECK(eager[1].item<int64_t>() == 4);  // 0.75 -> 1.5 -> 3 -> 6 -> 12
+  const TracedModule t = trace([&](const Tensor& a, const Tensor& l) { return f(a, l); }, {x, limit(10)});
+  REQUIRE(count_ops(t.graph(), "while_loop") == 1);
+  CHECK(t.graph().nodes().back()->bodies.size() == 2);
+  check_round_trip(t.graph());
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  LoadOptions lo;
+  lo.max_loop_trips = 100;
+  const Model m = load(std::span<const uint8_t>(bytes), lo);
+  for (float l : {0.5f, 3.0f, 100.0f}) {
+    const auto want = f(x, limit(l));
+    for (const auto& got : {t.forward({x, limit(l)}), m.forward({x, limit(l)})}) {
+      check_close(got[0], want[0], str("limit ", l));
+      CHECK(got[1].item<int64_t>() == want[1].item<int64_t>());
+    }
+  }
+  // A condition that never turns false: the call's bound fails it, naming the node.
+  AMBER_REQUIRE_ERROR(m.forward({zeros({2}), limit(1)}), "LoadOptions::max_loop_trips");
+  AMBER_REQUIRE_ERROR(t.forward({zeros({2}), limit(1)}), "kDefaultMaxLoopTrips");
+  // The condition must give a 0-d bool.
+  AMBER_REQUIRE_ERROR(while_loop([](const std::vector<Tensor>& s) { return s[0]; },
+                                 [](const std::vector<Tensor>& s) { return s; }, {x}),
+                      "the condition's result must be a 0-d bool tensor, got f32[2]");
+}
+
+TEST_CASE("cond: eager, traced with both branches, loaded; the predicate is data", "[control_flow]") {
+  const Tensor w = tensor(std::vector<float>{1, 2, 3});
+  // Adds w when the sum is positive, else negates: the branches read w and nothing.
+  auto f = [&](const Tensor& x) {
+    return cond(
+        gt(x.sum(), 0.0), [&](const Tensor& v) { return v + w; }, [](const Tensor& v) { return -v; }, x);
+  };
+  const Tensor pos = tensor(std::vector<float>{1, 1, 1}), neg = tensor(std::vector<float>{-1, -1, 0});
+  check_close(f(pos), pos + w, "eager then");
+  check_close(f(neg), -neg, "eager else");
+  const TracedModule t = trace(f, {pos});
+  REQUIRE(count_ops(t.graph(), "cond") == 1);
+  const graph::Node* node = t.graph().nodes().back();
+  REQUIRE(node->bodies.size() == 2);
+  CHECK(node->bodies[0]->inputs().size() == 2);  // the operand and w
+  CHECK(node->bodies[1]->inputs().size() == 1);
+  check_round_trip(t.graph());
+  const Model m = load(t.save_to_bytes());
+  for (const Tensor& x : {pos, neg}) {
+    check_close(t.forward({x})[0], f(x), "traced");
+    check_close(m.forward({x})[0], f(x), "loaded");
+  }
+  AMBER_REQUIRE_ERROR(cond(
+                          ones({}), [](const Tensor& v) { return v; }, [](const Tensor& v) { return v; }, pos),
+                      "the predicate must be a 0-d bool tensor, got f32[]");
+  AMBER_REQUIRE_ERROR(
+      cond(
+          gt(pos.sum(), 0.0), [](const Tensor& v) { return v.sum(); }, [](const Tensor& v) { return v; }, pos),
+      "the then branch returned state tensor 0 as f32[] but the state is f32[3]");
 }

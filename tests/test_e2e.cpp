@@ -14,12 +14,16 @@
 #include <filesystem>
 #include <functional>
 
+#include <nlohmann/json.hpp>
+
+#include "models/control.h"
 #include "models/programs.h"
 #include "models/resnet.h"
 #include "models/small.h"
 #include "test_util.h"
 
 using namespace amber;
+using Json = nlohmann::json;
 
 namespace {
 
@@ -126,7 +130,7 @@ using EagerFn = std::function<Tensor(const std::vector<Tensor>&)>;
 // Runs every path of one model on every batch and appends the rows. `traced` was traced at
 // the first batch; it is saved to a file and loaded back by the runtime.
 void conform(const std::string& name, double atol, double rtol, const EagerFn& eager, const TracedModule& traced,
-             const std::vector<Batch>& batches) {
+             const std::vector<Batch>& batches, bool lower_precision = true) {
   const std::string path = "e2e_" + name + ".amber";
   traced.save(path);
   const Model cpu = load(path);
@@ -136,8 +140,9 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     cuda = load(path, LoadOptions{.device = Device::cuda(0)});
     cuda_tf32 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::tf32});
   }
-  if (bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
-  if (int8_skip_reason().empty()) int8 = load(path, LoadOptions{.precision = Precision::dynamic_int8});
+  if (lower_precision && bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
+  if (lower_precision && int8_skip_reason().empty())
+    int8 = load(path, LoadOptions{.precision = Precision::dynamic_int8});
   for (const Batch& b : batches) {
     Row row{name, b.label, atol, rtol, {}};
     double ref_max = 0;
@@ -277,18 +282,65 @@ TEST_CASE("a U-Net-style decoder (transposed convolutions, group norm, upsamplin
   conform_model("decoder", decoder, 1e-5, 1e-4);
 }
 
+TEST_CASE("control flow (loop, while_loop, cond) against torch.jit.script, one archive for every length", "[e2e]") {
+  SafetensorsFile ref = open_ref("control.safetensors");
+  const Json cases = Json::parse(ref.metadata().at("cases"));
+  auto w = [&](const std::string& model, const std::string& name) { return ref.tensor(model + "." + name); };
+  auto batches = [&](const std::string& model, size_t num_inputs) {
+    std::vector<Batch> out;
+    for (const auto& c : cases.at(model)) {
+      const std::string key = model + "." + c.get<std::string>();
+      Batch b{c.get<std::string>(), {}, ref.tensor(key + ".output")};
+      for (size_t k = 0; k < num_inputs; ++k) b.inputs.push_back(ref.tensor(str(key, ".input", k)));
+      out.push_back(b);
+    }
+    return out;
+  };
+  // Each model is traced once, on its first case; the others run other lengths through the
+  // same archive (its loop's count, the decoder's stop, the block's predicate are data).
+  auto run = [&](const std::string& name, size_t num_inputs, const EagerFn& eager, bool lower_precision) {
+    const std::vector<Batch> bs = batches(name, num_inputs);
+    const TracedModule traced = trace(eager, bs[0].inputs, trace_options(false));
+    size_t control = 0;
+    for (const graph::Node* n : traced.graph().nodes()) control += n->op->is_control_flow();
+    CHECK(control == 1);
+    conform(name, 1e-5, 1e-4, eager, traced, bs, lower_precision);
+  };
+  run(
+      "square_n", 2, [](const std::vector<Tensor>& in) { return models::square_n(in[0], in[1]); }, true);
+  const models::LoopElman elman{w("loop_elman", "W_h"), w("loop_elman", "U_h"), w("loop_elman", "b_h"),
+                                w("loop_elman", "W_y"), w("loop_elman", "b_y")};
+  run(
+      "loop_elman", 2, [&](const std::vector<Tensor>& in) { return elman.forward(in[0], in[1]); }, true);
+  const models::LoopGRU gru{w("loop_gru", "weight_ih"), w("loop_gru", "weight_hh"), w("loop_gru", "bias_ih"),
+                            w("loop_gru", "bias_hh")};
+  run(
+      "loop_gru", 2, [&](const std::vector<Tensor>& in) { return gru.forward(in[0], in[1]); }, true);
+  const models::GreedyDecoder decoder{w("greedy_decoder", "embedding"), w("greedy_decoder", "U"),
+                                      w("greedy_decoder", "out"),
+                                      ref.tensor("greedy_decoder.end_token").item<int64_t>()};
+  // Tokens are argmaxes: lower precision may pick another one, so only f32 columns run.
+  run(
+      "greedy_decoder", 2, [&](const std::vector<Tensor>& in) { return decoder.forward(in[0], in[1]); }, false);
+  const models::SkipBlock block{w("skip_block", "w1"), w("skip_block", "b1"), w("skip_block", "w2"),
+                                w("skip_block", "b2")};
+  run(
+      "skip_block", 1, [&](const std::vector<Tensor>& in) { return block.forward(in[0]); }, true);
+}
+
 TEST_CASE("the conformance matrix", "[e2e]") {
   std::printf(
       "\nconformance vs PyTorch (tests/gen_reference.py), per path: max |amber - ref| / max |amber - ref| / |ref| "
       "where |ref| >= 1e-2;\nevery cell within |amber - ref| <= atol + rtol * |ref|; traced at batch 1, the same "
-      "archive serving batch 8;\nloaded CPU bf16 and int8 (LoadOptions::precision, dynamic int8) and CUDA tf32: within "
+      "archive serving batch 8 (control-flow models: the batch column names the case, one archive for all);\nloaded "
+      "CPU bf16 and int8 (LoadOptions::precision, dynamic int8) and CUDA tf32: within "
       "%g, %g and %g x max |ref| instead\n",
       kBf16Tolerance, kInt8Tolerance, kTf32Tolerance);
-  std::printf("%-13s %-9s %-14s", "model", "batch", "atol / rtol");
+  std::printf("%-14s %-9s %-14s", "model", "batch", "atol / rtol");
   for (const char* p : kPathNames) std::printf(" %-19s", p);
   std::printf("\n");
   for (const Row& r : matrix()) {
-    std::printf("%-13s %-9s %-14s", r.model.c_str(), r.batch.c_str(), str(r.atol, " / ", r.rtol).c_str());
+    std::printf("%-14s %-9s %-14s", r.model.c_str(), r.batch.c_str(), str(r.atol, " / ", r.rtol).c_str());
     for (const Cell& c : r.cells) {
       if (!c.run)
         std::printf(" %-19s", "skipped");
@@ -301,5 +353,5 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());
   if (!int8_skip_reason().empty()) std::printf("loaded CPU int8 skipped: %s\n", int8_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).
-  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2);
+  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2 + 3 * 4 + 2);  // the last two terms: control flow
 }

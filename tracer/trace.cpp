@@ -111,16 +111,18 @@ class Recorder final : public DispatchHook {
     if (frames_.size() == 1) node_outputs_.emplace_back(outputs.begin(), outputs.end());
   }
 
-  // A body's graph: inputs "i" (the index) and "s0", "s1", ... (the state); what it reads from
-  // outside becomes further inputs "c0", "c1", ... as value_for meets it.
-  void begin_body(std::span<const Tensor> inputs, SrcLoc loc) override {
+  // A body's graph: inputs "i" (a loop's index) and "s0", "s1", ... (the state); what it reads
+  // from outside becomes further inputs "c0", "c1", ... as value_for meets it.
+  void begin_body(std::span<const Tensor> inputs, bool first_is_index, SrcLoc loc) override {
     AMBER_CHECK(int(frames_.size()) <= kMaxBodyDepth, "trace: control flow nested more than ", kMaxBodyDepth, " deep",
                 loc.known() ? " at " + loc_text(loc) : std::string());
     frames_.emplace_back();
     Frame& f = frames_.back();
     f.graph = std::make_unique<Graph>();
     for (size_t k = 0; k < inputs.size(); ++k)
-      bind(inputs[k], f.graph->add_input(k == 0 ? std::string("i") : str("s", k - 1), type_of(inputs[k])));
+      bind(inputs[k],
+           f.graph->add_input(first_is_index && k == 0 ? std::string("i") : str("s", k - (first_is_index ? 1 : 0)),
+                              type_of(inputs[k])));
   }
 
   std::vector<Tensor> end_body(std::span<const Tensor> outputs) override {

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "amber/graph/control_flow.h"
+
 namespace amber::graph {
 
 std::optional<double> constant_scalar(const Value* v) {
@@ -21,18 +23,20 @@ std::optional<double> constant_scalar(const Value* v) {
 
 namespace {
 
-// Moves the constants of a control-flow node's body (what its passes folded) to g, each passed
-// to the body as one more captured input: an archive keeps every tensor in the model's graph.
-void hoist_body_constants(Graph& g, Node* n, Graph& body) {
+// Moves the constants of control-flow node n's body k (what its passes folded) to g, each
+// passed to the body as one more captured input (the last of the body's, placed among the node's
+// operands where the body's captures end): an archive keeps every tensor in the model's graph.
+void hoist_body_constants(Graph& g, Node* n, size_t k) {
+  Graph& body = *n->bodies[k];
   for (Value* c : std::vector<Value*>(body.constants())) {
+    const BodyOperands b = body_operands(*n, k);
     std::string name = c->name;
-    for (int k = 1; g.find(name); ++k) name = str(c->name, "_", k);
+    for (int i = 1; g.find(name); ++i) name = str(c->name, "_", i);
     Value* outer = g.add_constant(name, c->data, c->source);
-    std::string in_name = str("c", body.inputs().size());
-    for (int k = 1; body.find(in_name); ++k) in_name = str("c", body.inputs().size(), "_", k);
-    Value* in = body.add_input(in_name, c->type);
-    body.replace_uses(c, in);
-    n->inputs.push_back(outer);
+    std::string in_name = str("c", b.num_captures);
+    for (int i = 1; body.find(in_name); ++i) in_name = str("c", b.num_captures, "_", i);
+    body.replace_uses(c, body.add_input(in_name, c->type));
+    n->inputs.insert(n->inputs.begin() + long(b.first_capture + b.num_captures), outer);
     outer->uses.push_back(n);
   }
   body.remove_unused_constants();
@@ -42,9 +46,9 @@ void hoist_body_constants(Graph& g, Node* n, Graph& body) {
 
 void optimize(Graph& g) {
   for (Node* n : g.nodes())
-    for (const auto& body : n->bodies) {
-      optimize(*body);
-      hoist_body_constants(g, n, *body);
+    for (size_t k = 0; k < n->bodies.size(); ++k) {
+      optimize(*n->bodies[k]);
+      hoist_body_constants(g, n, k);
     }
   remove_identities(g);
   fold_constants(g);
