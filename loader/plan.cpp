@@ -65,6 +65,23 @@ size_t extent_bytes(const amber_tensor_view& v) {
   return size_t(last + 1) * itemsize(DType(v.dtype));
 }
 
+// A copy of control-flow node n's body k in which each captured operand that is a constant of
+// the graph holding n (a weight) is the body's own constant: its kernels then see immutable
+// weights (packed once, converted to the load's precision) rather than a per-call input. The
+// body's input stays, unused.
+graph::Graph body_with_constants(const graph::Node& n, size_t k) {
+  graph::Graph body = n.bodies[k]->clone();
+  const graph::BodyOperands b = graph::body_operands(n, k);
+  for (size_t c = 0; c < b.num_captures; ++c) {
+    const graph::Value* operand = n.inputs[b.first_capture + c];
+    if (!operand->is_constant() || !operand->data.defined()) continue;
+    std::string name = operand->name;
+    for (int i = 1; body.find(name); ++i) name = str(operand->name, "_", i);
+    body.replace_uses(body.inputs()[b.num_prefix + c], body.add_constant(name, operand->data, operand->source));
+  }
+  return body;
+}
+
 }  // namespace
 
 struct Plan::Workspace {
@@ -154,9 +171,9 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     s.label = describe(*n);
     try {
       if (n->op->is_control_flow()) {
-        for (const auto& body : n->bodies)
-          s.bodies.push_back(std::make_unique<Plan>(body->clone(), device, setup_threads, arenas_, output_cache_,
-                                                    precision, max_loop_trips));
+        for (size_t k = 0; k < n->bodies.size(); ++k)
+          s.bodies.push_back(std::make_unique<Plan>(body_with_constants(*n, k), device, setup_threads, arenas_,
+                                                    output_cache_, precision, max_loop_trips));
         s.n_inputs = int(n->inputs.size());
         for (const Value* in : n->inputs) add_arg(values_[size_t(index.at(in))].view, index.at(in));
         for (const Value* out : n->outputs) {

@@ -1,7 +1,8 @@
 // Loader tests: every sample and model saved, loaded (from a file and from memory) and run
 // by the planned executor equals eager execution (and PyTorch for the models); dynamic
 // batch through per-size plans; inputs checked with clear errors; outputs owned by the
-// caller; anomaly mode; the profile; many threads on one model (bitwise identical outputs)
+// caller; anomaly mode; the profile; many threads on one model (bitwise identical outputs;
+// loop and while_loop models too)
 // with handles dropped and failing calls alongside; a call too large for memory fails alone;
 // the warm-up at load, recycled output buffers and the per-step thread decision.
 
@@ -15,6 +16,7 @@
 #include "amber/graph/graph.h"
 #include "amber/loader/buffer_cache.h"
 #include "amber/loader/step_cost.h"
+#include "models/control.h"
 #include "models/programs.h"
 #include "models/resnet.h"
 #include "models/small.h"
@@ -395,6 +397,41 @@ TEST_CASE("dynamic int8 under concurrent calls of batch 1 and 2: each agrees wit
   for (std::thread& th : threads) th.join();
   CHECK(errors == 0);
   CHECK(far == 0);
+}
+
+TEST_CASE("4 threads calling loop and while_loop models with their own counts: each equals a lone call",
+          "[loader][threads]") {
+  const models::LoopGRU gru = models::random_loop_gru();
+  const models::GreedyDecoder decoder = models::random_greedy_decoder();
+  const Tensor x = randn({12, 2, 4});
+  auto scalar = [](int64_t v) { return full({}, v, {DType::i64}); };
+  TraceOptions o;
+  o.print_warnings = false;
+  const Model rnn = load(
+      trace([&](const Tensor& xs, const Tensor& n) { return gru.forward(xs, n); }, {x, scalar(3)}, o).save_to_bytes(),
+      LoadOptions{.num_threads = 2});
+  const Model dec =
+      load(trace([&](const Tensor& s, const Tensor& m) { return decoder.forward(s, m); }, {scalar(1), scalar(12)}, o)
+               .save_to_bytes(),
+           LoadOptions{.num_threads = 2});
+  std::vector<std::vector<float>> want_rnn;
+  std::vector<std::vector<int64_t>> want_dec;
+  for (int64_t n = 0; n < 12; ++n) {
+    want_rnn.push_back(rnn.forward({x, scalar(n)})[0].to_vector<float>());
+    want_dec.push_back(dec.forward({scalar(n % 10), scalar(n)})[0].to_vector<int64_t>());
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 24; ++i) {
+        const int64_t n = (t * 5 + i) % 12;
+        if (rnn.forward({x, scalar(n)})[0].to_vector<float>() != want_rnn[size_t(n)]) ++mismatches;
+        if (dec.forward({scalar(n % 10), scalar(n)})[0].to_vector<int64_t>() != want_dec[size_t(n)]) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("concurrent loads of one archive; the last handle dropped while another thread runs", "[loader][threads]") {
