@@ -1,10 +1,8 @@
-// Loader tests: every sample and model saved, loaded (from a file and from memory) and run
-// by the planned executor equals eager execution (and PyTorch for the models); dynamic
-// batch through per-size plans; inputs checked with clear errors; outputs owned by the
-// caller; anomaly mode; the profile; many threads on one model (bitwise identical outputs;
-// loop and while_loop models too)
-// with handles dropped and failing calls alongside; a call too large for memory fails alone;
-// the warm-up at load, recycled output buffers and the per-step thread decision.
+// Loader tests: samples and models saved, loaded and run by the planned executor equal eager
+// execution (and PyTorch); dynamic batch through per-size plans; input errors; outputs owned
+// by the caller; anomaly mode; the profile; many threads on one model (bitwise identical, loop
+// and while_loop models too) with handles dropped and failing calls alongside; a call too
+// large for memory fails alone; the warm-up, recycled output buffers, per-step threads.
 
 #include <atomic>
 #include <cmath>
