@@ -419,6 +419,29 @@ TEST_CASE("hostile model.pb: garbage, truncation, depth, versions, unknown field
   std::vector<uint8_t> deep_unknown(full);
   deep_unknown.insert(deep_unknown.end(), nested.begin(), nested.end());
   CHECK_NOTHROW(read(with_entry("model.pb", deep_unknown)));
+  // Control-flow bodies (Node.bodies, format 1.1) put a Graph inside a Node: nesting deeper
+  // than kMaxBodyDepth is refused by the pre-scan, before protobuf parses (and recurses).
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        pb::Graph* g = m.mutable_graph();
+                        for (int d = 0; d < 2000; ++d) {
+                          pb::Node* n = g->add_nodes();
+                          n->set_op("loop");
+                          n->set_op_version(1);
+                          g = n->add_bodies();
+                        }
+                      })),
+                      "control-flow bodies nest more than 8 deep");
+  // A body holding constants (bodies read tensors only through their inputs).
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        pb::Node* n = m.mutable_graph()->add_nodes();
+                        n->set_op("loop");
+                        n->set_op_version(1);
+                        pb::Attribute* a = n->add_attrs();
+                        a->set_name("num_state");
+                        a->set_i(0);
+                        n->add_bodies()->add_constants()->set_name("w");
+                      })),
+                      "a control-flow body holds constants");
   // Unknown fields are ignored (a newer minor version may add some).
   AMBER_CASE("pb.unknown-fields");
   std::vector<uint8_t> extra(full);
