@@ -1,6 +1,6 @@
 // `amber inspect FILE [--graph]`: what an archive holds: inputs and outputs with their
-// (symbolic) shapes, the op histogram, weights, memory per call, metadata and the warnings
-// recorded when it was traced; --graph prints the graph text instead.
+// (symbolic) shapes, the op histogram (control-flow bodies included), weights, memory per
+// call, metadata and the warnings recorded when it was traced; --graph prints the graph text.
 
 #include <algorithm>
 #include <cstdio>
@@ -43,11 +43,21 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     for (const DimVec& s : info.example_input_shapes) std::printf(" %s", str(s).c_str());
     std::printf("\n");
   }
+  // The histogram counts the nodes of control-flow bodies too (once each, however often they run).
   std::map<std::string, int> ops;
-  for (const graph::Node* n : m.graph().nodes()) ++ops[n->op->name];
+  size_t in_bodies = 0;
+  auto count_ops = [&](auto& self, const graph::Graph& g, bool body) -> void {
+    for (const graph::Node* n : g.nodes()) {
+      ++ops[n->op->name];
+      in_bodies += body;
+      for (const auto& b : n->bodies) self(self, *b, true);
+    }
+  };
+  count_ops(count_ops, m.graph(), false);
   std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
   std::stable_sort(hist.begin(), hist.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-  std::printf("nodes: %zu\n", m.graph().num_nodes());
+  std::printf("nodes: %zu%s\n", m.graph().num_nodes(),
+              in_bodies ? str(" (and ", in_bodies, " in control-flow bodies)").c_str() : "");
   for (const auto& [op, count] : hist) std::printf("  %-28s %d\n", op.c_str(), count);
   std::printf("weights: %llu tensors, %s (%llu mapped from the file without a copy)\n",
               static_cast<unsigned long long>(info.weight_count), format_bytes(double(info.weight_bytes)).c_str(),
