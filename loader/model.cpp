@@ -300,12 +300,15 @@ void warm_up(const Model& m) {
         return;  // no warm-up: the first call will do what it would have done
       zeros.push_back(Tensor::make(std::move(s), sizes, contiguous_strides(sizes), 0, m.inputs()[i].dtype));
     }
+    // A loop the zeros would keep running (a while_loop whose condition zeros never end)
+    // ends the warm-up after a few iterations rather than making load run it to the limit.
+    const CallOptions call{.max_loop_trips = 64};
     const auto start = std::chrono::steady_clock::now();
-    (void)m.forward(zeros);
+    (void)m.forward(zeros, call);
     if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1))
-      for (int i = 0; i < 3; ++i) (void)m.forward(zeros);
+      for (int i = 0; i < 3; ++i) (void)m.forward(zeros, call);
     else if (!device.is_cpu() && m.options().device_graphs)
-      (void)m.forward(zeros);  // the second call records the device graph
+      (void)m.forward(zeros, call);  // the second call records the device graph
   } catch (const Error&) {
   }
   if (m.options().profile) m.reset_profile();
@@ -373,6 +376,7 @@ AMBER_HOT std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, 
   ro.profile = m.options.profile;
   ro.stream = call.stream;
   ro.outputs_on_host = call.outputs_on_host || m.options.outputs_on_host;
+  ro.max_loop_trips = call.max_loop_trips;
   ro.graphs = m.options.device_graphs;
   return plan.run(inputs, ro);
 }

@@ -126,6 +126,9 @@ struct CallOptions {
   void* stream = nullptr;
   // Outputs copied to host memory (also when LoadOptions::outputs_on_host is set).
   bool outputs_on_host = false;
+  // A tighter bound on this call's loop iterations than LoadOptions::max_loop_trips (the
+  // smaller applies); 0: that one.
+  int64_t max_loop_trips = 0;
 };
 
 class Model {

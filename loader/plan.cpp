@@ -494,7 +494,10 @@ void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void
   std::vector<Tensor> state = graph::run_control_flow(
       n, operands,
       [&](size_t k, const std::vector<Tensor>& in) { return s.bodies[k]->run(in, body_options, trips_left); },
-      read_scalar, trips_left, max_loop_trips_, "LoadOptions::max_loop_trips", Device::cpu());
+      read_scalar, trips_left, trip_limit(options),
+      options.max_loop_trips > 0 && options.max_loop_trips < max_loop_trips_ ? "CallOptions::max_loop_trips"
+                                                                             : "LoadOptions::max_loop_trips",
+      Device::cpu());
   std::vector<Tensor> in(state.size() + 1);  // the final state, at 1..
   for (size_t k = 0; k < state.size(); ++k) in[1 + k] = std::move(state[k]);
   // The final state into the step's outputs.
@@ -631,7 +634,7 @@ AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& b
 }
 
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
-  int64_t trips_left = max_loop_trips_;
+  int64_t trips_left = trip_limit(options);
   return run(inputs, options, trips_left);
 }
 

@@ -35,6 +35,7 @@ struct RunOptions {
   void* stream = nullptr;        // the caller's stream, else the workspace's own
   bool outputs_on_host = false;  // copy the outputs to host memory before returning
   bool graphs = true;            // replay a recorded device graph where the backend has them
+  int64_t max_loop_trips = 0;    // a tighter bound on the call's loop iterations than the plan's; 0: the plan's
 };
 
 class Plan {
@@ -101,6 +102,11 @@ class Plan {
 
   std::unique_ptr<Workspace> acquire() const;
   void release(std::unique_ptr<Workspace> ws) const;
+  // The call's bound on loop iterations: the plan's, or options' when smaller.
+  int64_t trip_limit(const RunOptions& options) const {
+    return options.max_loop_trips > 0 && options.max_loop_trips < max_loop_trips_ ? options.max_loop_trips
+                                                                                  : max_loop_trips_;
+  }
   // run() with the call's remaining budget of loop body runs.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options, int64_t& trips_left) const;
   // Queues every step's kernel on stream; throws naming the step that failed.

@@ -322,3 +322,20 @@ TEST_CASE("cond: eager, traced with both branches, loaded; the predicate is data
           gt(pos.sum(), 0.0), [](const Tensor& v) { return v.sum(); }, [](const Tensor& v) { return v; }, pos),
       "the then branch returned state tensor 0 as f32[] but the state is f32[3]");
 }
+
+TEST_CASE("a call's own loop bound, and a warm-up that a never-ending loop does not hold up", "[control_flow]") {
+  const Tensor x = ones({3});
+  const TracedModule t = trace(square_n, {x, count_of(3)});
+  const Model m = load(t.save_to_bytes());
+  CHECK(m.forward({x, count_of(3)}, CallOptions{.max_loop_trips = 3}).size() == 1);
+  AMBER_REQUIRE_ERROR(m.forward({x, count_of(3)}, CallOptions{.max_loop_trips = 2}), "CallOptions::max_loop_trips");
+  // A condition zeros never end: load's warm-up (on zeros) stops after a few iterations.
+  auto forever = [](const Tensor& v) {
+    return while_loop([](const std::vector<Tensor>& s) { return ge(s[0].sum(), 0.0); },
+                      [](const std::vector<Tensor>& s) { return std::vector<Tensor>{s[0] * 2.0f}; }, {v})[0];
+  };
+  const TracedModule w = trace([&](const Tensor& v) { return forever(-v); }, {x});
+  const Model wm = load(w.save_to_bytes(), LoadOptions{.max_loop_trips = 100000});
+  CHECK(wm.forward({x})[0].sum().item<float>() == -3.0f);  // -x is negative: no iteration
+  AMBER_REQUIRE_ERROR(wm.forward({zeros({3})}), "LoadOptions::max_loop_trips");
+}
