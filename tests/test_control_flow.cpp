@@ -151,6 +151,20 @@ TEST_CASE("an Elman RNN over a variable number of steps: weights captured, eager
     check_close(t.forward({x, count_of(n)})[0], want, str("traced n=", n));
     check_close(m.forward({x, count_of(n)})[0], want, str("loaded n=", n));
   }
+  // A dynamic batch too (x is [T, N, in]; the 0-d count has no batch dim and stays as it is):
+  // one archive for every batch and every count.
+  TraceOptions dyn;
+  dyn.dynamic_batch = true;
+  dyn.batch_dim = 1;
+  const TracedModule td = trace(f, {x, count_of(4)}, dyn);
+  CHECK(td.graph().inputs()[0]->type.shape[1] == graph::SymInt(1, 0));
+  CHECK(graph::is_static(td.graph().inputs()[1]->type.shape));
+  const Model md = load(td.save_to_bytes());
+  for (int64_t batch : {1, 5})
+    for (int64_t n : {0, 6}) {
+      const Tensor xb = randn({7, batch, 4});
+      check_close(md.forward({xb, count_of(n)})[0], rnn.unrolled(xb, n), str("dynamic batch ", batch, " n=", n));
+    }
   // Past the padded length: the index is out of range, an error naming the op.
   AMBER_REQUIRE_ERROR(m.forward({x, count_of(8)}), "index_select");
   // The call's bound on body runs.

@@ -353,15 +353,28 @@ void unify(Graph& g1, const Graph& g2, int64_t b) {
   g1.traced_batch = b;
 }
 
-// The example inputs with one more entry along batch dim d (the first one repeated).
+// The first example input with a batch dim (0-d inputs have none), or null.
+const Tensor* first_batched(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.dim() > 0) return &t;
+  return nullptr;
+}
+
+// The example inputs with one more entry along batch dim d (the first one repeated); 0-d
+// inputs (a loop's count, a limit, a flag) stay as they are.
 std::vector<Tensor> grow_batch(const std::vector<Tensor>& inputs, int d) {
   std::vector<Tensor> out;
+  const Tensor* ref = first_batched(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
+    if (t.dim() == 0) {
+      out.push_back(t);
+      continue;
+    }
     AMBER_CHECK(d < t.dim() && t.size(d) >= 1, "trace (dynamic batch): input ", i, " of shape ", t.sizes(),
                 " has no batch dimension ", d, " to vary");
-    AMBER_CHECK(t.size(d) == inputs[0].size(d), "trace (dynamic batch): inputs disagree on the batch size (",
-                inputs[0].size(d), " and ", t.size(d), " in dim ", d, ")");
+    AMBER_CHECK(t.size(d) == ref->size(d), "trace (dynamic batch): inputs disagree on the batch size (", ref->size(d),
+                " and ", t.size(d), " in dim ", d, ")");
     out.push_back(cat({t, t.slice(d, 0, 1, 1, SrcLoc::none())}, d, SrcLoc::none()));
   }
   return out;
@@ -382,9 +395,10 @@ TracedModule trace_function(const TraceFn& fn, const std::vector<Tensor>& inputs
   state->warnings = std::move(r.warnings);
   const int d = options.batch_dim;
   AMBER_CHECK(d >= 0, "trace: batch_dim must be >= 0, got ", d);
-  if (!inputs.empty() && inputs[0].dim() > d) r.graph->traced_batch = inputs[0].size(d);
+  const Tensor* batched = first_batched(inputs);
+  if (batched && batched->dim() > d) r.graph->traced_batch = batched->size(d);
   if (options.dynamic_batch) {
-    const int64_t b = inputs.empty() ? 0 : inputs[0].dim() > d ? inputs[0].size(d) : 0;
+    const int64_t b = batched && batched->dim() > d ? batched->size(d) : 0;
     TraceOptions quiet = options;
     quiet.strict = false;
     Recording r2;

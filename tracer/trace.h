@@ -24,10 +24,10 @@ struct TraceOptions {
   std::vector<std::string> input_names, output_names;
   // Warnings (host reads of traced values, random ops) become errors.
   bool strict = false;
-  // Dim `batch_dim` of every input is the batch size N: the model is traced at the example
-  // batch B and at B + 1 and the two graphs unified; sizes that follow the batch become
-  // expressions in N. A structure or constant that depends on the batch size is an error at
-  // trace time.
+  // Dim `batch_dim` of every input but 0-d ones (a loop's count, a limit) is the batch size
+  // N: the model is traced at the example batch B and at B + 1 and the two graphs unified;
+  // sizes that follow the batch become expressions in N. A structure or constant that depends
+  // on the batch size is an error at trace time.
   bool dynamic_batch = false;
   // The inputs' batch dim: 0 ([N, ...], batch-first) unless the model is sequence-first
   // ([T, N, ...]: 1).
