@@ -1,8 +1,8 @@
 // ONNX export (export.h): one emitter per Amber op, writing standard ONNX ops of opset 17.
-// Attributes are read by name (<amber/op_attrs.h>); sizes that follow the batch (shapes
-// affine in N) are computed in the model from Shape of the input that carries N; fused
-// nodes are expanded instruction by instruction through the same pointwise emitters as the
-// ops they came from. Nodes that cannot be written are collected and refused together.
+// Attributes are read by name (<amber/op_attrs.h>); sizes that follow the batch are computed
+// in the model from Shape of the input that carries N; fused nodes are expanded through the
+// same pointwise emitters as the ops they came from; control flow becomes Loop and If with
+// subgraphs. Nodes that cannot be written are collected and refused together.
 
 #include "amber/onnx/export.h"
 
@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "amber/core/shape.h"
+#include "amber/graph/control_flow.h"
 #include "amber/onnx/tensor_proto.h"
 #include "amber/op_attrs.h"
 #include "amber/schema/eager.h"
@@ -190,6 +191,17 @@ class Exporter {
 
   void node(const Node& n);
   void fused(const Node& n);
+  // ---- Control flow: loop and while_loop as ONNX Loop, cond as If; a body is a subgraph
+  // that reads the values it captures from the enclosing graph by name ----
+  void control_flow(const Node& n);
+  // A copy of n's body k whose values carry fresh names; body input i in `outer` is named
+  // after that enclosing value instead (a captured tensor, or cond's operands).
+  std::unique_ptr<graph::Graph> renamed_body(const Node& n, size_t k, const std::map<size_t, std::string>& outer);
+  // Runs f with nodes written into sub (a value of N computed there stays there).
+  void within(onnx::GraphProto* sub, const std::function<void()>& f);
+  // Writes body's nodes into the current graph and each of its outputs as an output of sub
+  // (through Identity, so every subgraph output has a name of its own).
+  void body_nodes_and_outputs(const graph::Graph& body, onnx::GraphProto* sub);
   void custom(const Node& n, const std::string& domain);
   // The domains of op libraries' ops written, with the highest op version of each.
   std::map<std::string, int> custom_domains;
@@ -388,7 +400,7 @@ void Exporter::custom(const Node& n, const std::string& domain) {
 void Exporter::node(const Node& n) {
   const std::string& name = n.op->name;
   if (const std::string_view ns = op_namespace(name); !ns.empty()) return custom(n, std::string(ns));
-  if (n.op->is_control_flow()) throw Refuse{"control flow is not exported to ONNX yet (ONNX Loop would hold the body)"};
+  if (n.op->is_control_flow()) return control_flow(n);
   const auto& at = n.attrs;
   const auto any_symbolic = [&](std::initializer_list<int> idx) {
     for (int i : idx)
@@ -1101,6 +1113,118 @@ void Exporter::node(const Node& n) {
 
 // ONNX's type of an Amber value: dtype and dims, N as the symbolic dim "N" ("2*N+1" for
 // other sizes affine in N).
+std::unique_ptr<graph::Graph> Exporter::renamed_body(const Node& n, size_t k,
+                                                     const std::map<size_t, std::string>& outer) {
+  auto body = std::make_unique<graph::Graph>(n.bodies[k]->clone());
+  const std::string prefix = fresh(str(n.op->name, "_body")) + ".";
+  for (size_t i = 0; i < body->inputs().size(); ++i) {
+    Value* v = body->inputs()[i];
+    auto it = outer.find(i);
+    v->name = it != outer.end() ? it->second : prefix + v->name;
+    used_.insert(v->name);
+  }
+  for (Node* bn : body->nodes())
+    for (Value* v : bn->outputs) {
+      v->name = prefix + v->name;
+      used_.insert(v->name);
+    }
+  return body;
+}
+
+void Exporter::within(onnx::GraphProto* sub, const std::function<void()>& f) {
+  onnx::GraphProto* saved = gp_;
+  const std::string saved_batch = batch_;
+  gp_ = sub;
+  batch_.clear();
+  try {
+    f();
+  } catch (...) {
+    gp_ = saved;
+    batch_ = saved_batch;
+    throw;
+  }
+  gp_ = saved;
+  batch_ = saved_batch;
+}
+
+void Exporter::body_nodes_and_outputs(const graph::Graph& body, onnx::GraphProto* sub) {
+  for (const Node* bn : body.nodes()) node(*bn);
+  for (const auto& [name, v] : body.outputs()) set_type(sub->add_output(), op("Identity", {v->name}), v->type);
+}
+
+void Exporter::control_flow(const Node& n) {
+  const size_t ns = graph::num_state(n), lead = graph::leading_operands(n);
+  // Body k's inputs that stand for enclosing values: its captured tensors, and with
+  // state_outside its state (If's branches take no inputs).
+  auto outer_of = [&](size_t k, bool state_outside) {
+    const graph::BodyOperands b = graph::body_operands(n, k);
+    std::map<size_t, std::string> m;
+    for (size_t c = 0; c < b.num_captures; ++c) m[b.num_prefix + c] = in(n, b.first_capture + c);
+    if (state_outside)
+      for (size_t i = 0; i < ns; ++i) m[b.num_index + i] = in(n, lead + i);
+    return m;
+  };
+  auto subgraph = [&](onnx::NodeProto* p, const char* attr) {
+    auto* a = p->add_attribute();
+    a->set_name(attr);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* g = a->mutable_g();
+    g->set_name(fresh(attr));
+    return g;
+  };
+  std::vector<std::string> outs;
+  for (size_t k = 0; k < n.outputs.size(); ++k) outs.push_back(out(n, k));
+  const graph::ValueType index{DType::i64, {}}, predicate{DType::b8, {}};
+  if (n.op->name == "cond") {
+    onnx::NodeProto* p = add("If", {in(n, 0)}, outs);
+    for (size_t k = 0; k < 2; ++k) {
+      onnx::GraphProto* sub = subgraph(p, k == 0 ? "then_branch" : "else_branch");
+      const auto body = renamed_body(n, k, outer_of(k, true));
+      within(sub, [&] { body_nodes_and_outputs(*body, sub); });
+    }
+    return;
+  }
+  std::vector<std::string> ins;
+  std::unique_ptr<graph::Graph> body;
+  if (n.op->name == "loop") {
+    // Loop(M = the count, no condition): the body's index is Loop's iteration number.
+    ins = {cast(in(n, 0), in_type(n, 0), DType::i64), ""};
+    body = renamed_body(n, 0, outer_of(0, false));
+  } else {
+    // while_loop: the condition on the initial state, here; then Loop(no M, that condition),
+    // whose body runs the body and the condition on the new state.
+    const auto first = renamed_body(n, 0, outer_of(0, true));
+    for (const Node* bn : first->nodes()) node(*bn);
+    ins = {"", first->outputs()[0].second->name};
+    body = renamed_body(n, 1, outer_of(1, false));
+  }
+  for (size_t i = 0; i < ns; ++i) ins.push_back(in(n, lead + i));
+  onnx::NodeProto* p = add("Loop", ins, outs);
+  onnx::GraphProto* sub = subgraph(p, "body");
+  within(sub, [&] {
+    const bool is_loop = n.op->name == "loop";
+    set_type(sub->add_input(), is_loop ? body->inputs()[0]->name : fresh("iteration"), index);
+    const std::string cond_in = fresh("cond_in");
+    set_type(sub->add_input(), cond_in, predicate);
+    const size_t first_state = is_loop ? 1 : 0;
+    for (size_t i = 0; i < ns; ++i)
+      set_type(sub->add_input(), body->inputs()[first_state + i]->name, body->inputs()[first_state + i]->type);
+    for (const Node* bn : body->nodes()) node(*bn);
+    std::string cond_out;
+    if (is_loop) {
+      cond_out = op("Identity", {cond_in});
+    } else {
+      std::map<size_t, std::string> m = outer_of(0, false);
+      for (size_t i = 0; i < ns; ++i) m[i] = body->outputs()[i].second->name;
+      const auto again = renamed_body(n, 0, m);
+      for (const Node* bn : again->nodes()) node(*bn);
+      cond_out = op("Identity", {again->outputs()[0].second->name});
+    }
+    set_type(sub->add_output(), cond_out, predicate);
+    for (const auto& [name, v] : body->outputs()) set_type(sub->add_output(), op("Identity", {v->name}), v->type);
+  });
+}
+
 void set_type(onnx::ValueInfoProto* vi, const std::string& name, const graph::ValueType& t) {
   vi->set_name(name);
   auto* tt = vi->mutable_type()->mutable_tensor_type();

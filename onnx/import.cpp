@@ -1,7 +1,7 @@
 // ONNX import (import.h): parses and checks the model with libonnx, refuses what it cannot
 // take (every such node listed at once), then traces a function that runs the graph's nodes
-// in order through the op table (ops.h). Nodes whose inputs are all known at import run
-// untraced (constant folding, and shapes computed from Shape); the rest are recorded.
+// in order through the op table (ops.h), a Loop as amber::while_loop over its body. Nodes
+// whose inputs are all known at import run untraced (constant folding, shapes from Shape).
 
 #include "amber/onnx/import.h"
 
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 #include "amber/core/storage.h"
 #include "amber/onnx/ops.h"
 #include "amber/onnx/tensor_proto.h"
+#include "amber/schema/control_flow.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/schema/eager.h"
 
@@ -118,24 +120,48 @@ Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::str
   if (g.node_size() > o.max_nodes)
     throw OnnxImportError(
         str("import_onnx: ", g.node_size(), " nodes; the limit is ", o.max_nodes, " (OnnxImportOptions::max_nodes)"));
-  // Every node Amber cannot take, listed together.
+  // Every node Amber cannot take, listed together (a Loop's body's nodes too, named after it).
   std::vector<OnnxRefusal> refused;
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& n = g.node(i);
-    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (!default_domain)
-      refused.push_back({node_label(n, i), str(n.domain(), "::", n.op_type()), "an op outside the default domain"});
-    else if (!onnx_in::find_onnx_op(n.op_type()))
-      refused.push_back({node_label(n, i), n.op_type(), "no Amber mapping for this op type"});
-    else if (m.opset < kMinOpset && !same_as_opset_7(n.op_type(), m.opset))
-      refused.push_back({node_label(n, i), n.op_type(),
-                         str("its definition in opset ", m.opset, " changed before opset ", kMinOpset,
-                             " (Amber reads the definitions of opsets ", kMinOpset, " to ", kMaxOpset, ")")});
-    else
-      for (const auto& a : n.attribute())
-        if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
-          refused.push_back({node_label(n, i), n.op_type(), "subgraph attributes"});
-  }
+  int64_t nodes = 0;
+  auto check_nodes = [&](auto& self, const onnx::GraphProto& graph, const std::string& where, int depth) -> void {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto& n = graph.node(i);
+      const std::string label = where + node_label(n, i);
+      ++nodes;
+      const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+      if (!default_domain) {
+        refused.push_back({label, str(n.domain(), "::", n.op_type()), "an op outside the default domain"});
+      } else if (!onnx_in::find_onnx_op(n.op_type())) {
+        refused.push_back({label, n.op_type(), "no Amber mapping for this op type"});
+      } else if (m.opset < kMinOpset && !same_as_opset_7(n.op_type(), m.opset)) {
+        refused.push_back({label, n.op_type(),
+                           str("its definition in opset ", m.opset, " changed before opset ", kMinOpset,
+                               " (Amber reads the definitions of opsets ", kMinOpset, " to ", kMaxOpset, ")")});
+      } else if (n.op_type() == "Loop") {
+        const onnx::GraphProto* body = nullptr;
+        for (const auto& a : n.attribute())
+          if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH) body = &a.g();
+        if (!body)
+          refused.push_back({label, n.op_type(), "no body graph"});
+        else if (depth >= kMaxBodyDepth)
+          refused.push_back({label, n.op_type(), str("Loops nested more than ", kMaxBodyDepth, " deep")});
+        else if (body->output_size() + 1 != n.input_size())  // cond_out and the carried values: no scan outputs
+          refused.push_back({label, n.op_type(),
+                             "scan outputs (per-iteration outputs stacked to a length the count decides) are not "
+                             "supported; only loop-carried values"});
+        else
+          self(self, *body, label + "/", depth + 1);
+      } else {
+        for (const auto& a : n.attribute())
+          if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
+            refused.push_back({label, n.op_type(), "subgraph attributes (control flow other than Loop)"});
+      }
+    }
+  };
+  check_nodes(check_nodes, g, "", 0);
+  if (nodes > o.max_nodes)
+    throw OnnxImportError(str("import_onnx: ", nodes, " nodes (Loop bodies included); the limit is ", o.max_nodes,
+                              " (OnnxImportOptions::max_nodes)"));
   if (!refused.empty()) {
     std::string msg = str("import_onnx: ", refused.size(), " node(s) cannot be imported:");
     for (const auto& r : refused) msg += str("\n  ", r.node, " (", r.op_type, "): ", r.reason);
@@ -193,13 +219,54 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   if (output_names.empty()) throw OnnxImportError("import_onnx: the graph has no outputs");
 
   const int opset = std::max(m.opset, kMinOpset);  // older models hold only opset-7 definitions
-  TraceFn fn = [&](const std::vector<Tensor>& ins) {
-    std::unordered_map<std::string, Val> env;
-    for (const auto& [name, t] : initializers) env[name] = Val{t, true, ""};
-    for (const auto& [name, t] : constants) env[name] = Val{t, true, ""};
-    for (size_t i = 0; i < ins.size(); ++i) env[input_names[i]] = Val{ins[i], false, input_names[i]};
-    for (int k = 0; k < g.node_size(); ++k) {
-      const onnx::NodeProto& n = g.node(k);
+  // Runs graph's nodes in order on env (a Loop's body on a copy of its enclosing env).
+  std::function<void(const onnx::GraphProto&, std::unordered_map<std::string, Val>&)> run_nodes;
+  // ONNX Loop(M, cond, carried...) as amber::while_loop over (i, cond, carried...): while
+  // (no M or i < M) and cond, run the body on (i, cond, carried) giving (cond, carried).
+  auto run_loop = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals,
+                      const std::unordered_map<std::string, Val>& env) {
+    const onnx::GraphProto* body = nullptr;
+    for (const auto& a : n.attribute())
+      if (a.name() == "body") body = &a.g();
+    std::vector<std::pair<std::string, Tensor>> body_initializers;  // a subgraph may hold its own
+    for (const auto& t : body->initializer())
+      body_initializers.emplace_back(
+          t.name(), onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
+                                               str("import_onnx: initializer '", t.name(), "' of a Loop body")));
+    const Val* max_trips = vals.size() > 0 ? vals[0] : nullptr;
+    const Val* first_cond = vals.size() > 1 ? vals[1] : nullptr;
+    std::vector<Tensor> state{zeros({}, {DType::i64}),
+                              first_cond ? first_cond->t.reshape({}).to(DType::b8) : full({}, true, {DType::b8})};
+    for (size_t k = 2; k < vals.size(); ++k) {
+      if (!vals[k]) throw onnx_in::Unsupported("an absent loop-carried value");
+      state.push_back(vals[k]->t);
+    }
+    const std::vector<Tensor> out = while_loop(
+        [&](const std::vector<Tensor>& s) {
+          return max_trips ? logical_and(s[1], lt(s[0], max_trips->t.reshape({}).to(DType::i64))) : s[1];
+        },
+        [&](const std::vector<Tensor>& s) {
+          std::unordered_map<std::string, Val> inner = env;
+          for (const auto& [name, t] : body_initializers) inner[name] = Val{t, true, ""};
+          for (int k = 0; k < body->input_size() && size_t(k) < s.size(); ++k)
+            inner[body->input(k).name()] = Val{s[size_t(k)], false, ""};
+          run_nodes(*body, inner);
+          std::vector<Tensor> next{s[0] + 1};
+          for (int k = 0; k < body->output_size(); ++k) {
+            auto it = inner.find(body->output(k).name());
+            if (it == inner.end())
+              throw OnnxImportError(
+                  str("import_onnx: Loop body output '", body->output(k).name(), "' is never defined"));
+            next.push_back(k == 0 ? it->second.t.reshape({}).to(DType::b8) : it->second.t);
+          }
+          return next;
+        },
+        state);
+    return std::vector<Tensor>(out.begin() + 2, out.end());
+  };
+  run_nodes = [&](const onnx::GraphProto& graph, std::unordered_map<std::string, Val>& env) {
+    for (int k = 0; k < graph.node_size(); ++k) {
+      const onnx::NodeProto& n = graph.node(k);
       const OnnxOp* op = onnx_in::find_onnx_op(n.op_type());
       std::vector<const Val*> vals;
       bool known = true;
@@ -229,8 +296,12 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
       try {
         std::optional<DispatchHookGuard> untraced;
         if (known) untraced.emplace(nullptr);
-        const NodeCtx ctx(n, opset, std::move(vals), o.max_tensor_bytes);
-        outs = op->fn(ctx);
+        if (n.op_type() == "Loop") {
+          outs = run_loop(n, vals, env);
+        } else {
+          const NodeCtx ctx(n, opset, std::move(vals), o.max_tensor_bytes);
+          outs = op->fn(ctx);
+        }
       } catch (const onnx_in::NeedsConstant& e) {
         throw OnnxImportError(str("import_onnx: node ", node_label(n, k), " (", n.op_type(), "): ", e.what()), {},
                               {e.input()});
@@ -262,6 +333,13 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
         env[n.output(j)] = Val{outs[size_t(j)], known, source, known && outs_from_shape};
       }
     }
+  };
+  TraceFn fn = [&](const std::vector<Tensor>& ins) {
+    std::unordered_map<std::string, Val> env;
+    for (const auto& [name, t] : initializers) env[name] = Val{t, true, ""};
+    for (const auto& [name, t] : constants) env[name] = Val{t, true, ""};
+    for (size_t i = 0; i < ins.size(); ++i) env[input_names[i]] = Val{ins[i], false, input_names[i]};
+    run_nodes(g, env);
     std::vector<Tensor> outs;
     for (const std::string& name : output_names) {
       auto it = env.find(name);

@@ -1627,6 +1627,10 @@ Outs scatter_nd(const NodeCtx& c) {
 }
 
 // The table, sorted by type.
+// Loop reads its body's subgraph and the environment, so the importer runs it itself
+// (import.cpp); this entry only names the op as supported.
+std::vector<Tensor> loop_(const NodeCtx&) { throw Error("Loop: internal error: the importer runs Loop nodes itself"); }
+
 constexpr OnnxOp kOps[] = {
     {"Abs", unary<abs>},
     {"Acos", unary<acos>},
@@ -1697,6 +1701,7 @@ constexpr OnnxOp kOps[] = {
     {"LessOrEqual", less_equal},
     {"Log", unary<log>},
     {"LogSoftmax", softmax_<true>},
+    {"Loop", loop_},
     {"MatMul", mat_mul},
     {"Max", fold<maximum>},
     {"MaxPool", max_pool},
