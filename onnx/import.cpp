@@ -241,8 +241,14 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
       if (!vals[k]) throw onnx_in::Unsupported("an absent loop-carried value");
       state.push_back(vals[k]->t);
     }
+    // Running the model at import is bounded like any other work, and the iterations too: a
+    // body of no ops would cost nothing per iteration.
+    int64_t iterations = 0;
     const std::vector<Tensor> out = while_loop(
         [&](const std::vector<Tensor>& s) {
+          if (++iterations > o.max_loop_trips)
+            throw OnnxImportError(str("import_onnx: a Loop ran more than ", o.max_loop_trips,
+                                      " iterations while the model ran at import (OnnxImportOptions::max_loop_trips)"));
           return max_trips ? logical_and(s[1], lt(s[0], max_trips->t.reshape({}).to(DType::i64))) : s[1];
         },
         [&](const std::vector<Tensor>& s) {

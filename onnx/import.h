@@ -39,6 +39,9 @@ struct OnnxImportOptions {
   // (schema/op_cost.h: floating-point operations plus bytes moved): a small file cannot
   // hold a model that runs for hours. ViT-B/16 at batch 1 needs about 1e11.
   double max_work = 4e12;
+  // The most iterations one Loop node may run while the model runs at import (a Loop body of
+  // no ops costs no work); the archive's own bound at run time is LoadOptions::max_loop_trips.
+  int64_t max_loop_trips = int64_t(1) << 20;
 };
 
 // One node the importer cannot take, and why.

@@ -238,6 +238,16 @@ TEST_CASE("control flow exports as ONNX Loop and If, and Loop imports back as a 
       CHECK(test::compare(loaded.forward({x, arg(v)})[0], want, 1e-6, 1e-5).ok);
     }
   }
+  // A Loop whose condition holds for the import's zero inputs: bounded while the model runs.
+  auto forever = [](const Tensor& v) {
+    return while_loop([](const std::vector<Tensor>& s) { return ge(s[0].sum(), 0.0); },
+                      [](const std::vector<Tensor>& s) { return std::vector<Tensor>{s[0] * 2.0f}; }, {v})[0];
+  };
+  OnnxImportOptions few;
+  few.max_loop_trips = 16;
+  AMBER_REQUIRE_ERROR(
+      import_onnx_bytes(export_onnx_bytes(trace([&](const Tensor& v) { return forever(-v); }, {x}).graph()), few),
+      "a Loop ran more than 16 iterations while the model ran at import");
   // cond: If with both branches as subgraphs (ONNX's checker passes it); Amber's importer does
   // not take If yet, and says so.
   auto branchy = [&](const Tensor& v) {
