@@ -35,6 +35,8 @@ size_t num_state(const Node& n) {
 
 size_t expected_bodies(const Node& n) { return kind_of(n) == Kind::loop ? 1 : 2; }
 
+bool outputs_inferred(const Node& n) { return kind_of(n) != Kind::cond; }
+
 BodyOperands body_operands(const Node& n, size_t k) {
   AMBER_CHECK(k < n.bodies.size() && n.bodies.size() == expected_bodies(n), label(n), ": expected ", expected_bodies(n),
               " bodies, got ", n.bodies.size());
@@ -93,20 +95,23 @@ std::vector<std::string> check_body_signatures(const Node& n) {
       }
     }
     const bool is_predicate = kind_of(n) == Kind::while_loop && k == 0;
-    const size_t want_outputs = is_predicate ? 1 : ns;
+    const bool is_branch = kind_of(n) == Kind::cond;  // gives the node's outputs, of any types
+    const size_t want_outputs = is_predicate ? 1 : is_branch ? n.outputs.size() : ns;
     if (body.outputs().size() != want_outputs) {
       problems.push_back(str(which, " has ", body.outputs().size(), " outputs, expected ", want_outputs,
-                             is_predicate ? " (the predicate)" : " (the state)"));
+                             is_predicate ? " (the predicate)"
+                             : is_branch  ? " (the node's)"
+                                          : " (the state)"));
       continue;
     }
     for (size_t i = 0; i < want_outputs; ++i) {
       const auto& [name, v] = body.outputs()[i];
-      const ValueType& want = is_predicate ? predicate : n.inputs[lead + i]->type;
+      const ValueType& want = is_predicate ? predicate : is_branch ? n.outputs[i]->type : n.inputs[lead + i]->type;
       if (!(v->type == want))
         problems.push_back(str(which, " output ", name, " is ", v->type, " but ",
-                               is_predicate
-                                   ? std::string("the predicate must be bool[]")
-                                   : str("the state it replaces (%", n.inputs[lead + i]->name, ") is ", want)));
+                               is_predicate ? std::string("the predicate must be bool[]")
+                               : is_branch  ? str("the node's output %", n.outputs[i]->name, " is ", want)
+                                           : str("the state it replaces (%", n.inputs[lead + i]->name, ") is ", want)));
     }
   }
   if (used != n.inputs.size())

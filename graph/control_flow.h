@@ -32,6 +32,10 @@ BodyOperands body_operands(const Node& n, size_t k);
 // bodies themselves are verified by the caller.
 std::vector<std::string> check_body_signatures(const Node& n);
 
+// Whether the op table's inference gives n's outputs (loop, while_loop: the state's types);
+// cond's outputs are its branches', which the verifier checks through check_body_signatures.
+bool outputs_inferred(const Node& n);
+
 // Runs n on operands (one tensor per node input). run_body(k, inputs) runs body k;
 // read_scalar reads a 0-d integer or bool tensor on the host. trips_left is the call's budget
 // of body runs (loop and while_loop iterations; limit_name names where it is set) and

@@ -23,6 +23,7 @@ std::string describe(const Node* n) {
 void check_types(const Graph& g, int64_t n, std::vector<std::string>& problems) {
   for (const Node* node : g.nodes()) {
     if (!node->op) continue;
+    if (node->op->is_control_flow() && !outputs_inferred(*node)) continue;  // cond: its branches give its types
     std::vector<TensorMeta> metas(node->inputs.size());
     std::vector<const TensorMeta*> ptrs;
     bool missing = false;

@@ -450,7 +450,6 @@ void Plan::prepare(int num_threads) const {
 void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
                                  int64_t& trips_left) const {
   const graph::Node& n = *s.node;
-  const int64_t num_state = int64_t(graph::num_state(n));
   // The operands as tensors over this call's memory.
   auto wrap = [&](const amber_tensor_view& v) {
     const DimVec sizes(std::span<const int64_t>(v.sizes, size_t(v.ndim)));
@@ -502,7 +501,7 @@ void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void
   for (size_t k = 0; k < state.size(); ++k) in[1 + k] = std::move(state[k]);
   // The final state into the step's outputs.
   char error[512];
-  for (int64_t k = 0; k < num_state; ++k) {
+  for (int64_t k = 0; k < int64_t(a.n_outputs); ++k) {
     const Tensor& t = in[size_t(1 + k)];
     amber_tensor_view src = a.outputs[k];
     src.data = const_cast<void*>(t.data());

@@ -1,6 +1,6 @@
 // ONNX import (import.h): parses and checks the model with libonnx, refuses what it cannot
 // take (every such node listed at once), then traces a function that runs the graph's nodes
-// in order through the op table (ops.h), a Loop as amber::while_loop over its body. Nodes
+// in order through the op table (ops.h), Loop and If as amber::while_loop and cond. Nodes
 // whose inputs are all known at import run untraced (constant folding, shapes from Shape).
 
 #include "amber/onnx/import.h"
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -137,24 +138,27 @@ Model parse(const std::string& bytes, const OnnxImportOptions& o, const std::str
         refused.push_back({label, n.op_type(),
                            str("its definition in opset ", m.opset, " changed before opset ", kMinOpset,
                                " (Amber reads the definitions of opsets ", kMinOpset, " to ", kMaxOpset, ")")});
-      } else if (n.op_type() == "Loop") {
-        const onnx::GraphProto* body = nullptr;
-        for (const auto& a : n.attribute())
-          if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH) body = &a.g();
-        if (!body)
-          refused.push_back({label, n.op_type(), "no body graph"});
+      } else if (n.op_type() == "Loop" || n.op_type() == "If") {
+        const bool is_loop = n.op_type() == "Loop";
+        std::vector<const onnx::GraphProto*> bodies;
+        for (const char* name :
+             is_loop ? std::vector<const char*>{"body"} : std::vector<const char*>{"then_branch", "else_branch"})
+          for (const auto& a : n.attribute())
+            if (a.name() == name && a.type() == onnx::AttributeProto::GRAPH) bodies.push_back(&a.g());
+        if (bodies.size() != (is_loop ? 1u : 2u))
+          refused.push_back({label, n.op_type(), "a subgraph attribute is missing"});
         else if (depth >= kMaxBodyDepth)
-          refused.push_back({label, n.op_type(), str("Loops nested more than ", kMaxBodyDepth, " deep")});
-        else if (body->output_size() + 1 != n.input_size())  // cond_out and the carried values: no scan outputs
+          refused.push_back({label, n.op_type(), str("control flow nested more than ", kMaxBodyDepth, " deep")});
+        else if (is_loop && bodies[0]->output_size() + 1 != n.input_size())  // cond_out and the carried values
           refused.push_back({label, n.op_type(),
                              "scan outputs (per-iteration outputs stacked to a length the count decides) are not "
                              "supported; only loop-carried values"});
         else
-          self(self, *body, label + "/", depth + 1);
+          for (const onnx::GraphProto* b : bodies) self(self, *b, label + "/", depth + 1);
       } else {
         for (const auto& a : n.attribute())
           if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
-            refused.push_back({label, n.op_type(), "subgraph attributes (control flow other than Loop)"});
+            refused.push_back({label, n.op_type(), "subgraph attributes (control flow other than Loop and If)"});
       }
     }
   };
@@ -270,6 +274,37 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
         state);
     return std::vector<Tensor>(out.begin() + 2, out.end());
   };
+  // ONNX If as amber::cond: no operands (the branches read what they need by name); both
+  // branches are traced and must give the same dtypes and shapes.
+  auto run_if = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals,
+                    const std::unordered_map<std::string, Val>& env) {
+    auto branch = [&](const char* name) -> StateFn {
+      const onnx::GraphProto* g = nullptr;
+      for (const auto& a : n.attribute())
+        if (a.name() == name) g = &a.g();
+      auto inits = std::make_shared<std::vector<std::pair<std::string, Tensor>>>();
+      for (const auto& t : g->initializer())
+        inits->emplace_back(t.name(),
+                            onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
+                                                       str("import_onnx: initializer '", t.name(), "' of ", name)));
+      return [&, g, inits](const std::vector<Tensor>&) {
+        std::unordered_map<std::string, Val> inner = env;
+        for (const auto& [k, t] : *inits) inner[k] = Val{t, true, ""};
+        run_nodes(*g, inner);
+        std::vector<Tensor> outs;
+        for (const auto& vi : g->output()) {
+          auto it = inner.find(vi.name());
+          if (it == inner.end())
+            throw OnnxImportError(str("import_onnx: If branch output '", vi.name(), "' is never defined"));
+          outs.push_back(it->second.t);
+        }
+        return outs;
+      };
+    };
+    if (vals.empty() || !vals[0] || vals[0]->t.numel() != 1)
+      throw onnx_in::Unsupported("the condition must hold one element");
+    return cond(vals[0]->t.reshape({}).to(DType::b8), branch("then_branch"), branch("else_branch"), {});
+  };
   run_nodes = [&](const onnx::GraphProto& graph, std::unordered_map<std::string, Val>& env) {
     for (int k = 0; k < graph.node_size(); ++k) {
       const onnx::NodeProto& n = graph.node(k);
@@ -304,6 +339,8 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
         if (known) untraced.emplace(nullptr);
         if (n.op_type() == "Loop") {
           outs = run_loop(n, vals, env);
+        } else if (n.op_type() == "If") {
+          outs = run_if(n, vals, env);
         } else {
           const NodeCtx ctx(n, opset, std::move(vals), o.max_tensor_bytes);
           outs = op->fn(ctx);

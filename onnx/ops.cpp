@@ -1626,11 +1626,13 @@ Outs scatter_nd(const NodeCtx& c) {
   return {y.reshape(data.sizes())};
 }
 
-// The table, sorted by type.
-// Loop reads its body's subgraph and the environment, so the importer runs it itself
-// (import.cpp); this entry only names the op as supported.
-std::vector<Tensor> loop_(const NodeCtx&) { throw Error("Loop: internal error: the importer runs Loop nodes itself"); }
+// Loop and If read their subgraphs and the environment, so the importer runs them itself
+// (import.cpp); their entries only name them as supported.
+std::vector<Tensor> control_flow_(const NodeCtx&) {
+  throw Error("internal error: the importer runs Loop and If nodes itself");
+}
 
+// The table, sorted by type.
 constexpr OnnxOp kOps[] = {
     {"Abs", unary<abs>},
     {"Acos", unary<acos>},
@@ -1690,6 +1692,7 @@ constexpr OnnxOp kOps[] = {
     {"HardSwish", hard_swish},
     {"Hardmax", hardmax},
     {"Identity", identity},
+    {"If", control_flow_},
     {"InstanceNormalization", instance_normalization},
     {"IsInf", is_inf},
     {"IsNaN", is_nan},
@@ -1701,7 +1704,7 @@ constexpr OnnxOp kOps[] = {
     {"LessOrEqual", less_equal},
     {"Log", unary<log>},
     {"LogSoftmax", softmax_<true>},
-    {"Loop", loop_},
+    {"Loop", control_flow_},
     {"MatMul", mat_mul},
     {"Max", fold<maximum>},
     {"MaxPool", max_pool},

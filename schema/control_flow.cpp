@@ -182,22 +182,32 @@ std::vector<Tensor> cond(const Tensor& pred, const StateFn& then_fn, const State
                          const std::vector<Tensor>& operands, SrcLoc loc) {
   const std::string what = where_of("cond", loc);
   check_scalar(pred, true, what, "predicate");
-  AMBER_CHECK(!operands.empty(), what, ": at least one operand is needed");
   for (size_t k = 0; k < operands.size(); ++k)
     AMBER_CHECK(operands[k].defined(), what, ": operand ", k, " is undefined");
   const bool taken = read_scalar(pred) != 0;
   DispatchHook* hook = current_dispatch_hook();
-  if (!hook)
-    return checked(taken ? then_fn(operands) : else_fn(operands), operands, what,
-                   taken ? "the then branch" : "the else branch");
-  // Traced: both branches recorded; the one the predicate picks gives the result now.
+  auto defined = [&](std::vector<Tensor> out, const char* branch) {
+    for (size_t k = 0; k < out.size(); ++k)
+      AMBER_CHECK(out[k].defined(), what, ": the ", branch, " branch's output ", k, " is undefined");
+    return out;
+  };
+  if (!hook) return taken ? defined(then_fn(operands), "then") : defined(else_fn(operands), "else");
+  // Traced: both branches recorded, and they must agree; the one the predicate picks gives the
+  // result now.
   std::vector<Tensor> captures;
   const std::vector<Tensor> then_out = record_body(
-      hook, operands, false, loc,
-      [&](const std::vector<Tensor>& in) { return checked(then_fn(in), operands, what, "the then branch"); }, captures);
+      hook, operands, false, loc, [&](const std::vector<Tensor>& in) { return defined(then_fn(in), "then"); },
+      captures);
   const std::vector<Tensor> else_out = record_body(
-      hook, operands, false, loc,
-      [&](const std::vector<Tensor>& in) { return checked(else_fn(in), operands, what, "the else branch"); }, captures);
+      hook, operands, false, loc, [&](const std::vector<Tensor>& in) { return defined(else_fn(in), "else"); },
+      captures);
+  AMBER_CHECK(then_out.size() == else_out.size(), what, ": the then branch gives ", then_out.size(),
+              " tensors but the else branch ", else_out.size());
+  for (size_t k = 0; k < then_out.size(); ++k)
+    AMBER_CHECK(then_out[k].dtype() == else_out[k].dtype() && then_out[k].sizes() == else_out[k].sizes(), what,
+                ": output ", k, " is ", dtype_name(then_out[k].dtype()), then_out[k].sizes(),
+                " from the then branch but ", dtype_name(else_out[k].dtype()), else_out[k].sizes(),
+                " from the else branch (both branches must give the same dtypes and shapes)");
   const std::vector<Tensor> outs = fresh_handles(taken ? then_out : else_out);
   std::vector<const Tensor*> node_operands{&pred};
   for (const Tensor& s : operands) node_operands.push_back(&s);

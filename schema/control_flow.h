@@ -53,9 +53,9 @@ std::vector<Tensor> while_loop(const WhileCond& cond, const StateFn& body, const
                                SrcLoc loc = {});
 
 // then_fn(operands) when pred (a 0-d bool tensor) is true, else else_fn(operands) (as
-// torch.cond and jax.lax.cond). Both branches return as many tensors as the operands, each of
-// the same dtype and shape as the operand in its place (a block applied or skipped, a choice of
-// two updates). Under a trace both branches run once and are recorded; the node takes the
+// torch.cond and jax.lax.cond). The branches may return any tensors, but the same number of
+// the same dtypes and shapes as each other. Under a trace both branches run once and are
+// recorded (a disagreement between them is an error naming the line); the node takes the
 // predicate as data.
 std::vector<Tensor> cond(const Tensor& pred, const StateFn& then_fn, const StateFn& else_fn,
                          const std::vector<Tensor>& operands, SrcLoc loc = {});

@@ -30,9 +30,14 @@ void infer_loop(InferCtx& c) {
 
 void infer_while_loop(InferCtx& c) { state_outputs(c, 0); }
 
+// cond's outputs are its branches' (any dtypes and shapes, the same in both), which the op
+// table cannot see: inference checks the predicate and the operand count only, and the
+// verifier checks the outputs against the branches (graph/control_flow.h).
 void infer_cond(InferCtx& c) {
   check_control(c, true, "predicate");
-  state_outputs(c, 1);
+  const int64_t num_state = c.attr("num_state").i();
+  c.check(num_state >= 0 && num_state < c.num_inputs(), "num_state is ", num_state, " but there are ", c.num_inputs(),
+          " operands");
 }
 
 using namespace op_flags;
@@ -49,9 +54,9 @@ const OpRegistrar registrar{
      "its captured tensors -> next state); operands: num_state (>= 1) state tensors, the condition's captured tensors, "
      "the body's; the outputs are the state once the condition is false."},
     {"cond(Tensor[] operands, int num_state) -> Tensor[]", dtypes::all, infer_cond, control_flow, nullptr, 1,
-     "amber::cond: two bodies, then and else (the num_state operands and the branch's captured tensors -> as many "
-     "tensors of the same dtypes and shapes); operands: the predicate (0-d bool), the operands, the then branch's "
-     "captured tensors, the else branch's; the outputs are the branch the predicate picks."},
+     "amber::cond: two bodies, then and else (the num_state operands and the branch's captured tensors -> the "
+     "outputs, of the same dtypes and shapes in both); operands: the predicate (0-d bool), the operands, the then "
+     "branch's captured tensors, the else branch's; the outputs are those of the branch the predicate picks."},
 };
 
 }  // namespace

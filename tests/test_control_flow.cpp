@@ -332,10 +332,23 @@ TEST_CASE("cond: eager, traced with both branches, loaded; the predicate is data
   AMBER_REQUIRE_ERROR(cond(
                           ones({}), [](const Tensor& v) { return v; }, [](const Tensor& v) { return v; }, pos),
                       "the predicate must be a 0-d bool tensor, got f32[]");
-  AMBER_REQUIRE_ERROR(
-      cond(
-          gt(pos.sum(), 0.0), [](const Tensor& v) { return v.sum(); }, [](const Tensor& v) { return v; }, pos),
-      "the then branch returned state tensor 0 as f32[] but the state is f32[3]");
+  // The branches may give other types than the operands (here a sum), but the same as each
+  // other: eagerly only the taken branch runs; a trace runs both and compares them.
+  auto total = [](const Tensor& v) {
+    return cond(
+        gt(v.sum(), 0.0), [](const Tensor& a) { return a.sum(); }, [](const Tensor& a) { return -a.sum(); }, v);
+  };
+  CHECK(total(neg).item<float>() == 2.0f);
+  const Model tm = load(trace(total, {pos}).save_to_bytes());
+  CHECK(tm.forward({neg})[0].item<float>() == 2.0f);
+  CHECK(tm.forward({pos})[0].item<float>() == 3.0f);
+  auto mismatched = [](const Tensor& v) {
+    return cond(
+        gt(v.sum(), 0.0), [](const Tensor& a) { return a.sum(); }, [](const Tensor& a) { return a; }, v);
+  };
+  CHECK(mismatched(pos).dim() == 0);  // eagerly fine: only the then branch ran
+  AMBER_REQUIRE_ERROR(trace(mismatched, {pos}),
+                      "output 0 is f32[] from the then branch but f32[3] from the else branch");
 }
 
 TEST_CASE("a call's own loop bound, and a warm-up that a never-ending loop does not hold up", "[control_flow]") {

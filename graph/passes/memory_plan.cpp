@@ -59,7 +59,11 @@ MemoryPlan plan_memory(const Graph& g) {
     n->op->infer(ctx);
     for (size_t i = 0; i < n->outputs.size(); ++i) {
       const Value* out = n->outputs[i];
-      const TensorMeta& m = ctx.outputs()[i];
+      // cond's outputs are its branches' (graph/control_flow.h): inference gives none, the
+      // recorded (static, verified) type is the layout's.
+      const TensorMeta m = i < size_t(ctx.num_outputs())
+                               ? ctx.outputs()[i]
+                               : TensorMeta{out->type.dtype, concrete_shape(out->type.shape, 0)};
       Layout l;
       bool is_view = false;
       if (n->op->is_view() || n->op->is_maybe_view()) is_view = n->op->view(ctx, layout.at(n->inputs[0]), int(i), l);
