@@ -279,20 +279,20 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   auto run_if = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals,
                     const std::unordered_map<std::string, Val>& env) {
     auto branch = [&](const char* name) -> StateFn {
-      const onnx::GraphProto* g = nullptr;
+      const onnx::GraphProto* sub = nullptr;
       for (const auto& a : n.attribute())
-        if (a.name() == name) g = &a.g();
+        if (a.name() == name) sub = &a.g();
       auto inits = std::make_shared<std::vector<std::pair<std::string, Tensor>>>();
-      for (const auto& t : g->initializer())
+      for (const auto& t : sub->initializer())
         inits->emplace_back(t.name(),
                             onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
                                                        str("import_onnx: initializer '", t.name(), "' of ", name)));
-      return [&, g, inits](const std::vector<Tensor>&) {
+      return [&, sub, inits](const std::vector<Tensor>&) {
         std::unordered_map<std::string, Val> inner = env;
         for (const auto& [k, t] : *inits) inner[k] = Val{t, true, ""};
-        run_nodes(*g, inner);
+        run_nodes(*sub, inner);
         std::vector<Tensor> outs;
-        for (const auto& vi : g->output()) {
+        for (const auto& vi : sub->output()) {
           auto it = inner.find(vi.name());
           if (it == inner.end())
             throw OnnxImportError(str("import_onnx: If branch output '", vi.name(), "' is never defined"));
