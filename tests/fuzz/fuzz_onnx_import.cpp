@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   amber::OnnxImportOptions o;
   o.max_tensor_bytes = 4 << 20;  // each tensor read or computed
   o.max_nodes = 64;
-  o.max_work = 2e8;  // seconds at most under the sanitizers
+  o.max_work = 2e8;       // seconds at most under the sanitizers
+  o.max_loop_trips = 64;  // a mutated Loop would otherwise spin through cheap iterations up to the work limit
   o.optimize = (size % 2) == 0;
   try {
     const amber::TracedModule m = amber::import_onnx_bytes(std::string(reinterpret_cast<const char*>(data), size), o);
