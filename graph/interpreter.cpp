@@ -20,7 +20,11 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs, c
 std::vector<Tensor> run_node_bodies(const Node& n, const std::vector<const Tensor*>& ins, int64_t& trips_left) {
   std::vector<Tensor> operands;
   for (const Tensor* t : ins) operands.push_back(*t);
-  const Device device = operands.empty() ? Device::cpu() : operands.back().device();
+  // Loop indices are made where the state lives (the first state operand; else any operand).
+  const size_t first_state = leading_operands(n);
+  const Device device = first_state < operands.size() ? operands[first_state].device()
+                        : operands.empty()            ? Device::cpu()
+                                                      : operands.front().device();
   return run_control_flow(
       n, operands, [&](size_t k, const std::vector<Tensor>& in) { return execute(*n.bodies[k], in, {}, trips_left); },
       [](const Tensor& t) { return t.to(DType::i64, SrcLoc::none()).item<int64_t>(SrcLoc::none()); }, trips_left,

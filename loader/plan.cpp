@@ -497,12 +497,10 @@ void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void
       options.max_loop_trips > 0 && options.max_loop_trips < max_loop_trips_ ? "CallOptions::max_loop_trips"
                                                                              : "LoadOptions::max_loop_trips",
       Device::cpu());
-  std::vector<Tensor> in(state.size() + 1);  // the final state, at 1..
-  for (size_t k = 0; k < state.size(); ++k) in[1 + k] = std::move(state[k]);
   // The final state into the step's outputs.
   char error[512];
   for (int64_t k = 0; k < int64_t(a.n_outputs); ++k) {
-    const Tensor& t = in[size_t(1 + k)];
+    const Tensor& t = state[size_t(k)];
     amber_tensor_view src = a.outputs[k];
     src.data = const_cast<void*>(t.data());
     src.ndim = int32_t(t.dim());
@@ -530,7 +528,7 @@ void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void
       throw Error(str(s.label, ": copying state ", k, " out: ", error[0] ? error : "kernel failed"));
     }
   }
-  // The bodies' buffers go back to the pool when `in` goes: what was copied must be done.
+  // The bodies' buffers go back to the pool when `state` goes: what was copied must be done.
   if (!host_memory_ && backend_->synchronize(device_.index, stream) != 0)
     device_failure(str(s.label, ": finishing the loop").c_str());
 }

@@ -36,6 +36,19 @@ constexpr int kMinOpset = 7, kMaxOpset = 17;
 
 std::string node_label(const onnx::NodeProto& n, int index) { return n.name().empty() ? str("#", index) : n.name(); }
 
+// The values a graph's nodes see by name: its own, then its enclosing graphs' (a Loop body or
+// an If branch reads outer values without copying them).
+struct Scope {
+  std::unordered_map<std::string, Val> own;
+  const Scope* outer = nullptr;
+
+  const Val* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->outer)
+      if (auto it = s->own.find(name); it != s->own.end()) return &it->second;
+    return nullptr;
+  }
+};
+
 std::string read_file(const std::string& path, uint64_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str("import_onnx: cannot open '", path, "'"));
@@ -223,12 +236,12 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   if (output_names.empty()) throw OnnxImportError("import_onnx: the graph has no outputs");
 
   const int opset = std::max(m.opset, kMinOpset);  // older models hold only opset-7 definitions
-  // Runs graph's nodes in order on env (a Loop's body on a copy of its enclosing env).
-  std::function<void(const onnx::GraphProto&, std::unordered_map<std::string, Val>&)> run_nodes;
+  // Runs graph's nodes in order in scope (a Loop's body or an If's branch in a scope of its own
+  // over the enclosing one).
+  std::function<void(const onnx::GraphProto&, Scope&)> run_nodes;
   // ONNX Loop(M, cond, carried...) as amber::while_loop over (i, cond, carried...): while
   // (no M or i < M) and cond, run the body on (i, cond, carried) giving (cond, carried).
-  auto run_loop = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals,
-                      const std::unordered_map<std::string, Val>& env) {
+  auto run_loop = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals, const Scope& env) {
     const onnx::GraphProto* body = nullptr;
     for (const auto& a : n.attribute())
       if (a.name() == "body") body = &a.g();
@@ -256,18 +269,18 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
           return max_trips ? logical_and(s[1], lt(s[0], max_trips->t.reshape({}).to(DType::i64))) : s[1];
         },
         [&](const std::vector<Tensor>& s) {
-          std::unordered_map<std::string, Val> inner = env;
-          for (const auto& [name, t] : body_initializers) inner[name] = Val{t, true, ""};
+          Scope inner{{}, &env};
+          for (const auto& [name, t] : body_initializers) inner.own[name] = Val{t, true, ""};
           for (int k = 0; k < body->input_size() && size_t(k) < s.size(); ++k)
-            inner[body->input(k).name()] = Val{s[size_t(k)], false, ""};
+            inner.own[body->input(k).name()] = Val{s[size_t(k)], false, ""};
           run_nodes(*body, inner);
           std::vector<Tensor> next{s[0] + 1};
           for (int k = 0; k < body->output_size(); ++k) {
-            auto it = inner.find(body->output(k).name());
-            if (it == inner.end())
+            const Val* v = inner.find(body->output(k).name());
+            if (!v)
               throw OnnxImportError(
                   str("import_onnx: Loop body output '", body->output(k).name(), "' is never defined"));
-            next.push_back(k == 0 ? it->second.t.reshape({}).to(DType::b8) : it->second.t);
+            next.push_back(k == 0 ? v->t.reshape({}).to(DType::b8) : v->t);
           }
           return next;
         },
@@ -276,8 +289,7 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   };
   // ONNX If as amber::cond: no operands (the branches read what they need by name); both
   // branches are traced and must give the same dtypes and shapes.
-  auto run_if = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals,
-                    const std::unordered_map<std::string, Val>& env) {
+  auto run_if = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals, const Scope& env) {
     auto branch = [&](const char* name) -> StateFn {
       const onnx::GraphProto* sub = nullptr;
       for (const auto& a : n.attribute())
@@ -288,15 +300,14 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
                             onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
                                                        str("import_onnx: initializer '", t.name(), "' of ", name)));
       return [&, sub, inits](const std::vector<Tensor>&) {
-        std::unordered_map<std::string, Val> inner = env;
-        for (const auto& [k, t] : *inits) inner[k] = Val{t, true, ""};
+        Scope inner{{}, &env};
+        for (const auto& [k, t] : *inits) inner.own[k] = Val{t, true, ""};
         run_nodes(*sub, inner);
         std::vector<Tensor> outs;
         for (const auto& vi : sub->output()) {
-          auto it = inner.find(vi.name());
-          if (it == inner.end())
-            throw OnnxImportError(str("import_onnx: If branch output '", vi.name(), "' is never defined"));
-          outs.push_back(it->second.t);
+          const Val* v = inner.find(vi.name());
+          if (!v) throw OnnxImportError(str("import_onnx: If branch output '", vi.name(), "' is never defined"));
+          outs.push_back(v->t);
         }
         return outs;
       };
@@ -305,7 +316,7 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
       throw onnx_in::Unsupported("the condition must hold one element");
     return cond(vals[0]->t.reshape({}).to(DType::b8), branch("then_branch"), branch("else_branch"), {});
   };
-  run_nodes = [&](const onnx::GraphProto& graph, std::unordered_map<std::string, Val>& env) {
+  run_nodes = [&](const onnx::GraphProto& graph, Scope& env) {
     for (int k = 0; k < graph.node_size(); ++k) {
       const onnx::NodeProto& n = graph.node(k);
       const OnnxOp* op = onnx_in::find_onnx_op(n.op_type());
@@ -316,12 +327,12 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
           vals.push_back(nullptr);
           continue;
         }
-        auto it = env.find(name);
-        if (it == env.end())
+        const Val* v = env.find(name);
+        if (!v)
           throw OnnxImportError(str("import_onnx: node ", node_label(n, k), " (", n.op_type(), ") reads '", name,
                                     "', which no earlier node, input or initializer defines"));
-        vals.push_back(&it->second);
-        known = known && it->second.known;
+        vals.push_back(v);
+        known = known && v->known;
       }
       bool from_shape = false, data_from_shape = false;
       for (size_t i = 0; i < vals.size(); ++i)
@@ -361,7 +372,7 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
       bool one_source = true;
       for (const std::string& name : n.input()) {
         if (name.empty() || !one_source) continue;
-        const Val& v = env.at(name);
+        const Val& v = *env.find(name);
         if (v.known) continue;
         if (v.input.empty() || (!source.empty() && v.input != source)) one_source = false;
         source = v.input;
@@ -373,21 +384,21 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
           throw OnnxImportError(
               str("import_onnx: node ", node_label(n, k), " (", n.op_type(), ") output ", j, " is not supported"),
               {{node_label(n, k), n.op_type(), str("output ", j)}});
-        env[n.output(j)] = Val{outs[size_t(j)], known, source, known && outs_from_shape};
+        env.own[n.output(j)] = Val{outs[size_t(j)], known, source, known && outs_from_shape};
       }
     }
   };
   TraceFn fn = [&](const std::vector<Tensor>& ins) {
-    std::unordered_map<std::string, Val> env;
-    for (const auto& [name, t] : initializers) env[name] = Val{t, true, ""};
-    for (const auto& [name, t] : constants) env[name] = Val{t, true, ""};
-    for (size_t i = 0; i < ins.size(); ++i) env[input_names[i]] = Val{ins[i], false, input_names[i]};
+    Scope env;
+    for (const auto& [name, t] : initializers) env.own[name] = Val{t, true, ""};
+    for (const auto& [name, t] : constants) env.own[name] = Val{t, true, ""};
+    for (size_t i = 0; i < ins.size(); ++i) env.own[input_names[i]] = Val{ins[i], false, input_names[i]};
     run_nodes(g, env);
     std::vector<Tensor> outs;
     for (const std::string& name : output_names) {
-      auto it = env.find(name);
-      if (it == env.end()) throw OnnxImportError(str("import_onnx: graph output '", name, "' is never defined"));
-      outs.push_back(it->second.t);
+      const Val* v = env.find(name);
+      if (!v) throw OnnxImportError(str("import_onnx: graph output '", name, "' is never defined"));
+      outs.push_back(v->t);
     }
     return outs;
   };

@@ -1426,16 +1426,9 @@ class SquareN(torch.nn.Module):
         return x
 
 
-class LoopElman(torch.nn.Module):
-    """samples/models/control.h's LoopElman: an Elman RNN over the first n steps of x [T, N, in]."""
-
-    def __init__(self, n_in: int, n_hidden: int, n_out: int):
-        super().__init__()
-        self.W_h = torch.nn.Parameter(torch.randn(n_in, n_hidden) * 0.3)
-        self.U_h = torch.nn.Parameter(torch.randn(n_hidden, n_hidden) * 0.3)
-        self.b_h = torch.nn.Parameter(torch.randn(n_hidden) * 0.1)
-        self.W_y = torch.nn.Parameter(torch.randn(n_hidden, n_out) * 0.3)
-        self.b_y = torch.nn.Parameter(torch.randn(n_out) * 0.1)
+class LoopElman(ElmanRNN):
+    """samples/models/control.h's LoopElman: an Elman RNN over the first n steps of x [T, N, in]
+    (ElmanRNN's parameters, drawn the same way)."""
 
     def forward(self, x, n):
         h = torch.zeros(x.size(1), self.U_h.size(0))

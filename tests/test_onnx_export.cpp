@@ -53,6 +53,13 @@ std::set<std::string> documented_refusals() {
   return ops;
 }
 
+// Whether the ONNX model's main graph has a node of `op_type`.
+bool has_node(const onnx::ModelProto& m, const std::string& op_type) {
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == op_type) return true;
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("every op case exports to ONNX and imports back to PyTorch's output", "[onnx][export]") {
@@ -224,9 +231,7 @@ TEST_CASE("control flow exports as ONNX Loop and If and imports back (as while_l
     const std::string bytes = export_onnx_bytes(t.graph());  // checked: ONNX's checker, strict shape inference
     onnx::ModelProto m;
     REQUIRE(m.ParseFromString(bytes));
-    bool has_loop = false;
-    for (const auto& n : m.graph().node()) has_loop |= n.op_type() == "Loop";
-    CHECK(has_loop);
+    CHECK(has_node(m, "Loop"));
     const TracedModule back = import_onnx_bytes(bytes);
     size_t control = 0;
     for (const graph::Node* n : back.graph().nodes()) control += n->op->is_control_flow();
@@ -257,9 +262,7 @@ TEST_CASE("control flow exports as ONNX Loop and If and imports back (as while_l
   const std::string cond_bytes = export_onnx_bytes(trace(branchy, {x}).graph());
   onnx::ModelProto cm;
   REQUIRE(cm.ParseFromString(cond_bytes));
-  bool has_if = false;
-  for (const auto& n : cm.graph().node()) has_if |= n.op_type() == "If";
-  CHECK(has_if);
+  CHECK(has_node(cm, "If"));
   const TracedModule cond_back = import_onnx_bytes(cond_bytes);
   const Model cond_loaded = load(cond_back.save_to_bytes());
   for (const Tensor& v : {x, -x * 3.0f}) {
