@@ -21,13 +21,7 @@ int main(int argc, char** argv) {
   auto count = [](int64_t n) { return full({}, n, {DType::i64}); };
   auto unrolled = [&](const Tensor& xs, int64_t n) {
     Tensor h = zeros({batch, hidden});
-    for (int64_t t = 0; t < n; ++t) {
-      const Tensor xt = xs.select(0, t);
-      const auto gi = linear(xt, gru.weight_ih, gru.bias_ih).chunk(3, 1);
-      const auto gh = linear(h, gru.weight_hh, gru.bias_hh).chunk(3, 1);
-      const Tensor r = sigmoid(gi[0] + gh[0]), z = sigmoid(gi[1] + gh[1]);
-      h = (1.0f - z) * tanh(gi[2] + r * gh[2]) + z * h;
-    }
+    for (int64_t t = 0; t < n; ++t) h = gru.step(xs.select(0, t), h);  // the same cell, unrolled
     return h;
   };
   TraceOptions o;

@@ -494,8 +494,7 @@ void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void
       n, operands,
       [&](size_t k, const std::vector<Tensor>& in) { return s.bodies[k]->run(in, body_options, trips_left); },
       read_scalar, trips_left, trip_limit(options),
-      options.max_loop_trips > 0 && options.max_loop_trips < max_loop_trips_ ? "CallOptions::max_loop_trips"
-                                                                             : "LoadOptions::max_loop_trips",
+      trip_limit(options) < max_loop_trips_ ? "CallOptions::max_loop_trips" : "LoadOptions::max_loop_trips",
       Device::cpu());
   // The final state into the step's outputs.
   char error[512];

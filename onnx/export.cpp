@@ -1111,8 +1111,6 @@ void Exporter::node(const Node& n) {
   throw Refuse{"no ONNX mapping"};
 }
 
-// ONNX's type of an Amber value: dtype and dims, N as the symbolic dim "N" ("2*N+1" for
-// other sizes affine in N).
 std::unique_ptr<graph::Graph> Exporter::renamed_body(const Node& n, size_t k,
                                                      const std::map<size_t, std::string>& outer) {
   auto body = std::make_unique<graph::Graph>(n.bodies[k]->clone());
@@ -1132,19 +1130,18 @@ std::unique_ptr<graph::Graph> Exporter::renamed_body(const Node& n, size_t k,
 }
 
 void Exporter::within(onnx::GraphProto* sub, const std::function<void()>& f) {
-  onnx::GraphProto* saved = gp_;
-  const std::string saved_batch = batch_;
+  struct Restore {  // the enclosing graph and its N again, however f ends
+    Exporter& e;
+    onnx::GraphProto* gp;
+    std::string batch;
+    ~Restore() {
+      e.gp_ = gp;
+      e.batch_ = std::move(batch);
+    }
+  } restore{*this, gp_, std::move(batch_)};
   gp_ = sub;
   batch_.clear();
-  try {
-    f();
-  } catch (...) {
-    gp_ = saved;
-    batch_ = saved_batch;
-    throw;
-  }
-  gp_ = saved;
-  batch_ = saved_batch;
+  f();
 }
 
 void Exporter::body_nodes_and_outputs(const graph::Graph& body, onnx::GraphProto* sub) {
@@ -1225,6 +1222,8 @@ void Exporter::control_flow(const Node& n) {
   });
 }
 
+// ONNX's type of an Amber value: dtype and dims, N as the symbolic dim "N" ("2*N+1" for
+// other sizes affine in N).
 void set_type(onnx::ValueInfoProto* vi, const std::string& name, const graph::ValueType& t) {
   vi->set_name(name);
   auto* tt = vi->mutable_type()->mutable_tensor_type();

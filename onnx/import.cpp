@@ -239,17 +239,42 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   // Runs graph's nodes in order in scope (a Loop's body or an If's branch in a scope of its own
   // over the enclosing one).
   std::function<void(const onnx::GraphProto&, Scope&)> run_nodes;
+  // Subgraph `attr` of node n (Loop's body, If's branches; parse() checked it is there) with
+  // its own initializers, converted once per run of the node.
+  struct Subgraph {
+    const onnx::GraphProto* graph = nullptr;
+    std::vector<std::pair<std::string, Tensor>> initializers;
+  };
+  auto subgraph = [&](const onnx::NodeProto& n, const char* attr) {
+    auto sub = std::make_shared<Subgraph>();
+    for (const auto& a : n.attribute())
+      if (a.name() == attr) sub->graph = &a.g();
+    for (const auto& t : sub->graph->initializer())
+      sub->initializers.emplace_back(
+          t.name(), onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
+                                               str("import_onnx: initializer '", t.name(), "' of ", attr)));
+    return sub;
+  };
+  // Runs sub in a scope of its own over env, its inputs bound to `inputs` in order; returns
+  // its outputs.
+  auto run_subgraph = [&](const Subgraph& sub, const Scope& env, const std::vector<Tensor>& inputs, const char* what) {
+    Scope inner{{}, &env};
+    for (const auto& [name, t] : sub.initializers) inner.own[name] = Val{t, true, ""};
+    for (int k = 0; k < sub.graph->input_size() && size_t(k) < inputs.size(); ++k)
+      inner.own[sub.graph->input(k).name()] = Val{inputs[size_t(k)], false, ""};
+    run_nodes(*sub.graph, inner);
+    std::vector<Tensor> outs;
+    for (const auto& vi : sub.graph->output()) {
+      const Val* v = inner.find(vi.name());
+      if (!v) throw OnnxImportError(str("import_onnx: ", what, " output '", vi.name(), "' is never defined"));
+      outs.push_back(v->t);
+    }
+    return outs;
+  };
   // ONNX Loop(M, cond, carried...) as amber::while_loop over (i, cond, carried...): while
   // (no M or i < M) and cond, run the body on (i, cond, carried) giving (cond, carried).
   auto run_loop = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals, const Scope& env) {
-    const onnx::GraphProto* body = nullptr;
-    for (const auto& a : n.attribute())
-      if (a.name() == "body") body = &a.g();
-    std::vector<std::pair<std::string, Tensor>> body_initializers;  // a subgraph may hold its own
-    for (const auto& t : body->initializer())
-      body_initializers.emplace_back(
-          t.name(), onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
-                                               str("import_onnx: initializer '", t.name(), "' of a Loop body")));
+    const auto body = subgraph(n, "body");
     const Val* max_trips = vals.size() > 0 ? vals[0] : nullptr;
     const Val* first_cond = vals.size() > 1 ? vals[1] : nullptr;
     std::vector<Tensor> state{zeros({}, {DType::i64}),
@@ -269,19 +294,9 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
           return max_trips ? logical_and(s[1], lt(s[0], max_trips->t.reshape({}).to(DType::i64))) : s[1];
         },
         [&](const std::vector<Tensor>& s) {
-          Scope inner{{}, &env};
-          for (const auto& [name, t] : body_initializers) inner.own[name] = Val{t, true, ""};
-          for (int k = 0; k < body->input_size() && size_t(k) < s.size(); ++k)
-            inner.own[body->input(k).name()] = Val{s[size_t(k)], false, ""};
-          run_nodes(*body, inner);
-          std::vector<Tensor> next{s[0] + 1};
-          for (int k = 0; k < body->output_size(); ++k) {
-            const Val* v = inner.find(body->output(k).name());
-            if (!v)
-              throw OnnxImportError(
-                  str("import_onnx: Loop body output '", body->output(k).name(), "' is never defined"));
-            next.push_back(k == 0 ? v->t.reshape({}).to(DType::b8) : v->t);
-          }
+          std::vector<Tensor> next = run_subgraph(*body, env, s, "Loop body");  // (cond, carried...)
+          next[0] = next[0].reshape({}).to(DType::b8);
+          next.insert(next.begin(), s[0] + 1);
           return next;
         },
         state);
@@ -291,26 +306,8 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   // branches are traced and must give the same dtypes and shapes.
   auto run_if = [&](const onnx::NodeProto& n, const std::vector<const Val*>& vals, const Scope& env) {
     auto branch = [&](const char* name) -> StateFn {
-      const onnx::GraphProto* sub = nullptr;
-      for (const auto& a : n.attribute())
-        if (a.name() == name) sub = &a.g();
-      auto inits = std::make_shared<std::vector<std::pair<std::string, Tensor>>>();
-      for (const auto& t : sub->initializer())
-        inits->emplace_back(t.name(),
-                            onnx_in::tensor_from_proto(t, m.base_dir, o.max_tensor_bytes,
-                                                       str("import_onnx: initializer '", t.name(), "' of ", name)));
-      return [&, sub, inits](const std::vector<Tensor>&) {
-        Scope inner{{}, &env};
-        for (const auto& [k, t] : *inits) inner.own[k] = Val{t, true, ""};
-        run_nodes(*sub, inner);
-        std::vector<Tensor> outs;
-        for (const auto& vi : sub->output()) {
-          const Val* v = inner.find(vi.name());
-          if (!v) throw OnnxImportError(str("import_onnx: If branch output '", vi.name(), "' is never defined"));
-          outs.push_back(v->t);
-        }
-        return outs;
-      };
+      return
+          [&, sub = subgraph(n, name)](const std::vector<Tensor>&) { return run_subgraph(*sub, env, {}, "If branch"); };
     };
     if (vals.empty() || !vals[0] || vals[0]->t.numel() != 1)
       throw onnx_in::Unsupported("the condition must hold one element");

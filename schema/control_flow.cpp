@@ -195,12 +195,11 @@ std::vector<Tensor> cond(const Tensor& pred, const StateFn& then_fn, const State
   // Traced: both branches recorded, and they must agree; the one the predicate picks gives the
   // result now.
   std::vector<Tensor> captures;
-  const std::vector<Tensor> then_out = record_body(
-      hook, operands, false, loc, [&](const std::vector<Tensor>& in) { return defined(then_fn(in), "then"); },
-      captures);
-  const std::vector<Tensor> else_out = record_body(
-      hook, operands, false, loc, [&](const std::vector<Tensor>& in) { return defined(else_fn(in), "else"); },
-      captures);
+  auto record_branch = [&](const StateFn& fn, const char* branch) {
+    return record_body(
+        hook, operands, false, loc, [&](const std::vector<Tensor>& in) { return defined(fn(in), branch); }, captures);
+  };
+  const std::vector<Tensor> then_out = record_branch(then_fn, "then"), else_out = record_branch(else_fn, "else");
   AMBER_CHECK(then_out.size() == else_out.size(), what, ": the then branch gives ", then_out.size(),
               " tensors but the else branch ", else_out.size());
   for (size_t k = 0; k < then_out.size(); ++k)

@@ -24,13 +24,15 @@ Tensor LoopElman::forward(const Tensor& x, const Tensor& n) const {
 Tensor LoopGRU::forward(const Tensor& x, const Tensor& n) const {
   AMBER_CHECK(x.dim() == 3, "LoopGRU: expected input [T, N, in], got shape ", x.sizes());
   const Tensor h0 = zeros({x.size(1), weight_hh.size(1)});
-  return loop(n, h0, [&](const Tensor& i, const Tensor& h) {
-    const Tensor xt = index_select(x, 0, i.reshape({1})).squeeze(0);
-    const auto gi = linear(xt, weight_ih, bias_ih).chunk(3, 1), gh = linear(h, weight_hh, bias_hh).chunk(3, 1);
-    const Tensor r = sigmoid(gi[0] + gh[0]), z = sigmoid(gi[1] + gh[1]);
-    const Tensor c = tanh(gi[2] + r * gh[2]);
-    return (1.0f - z) * c + z * h;
-  });
+  return loop(n, h0,
+              [&](const Tensor& i, const Tensor& h) { return step(index_select(x, 0, i.reshape({1})).squeeze(0), h); });
+}
+
+Tensor LoopGRU::step(const Tensor& xt, const Tensor& h) const {
+  const auto gi = linear(xt, weight_ih, bias_ih).chunk(3, 1), gh = linear(h, weight_hh, bias_hh).chunk(3, 1);
+  const Tensor r = sigmoid(gi[0] + gh[0]), z = sigmoid(gi[1] + gh[1]);
+  const Tensor c = tanh(gi[2] + r * gh[2]);
+  return (1.0f - z) * c + z * h;
 }
 
 Tensor GreedyDecoder::forward(const Tensor& start, const Tensor& max_len) const {

@@ -25,6 +25,8 @@ struct LoopElman {
 struct LoopGRU {
   Tensor weight_ih, weight_hh, bias_ih, bias_hh;
   Tensor forward(const Tensor& x, const Tensor& n) const;
+  // One step: the hidden state after input xt [N, in] from h [N, H].
+  Tensor step(const Tensor& xt, const Tensor& h) const;
 };
 
 // Greedy decoding with a while_loop: from token `start` (0-d i64), h = tanh(embedding[last] +
