@@ -1,9 +1,10 @@
-// Graph construction, editing (use lists kept exact), instantiation at a batch size, and
+// Graph construction, editing (use lists kept exact), instantiation at symbol values, and
 // symbolic-int arithmetic (graph.h).
 
 #include "amber/graph/graph.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <map>
 
@@ -11,16 +12,123 @@
 
 namespace amber::graph {
 
-int64_t SymInt::at(int64_t n) const { return checked_add(checked_mul(coef, n, "symbolic dim"), value, "symbolic dim"); }
+SymMask symbol_bit(char symbol) {
+  AMBER_CHECK(symbol >= 'A' && symbol <= 'Z', "a dynamic dimension's symbol is one upper-case letter, got '",
+              std::string(1, symbol), "'");
+  return SymMask(1) << (symbol - 'A');
+}
+
+std::string symbol_names(SymMask m) {
+  std::string out;
+  for (int k = 0; k < 26; ++k)
+    if (m & (SymMask(1) << k)) out += (out.empty() ? "" : ", ") + std::string(1, char('A' + k));
+  return out;
+}
+
+void SymValues::set(char symbol, int64_t v) {
+  const SymMask bit = symbol_bit(symbol);
+  value[size_t(symbol - 'A')] = v;
+  bound |= bit;
+}
+
+int64_t SymValues::get(char symbol) const {
+  AMBER_CHECK(bound & symbol_bit(symbol), "no value for the symbol ", std::string(1, symbol));
+  return value[size_t(symbol - 'A')];
+}
+
+std::ostream& operator<<(std::ostream& os, const SymValues& v) {
+  bool first = true;
+  for (int k = 0; k < 26; ++k)
+    if (v.bound & (SymMask(1) << k)) {
+      os << (first ? "" : ", ") << char('A' + k) << "=" << v.value[size_t(k)];
+      first = false;
+    }
+  return os;
+}
+
+SymInt SymInt::symbol(char s, int64_t coef, int64_t value) {
+  SymInt out(value);
+  out.add(symbol_bit(s), coef);
+  return out;
+}
+
+SymMask SymInt::symbols() const {
+  SymMask m = 0;
+  for (int k = 0; k < n_terms; ++k) m |= terms[size_t(k)].symbols;
+  return m;
+}
+
+int64_t SymInt::coef(SymMask m) const {
+  for (int k = 0; k < n_terms; ++k)
+    if (terms[size_t(k)].symbols == m) return terms[size_t(k)].coef;
+  return 0;
+}
+
+void SymInt::add(SymMask m, int64_t c) {
+  if (m == 0) {
+    value = checked_add(value, c, "symbolic dim");
+    return;
+  }
+  if (c == 0) return;
+  int k = 0;
+  while (k < n_terms && terms[size_t(k)].symbols < m) ++k;
+  if (k < n_terms && terms[size_t(k)].symbols == m) {
+    terms[size_t(k)].coef = checked_add(terms[size_t(k)].coef, c, "symbolic dim");
+    if (terms[size_t(k)].coef == 0) {  // drop it, keeping the rest canonical
+      for (int j = k; j + 1 < n_terms; ++j) terms[size_t(j)] = terms[size_t(j + 1)];
+      terms[size_t(--n_terms)] = Term{};
+    }
+    return;
+  }
+  AMBER_CHECK(n_terms < kMaxSymTerms, "a symbolic size has more than ", kMaxSymTerms, " terms");
+  for (int j = n_terms; j > k; --j) terms[size_t(j)] = terms[size_t(j - 1)];
+  terms[size_t(k)] = Term{m, c};
+  ++n_terms;
+}
+
+SymInt SymInt::symbolic_part() const {
+  SymInt out = *this;
+  out.value = 0;
+  return out;
+}
+
+AMBER_HOT int64_t SymInt::at(const SymValues& v) const {
+  int64_t out = value;
+  for (int k = 0; k < n_terms; ++k) {
+    const Term& t = terms[size_t(k)];
+    AMBER_CHECK((v.bound & t.symbols) == t.symbols, "the size ", *this, " needs a value for ",
+                symbol_names(t.symbols & ~v.bound));
+    int64_t p = t.coef;
+    for (int b = 0; b < 26; ++b)
+      if (t.symbols & (SymMask(1) << b)) p = checked_mul(p, v.value[size_t(b)], "symbolic dim");
+    out = checked_add(out, p, "symbolic dim");
+  }
+  return out;
+}
+
+bool SymInt::affine_in(char* s, int64_t* c) const {
+  if (n_terms != 1 || std::popcount(terms[0].symbols) != 1) return false;
+  *s = char('A' + std::countr_zero(terms[0].symbols));
+  *c = terms[0].coef;
+  return true;
+}
 
 std::ostream& operator<<(std::ostream& os, const SymInt& s) {
-  if (s.coef == 0) return os << s.value;
-  if (s.coef == 1)
-    os << "N";
-  else if (s.coef == -1)
-    os << "-N";
-  else
-    os << s.coef << "*N";
+  if (s.is_static()) return os << s.value;
+  for (int k = 0; k < s.n_terms; ++k) {
+    const SymInt::Term& t = s.terms[size_t(k)];
+    if (t.coef < 0)
+      os << "-";
+    else if (k > 0)
+      os << "+";
+    if (t.coef != 1 && t.coef != -1) os << (t.coef < 0 ? -t.coef : t.coef) << "*";
+    bool first = true;
+    for (int b = 0; b < 26; ++b)
+      if (t.symbols & (SymMask(1) << b)) {
+        os << (first ? "" : "*") << char('A' + b);
+        first = false;
+      }
+  }
   if (s.value > 0) os << "+" << s.value;
   if (s.value < 0) os << s.value;
   return os;
@@ -36,9 +144,18 @@ std::ostream& operator<<(std::ostream& os, const ValueType& t) { return os << dt
 
 SymShape sym_shape(const DimVec& d) { return SymShape(d.begin(), d.end()); }
 
-AMBER_HOT DimVec concrete_shape(const SymShape& s, int64_t n) {
+AMBER_HOT DimVec concrete_shape(const SymShape& s, const SymValues& v) {
   DimVec d;
-  for (const SymInt& x : s) d.push_back(x.at(n));
+  for (const SymInt& x : s) d.push_back(x.at(v));
+  return d;
+}
+
+DimVec static_shape(const SymShape& s) {
+  DimVec d;
+  for (const SymInt& x : s) {
+    AMBER_ASSERT(x.is_static(), "static_shape of the symbolic shape ", s);
+    d.push_back(x.value);
+  }
   return d;
 }
 
@@ -54,24 +171,32 @@ const Attr& Node::attr(std::string_view name) const {
 }
 
 bool Node::has_symbolic_attrs() const {
-  for (const auto& c : attr_coefs)
-    for (int64_t k : c)
-      if (k != 0) return true;
+  for (const auto& c : attr_syms)
+    for (const SymInt& k : c)
+      if (!k.is_static()) return true;
   return false;
 }
 
-std::vector<Attr> Node::attrs_at(int64_t n) const {
+namespace {
+int64_t attr_at(const SymInt& part, int64_t value, const SymValues& v) {
+  SymInt s = part;
+  s.value = value;
+  return s.at(v);
+}
+}  // namespace
+
+std::vector<Attr> Node::attrs_at(const SymValues& v) const {
   std::vector<Attr> out = attrs;
-  for (size_t i = 0; i < attr_coefs.size() && i < out.size(); ++i) {
-    const auto& c = attr_coefs[i];
+  for (size_t i = 0; i < attr_syms.size() && i < out.size(); ++i) {
+    const auto& c = attr_syms[i];
     if (c.empty()) continue;
     Attr& a = out[i];
     if (a.kind() == AttrKind::ints) {
-      std::vector<int64_t> v = a.ints();
-      for (size_t k = 0; k < v.size() && k < c.size(); ++k) v[k] = SymInt(c[k], v[k]).at(n);
-      a = Attr(std::move(v));
+      std::vector<int64_t> x = a.ints();
+      for (size_t k = 0; k < x.size() && k < c.size(); ++k) x[k] = attr_at(c[k], x[k], v);
+      a = Attr(std::move(x));
     } else if (a.kind() == AttrKind::i) {
-      a = Attr(SymInt(c[0], a.i()).at(n));
+      a = Attr(attr_at(c[0], a.i(), v));
     }
   }
   return out;
@@ -219,6 +344,18 @@ void Graph::remove_unused_constants() {
   constants_ = std::move(keep);
 }
 
+SymMask Graph::symbols() const {
+  SymMask m = 0;
+  for (const auto& v : values_)
+    for (const SymInt& d : v->type.shape) m |= d.symbols();
+  for (const auto& n : nodes_) {
+    for (const auto& c : n->attr_syms)
+      for (const SymInt& k : c) m |= k.symbols();
+    for (const auto& b : n->bodies) m |= b->symbols();
+  }
+  return m;
+}
+
 AMBER_HOT bool Graph::is_dynamic() const {
   for (const auto& v : values_)
     if (!is_static(v->type.shape)) return true;
@@ -231,9 +368,9 @@ AMBER_HOT bool Graph::is_dynamic() const {
 }
 
 namespace {
-Graph copy_graph(const Graph& g, const int64_t* n) {
+Graph copy_graph(const Graph& g, const SymValues* n) {
   Graph out;
-  out.traced_batch = n ? *n : g.traced_batch;
+  out.traced = n ? *n : g.traced;
   std::map<const Value*, Value*> map;
   auto type_of = [&](const ValueType& t) {
     if (!n) return t;
@@ -251,7 +388,7 @@ Graph copy_graph(const Graph& g, const int64_t* n) {
     std::vector<std::pair<std::string, ValueType>> outs;
     for (Value* v : node->outputs) outs.emplace_back(v->name, type_of(v->type));
     Node* nn = out.add_node(node->op, std::move(ins), n ? node->attrs_at(*n) : node->attrs, outs);
-    if (!n) nn->attr_coefs = node->attr_coefs;
+    if (!n) nn->attr_syms = node->attr_syms;
     nn->source = node->source;
     nn->scope = node->scope;
     for (const auto& b : node->bodies) nn->bodies.push_back(std::make_shared<Graph>(copy_graph(*b, n)));
@@ -262,36 +399,44 @@ Graph copy_graph(const Graph& g, const int64_t* n) {
 }
 }  // namespace
 
-Graph Graph::instantiate(int64_t n) const {
-  AMBER_CHECK(n >= 0, "graph: batch size must be non-negative, got ", n);
-  return copy_graph(*this, &n);
+Graph Graph::instantiate(const SymValues& v) const {
+  for (int k = 0; k < 26; ++k)
+    if (v.bound & (SymMask(1) << k))
+      AMBER_CHECK(v.value[size_t(k)] >= 0, "graph: the size ", char('A' + k), " must be non-negative, got ",
+                  v.value[size_t(k)]);
+  return copy_graph(*this, &v);
 }
 
 Graph Graph::clone() const { return copy_graph(*this, nullptr); }
 
-AMBER_HOT int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs) {
-  int64_t n = -1;
-  std::string from;
+AMBER_HOT SymValues symbol_values(const Graph& g, const std::vector<Tensor>& inputs) {
+  SymValues out;
+  std::array<std::string, 26> from;
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
     const Value* v = g.inputs()[i];
     for (size_t d = 0; d < v->type.shape.size(); ++d) {
       const SymInt& s = v->type.shape[d];
-      if (s.is_static() || !inputs[i].defined() || int(d) >= inputs[i].dim()) continue;
+      char sym = 0;
+      int64_t coef = 0;
+      if (!s.affine_in(&sym, &coef) || !inputs[i].defined() || int(d) >= inputs[i].dim()) continue;
       const int64_t size = inputs[i].size(int64_t(d));
       const int64_t diff = size - s.value;
-      AMBER_CHECK(diff % s.coef == 0 && diff / s.coef >= 0, "input ", v->name, ": dim ", d, " is ", size,
-                  ", which is not ", s, " for any batch size N");
-      const int64_t this_n = diff / s.coef;
-      AMBER_CHECK(n < 0 || this_n == n, "input ", v->name, " implies batch size ", this_n, " but ", from, " implies ",
-                  n);
-      n = this_n;
-      from = "input " + v->name;
+      AMBER_CHECK(diff % coef == 0 && diff / coef >= 0, "input ", v->name, ": dim ", d, " is ", size, ", which is not ",
+                  s, " for any ", std::string(1, sym));
+      const int64_t x = diff / coef;
+      const size_t k = size_t(sym - 'A');
+      AMBER_CHECK(!out.has(sym) || out.value[k] == x, "input ", v->name, " implies ", std::string(1, sym), "=", x,
+                  " but ", from[k], " implies ", std::string(1, sym), "=", out.value[k]);
+      if (!out.has(sym)) {
+        out.set(sym, x);
+        from[k] = "input " + v->name;
+      }
     }
   }
-  return n < 0 ? 0 : n;
+  return out;
 }
 
-AMBER_HOT void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, int64_t n) {
+AMBER_HOT void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, const SymValues& n) {
   AMBER_CHECK(
       inputs.size() == g.inputs().size(), "expected ", g.inputs().size(), " inputs (",
       [&] {
@@ -306,7 +451,7 @@ AMBER_HOT void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, i
     AMBER_CHECK(t.defined(), "input ", v.name, ": the tensor is undefined");
     const DimVec want = concrete_shape(v.type.shape, n);
     AMBER_CHECK(t.dtype() == v.type.dtype && t.sizes() == want, "input ", v.name, ": expected ", v.type,
-                is_static(v.type.shape) ? std::string() : str(" (", dtype_name(v.type.dtype), want, " at N=", n, ")"),
+                is_static(v.type.shape) ? std::string() : str(" (", dtype_name(v.type.dtype), want, " at ", n, ")"),
                 ", got ", dtype_name(t.dtype()), t.sizes());
   }
 }

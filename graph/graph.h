@@ -1,14 +1,16 @@
 // The graph IR: a Graph owns Values and Nodes; nodes are kept in topological order, every
 // value knows its producer and its uses. Values are typed with a dtype and a shape whose
-// dims may be symbolic: affine in the batch symbol N (SymInt, "128*N"), as are the integer
-// attributes that depend on the batch size. A graph with symbols is instantiated at a
-// concrete N before it runs. Constants carry their tensor (parameters, buffers, captured
-// tensors). A control-flow node (`loop`) holds its bodies as graphs of their own, which see
-// only their inputs (what they read from outside arrives as explicit inputs). Invariants
-// (checked by graph/verify.h): every value is defined once, before its uses; node inputs and
-// attributes match the op table.
+// dims may be symbolic: sums of products of named symbols, the batch N or a sequence length
+// T (SymInt, "128*N*T+1"), as are the integer attributes that depend on them. A graph with
+// symbols is instantiated at concrete values before it runs. Constants carry their tensor (parameters, buffers,
+// captured tensors). A control-flow node (`loop`) holds its bodies as graphs of their own, which see only their inputs
+// (what they read from outside arrives as explicit inputs). Invariants (checked by graph/verify.h): every value is
+// defined once, before its uses; node inputs and attributes match the op table.
 #pragma once
 
+#include <array>
+#include <compare>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -20,24 +22,62 @@
 
 namespace amber::graph {
 
-// coef * N + value. Static when coef is 0.
+// A set of symbols as a bit mask: bit k is the upper-case letter 'A' + k ("N", "T").
+using SymMask = uint32_t;
+constexpr int kMaxSymbols = 3;                        // symbols one graph's sizes may depend on
+constexpr int kMaxSymTerms = (1 << kMaxSymbols) - 1;  // products of distinct symbols
+SymMask symbol_bit(char symbol);                      // throws for anything but 'A'..'Z'
+std::string symbol_names(SymMask m);                  // "N, T"
+
+// The values of the symbols sizes depend on ("N=4, T=64").
+struct SymValues {
+  std::array<int64_t, 26> value{};
+  SymMask bound = 0;
+  SymValues() = default;
+  SymValues(char symbol, int64_t v) { set(symbol, v); }
+  void set(char symbol, int64_t v);
+  int64_t get(char symbol) const;  // throws when unbound
+  bool has(char symbol) const { return bound & symbol_bit(symbol); }
+  friend bool operator==(const SymValues&, const SymValues&) = default;
+  friend auto operator<=>(const SymValues&, const SymValues&) = default;
+};
+std::ostream& operator<<(std::ostream& os, const SymValues& v);
+
+// value + the sum of coef * (the product of the symbols in mask) over its terms: "128*N*T",
+// "N+1", "2*N+T-1", "7". Static when it has no terms. Canonical: terms sorted by mask, no
+// zero coefficient, unused slots zero (so == compares values).
 struct SymInt {
-  int64_t coef = 0;
+  struct Term {
+    SymMask symbols = 0;
+    int64_t coef = 0;
+    friend bool operator==(const Term&, const Term&) = default;
+  };
   int64_t value = 0;
+  std::array<Term, kMaxSymTerms> terms{};
+  int n_terms = 0;
+
   SymInt() = default;
   SymInt(int64_t v) : value(v) {}
-  SymInt(int64_t c, int64_t v) : coef(c), value(v) {}
-  bool is_static() const { return coef == 0; }
-  // The value at batch size n (overflow-checked).
-  int64_t at(int64_t n) const;
+  static SymInt symbol(char s, int64_t coef = 1, int64_t value = 0);
+  bool is_static() const { return n_terms == 0; }
+  SymMask symbols() const;            // every symbol any term names
+  int64_t coef(SymMask m) const;      // of the term over exactly m (0 when none)
+  void add(SymMask m, int64_t coef);  // adds to that term (overflow-checked; throws past kMaxSymTerms terms)
+  SymInt symbolic_part() const;       // value 0
+  // The value at these symbol values (overflow-checked; throws naming an unbound symbol).
+  int64_t at(const SymValues& v) const;
+  // The affine form coef * s + value when this is one, else false.
+  bool affine_in(char* s, int64_t* coef) const;
   friend bool operator==(const SymInt&, const SymInt&) = default;
 };
-std::ostream& operator<<(std::ostream& os, const SymInt& s);  // "N", "128*N", "N+1", "7"
+std::ostream& operator<<(std::ostream& os, const SymInt& s);
 
 using SymShape = std::vector<SymInt>;
 std::ostream& operator<<(std::ostream& os, const SymShape& s);
 SymShape sym_shape(const DimVec& d);
-DimVec concrete_shape(const SymShape& s, int64_t n);
+DimVec concrete_shape(const SymShape& s, const SymValues& v);
+// The sizes of a static shape (internal error for a symbolic one).
+DimVec static_shape(const SymShape& s);
 bool is_static(const SymShape& s);
 
 struct ValueType {
@@ -71,9 +111,9 @@ class Node {
   std::vector<Value*> inputs;  // in op argument order; nullptr for an absent optional tensor
   std::vector<Value*> outputs;
   std::vector<Attr> attrs;  // canonical (complete, op-table kinds); symbolic ints hold their value part
-  // Per attribute: the N coefficients of a symbolic int (one) or int list (one per element);
-  // empty when the attribute does not depend on N.
-  std::vector<std::vector<int64_t>> attr_coefs;
+  // Per attribute: the symbolic parts (value 0) of a symbolic int (one) or int list (one per
+  // element); empty when the attribute depends on no symbol.
+  std::vector<std::vector<SymInt>> attr_syms;
   std::string source;  // "lenet.cpp:21", or ""
   std::string scope;   // module path "layer1.0.conv1", or ""
   // A control-flow node's subgraphs (schema/control_flow.h says what each op expects);
@@ -83,8 +123,8 @@ class Node {
   // The attribute named name in the op's signature; an internal error when there is none.
   const Attr& attr(std::string_view name) const;
   bool has_symbolic_attrs() const;
-  // attrs with every symbolic int evaluated at batch size n.
-  std::vector<Attr> attrs_at(int64_t n) const;
+  // attrs with every symbolic int evaluated at these symbol values.
+  std::vector<Attr> attrs_at(const SymValues& v) const;
 };
 
 class Graph {
@@ -124,12 +164,17 @@ class Graph {
   void remove_unused_constants();
   void set_input(Node* n, size_t i, Value* v);
 
-  // True when any shape or attribute depends on N (bodies included).
+  // True when any shape or attribute depends on a symbol (bodies included).
   bool is_dynamic() const;
-  // The batch size the graph was traced at (its example shapes); 0 when unknown.
-  int64_t traced_batch = 0;
-  // A static copy with N = n (constants share their tensors; bodies are copied too).
-  Graph instantiate(int64_t n) const;
+  // The symbols shapes and attributes depend on (bodies included).
+  SymMask symbols() const;
+  // The symbols' values in the example inputs the graph was traced with (unbound when
+  // unknown).
+  SymValues traced;
+  // The batch size traced (N's traced value), 0 when unknown.
+  int64_t traced_batch() const { return traced.has('N') ? traced.get('N') : 0; }
+  // A static copy at these symbol values (constants share their tensors; bodies are copied).
+  Graph instantiate(const SymValues& v) const;
   // A deep copy (constants share their tensors).
   Graph clone() const;
 
@@ -143,11 +188,12 @@ class Graph {
 
 std::ostream& operator<<(std::ostream& os, const Graph& g);  // graph text (graph/text.h)
 
-// The batch size N that inputs imply for g (0 for a static graph); throws amber::Error
-// naming the input and dim when a size is not of the form coef*N+value or two inputs disagree.
-int64_t batch_size_of(const Graph& g, const std::vector<Tensor>& inputs);
-// Checks count, definedness, dtype and sizes of inputs against g's inputs at batch size n;
-// throws amber::Error naming the input and what was expected.
-void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, int64_t n);
+// The symbol values that inputs imply for g (none bound for a static graph): each symbol is
+// read from an input dim of the form coef*S+value; throws amber::Error naming the input and
+// dim when a size does not fit or two inputs disagree.
+SymValues symbol_values(const Graph& g, const std::vector<Tensor>& inputs);
+// Checks count, definedness, dtype and sizes of inputs against g's inputs at these symbol
+// values; throws amber::Error naming the input and what was expected.
+void check_inputs(const Graph& g, const std::vector<Tensor>& inputs, const SymValues& v);
 
 }  // namespace amber::graph

@@ -56,7 +56,7 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs, c
 }  // namespace
 
 std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs, const NodeObserver& observe) const {
-  const int64_t n = batch_size_of(graph_, inputs);
+  const SymValues n = symbol_values(graph_, inputs);
   check_inputs(graph_, inputs, n);
   int64_t trips_left = kDefaultMaxLoopTrips;
   if (!graph_.is_dynamic()) return execute(graph_, inputs, observe, trips_left);

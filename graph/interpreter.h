@@ -25,7 +25,7 @@ class Interpreter {
  private:
   const Graph& graph_;
   mutable std::mutex mutex_;
-  mutable std::map<int64_t, std::shared_ptr<Graph>> instances_;
+  mutable std::map<SymValues, std::shared_ptr<Graph>> instances_;
 };
 
 // One-shot form of Interpreter::run.

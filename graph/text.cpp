@@ -15,18 +15,24 @@ namespace {
 
 // ---------------------------------------------------------------- printing
 
-void print_attr(std::ostream& os, const Attr& a, const std::vector<int64_t>& coefs) {
-  if (coefs.empty()) {
+// A symbolic part (value 0) with value v added.
+SymInt with_value(SymInt part, int64_t v) {
+  part.value = v;
+  return part;
+}
+
+void print_attr(std::ostream& os, const Attr& a, const std::vector<SymInt>& syms) {
+  if (syms.empty()) {
     os << a;
     return;
   }
   if (a.kind() == AttrKind::i) {
-    os << SymInt(coefs[0], a.i());
+    os << with_value(syms[0], a.i());
     return;
   }
   os << '[';
   for (size_t k = 0; k < a.ints().size(); ++k)
-    os << (k ? ", " : "") << SymInt(k < coefs.size() ? coefs[k] : 0, a.ints()[k]);
+    os << (k ? ", " : "") << with_value(k < syms.size() ? syms[k] : SymInt(), a.ints()[k]);
   os << ']';
 }
 
@@ -104,8 +110,8 @@ std::string to_text(const Graph& g) {
     for (int i = 0; i < n->op->num_attrs(); ++i) {
       sep();
       os << n->op->attr_spec(i).name << '=';
-      static const std::vector<int64_t> none;
-      print_attr(os, n->attrs[size_t(i)], size_t(i) < n->attr_coefs.size() ? n->attr_coefs[size_t(i)] : none);
+      static const std::vector<SymInt> none;
+      print_attr(os, n->attrs[size_t(i)], size_t(i) < n->attr_syms.size() ? n->attr_syms[size_t(i)] : none);
     }
     os << ')';
     print_trailer(os, n->source, n->scope);
@@ -203,7 +209,7 @@ class Parser {
 
   Tensor inline_data(const ValueType& t) {
     if (!is_static(t.shape)) fail("an inline constant needs a static shape");
-    const DimVec shape = concrete_shape(t.shape, 0);
+    const DimVec shape = static_shape(t.shape);
     std::vector<double> fvals;
     std::vector<int64_t> ivals;  // integers and bools keep every bit
     expect('[');
@@ -269,7 +275,7 @@ class Parser {
     expect('(');
     std::vector<Value*> inputs;
     std::vector<std::optional<Attr>> attrs(size_t(op->num_attrs()));
-    std::vector<std::vector<int64_t>> coefs(size_t(op->num_attrs()));
+    std::vector<std::vector<SymInt>> syms(size_t(op->num_attrs()));
     if (!accept(')')) {
       do {
         skip_space();
@@ -291,7 +297,7 @@ class Parser {
           const int idx = op->attr_index(name);
           if (idx < 0) fail("op " + opname + " has no attribute '" + name + "'");
           if (attrs[size_t(idx)]) fail("attribute '" + name + "' given twice");
-          attrs[size_t(idx)] = attr_value(op->attr_spec(idx), coefs[size_t(idx)]);
+          attrs[size_t(idx)] = attr_value(op->attr_spec(idx), syms[size_t(idx)]);
         }
       } while (accept(','));
       expect(')');
@@ -309,8 +315,8 @@ class Parser {
     trailer(source, scope);
     Node* n = g.add_node(op, std::move(inputs), std::move(full), outs);
     bool any = false;
-    for (const auto& c : coefs) any |= !c.empty();
-    if (any) n->attr_coefs = std::move(coefs);
+    for (const auto& c : syms) any |= !c.empty();
+    if (any) n->attr_syms = std::move(syms);
     n->source = source;
     n->scope = scope;
     return n;
@@ -322,8 +328,8 @@ class Parser {
     return v;
   }
 
-  // Parses one attribute; symbolic ints record their coefficients in `coefs`.
-  Attr attr_value(const ArgSpec& spec, std::vector<int64_t>& coefs) {
+  // Parses one attribute; symbolic ints record their symbolic parts in `syms`.
+  Attr attr_value(const ArgSpec& spec, std::vector<SymInt>& syms) {
     skip_space();
     if (at_word("None") && spec.optional) {
       word("None");
@@ -360,17 +366,17 @@ class Parser {
           do {
             SymInt s = sym_int();
             v.push_back(s.value);
-            coefs.push_back(s.coef);
-            sym |= s.coef != 0;
+            syms.push_back(s.symbolic_part());
+            sym |= !s.is_static();
           } while (accept(','));
           expect(']');
         }
-        if (!sym) coefs.clear();
+        if (!sym) syms.clear();
         return Attr(v);
       }
       case ArgKind::int_: {
         SymInt s = sym_int();
-        if (s.coef != 0) coefs = {s.coef};
+        if (!s.is_static()) syms = {s.symbolic_part()};
         return Attr(s.value);
       }
       case ArgKind::float_:
@@ -378,17 +384,17 @@ class Parser {
       case ArgKind::scalar: {
         skip_space();
         if (at_word("true") || at_word("false")) return Attr(ident(false) == "true");
-        if (peek() == 'N' || (peek() == '-' && pos_ + 1 < s_.size() && s_[pos_ + 1] == 'N')) {
+        if (is_symbol(pos_) || (peek() == '-' && is_symbol(pos_ + 1))) {
           SymInt s = sym_int();
-          coefs = {s.coef};
+          syms = {s.symbolic_part()};
           return Attr(s.value);
         }
         const size_t save = pos_;
         Attr a = number();
-        if (a.kind() == AttrKind::i && (peek() == '*' || peek() == 'N')) {  // "2*N"
+        if (a.kind() == AttrKind::i && peek() == '*') {  // "2*N"
           pos_ = save;
           SymInt s = sym_int();
-          coefs = {s.coef};
+          syms = {s.symbolic_part()};
           return Attr(s.value);
         }
         return a;
@@ -399,35 +405,56 @@ class Parser {
     return Attr();
   }
 
-  // [-]int, [int*]N, -N, followed by an optional +int / -int.
+  // A symbol at i: one upper-case letter not followed by a letter, digit or '_'.
+  bool is_symbol(size_t i) const {
+    return i < s_.size() && std::isupper(uint8_t(s_[i])) &&
+           (i + 1 == s_.size() || !(std::isalnum(uint8_t(s_[i + 1])) || s_[i + 1] == '_'));
+  }
+
+  // A sum of terms, each [-][int*]S[*S...] or [-]int: "7", "N", "-N", "128*N*T+1", "N+T-1".
   SymInt sym_int() {
-    skip_space();
-    int64_t coef = 0, value = 0;
-    bool neg = accept('-');
-    skip_space();
-    if (peek() == 'N') {
-      ++pos_;
-      coef = neg ? -1 : 1;
-    } else {
-      int64_t v = integer();
-      if (neg) v = -v;
+    SymInt out;
+    bool first = true;
+    for (;;) {
       skip_space();
-      if (accept('*')) {
-        skip_space();
-        if (peek() != 'N') fail("expected N after '*'");
-        ++pos_;
-        coef = v;
+      bool neg = false;
+      if (first) {
+        neg = accept('-');
+      } else if (peek() == '+' || peek() == '-') {
+        neg = s_[pos_++] == '-';
       } else {
-        return SymInt(0, v);
+        break;
+      }
+      first = false;
+      skip_space();
+      int64_t coef = 1;
+      bool has_int = false;
+      if (!is_symbol(pos_)) {
+        coef = integer();
+        has_int = true;
+        skip_space();
+        if (!accept('*')) {
+          out.add(0, neg ? -coef : coef);
+          continue;
+        }
+        skip_space();
+      }
+      SymMask m = 0;
+      do {
+        skip_space();
+        if (!is_symbol(pos_)) fail(has_int ? "expected a symbol (N, T, ...) after '*'" : "expected a symbol");
+        const SymMask bit = symbol_bit(s_[pos_++]);
+        if (m & bit) fail("a symbolic size multiplies a symbol by itself");
+        m |= bit;
+        skip_space();
+      } while (accept('*'));
+      try {
+        out.add(m, neg ? -coef : coef);
+      } catch (const Error& e) {
+        fail(e.what());
       }
     }
-    skip_space();
-    if (peek() == '+' || peek() == '-') {
-      const bool minus = s_[pos_++] == '-';
-      const int64_t v = integer();
-      value = minus ? -v : v;
-    }
-    return SymInt(coef, value);
+    return out;
   }
 
   ValueType type() {

@@ -3,6 +3,7 @@
 #include "amber/graph/verify.h"
 
 #include <algorithm>
+#include <bit>
 #include <set>
 
 #include "amber/graph/control_flow.h"
@@ -19,8 +20,8 @@ std::string describe(const Node* n) {
   return s;
 }
 
-// Checks inferred types against recorded ones with N = n.
-void check_types(const Graph& g, int64_t n, std::vector<std::string>& problems) {
+// Checks inferred types against recorded ones at the symbol values n.
+void check_types(const Graph& g, const SymValues& n, std::vector<std::string>& problems) {
   for (const Node* node : g.nodes()) {
     if (!node->op) continue;
     if (node->op->is_control_flow() && !outputs_inferred(*node)) continue;  // cond: its branches give its types
@@ -58,10 +59,10 @@ void check_types(const Graph& g, int64_t n, std::vector<std::string>& problems) 
         if (m.dtype != out->type.dtype || !(m.sizes == recorded))
           problems.push_back(str(describe(node), ": output %", out->name, " is recorded as ",
                                  dtype_name(out->type.dtype), recorded, " but inference gives ", dtype_name(m.dtype),
-                                 m.sizes, g.is_dynamic() ? str(" (at N=", n, ")") : std::string()));
+                                 m.sizes, n.bound ? str(" (at ", n, ")") : std::string()));
       }
     } catch (const Error& e) {
-      problems.push_back(str(describe(node), ": ", e.what(), g.is_dynamic() ? str(" (at N=", n, ")") : std::string()));
+      problems.push_back(str(describe(node), ": ", e.what(), n.bound ? str(" (at ", n, ")") : std::string()));
     }
   }
 }
@@ -141,13 +142,37 @@ std::vector<std::string> verify_at(const Graph& g, int depth) {
   for (const auto& [name, v] : g.outputs())
     if (!defined.count(v)) problems.push_back(str("graph output ", name, " (%", v->name, ") is never produced"));
   if (!problems.empty()) return problems;  // types need a well-formed graph
-  if (g.is_dynamic()) {
-    const int64_t n0 = std::max<int64_t>(g.traced_batch, 1);
-    check_types(g, n0, problems);
-    check_types(g, n0 + 1, problems);
-  } else {
-    check_types(g, 0, problems);
+  // Dynamic: at the traced values (1 for a symbol without one) and at each plus one.
+  const SymMask symbols = g.symbols();
+  if (std::popcount(symbols) > kMaxSymbols) {
+    problems.push_back(str("the graph's sizes depend on ", std::popcount(symbols), " symbols (", symbol_names(symbols),
+                           "); at most ", kMaxSymbols));
+    return problems;
   }
+  if (depth == 0) {  // a call reads each symbol's size from an input dim of the form coef*S+value
+    SymMask readable = 0;
+    for (const Value* v : g.inputs())
+      for (const SymInt& d : v->type.shape) {
+        char sym = 0;
+        int64_t coef = 0;
+        if (d.affine_in(&sym, &coef)) readable |= symbol_bit(sym);
+      }
+    if (symbols & ~readable) {
+      problems.push_back(str("the graph's sizes depend on ", symbol_names(symbols & ~readable),
+                             ", which no input dim gives (as coef*S+value)"));
+      return problems;
+    }
+  }
+  SymValues at0, at1;
+  for (int k = 0; k < 26; ++k) {
+    const char s = char('A' + k);
+    if (!(symbols & symbol_bit(s))) continue;
+    const int64_t v = g.traced.has(s) ? std::max<int64_t>(g.traced.get(s), 1) : 1;
+    at0.set(s, v);
+    at1.set(s, v + 1);
+  }
+  check_types(g, at0, problems);
+  if (symbols) check_types(g, at1, problems);
   return problems;
 }
 

@@ -24,9 +24,18 @@
 namespace amber {
 
 namespace {
-constexpr size_t kMaxCachedPlans = 16;  // batch sizes with a compiled plan (least recently used go)
+constexpr size_t kMaxCachedPlans = 16;  // sizes with a compiled plan (least recently used go)
 
-IOInfo io_info(const std::string& name, const graph::ValueType& t) {
+// The sizes load plans for: each symbol of g at its traced size, 1 when unknown.
+graph::SymValues planned_sizes(const graph::Graph& g) {
+  graph::SymValues v;
+  const graph::SymMask symbols = g.symbols();
+  for (char c = 'A'; c <= 'Z'; ++c)
+    if (symbols & graph::symbol_bit(c)) v.set(c, g.traced.has(c) ? std::max<int64_t>(g.traced.get(c), 1) : 1);
+  return v;
+}
+
+IOInfo io_info(const std::string& name, const graph::ValueType& t, const graph::SymValues& traced) {
   IOInfo io;
   io.name = name;
   io.dtype = t.dtype;
@@ -34,15 +43,18 @@ IOInfo io_info(const std::string& name, const graph::ValueType& t) {
   os << t.shape;
   io.shape = os.str();
   io.dynamic = !graph::is_static(t.shape);
-  for (const graph::SymInt& s : t.shape) io.dims.emplace_back(s.coef, s.value);
+  io.dims = t.shape;
+  io.traced = traced;
   return io;
 }
 }  // namespace
 
+DimVec IOInfo::sizes_at(const graph::SymValues& v) const { return graph::concrete_shape(dims, v); }
+
 DimVec IOInfo::sizes_at(int64_t n) const {
-  DimVec d;
-  for (const auto& [coef, value] : dims) d.push_back(graph::SymInt(coef, value).at(n));
-  return d;
+  graph::SymValues v = traced;
+  v.set('N', n);
+  return sizes_at(v);
 }
 
 struct Model::Impl {
@@ -56,8 +68,8 @@ struct Model::Impl {
   LoadOptions options;
   std::vector<IOInfo> inputs, outputs;
   int total_threads = 1;
-  int64_t default_batch = 0;
-  std::shared_ptr<const loader::Plan> default_plan;  // of default_batch, never evicted
+  graph::SymValues default_sizes;                    // the traced sizes (none bound for a static graph)
+  std::shared_ptr<const loader::Plan> default_plan;  // of default_sizes, never evicted
   // Intermediate memory of every plan's calls (one arena per concurrent call, reused).
   std::shared_ptr<loader::ArenaPool> arenas;
   // Output buffers of every plan's calls, recycled when the caller drops them.
@@ -69,11 +81,11 @@ struct Model::Impl {
     uint64_t last_use = 0;
   };
   std::mutex mutex;
-  std::map<int64_t, CachedPlan> plans;  // by batch size (0 for a static graph)
+  std::map<graph::SymValues, CachedPlan> plans;  // by the symbols' sizes
   uint64_t tick = 0;
   std::vector<NodeProfile> retired;  // counters of evicted plans
 
-  std::shared_ptr<const loader::Plan> plan(int64_t n);
+  std::shared_ptr<const loader::Plan> plan(const graph::SymValues& n);
 };
 
 namespace {
@@ -111,7 +123,7 @@ amber_precision abi_precision(Precision p) {
 }
 }  // namespace
 
-std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
+std::shared_ptr<const loader::Plan> Model::Impl::plan(const graph::SymValues& n) {
   {
     std::lock_guard lock(mutex);
     auto it = plans.find(n);
@@ -120,7 +132,7 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
       return it->second.plan;
     }
   }
-  // Compiled outside the lock: other batch sizes keep running meanwhile.
+  // Compiled outside the lock: other sizes keep running meanwhile.
   const graph::Graph& g = uploaded ? device_graph : graph;
   auto p = std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device,
                                                 total_threads, arenas, output_buffers, abi_precision(options.precision),
@@ -129,9 +141,9 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(int64_t n) {
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
   if (fresh && plans.size() > kMaxCachedPlans) {
-    auto oldest = plans.end();  // the least recently used, never the default batch's
+    auto oldest = plans.end();  // the least recently used, never the traced sizes'
     for (auto c = plans.begin(); c != plans.end(); ++c)
-      if (c->first != default_batch && (oldest == plans.end() || c->second.last_use < oldest->second.last_use))
+      if (c->first != default_sizes && (oldest == plans.end() || c->second.last_use < oldest->second.last_use))
         oldest = c;
     std::map<std::string, size_t> where;
     for (size_t i = 0; i < retired.size(); ++i) where[retired[i].node] = i;
@@ -250,15 +262,16 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
     Storage s = Storage::wrap(const_cast<void*>(t.data()), t.nbytes(), t.device(), keep, /*read_only=*/true);
     c->data = Tensor::make(std::move(s), t.sizes(), t.strides(), 0, t.dtype());
   }
-  for (const graph::Value* v : impl->graph.inputs()) impl->inputs.push_back(io_info(v->name, v->type));
-  for (const auto& [name, v] : impl->graph.outputs()) impl->outputs.push_back(io_info(name, v->type));
-  const bool dynamic = impl->graph.is_dynamic();
-  impl->default_batch = dynamic ? std::max<int64_t>(impl->graph.traced_batch, 1) : 0;
+  impl->default_sizes = planned_sizes(impl->graph);
+  for (const graph::Value* v : impl->graph.inputs())
+    impl->inputs.push_back(io_info(v->name, v->type, impl->default_sizes));
+  for (const auto& [name, v] : impl->graph.outputs())
+    impl->outputs.push_back(io_info(name, v->type, impl->default_sizes));
   try {
     if (!(b.flags & AMBER_BACKEND_HOST_MEMORY)) upload_weights(*impl);
-    // The plan of the traced batch size, every kernel's setup done (for a call alone and for
-    // a call sharing the cores), a workspace ready, so no call pays for it.
-    std::shared_ptr<const loader::Plan> p = impl->plan(impl->default_batch);
+    // The plan of the traced sizes, every kernel's setup done (for a call alone and for a
+    // call sharing the cores), a workspace ready, so no call pays for it.
+    std::shared_ptr<const loader::Plan> p = impl->plan(impl->default_sizes);
     p->prepare(impl->total_threads);
     impl->default_plan = p;
   } catch (const Error& e) {
@@ -267,14 +280,14 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   return impl;
 }
 
-// Calls m on zeros at its traced batch size through the whole forward path, so that the
+// Calls m on zeros at its traced sizes through the whole forward path, so that the
 // first real call finds code, caches, oneDNN's buffers and the output buffers warm. A model
 // whose call takes microseconds runs a few more times: its first calls are dominated by cold
 // caches and branch predictors, not by one-time setup; on a device with graphs, at least
 // twice (the second call records the graph). A kernel rejecting zeros ends the
 // warm-up quietly (real inputs may still be fine); profile counters start from zero after.
 void warm_up(const Model& m) {
-  const int64_t batch = std::max<int64_t>(m.traced_batch(), 1);
+  const graph::SymValues& sizes_at = m.traced_sizes();
   const Device device = m.device();
   std::vector<Tensor> zeros;
   try {
@@ -283,7 +296,7 @@ void warm_up(const Model& m) {
     std::vector<std::pair<DimVec, uint64_t>> shapes;  // each input's sizes and bytes
     uint64_t total = 0;
     for (const IOInfo& in : m.inputs()) {
-      DimVec sizes = in.sizes_at(batch);
+      DimVec sizes = in.sizes_at(sizes_at);
       uint64_t bytes = 0;
       if (__builtin_mul_overflow(uint64_t(checked_numel(sizes)), uint64_t(itemsize(in.dtype)), &bytes) ||
           __builtin_add_overflow(total, bytes, &total))
@@ -350,20 +363,19 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
 
 AMBER_HOT std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, const CallOptions& call) const {
   Impl& m = *check_defined(impl_);  // this handle keeps the model alive until the call returns
-  int64_t n = 0;
+  graph::SymValues n;
   try {
     for (size_t i = 0; i < inputs.size() && i < m.inputs.size(); ++i)
       AMBER_CHECK(!inputs[i].defined() || inputs[i].device() == m.options.device || inputs[i].device().is_cpu(),
                   "input ", m.inputs[i].name, " is on ", inputs[i].device(), " but the model runs on ",
                   m.options.device, " (inputs may be on the host or on the model's device)");
-    n = graph::batch_size_of(m.graph, inputs);
+    n = graph::symbol_values(m.graph, inputs);
     graph::check_inputs(m.graph, inputs, n);
   } catch (const Error& e) {
     throw Error(str("forward: ", e.what()));
   }
-  const int64_t key = m.graph.is_dynamic() ? n : 0;
   std::shared_ptr<const loader::Plan> other;  // a plan that may be evicted while it runs
-  const loader::Plan& plan = key == m.default_batch ? *m.default_plan : *(other = m.plan(key));
+  const loader::Plan& plan = n == m.default_sizes ? *m.default_plan : *(other = m.plan(n));
   struct Active {
     std::atomic<int>& a;
     int now;
@@ -388,11 +400,22 @@ const LoadOptions& Model::options() const { return check_defined(impl_)->options
 Device Model::device() const { return check_defined(impl_)->options.device; }
 std::string Model::graph_text() const { return graph::to_text(check_defined(impl_)->graph); }
 const graph::Graph& Model::graph() const { return check_defined(impl_)->graph; }
-int64_t Model::traced_batch() const { return check_defined(impl_)->graph.traced_batch; }
+int64_t Model::traced_batch() const { return check_defined(impl_)->graph.traced_batch(); }
+const graph::SymValues& Model::traced_sizes() const { return check_defined(impl_)->default_sizes; }
 
 size_t Model::workspace_bytes(int64_t n) const {
   Impl& m = *check_defined(impl_);
-  return m.plan(m.graph.is_dynamic() ? (n < 0 ? m.default_batch : n) : 0)->arena_bytes();
+  graph::SymValues v = m.default_sizes;
+  if (n >= 0 && v.has('N')) v.set('N', n);
+  return workspace_bytes(v);
+}
+
+size_t Model::workspace_bytes(const graph::SymValues& v) const {
+  Impl& m = *check_defined(impl_);
+  graph::SymValues key;  // only the graph's symbols key a plan
+  for (char c = 'A'; c <= 'Z'; ++c)
+    if (m.default_sizes.has(c)) key.set(c, v.has(c) ? v.get(c) : m.default_sizes.get(c));
+  return m.plan(key)->arena_bytes();
 }
 
 std::vector<NodeProfile> Model::profile() const {

@@ -97,16 +97,19 @@ struct LoadOptions {
   int64_t max_loop_trips = kDefaultMaxLoopTrips;
 };
 
-// A model input or output: name, dtype and shape ("[N, 3, 224, 224]": N is the batch size
-// when the model was traced with a dynamic batch).
+// A model input or output: name, dtype and shape ("[N, 3, 224, 224]", "[N, T, 512]": N, T
+// the sizes the model was traced to take at any value: the batch, a sequence length).
 struct IOInfo {
   std::string name;
   DType dtype = DType::f32;
   std::string shape;
-  bool dynamic = false;  // some dim depends on N
-  // The sizes at batch size n (the sizes themselves for static shapes).
+  bool dynamic = false;  // some dim depends on a symbol
+  // The sizes at these symbol values (the sizes themselves for static shapes).
+  DimVec sizes_at(const graph::SymValues& v) const;
+  // The sizes at batch size n (the model's other symbols at their traced sizes).
   DimVec sizes_at(int64_t n) const;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (coef, value): coef * N + value
+  graph::SymShape dims;
+  graph::SymValues traced;  // the model's traced sizes
 };
 
 struct NodeProfile {
@@ -154,8 +157,12 @@ class Model {
   const graph::Graph& graph() const;
   // The batch size the model was traced at (0 when unknown or static).
   int64_t traced_batch() const;
-  // Bytes of intermediate memory one call at batch size n uses (plans it if needed).
+  // The symbols' sizes load planned for: each at its traced size (1 when unknown).
+  const graph::SymValues& traced_sizes() const;
+  // Bytes of intermediate memory one call at batch size n (the other symbols at their traced
+  // sizes) or at sizes v uses (plans it if needed).
   size_t workspace_bytes(int64_t n = -1) const;
+  size_t workspace_bytes(const graph::SymValues& v) const;
 
   // Per-node counters since load or the last reset (needs LoadOptions::profile), summed over
   // every batch size run, in node order.

@@ -228,7 +228,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     s.attrs.resize(n->attrs.size());
     for (size_t i = 0; i < n->attrs.size(); ++i) fill_c_attr(s.attrs[i], n->attrs[i]);
     for (const Value* out : n->outputs)
-      s.out_bytes += uint64_t(checked_numel(concrete_shape(out->type.shape, 0))) * itemsize(out->type.dtype);
+      s.out_bytes += uint64_t(checked_numel(static_shape(out->type.shape))) * itemsize(out->type.dtype);
     const amber_tensor_view* args = &arg_templates_[size_t(s.first_arg)];
     const OpCost cost = n->op->is_maybe_view() ? OpCost::memory : n->op->cost;  // a maybe_view's step is a copy
     const double window = window_elements(*n->op, s.attrs.data(), int(s.attrs.size()));

@@ -15,9 +15,11 @@ namespace {
 int batch_dim(const IOInfo& io, std::string& why) {
   int dim = -1;
   for (size_t d = 0; d < io.dims.size(); ++d) {
-    const auto [coef, value] = io.dims[d];
-    if (coef == 0) continue;
-    if (dim >= 0 || value != 0 || coef < 0) {
+    const graph::SymInt& s = io.dims[d];
+    if (!(s.symbols() & graph::symbol_bit('N'))) continue;
+    char symbol = 0;
+    int64_t coef = 0;
+    if (dim >= 0 || !s.affine_in(&symbol, &coef) || s.value != 0 || coef < 0) {
       why = str(io.name, " ", io.shape, " does not have exactly one dim proportional to the batch");
       return -1;
     }
@@ -45,7 +47,8 @@ Replicas Replicas::load_with(const ReplicaOptions& options, const std::string& s
   r.policy_ = options.policy;
   if (r.policy_ == ReplicaPolicy::split_batch) {
     const Model& m = r.replicas_[0];
-    AMBER_CHECK(m.graph().is_dynamic(), "Replicas: split_batch needs a model traced with a dynamic batch (", source,
+    AMBER_CHECK((m.graph().symbols() & graph::symbol_bit('N')),
+                "Replicas: split_batch needs a model traced with a dynamic batch (", source,
                 " has static shapes); use ReplicaPolicy::round_robin");
     std::string why;
     for (const IOInfo& io : m.inputs()) {
@@ -81,8 +84,9 @@ std::vector<Tensor> Replicas::split(const std::vector<Tensor>& inputs) const {
   const Model& first = replicas_[0];
   int64_t n = 0;
   try {
-    n = graph::batch_size_of(first.graph(), inputs);
-    graph::check_inputs(first.graph(), inputs, n);
+    const graph::SymValues sizes = graph::symbol_values(first.graph(), inputs);
+    graph::check_inputs(first.graph(), inputs, sizes);
+    n = sizes.get('N');
   } catch (const Error& e) {
     throw Error(str("Replicas: forward: ", e.what()));
   }

@@ -140,38 +140,45 @@ class Exporter {
     return op("Cast", {x}, [&](onnx::NodeProto* n) { attr_i(n, "to", onnx_in::dtype_to_onnx(to)); });
   }
 
-  // ---- The batch N and sizes affine in it ----
+  // ---- The symbols (the batch N, a length T) and sizes in them ----
 
-  // N as int64[1], from Shape of the first input whose dim is N.
-  std::string batch() {
-    if (!batch_.empty()) return batch_;
+  // Symbol c's size as int64[1], from Shape of the first input whose dim is c.
+  std::string symbol(char c) {
+    std::string& known = symbols_[c];
+    if (!known.empty()) return known;
     for (const Value* v : g_.inputs())
       for (size_t d = 0; d < v->type.shape.size(); ++d)
-        if (v->type.shape[d] == SymInt(1, 0)) {
-          batch_ = op("Shape", {v->name}, [&](onnx::NodeProto* n) {
+        if (v->type.shape[d] == SymInt::symbol(c)) {
+          known = op("Shape", {v->name}, [&](onnx::NodeProto* n) {
             attr_i(n, "start", int64_t(d));
             attr_i(n, "end", int64_t(d) + 1);
           });
-          return batch_;
+          return known;
         }
-    throw Refuse{"a size depends on the batch N, but no input has a dim equal to N"};
+    throw Refuse{str("a size depends on ", c, ", but no input has a dim equal to ", c)};
   }
-  // An int64[rank] tensor of s's values at the model's N.
+  // An int64[1] tensor of d's value at the model's sizes.
+  std::string size(const SymInt& d) {
+    std::string sum;
+    for (int k = 0; k < d.n_terms; ++k) {
+      const SymInt::Term& t = d.terms[size_t(k)];
+      std::string p;
+      for (char c = 'A'; c <= 'Z'; ++c)
+        if (t.symbols & graph::symbol_bit(c)) p = p.empty() ? symbol(c) : op("Mul", {p, symbol(c)});
+      if (t.coef != 1) p = op("Mul", {p, ints({t.coef})});
+      sum = sum.empty() ? p : op("Add", {sum, p});
+    }
+    if (sum.empty()) return ints({d.value});
+    return d.value == 0 ? sum : op("Add", {sum, ints({d.value})});
+  }
+  // An int64[rank] tensor of s's values at the model's sizes.
   std::string sizes(const SymShape& s) {
     if (graph::is_static(s)) {
-      const DimVec d = graph::concrete_shape(s, 0);
+      const DimVec d = graph::static_shape(s);
       return ints(std::vector<int64_t>(d.begin(), d.end()));
     }
     std::vector<std::string> parts;
-    for (const SymInt& d : s) {
-      if (d.is_static()) {
-        parts.push_back(ints({d.value}));
-        continue;
-      }
-      std::string p = d.coef == 1 ? batch() : op("Mul", {batch(), ints({d.coef})});
-      if (d.value != 0) p = op("Add", {p, ints({d.value})});
-      parts.push_back(p);
-    }
+    for (const SymInt& d : s) parts.push_back(d.is_static() ? ints({d.value}) : size(d));
     return op("Concat", parts, [](onnx::NodeProto* n) { attr_i(n, "axis", 0); });
   }
   static int64_t static_dim(const Value* v, int d, const char* what) {
@@ -237,7 +244,7 @@ class Exporter {
   onnx::GraphProto* gp_;
   std::set<std::string> used_;
   int64_t next_ = 0;
-  std::string batch_;
+  std::map<char, std::string> symbols_;  // each symbol's int64[1] size, once made
 };
 
 double kInf = std::numeric_limits<double>::infinity();
@@ -404,8 +411,8 @@ void Exporter::node(const Node& n) {
   const auto& at = n.attrs;
   const auto any_symbolic = [&](std::initializer_list<int> idx) {
     for (int i : idx)
-      if (size_t(i) < n.attr_coefs.size() && !n.attr_coefs[size_t(i)].empty())
-        throw Refuse{str("attribute ", n.op->attr_spec(i).name, " depends on the batch N")};
+      if (size_t(i) < n.attr_syms.size() && !n.attr_syms[size_t(i)].empty())
+        throw Refuse{str("attribute ", n.op->attr_spec(i).name, " depends on a dynamic size")};
   };
   const Value* x0 = n.inputs.empty() ? nullptr : n.inputs[0];
   const DType ot = out_type(n);
@@ -1130,17 +1137,17 @@ std::unique_ptr<graph::Graph> Exporter::renamed_body(const Node& n, size_t k,
 }
 
 void Exporter::within(onnx::GraphProto* sub, const std::function<void()>& f) {
-  struct Restore {  // the enclosing graph and its N again, however f ends
+  struct Restore {  // the enclosing graph and its symbols again, however f ends
     Exporter& e;
     onnx::GraphProto* gp;
-    std::string batch;
+    std::map<char, std::string> symbols;
     ~Restore() {
       e.gp_ = gp;
-      e.batch_ = std::move(batch);
+      e.symbols_ = std::move(symbols);
     }
-  } restore{*this, gp_, std::move(batch_)};
+  } restore{*this, gp_, std::move(symbols_)};
   gp_ = sub;
-  batch_.clear();
+  symbols_.clear();
   f();
 }
 
@@ -1222,8 +1229,8 @@ void Exporter::control_flow(const Node& n) {
   });
 }
 
-// ONNX's type of an Amber value: dtype and dims, N as the symbolic dim "N" ("2*N+1" for
-// other sizes affine in N).
+// ONNX's type of an Amber value: dtype and dims, a symbolic one as its text ("N", "T",
+// "2*N*T+1").
 void set_type(onnx::ValueInfoProto* vi, const std::string& name, const graph::ValueType& t) {
   vi->set_name(name);
   auto* tt = vi->mutable_type()->mutable_tensor_type();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <charconv>
 #include <map>
 #include <set>
@@ -228,18 +229,49 @@ class Reader {
     graph::ValueType t{dtype(v.dtype(), what), {}};
     check(v.shape_size() <= kMaxDims, what, " has rank ", v.shape_size(), " (the maximum is ", kMaxDims, ")");
     for (const pb::Dim& d : v.shape()) {
-      const graph::SymInt dim(d.coef(), d.value());
-      // A static dim is non-negative; one following the batch size N is non-negative at the
-      // traced batch size and computable there without overflow (N itself is checked per call).
-      check(dim.is_static() ? dim.value >= 0 : dim.at(std::max<int64_t>(traced_batch_, 1)) >= 0, what, " has dim ",
-            t.shape.size(), " = ", dim, ", negative", dim.is_static() ? "" : " at the traced batch size");
+      graph::SymInt dim(d.value());
+      add_terms(dim, d.coef(), d.terms(), what);
+      // A static dim is non-negative; a symbolic one is non-negative at the traced sizes and
+      // computable there without overflow (the sizes themselves are checked per call).
+      check(dim.is_static() ? dim.value >= 0 : at_traced(dim, what) >= 0, what, " has dim ", t.shape.size(), " = ", dim,
+            ", negative", dim.is_static() ? "" : str(" at the traced sizes (", traced_, ")"));
       t.shape.push_back(dim);
     }
     return t;
   }
 
+  // coef * N and the terms added to s, each checked (symbols: 1 to 3 letters; at most 7 terms).
+  template <typename Terms>
+  void add_terms(graph::SymInt& s, int64_t coef, const Terms& terms, const std::string& what) const {
+    try {
+      s.add(graph::symbol_bit('N'), coef);
+      for (const pb::SymTerm& t : terms) {
+        check(t.symbols() != 0 && t.symbols() < (1u << 26) && std::popcount(t.symbols()) <= graph::kMaxSymbols, what,
+              ": a symbolic size's term names the symbols 0x", std::hex, t.symbols(), std::dec,
+              " (1 to 3 of the letters A-Z)");
+        s.add(t.symbols(), t.coef());
+      }
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(src_, 0) == 0) throw;
+      throw Error(str(src_, ": ", what, ": ", msg));
+    }
+  }
+
+  // s at the traced sizes (1 for a symbol without one).
+  int64_t at_traced(const graph::SymInt& s, const std::string& what) const {
+    graph::SymValues v = traced_;
+    for (char c = 'A'; c <= 'Z'; ++c)
+      if ((s.symbols() & graph::symbol_bit(c)) && !v.has(c)) v.set(c, 1);
+    try {
+      return s.at(v);
+    } catch (const Error& e) {
+      throw Error(str(src_, ": ", what, ": ", e.what()));
+    }
+  }
+
   Attr attr_value(const pb::Attribute& a, const ArgSpec& spec, const std::string& what,
-                  std::vector<int64_t>& coefs) const {
+                  std::vector<graph::SymInt>& syms) const {
     using C = pb::Attribute::ValueCase;
     auto kind_error = [&] {
       throw Error(
@@ -285,11 +317,19 @@ class Reader {
       default:
         throw Error(str(src_, ": ", what, ": attribute '", spec.name, "' has no value"));
     }
-    if (a.coefs_size() > 0) {
-      const bool is_int = out.kind() == AttrKind::i && a.coefs_size() == 1;
-      const bool is_ints = out.kind() == AttrKind::ints && size_t(a.coefs_size()) == out.ints().size();
+    check(a.coefs_size() == 0 || a.syms_size() == 0, what, ": attribute '", spec.name, "' has both coefs and syms");
+    const int n = std::max(a.coefs_size(), a.syms_size());
+    if (n > 0) {
+      const bool is_int = out.kind() == AttrKind::i && n == 1;
+      const bool is_ints = out.kind() == AttrKind::ints && size_t(n) == out.ints().size();
       check(is_int || is_ints, what, ": attribute '", spec.name, "' has symbolic coefficients it cannot have");
-      coefs.assign(a.coefs().begin(), a.coefs().end());
+      static const google::protobuf::RepeatedPtrField<pb::SymTerm> no_terms;
+      for (int k = 0; k < n; ++k) {
+        graph::SymInt s;
+        add_terms(s, k < a.coefs_size() ? a.coefs(k) : 0, k < a.syms_size() ? a.syms(k).terms() : no_terms,
+                  str(what, ": attribute '", spec.name, "'"));
+        syms.push_back(s);
+      }
     }
     return out;
   }
@@ -341,8 +381,16 @@ class Reader {
     }
     check(pg.traced_batch() >= 0, "the graph's traced_batch is negative (", pg.traced_batch(), ")");
     graph::Graph g;
-    g.traced_batch = pg.traced_batch();
-    if (depth == 0) traced_batch_ = g.traced_batch;
+    if (pg.traced_batch() > 0) g.traced.set('N', pg.traced_batch());
+    for (const pb::SymbolSize& t : pg.traced()) {
+      check(t.symbol().size() == 1 && t.symbol()[0] >= 'A' && t.symbol()[0] <= 'Z' && t.symbol() != "N",
+            "the graph's traced sizes name the symbol '", limited(t.symbol(), "a symbol"),
+            "' (one upper-case letter other than N)");
+      check(!g.traced.has(t.symbol()[0]), "the graph's traced sizes name ", t.symbol(), " twice");
+      check(t.size() >= 0, "the graph's traced size of ", t.symbol(), " is negative (", t.size(), ")");
+      g.traced.set(t.symbol()[0], t.size());
+    }
+    if (depth == 0) traced_ = g.traced;
     std::map<std::string, graph::Value*> values;
     auto define = [&](graph::Value* v) { values[v->name] = v; };
     try {
@@ -371,20 +419,20 @@ class Reader {
         check(n.attrs_size() == op->num_attrs(), what, ": has ", n.attrs_size(), " attributes, the op table lists ",
               op->num_attrs(), " (", op->signature, ")");
         std::vector<Attr> attrs;
-        std::vector<std::vector<int64_t>> coefs(size_t(op->num_attrs()));
+        std::vector<std::vector<graph::SymInt>> syms(size_t(op->num_attrs()));
         bool symbolic = false;
         for (int i = 0; i < op->num_attrs(); ++i) {
           const ArgSpec& spec = op->attr_spec(i);
           check(n.attrs(i).name() == spec.name, what, ": attribute ", i, " is '", n.attrs(i).name(), "', expected '",
                 spec.name, "'");
-          attrs.push_back(attr_value(n.attrs(i), spec, what, coefs[size_t(i)]));
-          symbolic |= !coefs[size_t(i)].empty();
+          attrs.push_back(attr_value(n.attrs(i), spec, what, syms[size_t(i)]));
+          symbolic |= !syms[size_t(i)].empty();
         }
         std::vector<std::pair<std::string, graph::ValueType>> outs;
         for (const pb::ValueInfo& o : n.outputs())
           outs.emplace_back(limited(o.name(), "a value name"), value_type(o, what + " output %" + o.name()));
         graph::Node* node = g.add_node(op, std::move(ins), std::move(attrs), outs);
-        if (symbolic) node->attr_coefs = std::move(coefs);
+        if (symbolic) node->attr_syms = std::move(syms);
         node->source = limited(n.source(), "a source");
         node->scope = limited(n.scope(), "a scope");
         for (graph::Value* o : node->outputs) define(o);
@@ -412,7 +460,7 @@ class Reader {
   std::map<std::string, TensorInfo> tensors_;
   uint32_t version_major_ = 0, version_minor_ = 0;
   uint64_t mapped_ = 0;
-  int64_t traced_batch_ = 0;
+  graph::SymValues traced_;  // the model graph's traced sizes
 };
 
 }  // namespace

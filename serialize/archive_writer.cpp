@@ -39,18 +39,40 @@ void require_utf8(const std::string& s, const char* what) {
   throw Error(str("save: ", what, " '", shown, "' is not valid UTF-8 (archive names and texts must be)"));
 }
 
-void fill_value_info(pb::ValueInfo* v, const std::string& name, const graph::ValueType& t) {
+// Whether s is coef * N + value (format 1.0's Dim and Attribute.coefs hold it).
+bool n_affine(const graph::SymInt& s) {
+  return s.is_static() || (s.n_terms == 1 && s.terms[0].symbols == graph::symbol_bit('N'));
+}
+
+// s's terms into `terms`: what format 1.2 holds beyond coef * N.
+template <typename Terms>
+void fill_terms(Terms* terms, const graph::SymInt& s) {
+  for (int k = 0; k < s.n_terms; ++k) {
+    pb::SymTerm* t = terms->Add();
+    t->set_symbols(s.terms[size_t(k)].symbols);
+    t->set_coef(s.terms[size_t(k)].coef);
+  }
+}
+
+// minor rises to 2 for a size in symbols other than N, or a product.
+void fill_value_info(pb::ValueInfo* v, const std::string& name, const graph::ValueType& t, uint32_t& minor) {
   require_utf8(name, "value name");
   v->set_name(name);
   v->set_dtype(pb::DType(int(t.dtype)));
   for (const graph::SymInt& d : t.shape) {
     pb::Dim* dim = v->add_shape();
-    dim->set_coef(d.coef);
     dim->set_value(d.value);
+    if (n_affine(d)) {
+      dim->set_coef(d.coef(graph::symbol_bit('N')));
+    } else {
+      minor = std::max<uint32_t>(minor, 2);
+      fill_terms(dim->mutable_terms(), d);
+    }
   }
 }
 
-void fill_attr(pb::Attribute* out, const std::string& name, const Attr& a, const std::vector<int64_t>& coefs) {
+void fill_attr(pb::Attribute* out, const std::string& name, const Attr& a, const std::vector<graph::SymInt>& syms,
+               uint32_t& minor) {
   out->set_name(name);
   switch (a.kind()) {
     case AttrKind::none:
@@ -82,7 +104,12 @@ void fill_attr(pb::Attribute* out, const std::string& name, const Attr& a, const
       out->set_dtype(pb::DType(int(a.dtype())));
       break;
   }
-  for (int64_t c : coefs) out->add_coefs(c);
+  if (std::all_of(syms.begin(), syms.end(), n_affine)) {
+    for (const graph::SymInt& s : syms) out->add_coefs(s.coef(graph::symbol_bit('N')));
+  } else {
+    minor = std::max<uint32_t>(minor, 2);
+    for (const graph::SymInt& s : syms) fill_terms(out->add_syms()->mutable_terms(), s);
+  }
 }
 
 int64_t creation_time(const SaveOptions& o) {
@@ -95,19 +122,30 @@ int64_t creation_time(const SaveOptions& o) {
   return o.record_creation_time ? int64_t(std::time(nullptr)) : 0;
 }
 
+// The symbols' traced sizes: N's in traced_batch (format 1.0), the others' in traced.
+void fill_traced(pb::Graph* pg, const graph::Graph& g) {
+  pg->set_traced_batch(g.traced_batch());
+  for (char s = 'A'; s <= 'Z'; ++s)
+    if (s != 'N' && g.traced.has(s)) {
+      pb::SymbolSize* t = pg->add_traced();
+      t->set_symbol(std::string(1, s));
+      t->set_size(g.traced.get(s));
+    }
+}
+
 // g's nodes (with their bodies, recursively) and outputs; raises minor to 1 when a node has
-// bodies (format 1.1).
+// bodies (format 1.1), to 2 when a size depends on symbols other than N (1.2).
 void fill_nodes_and_outputs(pb::Graph* pg, const graph::Graph& g, uint32_t& minor) {
   for (const graph::Node* n : g.nodes()) {
     pb::Node* pn = pg->add_nodes();
     pn->set_op(n->op->name);
     pn->set_op_version(uint32_t(n->op->version));
     for (const graph::Value* in : n->inputs) pn->add_inputs(in ? in->name : "");
-    for (const graph::Value* out : n->outputs) fill_value_info(pn->add_outputs(), out->name, out->type);
-    static const std::vector<int64_t> none;
+    for (const graph::Value* out : n->outputs) fill_value_info(pn->add_outputs(), out->name, out->type, minor);
+    static const std::vector<graph::SymInt> none;
     for (int i = 0; i < n->op->num_attrs(); ++i)
       fill_attr(pn->add_attrs(), n->op->attr_spec(i).name, n->attrs[size_t(i)],
-                size_t(i) < n->attr_coefs.size() ? n->attr_coefs[size_t(i)] : none);
+                size_t(i) < n->attr_syms.size() ? n->attr_syms[size_t(i)] : none, minor);
     require_utf8(n->source, "node source");
     require_utf8(n->scope, "node scope");
     pn->set_source(n->source);
@@ -118,8 +156,8 @@ void fill_nodes_and_outputs(pb::Graph* pg, const graph::Graph& g, uint32_t& mino
                   " holds constant %", body->constants()[0]->name,
                   "; a body reads tensors only through its inputs (graph::optimize hoists them)");
       pb::Graph* pb_body = pn->add_bodies();
-      pb_body->set_traced_batch(body->traced_batch);
-      for (const graph::Value* v : body->inputs()) fill_value_info(pb_body->add_inputs(), v->name, v->type);
+      fill_traced(pb_body, *body);
+      for (const graph::Value* v : body->inputs()) fill_value_info(pb_body->add_inputs(), v->name, v->type, minor);
       fill_nodes_and_outputs(pb_body, *body, minor);
     }
   }
@@ -144,8 +182,8 @@ Prepared prepare(const graph::Graph& g, const ArchiveInfo& info, const SaveOptio
   uint32_t minor = 0;
   m.set_producer(info.producer.empty() ? "amber " AMBER_VERSION : info.producer);
   pb::Graph* pg = m.mutable_graph();
-  pg->set_traced_batch(g.traced_batch);
-  for (const graph::Value* v : g.inputs()) fill_value_info(pg->add_inputs(), v->name, v->type);
+  fill_traced(pg, g);
+  for (const graph::Value* v : g.inputs()) fill_value_info(pg->add_inputs(), v->name, v->type, minor);
   for (const graph::Value* c : g.constants()) {
     AMBER_CHECK(c->data.defined(), "save: constant %", c->name, " has no data");
     pb::Constant* pc = pg->add_constants();

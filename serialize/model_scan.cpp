@@ -9,6 +9,7 @@
 
 #include "amber/core/error.h"
 #include "amber/core/shape.h"
+#include "amber/graph/graph.h"
 #include "amber/schema/control_flow.h"
 #include "amber/serialize/archive.h"
 #include "archive.pb.h"
@@ -34,15 +35,19 @@ enum Msg : uint8_t {
   kWarning,
   kKeyValue,
   kMetadata,
+  kSymTerm,
+  kSymPart,
+  kSymbolSize,
   kNumMsgs
 };
 
 // The heap size of one parsed message of each type (the object, malloc's overhead, and its
 // slot in the parent's repeated field with room to grow).
 constexpr std::array<size_t, kNumMsgs> kMsgBytes = {
-    sizeof(pb::Model),        sizeof(pb::Graph),  sizeof(pb::Dim),       sizeof(pb::ValueInfo), sizeof(pb::Constant),
-    sizeof(pb::Ints),         sizeof(pb::Floats), sizeof(pb::Attribute), sizeof(pb::Node),      sizeof(pb::Output),
-    sizeof(pb::TensorRecord), sizeof(pb::Shape),  sizeof(pb::Warning),   sizeof(pb::KeyValue),  sizeof(pb::Metadata)};
+    sizeof(pb::Model),        sizeof(pb::Graph),   sizeof(pb::Dim),       sizeof(pb::ValueInfo), sizeof(pb::Constant),
+    sizeof(pb::Ints),         sizeof(pb::Floats),  sizeof(pb::Attribute), sizeof(pb::Node),      sizeof(pb::Output),
+    sizeof(pb::TensorRecord), sizeof(pb::Shape),   sizeof(pb::Warning),   sizeof(pb::KeyValue),  sizeof(pb::Metadata),
+    sizeof(pb::SymTerm),      sizeof(pb::SymPart), sizeof(pb::SymbolSize)};
 constexpr uint64_t kOverhead = 32;
 constexpr uint64_t kStringBytes = sizeof(std::string) + kOverhead;  // plus the text past the inline buffer
 constexpr uint64_t kElementBytes = 16;                              // a list element, the list growing by doubling
@@ -60,6 +65,8 @@ enum Count : uint8_t {
   kShapes,
   kWarnings,
   kExtras,
+  kTerms,
+  kSymbols,
   kNumCounts
 };
 struct CountSpec {
@@ -79,6 +86,8 @@ constexpr std::array<CountSpec, kNumCounts> kCounts = {{
     {"example input shapes", ArchiveLimits::kMaxGraphIO, false},
     {"trace warnings", ArchiveLimits::kMaxGraphIO, false},
     {"metadata entries", ArchiveLimits::kMaxGraphIO, false},
+    {"terms", uint64_t(graph::kMaxSymTerms), true},
+    {"symbols", 26, true},
 }};
 
 enum class Kind : uint8_t { scalar, fixed64, numbers, doubles, string, message };
@@ -111,8 +120,12 @@ const std::array<MsgSpec, kNumMsgs>& schema() {
         {2, K::message, kConstant, kConstants, "constants"},
         {3, K::message, kNode, kNodes, "nodes"},
         {4, K::message, kOutput, kOutputs, "outputs"},
-        {5, K::scalar, kGraph, kNone, "traced_batch"}}},
-      {"Dim", {{1, K::scalar, kDim, kNone, "coef"}, {2, K::scalar, kDim, kNone, "value"}}},
+        {5, K::scalar, kGraph, kNone, "traced_batch"},
+        {6, K::message, kSymbolSize, kSymbols, "traced"}}},
+      {"Dim",
+       {{1, K::scalar, kDim, kNone, "coef"},
+        {2, K::scalar, kDim, kNone, "value"},
+        {3, K::message, kSymTerm, kTerms, "terms"}}},
       {"ValueInfo",
        {{1, K::string, kValueInfo, kNone, "a value name"},
         {2, K::scalar, kValueInfo, kNone, "dtype"},
@@ -130,7 +143,8 @@ const std::array<MsgSpec, kNumMsgs>& schema() {
         {7, K::message, kFloats, kNone, "floats"},
         {8, K::string, kAttribute, kNone, "a string attribute"},
         {9, K::scalar, kAttribute, kNone, "dtype"},
-        {10, K::numbers, kAttribute, kList, "coefs"}}},
+        {10, K::numbers, kAttribute, kList, "coefs"},
+        {11, K::message, kSymPart, kList, "syms"}}},
       {"Node",
        {{1, K::string, kNode, kNone, "an op name"},
         {2, K::scalar, kNode, kNone, "op_version"},
@@ -159,6 +173,9 @@ const std::array<MsgSpec, kNumMsgs>& schema() {
         {2, K::message, kWarning, kWarnings, "trace_warnings"},
         {3, K::scalar, kMetadata, kNone, "creation_time"},
         {4, K::message, kKeyValue, kExtras, "extra"}}},
+      {"SymTerm", {{1, K::scalar, kSymTerm, kNone, "symbols"}, {2, K::scalar, kSymTerm, kNone, "coef"}}},
+      {"SymPart", {{1, K::message, kSymTerm, kTerms, "terms"}}},
+      {"SymbolSize", {{1, K::string, kSymbolSize, kNone, "a symbol"}, {2, K::scalar, kSymbolSize, kNone, "size"}}},
   }};
   return s;
 }

@@ -1375,6 +1375,13 @@ def models_reference(out):
                     io[f"output.b{batch}"] = model(x, src_key_padding_mask=masks[name][batch])
                 else:
                     io[f"output.b{batch}"] = model(x)
+        if name == "transformer":  # one archive serves every length: (N, T) other than 128
+            g = torch.Generator().manual_seed(7)
+            for n, t in [(2, 16), (1, 77), (1, 512)]:
+                x = torch.randn(n, t, 256, generator=g)
+                io[f"input.n{n}.t{t}"] = x
+                with torch.no_grad():
+                    io[f"output.n{n}.t{t}"] = model(x)
         save_file(io, os.path.join(out, f"{name}_io.safetensors"), {"batches": ",".join(map(str, inputs[name]))})
 
 

@@ -246,10 +246,10 @@ TEST_CASE("seed programs without a batch dim: static traces, and dynamic batch r
     const char* refusal;  // why a dynamic batch cannot be traced: x.mm(x) needs a square x, the
                           // loop runs once per row, a and b have different numbers of points
   };
-  for (const Seed& s :
-       {Seed{"mm_add", mm_add, 3, 1, "fails at batch 4, so it bakes the batch size in"},
-        Seed{"loop_rows", loop_rows, 3, 1, "the model's structure depends on the batch size"},
-        Seed{"pairwise", pairwise, 100, 2, "inputs disagree on the batch size (100 and 200 in dim 0)"}}) {
+  for (const Seed& s : {Seed{"mm_add", mm_add, 3, 1, "fails at N=4, so it bakes a size in"},
+                        Seed{"loop_rows", loop_rows, 3, 1, "the model's structure depends on a dynamic size"},
+                        Seed{"pairwise", pairwise, 100, 2,
+                             "the inputs disagree on the size N: 100 in input 0 dim 0, 200 in input 1 dim 0"}}) {
     const auto batches = seed_batches(s.name, {s.size}, s.num_inputs, true);
     AMBER_REQUIRE_ERROR(trace(s.fn, batches[0].inputs, trace_options(true)), s.refusal);
     conform(s.name, 1e-6, 1e-6, s.fn, trace(s.fn, batches[0].inputs, trace_options(false)), batches);
@@ -271,9 +271,21 @@ TEST_CASE("torchvision's ResNet-18 traced at batch 1 serves batch 8", "[e2e][mod
   conform_model("resnet18", net, 1e-5, 1e-4);
 }
 
-TEST_CASE("the transformer encoder traced at batch 1 serves batch 8", "[e2e][models]") {
+TEST_CASE("the transformer encoder traced once at [1, 128] serves any batch and sequence length", "[e2e][models]") {
   nn::TransformerEncoder encoder(models::transformer_options(), models::kTransformerLayers);
-  conform_model("transformer", encoder, 1e-5, 1e-4);
+  std::vector<Batch> batches = model_batches("transformer");
+  SafetensorsFile io = open_ref("transformer_io.safetensors");
+  for (const char* nt : {"n2.t16", "n1.t77", "n1.t512"})  // (N, T) other than the traced length 128
+    batches.push_back({nt, {io.tensor(str("input.", nt))}, io.tensor(str("output.", nt))});
+  encoder.load_state(test::refdata_dir() + "/transformer.safetensors");
+  encoder.eval();
+  TraceOptions o = trace_options(true);
+  o.dynamic_dims = {{0, 1, 'T'}};
+  const TracedModule traced = trace(encoder, batches[0].inputs, o);
+  CHECK(traced.graph().inputs()[0]->type.shape ==
+        graph::SymShape{graph::SymInt::symbol('N'), graph::SymInt::symbol('T'), graph::SymInt(256)});
+  conform(
+      "transformer", 1e-5, 1e-4, [&](const std::vector<Tensor>& in) { return encoder(in[0]); }, traced, batches);
 }
 
 TEST_CASE("a U-Net-style decoder (transposed convolutions, group norm, upsampling) traced at batch 1 serves batch 8",
@@ -353,5 +365,5 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());
   if (!int8_skip_reason().empty()) std::printf("loaded CPU int8 skipped: %s\n", int8_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).
-  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2 + 3 * 4 + 2);  // the last two terms: control flow
+  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2 + 3 * 4 + 2 + 3);  // control flow, the transformer's lengths
 }

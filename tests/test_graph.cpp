@@ -87,7 +87,7 @@ TEST_CASE("graph text round-trips", "[graph][text]") {
   CHECK(g.find("w")->data.to_vector<float>()[1] == -2.5f);
   CHECK(g.find("1")->producer->scope == "layer1.0.fc");
   // Instantiation evaluates the symbolic dims and attributes.
-  Graph g3 = g.instantiate(3);
+  Graph g3 = g.instantiate(graph::SymValues('N', 3));
   CHECK(!g3.is_dynamic());
   CHECK(to_text(g3).find("%2 : f32[6, 1] = reshape(%1, shape=[6, -1])") != std::string::npos);
 }

@@ -200,15 +200,15 @@ TEST_CASE("dynamic batch: sizes become expressions in N; what cannot generalise 
   }
   // A size baked in: the model fails at batch 3.
   auto baked = [](const Tensor& x) { return x.reshape({2, 12}); };
-  AMBER_REQUIRE_ERROR(trace(baked, {randn({2, 3, 4})}, o), "fails at batch 3, so it bakes the batch size in");
+  AMBER_REQUIRE_ERROR(trace(baked, {randn({2, 3, 4})}, o), "fails at N=3, so it bakes a size in");
   // A constant sized by the batch, made outside the op table.
   auto captured = [](const Tensor& x) {
     return x + tensor(std::vector<float>(size_t(x.size(0)) * 3, 1.f), {x.size(0), 3});
   };
-  AMBER_REQUIRE_ERROR(trace(captured, {randn({2, 3})}, o), "it bakes the batch size in");
+  AMBER_REQUIRE_ERROR(trace(captured, {randn({2, 3})}, o), "it bakes a dynamic size in");
   // The structure depends on dim 0 (a time loop, not a batch).
   models::ElmanRNN rnn(3, 4, 2);
-  AMBER_REQUIRE_ERROR(trace(rnn, {randn({3, 1, 3})}, o), "the model's structure depends on the batch size");
+  AMBER_REQUIRE_ERROR(trace(rnn, {randn({3, 1, 3})}, o), "the model's structure depends on a dynamic size");
   // ... but its batch is dim 1 ([T, N, in]): with batch_dim = 1 it generalises.
   o.batch_dim = 1;
   TracedModule seq = trace(rnn, {randn({3, 1, 3})}, o);
@@ -217,6 +217,58 @@ TEST_CASE("dynamic batch: sizes become expressions in N; what cannot generalise 
   check_close(seq.forward({x5})[0], rnn(x5), 1e-6, 1e-6, "Elman RNN traced at N=1, run at N=5");
   o.batch_dim = 3;
   AMBER_REQUIRE_ERROR(trace(rnn, {randn({3, 1, 3})}, o), "has no batch dimension 3 to vary");
+}
+
+TEST_CASE("named dynamic dims: sizes in N and T, products included; what does not fit is refused",
+          "[tracer][dynamic]") {
+  const Tensor w = randn({8, 5});
+  // x [N, T, 8]: flattened to [N*T, 8] for a matmul, back to [N, T, 5], a T-long
+  // position ramp added, then the first T-1 steps and the sum over T.
+  auto f = [&](const Tensor& x) {
+    const int64_t n = x.size(0), t = x.size(1);
+    Tensor y = x.reshape({n * t, 8}).matmul(w).reshape({n, t, 5});
+    y = y + arange(int64_t(0), t, int64_t(1), {DType::f32}).reshape({1, t, 1});
+    return std::vector<Tensor>{y.slice(1, 0, t - 1), y.sum({1})};
+  };
+  TraceOptions o = quiet();
+  o.dynamic_batch = true;
+  o.dynamic_dims = {{0, 1, 'T'}};
+  TracedModule t = trace(f, {randn({2, 3, 8})}, o);
+  const std::string text = graph::to_text(t.graph());
+  INFO(text);
+  CHECK(text.rfind("graph(%input0 : f32[N, T, 8])", 0) == 0);
+  CHECK_THAT(text, Catch::Matchers::Contains("f32[N*T, 8]"));
+  CHECK_THAT(text, Catch::Matchers::Contains("f32[N, T-1, 5]"));
+  graph::SymValues traced('N', 2);
+  traced.set('T', 3);
+  CHECK(t.graph().traced == traced);
+  check_round_trip(t.graph());
+  const Model m = load(t.save_to_bytes());
+  CHECK(m.metadata().format_minor == 2);  // sizes in T and products: format 1.2
+  for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {5, 7}, {3, 40}}) {
+    const Tensor x = randn({n, len, 8});
+    const auto want = f(x);
+    const auto got = t.forward({x});
+    const auto loaded = m.forward({x});
+    for (size_t k = 0; k < 2; ++k) {
+      check_close(got[k], want[k], 1e-5, 1e-5, str("traced, N=", n, " T=", len));
+      check_close(loaded[k], want[k], 1e-5, 1e-5, str("loaded, N=", n, " T=", len));
+    }
+  }
+  // The inputs must agree with each other: two inputs of one T.
+  AMBER_REQUIRE_ERROR(m.forward({randn({2, 3, 9})}), "input0: expected f32[N, T, 8]");
+  // A size divided: fits the traces at T=4 and 5, not at 6.
+  auto halve = [](const Tensor& x) { return x.slice(1, 0, x.size(1) / 2); };
+  TraceOptions ot = quiet();
+  ot.dynamic_dims = {{0, 1, 'T'}};
+  AMBER_REQUIRE_ERROR(trace(halve, {randn({2, 4})}, ot), "not a sum of products of T (a size divided, squared");
+  // Symbols are letters, one size each, at most three.
+  ot.dynamic_dims = {{0, 1, 't'}};
+  AMBER_REQUIRE_ERROR(trace(halve, {randn({2, 4})}, ot), "one upper-case letter, got 't'");
+  ot.dynamic_dims = {{0, 0, 'T'}, {0, 1, 'T'}};
+  AMBER_REQUIRE_ERROR(trace(halve, {randn({2, 4})}, ot), "the inputs disagree on the size T: 2 in input 0 dim 0");
+  ot.dynamic_dims = {{0, 0, 'A'}, {0, 1, 'B'}, {0, 2, 'C'}, {0, 3, 'D'}};
+  AMBER_REQUIRE_ERROR(trace(halve, {randn({2, 4, 1, 1})}, ot), "4 dynamic symbols; at most 3");
 }
 
 // ---- whole models, with PyTorch's weights ----

@@ -23,8 +23,10 @@ commands:
   inspect FILE [--graph]          inputs, outputs, op histogram, weights, metadata, trace warnings
                                   (--graph: print the graph text instead)
   run FILE [--inputs IN.safetensors] [--outputs OUT.safetensors] [--batch N] [--seed S]
-           [--anomaly]            run once; inputs keyed by input name (random when absent)
-  bench FILE [--batch N] [--iters N] [--seconds S] [--json] [--profile]
+           [--sizes T=64,...] [--anomaly]
+                                  run once; inputs keyed by input name (random when absent;
+                                  --batch, --sizes: their dynamic sizes)
+  bench FILE [--batch N] [--sizes T=64,...] [--iters N] [--seconds S] [--json] [--profile]
                                   first-call latency, p50/p90/p99, throughput, peak memory
   dot FILE                        the graph as Graphviz text
   import MODEL.onnx -o OUT.amber  an ONNX model to an archive (runs amber-import; amber import --help)

@@ -1,6 +1,6 @@
-// `amber bench FILE [--batch N] [--iters N] [--seconds S] [--json] [--profile]`: load time,
-// first-call latency, latency percentiles over repeated calls, throughput and peak memory;
-// --profile adds the per-node table. Progress goes to stderr on runs longer than a second.
+// `amber bench FILE [--batch N] [--sizes T=64,...] [--iters N] [--seconds S] [--json]
+// [--profile]`: load time, first-call latency, latency percentiles over repeated calls,
+// throughput and peak memory; --profile adds the per-node table. Progress goes to stderr on runs longer than a second.
 // The --json fields are documented in docs/CLI.md.
 
 #include <sys/resource.h>
@@ -34,7 +34,7 @@ double peak_rss_mib() {
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& argv) {
-  Args a(argv, {"json", "profile"}, {"batch", "iters", "seconds", "seed"});
+  Args a(argv, {"json", "profile"}, {"batch", "sizes", "iters", "seconds", "seed"});
   LoadOptions o = load_options(a);
   o.profile = a.flag("profile");
   const int64_t iters = a.get_int("iters", 100, 1, 100'000'000);
@@ -97,7 +97,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     j["max_ms"] = *std::max_element(lat.begin(), lat.end());
     j["throughput_per_s"] = throughput;
     j["peak_rss_mib"] = peak_rss_mib();
-    j["workspace_bytes"] = m.workspace_bytes(batch);
+    j["workspace_bytes"] = m.workspace_bytes(graph::symbol_values(m.graph(), inputs));
     if (o.profile) {
       nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
       for (const NodeProfile& p : prof)

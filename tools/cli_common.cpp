@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <sstream>
 
 #include "cli.h"
 
@@ -167,16 +168,35 @@ std::vector<Tensor> make_inputs(const Model& m, const Args& a) {
   }
   manual_seed(uint64_t(a.get_int("seed", 0, 0, INT64_MAX)));
   const ArchiveInfo& info = m.metadata();
-  const bool batch_given = a.has("batch");
-  const int64_t n = a.get_int("batch", m.traced_batch() > 0 ? m.traced_batch() : 1, 0, 1 << 30);
-  bool any_dynamic = false;
-  for (const IOInfo& io : ins) any_dynamic |= io.dynamic;
-  if (batch_given && !any_dynamic)
-    throw UsageError("--batch: this model's input shapes are fixed (it was traced without a dynamic batch)");
+  const bool batch_given = a.has("batch"), sizes_given = a.has("sizes");
+  graph::SymValues at = m.traced_sizes();
+  if (batch_given) {
+    if (!at.has('N'))
+      throw UsageError(
+          "--batch: this model's input shapes do not depend on a batch size N (it was traced "
+          "without a dynamic batch)");
+    at.set('N', a.get_int("batch", 1, 0, 1 << 30));
+  }
+  if (sizes_given) {  // "T=64,N=2"
+    std::stringstream list(a.get("sizes"));
+    for (std::string item; std::getline(list, item, ',');) {
+      int64_t v = -1;
+      const bool ok = item.size() >= 3 && item[1] == '=' &&
+                      std::from_chars(item.data() + 2, item.data() + item.size(), v).ptr == item.data() + item.size();
+      if (!ok || v < 0 || v > (1 << 30))
+        throw UsageError(str("--sizes: '", item, "' is not SYMBOL=SIZE (a letter, a size from 0 to 2^30)"));
+      if (!at.has(item[0]))
+        throw UsageError(str("--sizes: the model's sizes do not depend on ", item[0],
+                             at.bound ? str(" (they depend on ", graph::symbol_names(at.bound), ")")
+                                      : std::string(" (its shapes are fixed)")));
+      at.set(item[0], v);
+    }
+  }
+  const bool chosen = batch_given || sizes_given;
   for (size_t i = 0; i < ins.size(); ++i) {
     const IOInfo& io = ins[i];
     const DimVec sizes =
-        !batch_given && i < info.example_input_shapes.size() ? info.example_input_shapes[i] : io.sizes_at(n);
+        !chosen && i < info.example_input_shapes.size() ? info.example_input_shapes[i] : io.sizes_at(at);
     if (io.dtype == DType::f32 || io.dtype == DType::f64)
       out.push_back(randn(sizes, io.dtype));
     else if (is_floating(io.dtype))

@@ -30,7 +30,11 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     std::printf("created: %s\n", buf);
   }
   const bool dynamic = m.graph().is_dynamic();
-  std::printf("batch: %s\n", dynamic ? str("dynamic (N), traced at N=", m.traced_batch()).c_str() : "static");
+  const graph::SymValues& traced = m.traced_sizes();
+  // "batch: dynamic (N), traced at N=1"; other symbols: "sizes: dynamic (N, T), traced at N=1, T=128".
+  std::printf(
+      "%s: %s\n", traced.bound & ~graph::symbol_bit('N') ? "sizes" : "batch",
+      dynamic ? str("dynamic (", graph::symbol_names(traced.bound), "), traced at ", traced).c_str() : "static");
   auto print_io = [](const char* title, const std::vector<IOInfo>& list) {
     std::printf("%s:\n", title);
     for (const IOInfo& io : list)
@@ -63,7 +67,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               static_cast<unsigned long long>(info.weight_count), format_bytes(double(info.weight_bytes)).c_str(),
               static_cast<unsigned long long>(info.weights_mapped));
   std::printf("intermediate memory per call: %s%s\n", format_bytes(double(m.workspace_bytes())).c_str(),
-              dynamic ? str(" at N=", std::max<int64_t>(m.traced_batch(), 1)).c_str() : "");
+              dynamic ? str(" at ", traced).c_str() : "");
   for (const auto& [k, v] : info.extra) std::printf("metadata: %s = %s\n", k.c_str(), v.c_str());
   if (info.warnings.empty()) {
     std::printf("trace warnings: none\n");

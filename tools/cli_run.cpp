@@ -1,5 +1,5 @@
 // `amber run FILE [--inputs IN.safetensors] [--outputs OUT.safetensors] [--batch N]
-// [--seed S] [--anomaly]`: one forward call. Inputs come keyed by the model's input names
+// [--sizes T=64,...] [--seed S] [--anomaly]`: one forward call. Inputs come keyed by the model's input names
 // (or are generated); outputs are written keyed by output names and summarised.
 
 #include <chrono>
@@ -39,9 +39,9 @@ void summarize(const std::string& name, const Tensor& t) {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
-  Args a(argv, {"anomaly"}, {"inputs", "outputs", "batch", "seed"});
-  if (a.has("inputs") && (a.has("batch") || a.has("seed")))
-    throw UsageError("--batch and --seed choose generated inputs; they cannot be used with --inputs");
+  Args a(argv, {"anomaly"}, {"inputs", "outputs", "batch", "sizes", "seed"});
+  if (a.has("inputs") && (a.has("batch") || a.has("sizes") || a.has("seed")))
+    throw UsageError("--batch, --sizes and --seed choose generated inputs; they cannot be used with --inputs");
   LoadOptions o = load_options(a);
   o.anomaly_mode = a.flag("anomaly");
   const auto t0 = std::chrono::steady_clock::now();

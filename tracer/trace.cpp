@@ -1,13 +1,17 @@
 // The tracer (trace.h): a DispatchHook that appends one node per executed op (a control-flow
-// body's ops into the body's own graph), unification of two traces into a graph with the batch
-// symbol N, and check_trace.
+// body's ops into the body's own graph), unification of the traces at several sizes into a
+// graph whose sizes are sums of products of the dynamic dims' symbols, and check_trace.
 
 #include "amber/tracer/trace.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -262,7 +266,7 @@ Recording record(const TraceFn& fn, const std::vector<Tensor>& inputs, const Tra
   return r;
 }
 
-// ---- dynamic batch: unify the traces at batch b and b + 1 ----
+// ---- dynamic dims: unify the traces at every corner of the sizes' unit cube ----
 
 std::string describe(const Node& n) {
   std::string s = str("node %", n.outputs.empty() ? std::string("?") : n.outputs[0]->name, " = ", n.op->name);
@@ -270,112 +274,238 @@ std::string describe(const Node& n) {
   return s;
 }
 
-// The affine dim through (b, x1) and (b + 1, x2).
-graph::SymInt fit(int64_t b, int64_t x1, int64_t x2) {
-  const int64_t coef = x2 - x1;
-  return graph::SymInt(coef, x1 - coef * b);
-}
+// The traces of one dynamic trace: the symbols, their example sizes, and the graphs recorded
+// with the symbols in corner mask c one larger (graphs[c], c < 2^k; graphs[0] the examples'),
+// and `check`, recorded with every symbol two larger.
+struct Corners {
+  std::vector<char> symbols;
+  std::vector<int64_t> base;
+  std::vector<const Graph*> graphs;
+  const Graph* check = nullptr;
 
-graph::SymShape unify_shape(const graph::SymShape& s1, const graph::SymShape& s2, int64_t b, const std::string& what) {
-  AMBER_CHECK(s1.size() == s2.size(), "trace (dynamic batch): ", what, " has rank ", s1.size(), " at batch ", b,
-              " but ", s2.size(), " at batch ", b + 1);
-  graph::SymShape out;
-  for (size_t i = 0; i < s1.size(); ++i) out.push_back(fit(b, s1[i].value, s2[i].value));
-  return out;
-}
-
-void unify(Graph& g1, const Graph& g2, int64_t b) {
-  const std::string at = str(" at batch ", b, " and ", b + 1);
-  const auto n1 = g1.nodes(), n2 = g2.nodes();
-  AMBER_CHECK(n1.size() == n2.size(), "trace (dynamic batch): the graph has ", n1.size(), " nodes at batch ", b,
-              " but ", n2.size(), " at batch ", b + 1,
-              ": the model's structure depends on the batch size (a loop over the batch, or a size read from data?); "
-              "trace at a fixed batch size instead");
-  for (Value* v : g1.inputs())
-    v->type.shape = unify_shape(v->type.shape, g2.find(v->name)->type.shape, b, "input %" + v->name);
-  for (Value* c : g1.constants()) {
-    const Value* c2 = g2.find(c->name);
-    AMBER_CHECK(c2 && c2->is_constant(), "trace (dynamic batch): constant %", c->name, " exists at batch ", b,
-                " only: the model's structure depends on the batch size");
-    AMBER_CHECK(c->type == c2->type, "trace (dynamic batch): constant %", c->name,
-                c->source.empty() ? std::string() : " (created at " + c->source + ")", " has type ", c->type,
-                " at batch ", b, " but ", c2->type, " at batch ", b + 1,
-                ": it bakes the batch size in; compute it inside the traced code from the input's size");
+  size_t count() const { return graphs.size(); }
+  graph::SymValues at(size_t c, int64_t plus = 1) const {
+    graph::SymValues v;
+    for (size_t j = 0; j < symbols.size(); ++j) v.set(symbols[j], base[j] + ((c >> j) & 1 ? plus : 0));
+    return v;
   }
-  for (size_t i = 0; i < n1.size(); ++i) {
-    Node& a = *n1[i];
-    const Node& c = *n2[i];
-    AMBER_CHECK(a.op == c.op && a.inputs.size() == c.inputs.size() && a.outputs.size() == c.outputs.size(),
-                "trace (dynamic batch): ", describe(a), " at batch ", b, " is ", describe(c), " at batch ", b + 1,
-                ": the model's structure depends on the batch size");
-    for (size_t k = 0; k < a.inputs.size(); ++k) {
-      const bool same =
-          (!a.inputs[k] && !c.inputs[k]) || (a.inputs[k] && c.inputs[k] && a.inputs[k]->name == c.inputs[k]->name);
-      AMBER_CHECK(same, "trace (dynamic batch): ", describe(a), " reads different values", at,
-                  ": the model's structure depends on the batch size");
-    }
-    AMBER_CHECK(a.bodies.size() == c.bodies.size(), "trace (dynamic batch): ", describe(a),
-                " has a different number of bodies", at);
-    for (size_t k = 0; k < a.bodies.size(); ++k) unify(*a.bodies[k], *c.bodies[k], b);
-    a.attr_coefs.assign(a.attrs.size(), {});
-    bool symbolic = false;
-    for (size_t k = 0; k < a.attrs.size(); ++k) {
-      const Attr &x = a.attrs[k], &y = c.attrs[k];
-      if (x == y) continue;
-      const std::string& name = a.op->attr_spec(int(k)).name;
-      if (x.kind() == AttrKind::i && y.kind() == AttrKind::i) {
-        const graph::SymInt s = fit(b, x.i(), y.i());
-        a.attrs[k] = Attr(s.value);
-        a.attr_coefs[k] = {s.coef};
-        symbolic = true;
-      } else if (x.kind() == AttrKind::ints && y.kind() == AttrKind::ints && x.ints().size() == y.ints().size()) {
-        std::vector<int64_t> values, coefs;
-        for (size_t e = 0; e < x.ints().size(); ++e) {
-          const graph::SymInt s = fit(b, x.ints()[e], y.ints()[e]);
-          values.push_back(s.value);
-          coefs.push_back(s.coef);
+  std::string label(size_t c) const { return str(at(c)); }
+  std::string check_label() const { return str(at(count() - 1, 2)); }
+};
+
+// The sum of products of the symbols that takes the values xs at the corners (xs[c] at
+// corners.at(c)), checked against x_check at every symbol two larger; nullopt when it does
+// not take that value there (or overflows).
+std::optional<graph::SymInt> fit(const Corners& k, const std::vector<int64_t>& xs, int64_t x_check) {
+  const size_t n = xs.size();
+  try {
+    // Coefficients in u_j = s_j - base_j (Moebius inversion over the corners) ...
+    std::vector<int64_t> d(n, 0);
+    for (size_t m = 0; m < n; ++m)
+      for (size_t sub = m;; sub = (sub - 1) & m) {
+        const int64_t sign = std::popcount(m ^ sub) % 2 ? -1 : 1;
+        d[m] = checked_add(d[m], checked_mul(sign, xs[sub], "a dynamic size"), "a dynamic size");
+        if (sub == 0) break;
+      }
+    // ... expanded in s: prod_{j in m} (s_j - b_j) = sum_{t in m} prod_{j in t} s_j prod_{j in m\t} -b_j.
+    graph::SymInt out;
+    for (size_t m = 0; m < n; ++m) {
+      if (d[m] == 0) continue;
+      for (size_t t = m;; t = (t - 1) & m) {
+        int64_t c = d[m];
+        graph::SymMask symbols = 0;
+        for (size_t j = 0; j < k.symbols.size(); ++j) {
+          if (!((m >> j) & 1)) continue;
+          if ((t >> j) & 1)
+            symbols |= graph::symbol_bit(k.symbols[j]);
+          else
+            c = checked_mul(c, -k.base[j], "a dynamic size");
         }
-        a.attrs[k] = Attr(values);
-        a.attr_coefs[k] = coefs;
-        symbolic = true;
-      } else {
-        throw Error(str("trace (dynamic batch): ", describe(a), ": attribute ", name, " is ", x, " at batch ", b,
-                        " but ", y, " at batch ", b + 1,
-                        ": a value that depends on the batch size and cannot be "
-                        "expressed as a size (read on the host?); trace at a fixed batch size instead"));
+        out.add(symbols, c);
+        if (t == 0) break;
       }
     }
-    if (!symbolic) a.attr_coefs.clear();
-    for (size_t k = 0; k < a.outputs.size(); ++k)
-      a.outputs[k]->type.shape = unify_shape(a.outputs[k]->type.shape, c.outputs[k]->type.shape, b,
-                                             describe(a) + " output %" + a.outputs[k]->name);
+    if (out.at(k.at(n - 1, 2)) != x_check) return std::nullopt;
+    return out;
+  } catch (const Error&) {
+    return std::nullopt;
   }
-  g1.traced_batch = b;
 }
 
-// The first example input with a batch dim (0-d inputs have none), or null.
-const Tensor* first_batched(const std::vector<Tensor>& inputs) {
-  for (const Tensor& t : inputs)
-    if (t.dim() > 0) return &t;
-  return nullptr;
+// One size or attribute value across the traces, fitted; what cannot be is an error.
+graph::SymInt unify_int(const Corners& k, const std::function<int64_t(const Graph&)>& value, const std::string& what) {
+  std::vector<int64_t> xs;
+  for (const Graph* g : k.graphs) xs.push_back(value(*g));
+  const int64_t x_check = value(*k.check);
+  if (std::optional<graph::SymInt> s = fit(k, xs, x_check)) return *s;
+  std::string seen;
+  for (size_t c = 0; c < xs.size(); ++c) seen += str(c ? "; " : "", xs[c], " at ", k.label(c));
+  throw Error(str("trace (dynamic dims): ", what, " is ", seen, "; ", x_check, " at ", k.check_label(),
+                  ": not a sum of products of ", graph::symbol_names(k.at(0).bound),
+                  " (a size divided, squared or clamped?); make that dim static or compute it from whole sizes"));
 }
 
-// The example inputs with one more entry along batch dim d (the first one repeated); 0-d
-// inputs (a loop's count, a limit, a flag) stay as they are.
-std::vector<Tensor> grow_batch(const std::vector<Tensor>& inputs, int d) {
-  std::vector<Tensor> out;
-  const Tensor* ref = first_batched(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    if (t.dim() == 0) {
-      out.push_back(t);
-      continue;
+void unify(Graph& g0, const Corners& k, const std::function<const Graph&(const Graph&)>& corresponding) {
+  const std::string at = str(" at ", k.label(0), " and at ", k.check_label());
+  // The graph of each trace that corresponds to g0 (g0 itself may be a body of the first).
+  Corners here = k;
+  std::vector<const Graph*> gs;
+  for (const Graph* g : k.graphs) gs.push_back(&corresponding(*g));
+  here.graphs = gs;
+  here.check = &corresponding(*k.check);
+  std::vector<std::vector<Node*>> nodes;
+  for (const Graph* g : here.graphs) nodes.push_back(g->nodes());
+  nodes.push_back(here.check->nodes());
+  const std::vector<Node*>& n0 = nodes[0];
+  for (size_t c = 1; c < nodes.size(); ++c)
+    AMBER_CHECK(nodes[c].size() == n0.size(), "trace (dynamic dims): the graph has ", n0.size(), " nodes at ",
+                k.label(0), " but ", nodes[c].size(), " at ", c + 1 < nodes.size() ? k.label(c) : k.check_label(),
+                ": the model's structure depends on a dynamic size (a loop over it, or a size read from data?); "
+                "make that dim static");
+  auto find_in = [&](size_t c, const std::string& name) -> const Value* {
+    return (c < here.graphs.size() ? here.graphs[c] : here.check)->find(name);
+  };
+  auto shape_of = [&](const std::string& name, const graph::SymShape& s0, const std::string& what) {
+    for (size_t c = 0; c < nodes.size(); ++c) {
+      const Value* v = find_in(c, name);
+      AMBER_CHECK(v && v->type.shape.size() == s0.size(), "trace (dynamic dims): ", what, " has rank ", s0.size(),
+                  " at ", k.label(0), " but not at ", c + 1 < nodes.size() ? k.label(c) : k.check_label());
     }
-    AMBER_CHECK(d < t.dim() && t.size(d) >= 1, "trace (dynamic batch): input ", i, " of shape ", t.sizes(),
-                " has no batch dimension ", d, " to vary");
-    AMBER_CHECK(t.size(d) == ref->size(d), "trace (dynamic batch): inputs disagree on the batch size (", ref->size(d),
-                " and ", t.size(d), " in dim ", d, ")");
-    out.push_back(cat({t, t.slice(d, 0, 1, 1, SrcLoc::none())}, d, SrcLoc::none()));
+    graph::SymShape out;
+    for (size_t i = 0; i < s0.size(); ++i)
+      out.push_back(unify_int(
+          here, [&](const Graph& g) { return g.find(name)->type.shape[i].value; }, str(what, " dim ", i)));
+    return out;
+  };
+  for (Value* v : g0.inputs()) v->type.shape = shape_of(v->name, v->type.shape, "input %" + v->name);
+  for (Value* c : g0.constants())
+    for (size_t t = 0; t < nodes.size(); ++t) {
+      const Value* ct = find_in(t, c->name);
+      AMBER_CHECK(ct && ct->is_constant() && ct->type == c->type, "trace (dynamic dims): constant %", c->name,
+                  c->source.empty() ? std::string() : " (created at " + c->source + ")", " is ", c->type, " at ",
+                  k.label(0), ct ? str(" but ", ct->type, " at ") : std::string(" and missing at "),
+                  t + 1 < nodes.size() ? k.label(t) : k.check_label(),
+                  ": it bakes a dynamic size in; compute it inside the traced code from the input's size");
+    }
+  for (size_t i = 0; i < n0.size(); ++i) {
+    Node& a = *n0[i];
+    for (size_t t = 1; t < nodes.size(); ++t) {
+      const Node& c = *nodes[t][i];
+      const std::string there = t + 1 < nodes.size() ? k.label(t) : k.check_label();
+      AMBER_CHECK(a.op == c.op && a.inputs.size() == c.inputs.size() && a.outputs.size() == c.outputs.size() &&
+                      a.attrs.size() == c.attrs.size() && a.bodies.size() == c.bodies.size(),
+                  "trace (dynamic dims): ", describe(a), " at ", k.label(0), " is ", describe(c), " at ", there,
+                  ": the model's structure depends on a dynamic size");
+      for (size_t j = 0; j < a.inputs.size(); ++j) {
+        const bool same =
+            (!a.inputs[j] && !c.inputs[j]) || (a.inputs[j] && c.inputs[j] && a.inputs[j]->name == c.inputs[j]->name);
+        AMBER_CHECK(same, "trace (dynamic dims): ", describe(a), " reads different values", at,
+                    ": the model's structure depends on a dynamic size");
+      }
+    }
+    // The node at index i of a corresponding graph.
+    auto node_in = [&](const Graph& g) -> const Node& {
+      size_t t = 0;
+      while (t + 1 < nodes.size() && here.graphs[t] != &g) ++t;
+      return *nodes[t][i];
+    };
+    for (size_t b = 0; b < a.bodies.size(); ++b)
+      unify(*a.bodies[b], here, [&, b](const Graph& g) -> const Graph& { return *node_in(g).bodies[b]; });
+    a.attr_syms.assign(a.attrs.size(), {});
+    bool symbolic = false;
+    for (size_t j = 0; j < a.attrs.size(); ++j) {
+      bool varies = false;
+      for (size_t t = 1; t < nodes.size(); ++t) varies |= !(nodes[t][i]->attrs[j] == a.attrs[j]);
+      if (!varies) continue;
+      const std::string& name = a.op->attr_spec(int(j)).name;
+      const Attr& x = a.attrs[j];
+      bool same_kind = true;
+      for (size_t t = 1; t < nodes.size(); ++t) {
+        const Attr& y = nodes[t][i]->attrs[j];
+        same_kind &= y.kind() == x.kind() &&
+                     (x.kind() == AttrKind::i || (x.kind() == AttrKind::ints && y.ints().size() == x.ints().size()));
+      }
+      if (!same_kind || (x.kind() != AttrKind::i && x.kind() != AttrKind::ints))
+        throw Error(str("trace (dynamic dims): ", describe(a), ": attribute ", name, " is ", x, " at ", k.label(0),
+                        " but ", nodes.back()[i]->attrs[j], " at ", k.check_label(),
+                        ": a value that depends on a dynamic size and cannot be expressed as a size (read on the "
+                        "host?); make that dim static"));
+      if (x.kind() == AttrKind::i) {
+        const graph::SymInt s = unify_int(
+            here, [&](const Graph& g) { return node_in(g).attrs[j].i(); }, describe(a) + ": attribute " + name);
+        a.attrs[j] = Attr(s.value);
+        a.attr_syms[j] = {s.symbolic_part()};
+      } else {
+        std::vector<int64_t> values;
+        std::vector<graph::SymInt> parts;
+        for (size_t e = 0; e < x.ints().size(); ++e) {
+          const graph::SymInt s = unify_int(
+              here, [&](const Graph& g) { return node_in(g).attrs[j].ints()[e]; },
+              str(describe(a), ": attribute ", name, "[", e, "]"));
+          values.push_back(s.value);
+          parts.push_back(s.symbolic_part());
+        }
+        a.attrs[j] = Attr(values);
+        a.attr_syms[j] = parts;
+      }
+      symbolic = true;
+    }
+    if (!symbolic) a.attr_syms.clear();
+    for (Value* out : a.outputs)
+      out->type.shape = shape_of(out->name, out->type.shape, describe(a) + " output %" + out->name);
+  }
+  g0.traced = k.at(0);
+}
+
+// The dynamic dims options name: dynamic_dims, and dynamic_batch's N at batch_dim of every
+// input but 0-d ones. Checked: valid inputs, dims and symbols, one size per symbol.
+std::vector<TraceOptions::DynamicDim> dynamic_dims(const std::vector<Tensor>& inputs, const TraceOptions& o,
+                                                   Corners& k) {
+  std::vector<TraceOptions::DynamicDim> dims = o.dynamic_dims;
+  if (o.dynamic_batch)
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].dim() == 0) continue;  // a loop's count, a limit, a flag
+      AMBER_CHECK(o.batch_dim < inputs[i].dim(), "trace (dynamic batch): input ", i, " of shape ", inputs[i].sizes(),
+                  " has no batch dimension ", o.batch_dim, " to vary");
+      bool named = false;
+      for (const auto& d : o.dynamic_dims) named |= d.input == i && d.dim == o.batch_dim;
+      if (!named) dims.push_back({i, o.batch_dim, 'N'});
+    }
+  std::map<char, std::pair<int64_t, std::string>> sizes;  // symbol -> (size, where)
+  for (const auto& d : dims) {
+    AMBER_CHECK(d.input < inputs.size(), "trace: a dynamic dim names input ", d.input, " of ", inputs.size());
+    const Tensor& t = inputs[d.input];
+    AMBER_CHECK(d.dim >= 0 && d.dim < t.dim(), "trace: a dynamic dim names dim ", d.dim, " of input ", d.input,
+                ", whose shape is ", t.sizes());
+    (void)graph::symbol_bit(d.symbol);
+    const std::string where = str("input ", d.input, " dim ", d.dim);
+    AMBER_CHECK(t.size(d.dim) >= 1, "trace: dynamic dim ", d.symbol, " (", where, ") is 0 in the example");
+    auto [it, fresh] = sizes.emplace(d.symbol, std::make_pair(t.size(d.dim), where));
+    AMBER_CHECK(fresh || it->second.first == t.size(d.dim), "trace: the inputs disagree on the size ",
+                std::string(1, d.symbol), ": ", it->second.first, " in ", it->second.second, ", ", t.size(d.dim),
+                " in ", where);
+  }
+  AMBER_CHECK(sizes.size() <= size_t(graph::kMaxSymbols), "trace: ", sizes.size(), " dynamic symbols; at most ",
+              graph::kMaxSymbols);
+  for (const auto& [sym, size] : sizes) {
+    k.symbols.push_back(sym);
+    k.base.push_back(size.first);
+  }
+  return dims;
+}
+
+// The example inputs with each dynamic dim of a symbol in corner c `plus` larger (the first
+// entry repeated).
+std::vector<Tensor> grow(const std::vector<Tensor>& inputs, const std::vector<TraceOptions::DynamicDim>& dims,
+                         const Corners& k, size_t c, int64_t plus) {
+  std::vector<Tensor> out = inputs;
+  for (const auto& d : dims) {
+    const size_t j = size_t(std::find(k.symbols.begin(), k.symbols.end(), d.symbol) - k.symbols.begin());
+    if (!((c >> j) & 1)) continue;
+    Tensor& t = out[d.input];
+    std::vector<Tensor> parts{t};
+    for (int64_t p = 0; p < plus; ++p) parts.push_back(t.slice(d.dim, 0, 1, 1, SrcLoc::none()));
+    t = cat(parts, d.dim, SrcLoc::none());
   }
   return out;
 }
@@ -395,20 +525,32 @@ TracedModule trace_function(const TraceFn& fn, const std::vector<Tensor>& inputs
   state->warnings = std::move(r.warnings);
   const int d = options.batch_dim;
   AMBER_CHECK(d >= 0, "trace: batch_dim must be >= 0, got ", d);
-  const Tensor* batched = first_batched(inputs);
-  if (batched && batched->dim() > d) r.graph->traced_batch = batched->size(d);
-  if (options.dynamic_batch) {
-    const int64_t b = batched && batched->dim() > d ? batched->size(d) : 0;
+  for (const Tensor& t : inputs)
+    if (t.dim() > d) {
+      r.graph->traced.set('N', t.size(d));  // recorded for static graphs too
+      break;
+    }
+  Corners k;
+  const std::vector<TraceOptions::DynamicDim> dims = dynamic_dims(inputs, options, k);
+  if (!dims.empty()) {
     TraceOptions quiet = options;
     quiet.strict = false;
-    Recording r2;
-    try {
-      r2 = record(fn, grow_batch(inputs, d), quiet, module);
-    } catch (const Error& e) {
-      throw Error(str("trace (dynamic batch): the model traced at batch ", b, " fails at batch ", b + 1,
-                      ", so it bakes the batch size in (a reshape or view to a fixed size?): ", e.what()));
-    }
-    unify(*r.graph, *r2.graph, b);
+    std::vector<Recording> more;
+    auto trace_at = [&](size_t c, int64_t plus) {
+      try {
+        more.push_back(record(fn, grow(inputs, dims, k, c, plus), quiet, module));
+      } catch (const Error& e) {
+        throw Error(str("trace (dynamic dims): the model traced at ", k.label(0), " fails at ", k.at(c, plus),
+                        ", so it bakes a size in (a reshape or view to a fixed size?): ", e.what()));
+      }
+    };
+    const size_t corners = size_t(1) << k.symbols.size();
+    for (size_t c = 1; c < corners; ++c) trace_at(c, 1);
+    trace_at(corners - 1, 2);
+    k.graphs.push_back(r.graph.get());
+    for (size_t c = 0; c + 1 < more.size(); ++c) k.graphs.push_back(more[c].graph.get());
+    k.check = more.back().graph.get();
+    unify(*r.graph, k, [](const Graph& g) -> const Graph& { return g; });
     graph::verify_or_throw(*r.graph, "the unified graph");
   }
   state->recorded = std::move(r.graph);
@@ -446,8 +588,7 @@ CheckTraceResult check_trace_function(const TracedModule& traced, const TraceFn&
   quiet.print_warnings = false;
   Recording now = record(fn, inputs, quiet, module);
   const Graph& rec = traced.recorded_graph();
-  const int64_t n = rec.is_dynamic() ? graph::batch_size_of(rec, inputs) : 0;
-  const Graph inst = rec.is_dynamic() ? rec.instantiate(n) : rec.clone();
+  const Graph inst = rec.is_dynamic() ? rec.instantiate(graph::symbol_values(rec, inputs)) : rec.clone();
   const auto a = inst.nodes(), b = now.graph->nodes();
   CheckTraceResult res;
   // Structure: the same ops with the same attributes, in the same order.

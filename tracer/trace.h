@@ -25,13 +25,26 @@ struct TraceOptions {
   // Warnings (host reads of traced values, random ops) become errors.
   bool strict = false;
   // Dim `batch_dim` of every input but 0-d ones (a loop's count, a limit) is the batch size
-  // N: the model is traced at the example batch B and at B + 1 and the two graphs unified;
-  // sizes that follow the batch become expressions in N. A structure or constant that depends
-  // on the batch size is an error at trace time.
+  // N (a dynamic dim, below, named N for each such input): sizes that follow the batch become
+  // expressions in N. A structure or constant that depends on the batch size is an error at
+  // trace time.
   bool dynamic_batch = false;
   // The inputs' batch dim: 0 ([N, ...], batch-first) unless the model is sequence-first
   // ([T, N, ...]: 1).
   int batch_dim = 0;
+  // Dims that vary between calls, each named by a symbol: one upper-case letter ("T" for a
+  // sequence length; "N" is the batch dynamic_batch names), at most 3 symbols. Dims with one
+  // symbol have one size in the examples. The model is traced at the examples' sizes and at
+  // each combination of symbols one larger (2^k traces), the graphs unified into sizes and
+  // attributes that are sums of products of the symbols ("N*T", "64*T+1"), and once more with
+  // every symbol two larger to check that fit; what does not fit (a division by a size, a
+  // size squared, a structure that changes) is an error naming the node and source line.
+  struct DynamicDim {
+    size_t input = 0;  // index into the inputs
+    int dim = 0;
+    char symbol = 'T';
+  };
+  std::vector<DynamicDim> dynamic_dims;
   // Run the optimisation passes (constant and batch-norm folding, CSE, fusion, DCE).
   bool optimize = true;
   // Print warnings to standard error when the trace ends.

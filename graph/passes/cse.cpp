@@ -18,8 +18,8 @@ void eliminate_common_subexpressions(Graph& g) {
     for (const Value* in : n->inputs) key << (in ? static_cast<const void*>(in) : nullptr) << ',';
     key << ')';
     for (const Attr& a : n->attrs) key << a << ';';
-    for (const auto& c : n->attr_coefs)
-      for (int64_t k : c) key << k << ',';
+    for (const auto& c : n->attr_syms)
+      for (const SymInt& k : c) key << k << ',';
     auto [it, fresh] = seen.emplace(key.str(), n);
     if (fresh) continue;
     Node* first = it->second;

@@ -50,7 +50,7 @@ void fold_batch_norm(Graph& g) {
                                b ? b->source : w->source);
     Node* fused =
         g.insert_node(bn, conv->op, {conv->inputs[0], wc, bc}, conv->attrs, {{g.fresh_name(), bn->outputs[0]->type}});
-    fused->attr_coefs = conv->attr_coefs;
+    fused->attr_syms = conv->attr_syms;
     fused->source = conv->source;
     fused->scope = conv->scope;
     g.replace_uses(bn->outputs[0], fused->outputs[0]);

@@ -36,7 +36,7 @@ void fold_constants(Graph& g, int64_t max_new_elements) {
     bool static_out = true;
     for (const Value* out : n->outputs) {
       static_out &= is_static(out->type.shape);
-      if (static_out) out_elems += checked_numel(concrete_shape(out->type.shape, 0));
+      if (static_out) out_elems += checked_numel(static_shape(out->type.shape));
     }
     if (!static_out || out_elems > std::max(in_elems, max_new_elements)) continue;
     std::vector<Tensor> results;

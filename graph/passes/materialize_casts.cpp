@@ -7,7 +7,7 @@
 namespace amber::graph {
 
 void materialize_casts(Graph& g) {
-  AMBER_CHECK(!g.is_dynamic(), "materialize_casts: instantiate the graph at a batch size first");
+  AMBER_CHECK(!g.is_dynamic(), "materialize_casts: instantiate the graph at its symbols' values first");
   static const OpSchema& to_op = op_schema("to");
   for (Node* n : g.nodes()) {
     if (!n->op->needs_kernel() || n->op->is_maybe_view()) continue;  // views never convert
@@ -15,7 +15,7 @@ void materialize_casts(Graph& g) {
     std::vector<const TensorMeta*> ptrs;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const Value* v = n->inputs[i];
-      if (v) metas[i] = {v->type.dtype, concrete_shape(v->type.shape, 0)};
+      if (v) metas[i] = {v->type.dtype, static_shape(v->type.shape)};
       ptrs.push_back(v ? &metas[i] : nullptr);
     }
     InferCtx ctx(*n->op, ptrs.data(), int(ptrs.size()), n->attrs.data(), int(n->attrs.size()));

@@ -22,14 +22,14 @@ bool same_layout(const Layout& a, const Layout& b) {
 }  // namespace
 
 MemoryPlan plan_memory(const Graph& g) {
-  AMBER_CHECK(!g.is_dynamic(), "plan_memory: instantiate the graph at a batch size first");
+  AMBER_CHECK(!g.is_dynamic(), "plan_memory: instantiate the graph at its symbols' values first");
   MemoryPlan plan;
   std::map<const Value*, Layout> layout;
   std::map<const Value*, const Value*> owner;  // value -> value owning its memory (itself for buffers)
   std::map<const Value*, int> first, last;
   auto contiguous = [](const ValueType& t) {
     Layout l;
-    l.sizes = concrete_shape(t.shape, 0);
+    l.sizes = static_shape(t.shape);
     l.strides = contiguous_strides(l.sizes);
     return l;
   };
@@ -63,7 +63,7 @@ MemoryPlan plan_memory(const Graph& g) {
       // recorded (static, verified) type is the layout's.
       const TensorMeta m = i < size_t(ctx.num_outputs())
                                ? ctx.outputs()[i]
-                               : TensorMeta{out->type.dtype, concrete_shape(out->type.shape, 0)};
+                               : TensorMeta{out->type.dtype, static_shape(out->type.shape)};
       Layout l;
       bool is_view = false;
       if (n->op->is_view() || n->op->is_maybe_view()) is_view = n->op->view(ctx, layout.at(n->inputs[0]), int(i), l);

@@ -17,9 +17,9 @@
 
 namespace {
 
-// Value v's view at batch size n (sizes and dtype only), or false when it has more than
+// Value v's view at the sizes n (sizes and dtype only), or false when it has more than
 // 2^20 elements.
-bool view_at(const amber::graph::Value* v, int64_t n, amber_tensor_view& view) {
+bool view_at(const amber::graph::Value* v, const amber::graph::SymValues& n, amber_tensor_view& view) {
   view = {};
   view.ndim = int32_t(v->type.shape.size());
   view.dtype = int32_t(v->type.dtype);
@@ -37,9 +37,9 @@ bool view_at(const amber::graph::Value* v, int64_t n, amber_tensor_view& view) {
 // The most loop iterations a call may run here (LoadOptions::max_loop_trips).
 constexpr int64_t kMaxTrips = 64;
 
-// The work of g's kernels at batch size n (a control-flow body's counted kMaxTrips times), or
+// The work of g's kernels at the sizes n (a control-flow body's counted kMaxTrips times), or
 // -1 when a value has more than 2^20 elements or the graph more than 2000 nodes.
-double work_of(const amber::graph::Graph& g, int64_t n) {
+double work_of(const amber::graph::Graph& g, const amber::graph::SymValues& n) {
   if (g.nodes().size() > 2000) return -1;
   amber_tensor_view view;
   for (const amber::graph::Value* v : g.inputs())
@@ -70,9 +70,9 @@ double work_of(const amber::graph::Graph& g, int64_t n) {
   return work;
 }
 
-// Whether every value has at most 2^20 elements at batch size n and the kernels of a call
+// Whether every value has at most 2^20 elements at the sizes n and the kernels of a call
 // together at most 2e8 of work.
-bool small_enough(const amber::graph::Graph& g, int64_t n) {
+bool small_enough(const amber::graph::Graph& g, const amber::graph::SymValues& n) {
   const double work = work_of(g, n);
   return work >= 0 && work <= 2e8;
 }
@@ -88,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.max_loop_trips = kMaxTrips;      // a loop's count comes from the (fuzzed) data
   try {
     const amber::Model model = amber::load(std::span<const uint8_t>(data, size), options);
-    const int64_t n = model.traced_batch() > 0 ? model.traced_batch() : 1;
+    const amber::graph::SymValues& n = model.traced_sizes();
     if (!small_enough(model.graph(), n)) return 0;
     std::vector<amber::Tensor> inputs;
     for (const amber::IOInfo& io : model.inputs()) inputs.push_back(amber::zeros(io.sizes_at(n), io.dtype));
