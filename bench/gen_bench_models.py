@@ -72,6 +72,11 @@ def main():
         ("transformer_b8", "transformer", [torch.randn(8, 128, 256, generator=g)]),
         ("elman_rnn", "elman_rnn", [torch.randn(6, 1, 10, generator=g)]),
     ]
+    # The transformer at four sequence lengths: libtorch traces each length anew (its trace
+    # fixes T); Amber serves them all from one archive traced once (transformer_any_t.amber,
+    # "archive" below).
+    any_t = [(f"transformer_t{t}", "transformer", [torch.randn(1, t, 256, generator=g)]) for t in (16, 64, 128, 512)]
+    cases += any_t
     if gpu:
         cases.append(("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)]))
     torch.set_num_threads(1)
@@ -93,6 +98,8 @@ def main():
         listed.append({"case": case, "model": name, "inputs": [list(t.shape) for t in inputs],
                        "batch": int(inputs[0].shape[1] if name == "elman_rnn" else
                                     inputs[0].shape[0] if inputs[0].dim() > 1 else 1)})
+        if case in [c for c, _, _ in any_t]:
+            listed[-1]["archive"] = "transformer_any_t"
         print(f"{case}: {name}, inputs {[list(t.shape) for t in inputs]}")
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(listed, f, indent=1)

@@ -1,11 +1,14 @@
 // The Amber side of the Amber-vs-libtorch benchmark's models: for every case listed in
 // DIR/cases.json (bench/gen_bench_models.py), builds the same model with Amber's API, loads
 // PyTorch's weights (DIR/MODEL.safetensors), traces it on the case's inputs and saves
-// DIR/CASE.amber. Usage: make_bench_archives DIR
+// DIR/CASE.amber; cases naming an "archive" share DIR/ARCHIVE.amber, traced once with dynamic
+// sizes. Usage: make_bench_archives DIR
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "models/programs.h"
 #include "models/resnet.h"
@@ -36,12 +39,35 @@ int main(int argc, char** argv) {
   try {
     nlohmann::json cases;
     std::ifstream(dir + "/cases.json") >> cases;
+    std::map<std::string, std::optional<TracedModule>> shared_archives;
     for (const auto& c : cases) {
       const std::string name = c["case"], model = c["model"];
       SafetensorsFile io = SafetensorsFile::open(dir + "/" + name + ".io.safetensors");
       std::vector<Tensor> inputs;
       for (size_t i = 0; io.contains(str("input", i)); ++i) inputs.push_back(io.tensor(str("input", i)));
       const std::string weights = dir + "/" + model + ".safetensors";
+      if (c.contains("archive")) {
+        // One archive for every case naming it: the transformer traced once at [1, 128, 256]
+        // with the batch N and the length T dynamic, checked here on this case's length.
+        const std::string archive = c["archive"];
+        auto& shared = shared_archives[archive];
+        if (!shared) {
+          nn::TransformerEncoder m(models::transformer_options(), models::kTransformerLayers);
+          m.load_state(weights);
+          m.eval();
+          TraceOptions dyn;
+          dyn.print_warnings = false;
+          dyn.strict = true;
+          dyn.dynamic_batch = true;
+          dyn.dynamic_dims = {{0, 1, 'T'}};
+          shared = trace(m, {randn({1, 128, 256})}, dyn);
+          shared->save(dir + "/" + archive + ".amber");
+        }
+        const Tensor got = load(dir + "/" + archive + ".amber").forward(inputs)[0], want = io.tensor("expected0");
+        std::printf("%-16s %3zu nodes, max |amber - torch| %.3g from %s.amber\n", name.c_str(),
+                    shared->graph().num_nodes(), (got - want).abs().amax().item<float>(), archive.c_str());
+        continue;
+      }
       TraceOptions o;
       o.print_warnings = false;
       o.strict = true;

@@ -87,7 +87,8 @@ def main():
     for r in range(a.rounds):
         for c in cases:
             name = c["case"]
-            arc, io = os.path.join(MODELS, name + ".amber"), os.path.join(MODELS, name + ".io.safetensors")
+            arc = os.path.join(MODELS, c.get("archive", name) + ".amber")  # shared by the any-length cases
+            io = os.path.join(MODELS, name + ".io.safetensors")
             ins = os.path.join(MODELS, name + ".inputs.pt")
             res = results.setdefault(name, {})
             print(f"round {r + 1}/{a.rounds}: {name}", file=sys.stderr, flush=True)
@@ -152,7 +153,7 @@ def print_table(cases, results):
         best = res[min(tk, key=lambda k: res[k]["p50_ms"])]
         a_lf = am["load_ms"] + am["first_ms"]
         t_lf = min(fz["load_ms"] + fz["first_ms"], ofi["load_ms"] + ofi["optimize_ms"] + ofi["first_ms"])
-        size_a = os.path.getsize(os.path.join(MODELS, c["case"] + ".amber")) / 2**20
+        size_a = os.path.getsize(os.path.join(MODELS, c.get("archive", c["case"]) + ".amber")) / 2**20
         size_t = os.path.getsize(os.path.join(MODELS, c["case"] + ".frozen.pt")) / 2**20
         print(f"{c['case']:<15} {am['open_ms']:>7.2f} {am['open_verify_ms']:>10.2f} {fz['load_ms']:>7.2f} "
               f"{ratio(am['open_ms'], fz['load_ms']):>6} {ratio(am['open_verify_ms'], fz['load_ms']):>6} "

@@ -1,7 +1,8 @@
 // Sample 9 of DESIGN.md section 9: a transformer encoder, 4 layers of
 // TransformerEncoderLayer(d_model 256, 4 heads, dim_feedforward 1024, batch_first, dropout 0)
-// with distinct weights per layer, on input batch x 128 x 256: traced at batch 1 with a
-// dynamic batch, saved, loaded by the runtime and run at batch 1 and 8.
+// with distinct weights per layer, on input batch x length x 256: traced once at [1, 128] with
+// the batch N and the sequence length T dynamic, saved, loaded by the runtime and run at
+// several batches and lengths from that one archive.
 // Usage: transformer [OUT.amber] [WEIGHTS.safetensors]   (default transformer.amber, seeded)
 #include <chrono>
 #include <map>
@@ -18,7 +19,8 @@ int main(int argc, char** argv) {
   if (argc > 2) encoder.load_state(argv[2]);
   encoder.eval();
   TraceOptions opts;
-  opts.dynamic_batch = true;
+  opts.dynamic_batch = true;          // dim 0: N
+  opts.dynamic_dims = {{0, 1, 'T'}};  // dim 1 of input 0: T
   opts.input_names = {"tokens"};
   opts.output_names = {"encoded"};
   auto t = Clock::now();
@@ -37,8 +39,8 @@ int main(int argc, char** argv) {
   const double load_ms = ms(t);
   std::printf("trace %.1f ms, load %.1f ms; input %s %s\n", trace_ms, load_ms, model.inputs()[0].name.c_str(),
               model.inputs()[0].shape.c_str());
-  for (int64_t batch : {1, 8}) {
-    const Tensor x = randn({batch, 128, 256});
+  for (auto [batch, length] : {std::pair<int64_t, int64_t>{1, 128}, {8, 128}, {1, 16}, {2, 77}, {1, 512}}) {
+    const Tensor x = randn({batch, length, 256});
     t = Clock::now();
     const Tensor eager = encoder(x);
     const double eager_ms = ms(t);
@@ -46,8 +48,8 @@ int main(int argc, char** argv) {
     const Tensor loaded = model.forward({x})[0];
     const double loaded_ms = ms(t);
     const float diff = (eager - loaded).abs().amax().item<float>();
-    std::printf("batch %lld: output [%lld, %lld, %lld], max |eager - loaded| %.3g; eager %.1f ms, loaded %.1f ms\n",
-                (long long)batch, (long long)loaded.size(0), (long long)loaded.size(1), (long long)loaded.size(2), diff,
-                eager_ms, loaded_ms);
+    std::printf("N=%lld T=%lld: output [%lld, %lld, %lld], max |eager - loaded| %.3g; eager %.1f ms, loaded %.1f ms\n",
+                (long long)batch, (long long)length, (long long)loaded.size(0), (long long)loaded.size(1),
+                (long long)loaded.size(2), diff, eager_ms, loaded_ms);
   }
 }

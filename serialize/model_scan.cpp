@@ -230,6 +230,8 @@ class Scanner {
     if (total <= s.limit) return;
     if (c == kRank)
       fail("model.pb: a ", parent.name, "'s ", f.what, " has rank ", total, " or more (the maximum is ", kMaxDims, ")");
+    if (c == kTerms || c == kSymbols)
+      fail("model.pb: a ", parent.name, " has ", total, " ", s.what, " or more (the maximum is ", s.limit, ")");
     if (c == kList)
       fail("model.pb: a ", parent.name, "'s ", f.what, " list has ", total, " elements or more, over the limit of ",
            s.limit);

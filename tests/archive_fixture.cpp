@@ -131,6 +131,15 @@ int write_fuzz_seeds(const std::string& out) {
                             });
                           },
                           {randn({2, 4}), full({}, 2, {DType::i64}), full({}, 3, {DType::i64})}, fixed));
+  // Named dynamic dims (format 1.2): a tiny encoder over [N, T, 8], and a product N*T.
+  TraceOptions nt = o;
+  nt.dynamic_dims = {{0, 1, 'T'}};
+  save("transformer_any_t", trace(enc, {randn({1, 3, 8})}, nt));
+  save("flatten_n_t", trace(
+                          [](const Tensor& x) {
+                            return x.reshape({x.size(0) * x.size(1), -1}).softmax(1);
+                          },
+                          {randn({2, 3, 4})}, nt));
   auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
     FILE* f = std::fopen((out + "/" + name).c_str(), "wb");
     AMBER_CHECK(f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,

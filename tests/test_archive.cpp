@@ -824,6 +824,41 @@ TEST_CASE("pre-scan limits: ranks, lists, value dims, archive size and parse mem
                       "overflow");
   AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) { m.mutable_graph()->set_traced_batch(-2); })),
                       "the graph's traced_batch is negative (-2)");
+  // Format 1.2's symbolic terms and traced sizes.
+  auto term = [](uint32_t symbols, int64_t coef) {
+    return [=](pb::Model& m) {
+      pb::SymTerm* t = m.mutable_graph()->mutable_inputs(0)->mutable_shape(0)->add_terms();
+      t->set_symbols(symbols);
+      t->set_coef(coef);
+    };
+  };
+  AMBER_REQUIRE_ERROR(read(with_model(term(0, 1))), "a symbolic size's term names the symbols 0x0 (1 to 3 of");
+  AMBER_REQUIRE_ERROR(read(with_model(term(1u << 26, 1))), "a symbolic size's term names the symbols 0x4000000");
+  AMBER_REQUIRE_ERROR(read(with_model(term(0xf, 1))), "names the symbols 0xf (1 to 3 of the letters A-Z)");
+  AMBER_REQUIRE_ERROR(read(with_model([&](pb::Model& m) {
+                        for (uint32_t k = 1; k <= 8; ++k) term(k, 1)(m);
+                      })),
+                      "model.pb: a Dim has 8 terms or more (the maximum is 7)");
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        pb::SymbolSize* t = m.mutable_graph()->add_traced();
+                        t->set_symbol("t");
+                        t->set_size(3);
+                      })),
+                      "the graph's traced sizes name the symbol 't' (one upper-case letter other than N)");
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        pb::SymbolSize* t = m.mutable_graph()->add_traced();
+                        t->set_symbol("T");
+                        t->set_size(-1);
+                      })),
+                      "the graph's traced size of T is negative (-1)");
+  // A symbol no input dim gives: a call could not know its size.
+  AMBER_REQUIRE_ERROR(read(with_model([](pb::Model& m) {
+                        pb::SymTerm* t =
+                            m.mutable_graph()->mutable_nodes(0)->mutable_outputs(0)->mutable_shape(0)->add_terms();
+                        t->set_symbols(1u << ('Q' - 'A'));
+                        t->set_coef(1);
+                      })),
+                      "the graph's sizes depend on Q, which no input dim gives");
   // The two byte limits of the read options.
   AMBER_CASE("res.caps");
   const std::vector<uint8_t> b = valid_bytes();

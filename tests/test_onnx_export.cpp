@@ -181,6 +181,23 @@ TEST_CASE("ONNX export writes the dynamic batch as dim N and refuses what it can
   }
   CHECK(back.graph().inputs()[0]->type.shape[0] == graph::SymInt::symbol('N'));
 
+  // Named dynamic dims: N and T, a size N*T computed from Shape of the input.
+  auto h = [](const Tensor& x) { return (x.reshape({x.size(0) * x.size(1), 3}) * 3.0f).softmax(1); };
+  TraceOptions nt = to;
+  nt.dynamic_dims = {{0, 1, 'T'}};
+  const std::string nt_bytes = export_onnx_bytes(trace(h, {randn({2, 4, 3})}, nt).graph());  // checked
+  onnx::ModelProto nm;
+  REQUIRE(nm.ParseFromString(nt_bytes));
+  CHECK(nm.graph().input(0).type().tensor_type().shape().dim(1).dim_param() == "T");
+  CHECK(nm.graph().output(0).type().tensor_type().shape().dim(0).dim_param() == "N*T");
+  OnnxImportOptions io;
+  io.dims = {{"T", 7}};  // imported with T fixed, N dynamic
+  const TracedModule nt_back = import_onnx_bytes(nt_bytes, io);
+  for (int64_t n : {1, 3}) {
+    const Tensor x = randn({n, 7, 3});
+    CHECK(test::compare(nt_back.forward({x})[0], h(x), 1e-6, 1e-5).ok);
+  }
+
   // Every node that cannot be written, in one error. (A traced batch norm runs in eval mode:
   // its training attribute is set on the graph, as a hand-made archive could hold it.)
   auto g = [](const Tensor& x) {
