@@ -3,7 +3,8 @@
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
 // values as safetensors; with --fuzz-seeds, small archives of varied programs and broken
 // variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.1) | --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.2) | --golden-1.1 OUT_DIR |
+//        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
 
@@ -35,10 +36,10 @@ int write_golden_1_0(const std::string& out) {
   return 0;
 }
 
-// The golden archive of format 1.1, the current one (committed under tests/golden/, never
-// regenerated once released): an Elman RNN whose loop runs the count given as input, and its
-// inputs and outputs at counts 0, 2 and 5.
-int write_golden(const std::string& out) {
+// The golden archive of format 1.1 (committed under tests/golden/, never regenerated): an
+// Elman RNN whose loop runs the count given as input, and its inputs and outputs at counts 0,
+// 2 and 5.
+int write_golden_1_1(const std::string& out) {
   manual_seed(2027);
   Tensor w = randn({6, 4}) * 0.5, u = randn({6, 6}) * 0.5, b = randn({6}) * 0.1;
   auto model = [&](const Tensor& x, const Tensor& n) {
@@ -161,13 +162,45 @@ int write_fuzz_seeds(const std::string& out) {
   return 0;
 }
 
+// The golden archive of format 1.2, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, T, 4], a linear layer on the [N*T, 4] flattening,
+// a position ramp of length T, and the first T-1 steps; inputs and outputs at (N, T) = (1, 1),
+// (2, 5) and (3, 9).
+int write_golden(const std::string& out) {
+  manual_seed(2028);
+  Tensor w = randn({3, 4}), b = randn({3});
+  auto model = [&](const Tensor& x) {
+    const int64_t n = x.size(0), t = x.size(1);
+    Tensor y = linear(x.reshape({n * t, 4}), w, b).reshape({n, t, 3});
+    y = tanh(y + arange(int64_t(0), t, int64_t(1), {DType::f32}).reshape({1, t, 1}) * 0.1);
+    return y.slice(1, 0, t - 1);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  o.dynamic_dims = {{0, 1, 'T'}};
+  TracedModule t = trace(model, {randn({2, 3, 4})}, o);
+  t.save(out + "/format_1_2.amber");
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 1}, {2, 5}, {3, 9}}) {
+    Tensor x = randn({n, len, 4});
+    io.emplace_back(str("input.n", n, ".t", len), x);
+    io.emplace_back(str("output.n", n, ".t", len), model(x));
+  }
+  save_safetensors(out + "/format_1_2_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.1") return write_golden_1_1(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.0") return write_golden_1_0(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR\n");
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.1 OUT_DIR | --golden-1.0 OUT_DIR | "
+                 "--fuzz-seeds OUT_DIR\n");
     return 2;
   }
   const std::string out = argv[1];

@@ -1125,6 +1125,25 @@ TEST_CASE("saving with injected system-call faults keeps the previous file and l
   fs::remove_all(dir);
 }
 
+TEST_CASE("the golden archive of format 1.2 (sizes in N and T) loads and computes", "[archive][golden]") {
+  const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
+  LoadedArchive a = read_archive(dir + "/format_1_2.amber");
+  SafetensorsFile io = SafetensorsFile::open(dir + "/format_1_2_io.safetensors");
+  CHECK(a.info.format_major == 1);
+  CHECK(a.info.format_minor == 2);
+  CHECK(a.graph.inputs()[0]->type.shape ==
+        graph::SymShape{graph::SymInt::symbol('N'), graph::SymInt::symbol('T'), graph::SymInt(4)});
+  const Model m = load(dir + "/format_1_2.amber");
+  for (const char* nt : {"n1.t1", "n2.t5", "n3.t9"}) {
+    const Tensor x = io.tensor(str("input.", nt)), want = io.tensor(str("output.", nt));
+    for (const Tensor& got : {graph::run_graph(a.graph, {x})[0], m.forward({x})[0]}) {
+      test::Diff d = test::compare(got, want, 1e-5, 1e-5);
+      INFO(nt << ": " << d.message);
+      CHECK(d.ok);
+    }
+  }
+}
+
 TEST_CASE("the golden archive of format 1.1 (a loop) loads and computes", "[archive][golden]") {
   const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
   LoadedArchive a = read_archive(dir + "/format_1_1.amber");
