@@ -30,7 +30,17 @@ stage "asan+ubsan: build (-j2)" cmake --build build-asan -j2
 # and LeakSanitizer's exit-time tracer then dies ("Tracer caught signal 11", test_sim 9 runs
 # in 12 here; google/sanitizers#1322; runtimes after LLVM 16 no longer guess). Without the interceptor LSan does
 # not scan such blocks, which hold no heap pointer at exit (their threads are joined).
-asan_env=(env ASAN_OPTIONS=allocator_may_return_null=1:intercept_tls_get_addr=0)
+#
+# ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16: oneDNN 2.6.3's AMX brgemm kernel generator
+# (jit_brgemm_amx_uker.cpp, skipped_bd_mask) reads skipped_bd_mask_buffer_[bcast_dim], one
+# size_t past the vector's end, after its last row block, and discards it. With glibc's malloc
+# that reads the next chunk's header; ASan's allocator can put the vector flush against the
+# unmapped end of its size class's region (seen: a 1920-byte vector ending at a 256 KiB
+# boundary while test_e2e made ResNet-18's int8 convolutions after LeNet's), and the read
+# faults (upstream has since rewritten the kernel). oneDNN is not instrumented, so below AMX it still
+# runs every Amber code path here (bf16 and int8 included: AVX512_CORE_BF16 has both); the
+# main test stage runs the AMX kernels.
+asan_env=(env ASAN_OPTIONS=allocator_may_return_null=1:intercept_tls_get_addr=0 ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)
 stage "asan+ubsan: tests" "${asan_env[@]}" ctest --test-dir build-asan --output-on-failure \
   -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
