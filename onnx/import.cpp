@@ -33,6 +33,7 @@ using onnx_in::Val;
 namespace {
 
 constexpr int kMinOpset = 7, kMaxOpset = 17;
+constexpr int64_t kDynamicDimSize = 8;  // a named dynamic dim's traced size unless dims gives one
 
 std::string node_label(const onnx::NodeProto& n, int index) { return n.name().empty() ? str("#", index) : n.name(); }
 
@@ -65,9 +66,10 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
   return bytes;
 }
 
-// One declared input's example tensor: its dims, the batch for a leading symbol.
+// One declared input's example tensor: its dims, the batch for a leading symbol; dims named
+// in o.dynamic_dims are appended to `named` (input index 0: the caller's to set).
 Tensor example_input(const onnx::ValueInfoProto& vi, const OnnxImportOptions& o, bool* leading_symbol,
-                     std::string* batch_symbol) {
+                     std::string* batch_symbol, std::vector<TraceOptions::DynamicDim>* named) {
   const std::string what = str("input '", vi.name(), "'");
   if (!vi.type().has_tensor_type()) throw OnnxImportError(str("import_onnx: ", what, " is not a tensor"));
   const auto& tt = vi.type().tensor_type();
@@ -87,7 +89,10 @@ Tensor example_input(const onnx::ValueInfoProto& vi, const OnnxImportOptions& o,
     }
     const std::string sym = d.has_dim_param() ? d.dim_param() : "";
     auto it = sym.empty() ? o.dims.end() : o.dims.find(sym);
-    if (it != o.dims.end()) {
+    if (!sym.empty() && o.dynamic_dims.count(sym)) {
+      sizes.push_back(it != o.dims.end() ? it->second : kDynamicDimSize);
+      named->push_back({0, i, o.dynamic_dims.at(sym)});  // the caller sets the input index
+    } else if (it != o.dims.end()) {
       sizes.push_back(it->second);
     } else if (i == 0) {
       *leading_symbol = true;
@@ -213,6 +218,16 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   std::unordered_map<std::string, Tensor> constants;
   bool all_leading = true;
   std::set<std::string> symbols;
+  std::vector<TraceOptions::DynamicDim> dynamic_dims;  // OnnxImportOptions::dynamic_dims' dims
+  for (const auto& [name, letter] : o.dynamic_dims) {  // each must name a dim of an input
+    bool found = false;
+    for (const auto& vi : g.input())
+      if (!initializers.count(vi.name()) && vi.type().has_tensor_type())
+        for (const auto& d : vi.type().tensor_type().shape().dim()) found |= d.dim_param() == name;
+    if (!found)
+      throw OnnxImportError(str("import_onnx: dynamic_dims names '", name, "' (as ", std::string(1, letter),
+                                "), which is no input's symbolic dim (dim_param)"));
+  }
   for (const auto& vi : g.input()) {
     if (initializers.count(vi.name())) continue;  // an initializer listed as an input (IR < 4)
     if (auto c = o.constant_inputs.find(vi.name()); c != o.constant_inputs.end()) {
@@ -221,7 +236,12 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
     }
     bool leading = false;
     std::string sym;
-    Tensor example = example_input(vi, o, &leading, &sym);
+    std::vector<TraceOptions::DynamicDim> named;
+    Tensor example = example_input(vi, o, &leading, &sym, &named);
+    for (TraceOptions::DynamicDim& d : named) {
+      d.input = input_names.size();
+      dynamic_dims.push_back(d);
+    }
     if (auto e = o.example_inputs.find(vi.name()); e != o.example_inputs.end()) {
       example = e->second;
       leading = false;
@@ -407,6 +427,7 @@ TracedModule import(const Model& m, const OnnxImportOptions& o) {
   to.print_warnings = false;
   to.optimize = o.optimize;
   to.dynamic_batch = !examples.empty() && all_leading && symbols.size() == 1;
+  to.dynamic_dims = dynamic_dims;
   return trace_function(fn, examples, to);
 }
 

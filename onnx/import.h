@@ -18,6 +18,10 @@ namespace amber {
 struct OnnxImportOptions {
   // Sizes of symbolic dims (dim_param) other than a leading batch dim, by name ("T" -> 128).
   std::map<std::string, int64_t> dims;
+  // Symbolic dims that stay dynamic in the archive, by dim_param name, each as an Amber
+  // symbol (one upper-case letter: "seq" -> 'T'; TraceOptions::dynamic_dims). Traced at their
+  // size in `dims` (8 when not given); the archive serves any size.
+  std::map<std::string, char> dynamic_dims;
   // The batch the model is traced at when every input's first dim is the same symbol; the
   // archive then serves any batch (TraceOptions::dynamic_batch).
   int64_t batch = 1;

@@ -208,6 +208,21 @@ else:
     onnx.checker.check_model(onnx.load(golden_onnx), full_check=True)  # the export above, by ONNX's Python API
     run("import", golden_onnx, "-o", os.path.join(work, "golden_back.amber"))
     run("import", fc_onnx, "-o", fc_amber, "--dim", "T", expect=2)
+    # --dynamic keeps a named symbolic dim dynamic: x [N, seq, 3] serves any (N, T).
+    mm = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "seq", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "seq", 4])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [3, 4], [0.1 * i for i in range(12)])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    seq_onnx, seq_amber = os.path.join(work, "seq.onnx"), os.path.join(work, "seq.amber")
+    onnx.save(mm, seq_onnx)
+    run("import", seq_onnx, "-o", seq_amber, "--dynamic", "seq=T", "--dim", "seq=5")
+    p = run("inspect", seq_amber).stdout
+    check("sizes: dynamic (N, T), traced at N=1, T=5" in p, f"inspect shows the imported named dim: {p}")
+    run("import", seq_onnx, "-o", seq_amber, "--dynamic", "seq=t", expect=2)
+    check("no input's symbolic dim" in run("import", seq_onnx, "-o", seq_amber, "--dynamic", "len=L", expect=1).stderr,
+          "--dynamic naming no input's dim is refused")
     run("import", fc_onnx, "-o", os.path.join(work, "no", "such", "dir", "fc.amber"), expect=3)
     check("does not parse" in run("import", junk, "-o", fc_amber, expect=1).stderr, "import of a non-ONNX file")
     lstm = helper.make_model(helper.make_graph(

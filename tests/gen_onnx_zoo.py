@@ -3,6 +3,9 @@
 samples' transformer encoder and a GPT-2-style causal decoder block, each exported with
 torch.onnx.export with a dynamic batch (and a small GRU, LSTM and RNN stack) (OUT/NAME.onnx) beside seeded inputs at batch 1 and 4
 and PyTorch's outputs (OUT/NAME.io.safetensors: x1, y1, x4, y4); OUT/zoo.json lists them.
+The transformer is also exported with its sequence length dynamic too (OUT/transformer_seq.onnx,
+dims N and "seq", with inputs and outputs at (N, T) = (2, 16), (1, 77), (1, 300) in
+OUT/transformer_seq.io.safetensors: x.n2t16, y.n2t16, ...).
 
 Usage: gen_onnx_zoo.py OUT [NAME...]   (Debian's /usr/bin/python3, which sees python3-torch)
 """
@@ -125,6 +128,20 @@ def main():
                   os.path.join(out, f"{name}.io.safetensors"), {"model": name})
         listed.append({"model": name, "input": shape})
         print(f"{name}: exported in {time.time() - start:.1f} s", flush=True)
+    if "transformer" in names:  # one archive for every sequence length (amber import --dynamic)
+        model, shape = build("transformer")
+        model.eval()
+        g = torch.Generator().manual_seed(12)
+        axes = {0: "N", 1: "seq"}
+        torch.onnx.export(model, torch.randn([1] + shape, generator=g), os.path.join(out, "transformer_seq.onnx"),
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": axes, "y": axes},
+                          opset_version=14)
+        io = {}
+        for n, t in [(2, 16), (1, 77), (1, 300)]:
+            x = torch.randn([n, t] + shape[1:], generator=g)
+            with torch.no_grad():
+                io[f"x.n{n}t{t}"], io[f"y.n{n}t{t}"] = x, model(x).contiguous()
+        save_file(io, os.path.join(out, "transformer_seq.io.safetensors"), {"model": "transformer_seq"})
     with open(os.path.join(out, "zoo.json"), "w") as f:
         json.dump(listed, f, indent=1)
     return 0

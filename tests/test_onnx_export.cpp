@@ -197,6 +197,18 @@ TEST_CASE("ONNX export writes the dynamic batch as dim N and refuses what it can
     const Tensor x = randn({n, 7, 3});
     CHECK(test::compare(nt_back.forward({x})[0], h(x), 1e-6, 1e-5).ok);
   }
+  io.dynamic_dims = {{"T", 'T'}};  // ... or with T dynamic too: one archive for every (N, T)
+  const TracedModule nt_dyn = import_onnx_bytes(nt_bytes, io);
+  CHECK(nt_dyn.graph().inputs()[0]->type.shape[1] == graph::SymInt::symbol('T'));
+  const Model nt_loaded = load(nt_dyn.save_to_bytes());
+  for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 2}, {3, 7}, {2, 30}}) {
+    const Tensor x = randn({n, len, 3});
+    CHECK(test::compare(nt_loaded.forward({x})[0], h(x), 1e-6, 1e-5).ok);
+  }
+  io.dynamic_dims = {{"L", 'L'}};
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(nt_bytes, io), "dynamic_dims names 'L' (as L), which is no input's symbolic");
+  io.dynamic_dims = {{"T", 't'}};
+  AMBER_REQUIRE_ERROR(import_onnx_bytes(nt_bytes, io), "symbol is one upper-case letter, got 't'");
 
   // Every node that cannot be written, in one error. (A traced batch norm runs in eval mode:
   // its training attribute is set on the graph, as a hand-made archive could hold it.)

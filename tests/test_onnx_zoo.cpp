@@ -1,7 +1,8 @@
 // The ONNX zoo: torchvision models, the samples' transformer encoder and a GPT-2-style block,
 // exported from PyTorch with a dynamic batch (tests/gen_onnx_zoo.py), imported, saved, loaded
 // and run at batch 1 and 4 against PyTorch's outputs within the end-to-end tolerances; then
-// exported back to ONNX (checked by ONNX's checker), imported again and run at batch 4.
+// exported back to ONNX (checked by ONNX's checker), imported again and run at batch 4. The
+// transformer exported with its sequence length dynamic imports as one archive for every (N, T).
 
 #include <chrono>
 #include <cstdio>
@@ -56,5 +57,28 @@ TEST_CASE("the ONNX zoo imports and matches PyTorch at batch 1 and 4", "[onnx][z
     CHECK(r.ok);
     std::printf("%-20s %6zu %9.0f %10.3g %12.2e %12.2e %13.2e\n", name.c_str(), traced.graph().num_nodes(), import_ms,
                 std::max(scales[0], scales[1]), diff[0], diff[1], r.max_abs);
+  }
+}
+
+TEST_CASE("a transformer exported with a dynamic sequence length serves any (N, T) from one import",
+          "[onnx][zoo][dynamic]") {
+  const char* env = std::getenv("AMBER_ONNX_ZOO");
+  REQUIRE(env);
+  const std::string dir = env;
+  OnnxImportOptions o;
+  o.dynamic_dims = {{"seq", 'T'}};
+  o.dims = {{"seq", 128}};
+  const TracedModule traced = import_onnx(dir + "/transformer_seq.onnx", o);
+  CHECK(traced.graph().inputs()[0]->type.shape[1] == graph::SymInt::symbol('T'));
+  const std::vector<uint8_t> bytes = traced.save_to_bytes();
+  const Model m = load(std::span<const uint8_t>(bytes));
+  const SafetensorsFile io = SafetensorsFile::open(dir + "/transformer_seq.io.safetensors");
+  for (const char* nt : {"n2t16", "n1t77", "n1t300"}) {  // none of them the traced (1, 128)
+    const Tensor want = io.tensor(str("y.", nt));
+    const test::Diff c =
+        test::compare(m.forward({io.tensor(str("x.", nt))})[0], want, 1e-5 + 1e-4 * want.abs().amax().item<float>(), 0);
+    INFO(nt << ": " << c.message);
+    CHECK(c.ok);
+    std::printf("transformer_seq %s: max|diff| %.2e\n", nt, c.max_abs);
   }
 }

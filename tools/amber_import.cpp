@@ -16,6 +16,9 @@ const char* kUsage = R"(usage: amber import MODEL.onnx -o OUT.amber [options]
 
   -o, --output OUT.amber     the archive to write
   --dim NAME=N               the size of a symbolic dim other than a leading batch; repeatable
+  --dynamic NAME=S           keep the symbolic dim NAME dynamic as Amber's symbol S (one
+                             upper-case letter: --dynamic seq=T); traced at its --dim size
+                             (default 8), the archive serves any size; repeatable
   --batch N                  the batch traced at when the inputs' first dim is symbolic (default 1;
                              the archive serves any batch)
   --no-optimize              skip the optimisation passes
@@ -49,6 +52,12 @@ int main(int argc, char** argv) {
         const size_t eq = v.find('=');
         if (eq == std::string::npos || eq == 0) throw UsageError("--dim takes NAME=N, got '" + v + "'");
         o.dims[v.substr(0, eq)] = parse_positive_int("--dim " + v.substr(0, eq), v.substr(eq + 1));
+      } else if (a == "--dynamic") {
+        const std::string v = value();
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0 || v.size() != eq + 2 || v[eq + 1] < 'A' || v[eq + 1] > 'Z')
+          throw UsageError("--dynamic takes NAME=S with S one upper-case letter (seq=T), got '" + v + "'");
+        o.dynamic_dims[v.substr(0, eq)] = v[eq + 1];
       } else if (a == "--batch") {
         o.batch = parse_positive_int("--batch", value());
       } else if (a == "--no-optimize") {
