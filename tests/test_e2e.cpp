@@ -275,7 +275,7 @@ TEST_CASE("the transformer encoder traced once at [1, 128] serves any batch and 
   nn::TransformerEncoder encoder(models::transformer_options(), models::kTransformerLayers);
   std::vector<Batch> batches = model_batches("transformer");
   SafetensorsFile io = open_ref("transformer_io.safetensors");
-  for (const char* nt : {"n2.t16", "n1.t77", "n1.t512"})  // (N, T) other than the traced length 128
+  for (const char* nt : {"n2.t16", "n1.t77", "n1.t512", "n3.t1"})  // (N, T) other than the traced length 128
     batches.push_back({nt, {io.tensor(str("input.", nt))}, io.tensor(str("output.", nt))});
   encoder.load_state(test::refdata_dir() + "/transformer.safetensors");
   encoder.eval();
@@ -365,5 +365,5 @@ TEST_CASE("the conformance matrix", "[e2e]") {
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());
   if (!int8_skip_reason().empty()) std::printf("loaded CPU int8 skipped: %s\n", int8_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).
-  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2 + 3 * 4 + 2 + 3);  // control flow, the transformer's lengths
+  CHECK(matrix().size() == 2 * 2 + 3 + 5 * 2 + 3 * 4 + 2 + 4);  // control flow, the transformer's lengths
 }
