@@ -20,8 +20,7 @@ SymMask symbol_bit(char symbol) {
 
 std::string symbol_names(SymMask m) {
   std::string out;
-  for (int k = 0; k < 26; ++k)
-    if (m & (SymMask(1) << k)) out += (out.empty() ? "" : ", ") + std::string(1, char('A' + k));
+  for_each_symbol(m, [&](char s) { out += (out.empty() ? "" : ", ") + std::string(1, s); });
   return out;
 }
 
@@ -38,12 +37,17 @@ int64_t SymValues::get(char symbol) const {
 
 std::ostream& operator<<(std::ostream& os, const SymValues& v) {
   bool first = true;
-  for (int k = 0; k < 26; ++k)
-    if (v.bound & (SymMask(1) << k)) {
-      os << (first ? "" : ", ") << char('A' + k) << "=" << v.value[size_t(k)];
-      first = false;
-    }
+  for_each_symbol(v.bound, [&](char s) {
+    os << (first ? "" : ", ") << s << "=" << v.value[size_t(s - 'A')];
+    first = false;
+  });
   return os;
+}
+
+SymValues default_sizes(SymMask symbols, const SymValues& traced) {
+  SymValues v;
+  for_each_symbol(symbols, [&](char s) { v.set(s, traced.has(s) ? std::max<int64_t>(traced.get(s), 1) : 1); });
+  return v;
 }
 
 SymInt SymInt::symbol(char s, int64_t coef, int64_t value) {
@@ -99,8 +103,7 @@ AMBER_HOT int64_t SymInt::at(const SymValues& v) const {
     AMBER_CHECK((v.bound & t.symbols) == t.symbols, "the size ", *this, " needs a value for ",
                 symbol_names(t.symbols & ~v.bound));
     int64_t p = t.coef;
-    for (int b = 0; b < 26; ++b)
-      if (t.symbols & (SymMask(1) << b)) p = checked_mul(p, v.value[size_t(b)], "symbolic dim");
+    for_each_symbol(t.symbols, [&](char s) { p = checked_mul(p, v.value[size_t(s - 'A')], "symbolic dim"); });
     out = checked_add(out, p, "symbolic dim");
   }
   return out;
@@ -123,11 +126,10 @@ std::ostream& operator<<(std::ostream& os, const SymInt& s) {
       os << "+";
     if (t.coef != 1 && t.coef != -1) os << (t.coef < 0 ? -t.coef : t.coef) << "*";
     bool first = true;
-    for (int b = 0; b < 26; ++b)
-      if (t.symbols & (SymMask(1) << b)) {
-        os << (first ? "" : "*") << char('A' + b);
-        first = false;
-      }
+    for_each_symbol(t.symbols, [&](char sym) {
+      os << (first ? "" : "*") << sym;
+      first = false;
+    });
   }
   if (s.value > 0) os << "+" << s.value;
   if (s.value < 0) os << s.value;
@@ -400,10 +402,9 @@ Graph copy_graph(const Graph& g, const SymValues* n) {
 }  // namespace
 
 Graph Graph::instantiate(const SymValues& v) const {
-  for (int k = 0; k < 26; ++k)
-    if (v.bound & (SymMask(1) << k))
-      AMBER_CHECK(v.value[size_t(k)] >= 0, "graph: the size ", char('A' + k), " must be non-negative, got ",
-                  v.value[size_t(k)]);
+  for_each_symbol(v.bound, [&](char s) {
+    AMBER_CHECK(v.get(s) >= 0, "graph: the size ", s, " must be non-negative, got ", v.get(s));
+  });
   return copy_graph(*this, &v);
 }
 
@@ -411,7 +412,7 @@ Graph Graph::clone() const { return copy_graph(*this, nullptr); }
 
 AMBER_HOT SymValues symbol_values(const Graph& g, const std::vector<Tensor>& inputs) {
   SymValues out;
-  std::array<std::string, 26> from;
+  std::array<const Value*, 26> from{};  // the input each symbol's value was read from (named on error)
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
     const Value* v = g.inputs()[i];
     for (size_t d = 0; d < v->type.shape.size(); ++d) {
@@ -426,10 +427,10 @@ AMBER_HOT SymValues symbol_values(const Graph& g, const std::vector<Tensor>& inp
       const int64_t x = diff / coef;
       const size_t k = size_t(sym - 'A');
       AMBER_CHECK(!out.has(sym) || out.value[k] == x, "input ", v->name, " implies ", std::string(1, sym), "=", x,
-                  " but ", from[k], " implies ", std::string(1, sym), "=", out.value[k]);
+                  " but input ", from[k]->name, " implies ", std::string(1, sym), "=", out.value[k]);
       if (!out.has(sym)) {
         out.set(sym, x);
-        from[k] = "input " + v->name;
+        from[k] = v;
       }
     }
   }

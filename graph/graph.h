@@ -1,14 +1,16 @@
 // The graph IR: a Graph owns Values and Nodes; nodes are kept in topological order, every
-// value knows its producer and its uses. Values are typed with a dtype and a shape whose
-// dims may be symbolic: sums of products of named symbols, the batch N or a sequence length
-// T (SymInt, "128*N*T+1"), as are the integer attributes that depend on them. A graph with
-// symbols is instantiated at concrete values before it runs. Constants carry their tensor (parameters, buffers,
-// captured tensors). A control-flow node (`loop`) holds its bodies as graphs of their own, which see only their inputs
-// (what they read from outside arrives as explicit inputs). Invariants (checked by graph/verify.h): every value is
-// defined once, before its uses; node inputs and attributes match the op table.
+// value knows its producer and its uses. Values are typed with a dtype and a shape whose dims
+// may be symbolic: sums of products of named symbols, the batch N or a sequence length T
+// (SymInt, "128*N*T+1"), as are the integer attributes that depend on them. A graph with
+// symbols is instantiated at concrete values before it runs. Constants carry their tensor
+// (parameters, buffers, captured tensors). A control-flow node (`loop`) holds its bodies as
+// graphs of their own, which see only their inputs (what they read from outside arrives as
+// explicit inputs). Invariants (checked by graph/verify.h): every value is defined once,
+// before its uses; node inputs and attributes match the op table.
 #pragma once
 
 #include <array>
+#include <bit>
 #include <compare>
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,11 @@ constexpr int kMaxSymbols = 3;                        // symbols one graph's siz
 constexpr int kMaxSymTerms = (1 << kMaxSymbols) - 1;  // products of distinct symbols
 SymMask symbol_bit(char symbol);                      // throws for anything but 'A'..'Z'
 std::string symbol_names(SymMask m);                  // "N, T"
+// Calls f(symbol) for each symbol in m, in alphabetical order.
+template <typename F>
+void for_each_symbol(SymMask m, F&& f) {
+  for (; m != 0; m &= m - 1) f(char('A' + std::countr_zero(m)));
+}
 
 // The values of the symbols sizes depend on ("N=4, T=64").
 struct SymValues {
@@ -42,6 +49,9 @@ struct SymValues {
   friend auto operator<=>(const SymValues&, const SymValues&) = default;
 };
 std::ostream& operator<<(std::ostream& os, const SymValues& v);
+// Each symbol in `symbols` at its value in `traced`, at least 1 (1 when unbound): the sizes a
+// loaded model plans for first and the verifier checks types at.
+SymValues default_sizes(SymMask symbols, const SymValues& traced);
 
 // value + the sum of coef * (the product of the symbols in mask) over its terms: "128*N*T",
 // "N+1", "2*N+T-1", "7". Static when it has no terms. Canonical: terms sorted by mask, no

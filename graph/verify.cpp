@@ -163,14 +163,9 @@ std::vector<std::string> verify_at(const Graph& g, int depth) {
       return problems;
     }
   }
-  SymValues at0, at1;
-  for (int k = 0; k < 26; ++k) {
-    const char s = char('A' + k);
-    if (!(symbols & symbol_bit(s))) continue;
-    const int64_t v = g.traced.has(s) ? std::max<int64_t>(g.traced.get(s), 1) : 1;
-    at0.set(s, v);
-    at1.set(s, v + 1);
-  }
+  const SymValues at0 = default_sizes(symbols, g.traced);
+  SymValues at1 = at0;
+  for_each_symbol(symbols, [&](char s) { at1.set(s, at0.get(s) + 1); });
   check_types(g, at0, problems);
   if (symbols) check_types(g, at1, problems);
   return problems;

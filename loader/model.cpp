@@ -26,15 +26,6 @@ namespace amber {
 namespace {
 constexpr size_t kMaxCachedPlans = 16;  // sizes with a compiled plan (least recently used go)
 
-// The sizes load plans for: each symbol of g at its traced size, 1 when unknown.
-graph::SymValues planned_sizes(const graph::Graph& g) {
-  graph::SymValues v;
-  const graph::SymMask symbols = g.symbols();
-  for (char c = 'A'; c <= 'Z'; ++c)
-    if (symbols & graph::symbol_bit(c)) v.set(c, g.traced.has(c) ? std::max<int64_t>(g.traced.get(c), 1) : 1);
-  return v;
-}
-
 IOInfo io_info(const std::string& name, const graph::ValueType& t, const graph::SymValues& traced) {
   IOInfo io;
   io.name = name;
@@ -262,7 +253,7 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
     Storage s = Storage::wrap(const_cast<void*>(t.data()), t.nbytes(), t.device(), keep, /*read_only=*/true);
     c->data = Tensor::make(std::move(s), t.sizes(), t.strides(), 0, t.dtype());
   }
-  impl->default_sizes = planned_sizes(impl->graph);
+  impl->default_sizes = graph::default_sizes(impl->graph.symbols(), impl->graph.traced);
   for (const graph::Value* v : impl->graph.inputs())
     impl->inputs.push_back(io_info(v->name, v->type, impl->default_sizes));
   for (const auto& [name, v] : impl->graph.outputs())
@@ -413,8 +404,8 @@ size_t Model::workspace_bytes(int64_t n) const {
 size_t Model::workspace_bytes(const graph::SymValues& v) const {
   Impl& m = *check_defined(impl_);
   graph::SymValues key;  // only the graph's symbols key a plan
-  for (char c = 'A'; c <= 'Z'; ++c)
-    if (m.default_sizes.has(c)) key.set(c, v.has(c) ? v.get(c) : m.default_sizes.get(c));
+  graph::for_each_symbol(m.default_sizes.bound,
+                         [&](char c) { key.set(c, v.has(c) ? v.get(c) : m.default_sizes.get(c)); });
   return m.plan(key)->arena_bytes();
 }
 

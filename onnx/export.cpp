@@ -163,8 +163,7 @@ class Exporter {
     for (int k = 0; k < d.n_terms; ++k) {
       const SymInt::Term& t = d.terms[size_t(k)];
       std::string p;
-      for (char c = 'A'; c <= 'Z'; ++c)
-        if (t.symbols & graph::symbol_bit(c)) p = p.empty() ? symbol(c) : op("Mul", {p, symbol(c)});
+      graph::for_each_symbol(t.symbols, [&](char c) { p = p.empty() ? symbol(c) : op("Mul", {p, symbol(c)}); });
       if (t.coef != 1) p = op("Mul", {p, ints({t.coef})});
       sum = sum.empty() ? p : op("Add", {sum, p});
     }

@@ -261,8 +261,7 @@ class Reader {
   // s at the traced sizes (1 for a symbol without one).
   int64_t at_traced(const graph::SymInt& s, const std::string& what) const {
     graph::SymValues v = traced_;
-    for (char c = 'A'; c <= 'Z'; ++c)
-      if ((s.symbols() & graph::symbol_bit(c)) && !v.has(c)) v.set(c, 1);
+    graph::for_each_symbol(s.symbols() & ~v.bound, [&](char c) { v.set(c, 1); });
     try {
       return s.at(v);
     } catch (const Error& e) {

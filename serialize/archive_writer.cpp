@@ -125,12 +125,11 @@ int64_t creation_time(const SaveOptions& o) {
 // The symbols' traced sizes: N's in traced_batch (format 1.0), the others' in traced.
 void fill_traced(pb::Graph* pg, const graph::Graph& g) {
   pg->set_traced_batch(g.traced_batch());
-  for (char s = 'A'; s <= 'Z'; ++s)
-    if (s != 'N' && g.traced.has(s)) {
-      pb::SymbolSize* t = pg->add_traced();
-      t->set_symbol(std::string(1, s));
-      t->set_size(g.traced.get(s));
-    }
+  graph::for_each_symbol(g.traced.bound & ~graph::symbol_bit('N'), [&](char s) {
+    pb::SymbolSize* t = pg->add_traced();
+    t->set_symbol(std::string(1, s));
+    t->set_size(g.traced.get(s));
+  });
 }
 
 // g's nodes (with their bodies, recursively) and outputs; raises minor to 1 when a node has

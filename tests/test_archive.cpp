@@ -142,6 +142,17 @@ void put32(std::vector<uint8_t>& b, size_t p, uint32_t v) {
   for (int i = 0; i < 4; ++i) b[p + size_t(i)] = uint8_t(v >> (8 * i));
 }
 
+// A golden archive's outputs from the interpreter (the read graph) and from the loader (the
+// loaded model), each against `want`.
+void check_golden_outputs(const LoadedArchive& a, const Model& m, const std::vector<Tensor>& inputs, const Tensor& want,
+                          const std::string& label) {
+  for (const Tensor& got : {graph::run_graph(a.graph, inputs)[0], m.forward(inputs)[0]}) {
+    test::Diff d = test::compare(got, want, 1e-5, 1e-5);
+    INFO(label << ": " << d.message);
+    CHECK(d.ok);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("archives round-trip bit-exactly and deterministically", "[archive]") {
@@ -1134,14 +1145,8 @@ TEST_CASE("the golden archive of format 1.2 (sizes in N and T) loads and compute
   CHECK(a.graph.inputs()[0]->type.shape ==
         graph::SymShape{graph::SymInt::symbol('N'), graph::SymInt::symbol('T'), graph::SymInt(4)});
   const Model m = load(dir + "/format_1_2.amber");
-  for (const char* nt : {"n1.t1", "n2.t5", "n3.t9"}) {
-    const Tensor x = io.tensor(str("input.", nt)), want = io.tensor(str("output.", nt));
-    for (const Tensor& got : {graph::run_graph(a.graph, {x})[0], m.forward({x})[0]}) {
-      test::Diff d = test::compare(got, want, 1e-5, 1e-5);
-      INFO(nt << ": " << d.message);
-      CHECK(d.ok);
-    }
-  }
+  for (const char* nt : {"n1.t1", "n2.t5", "n3.t9"})
+    check_golden_outputs(a, m, {io.tensor(str("input.", nt))}, io.tensor(str("output.", nt)), nt);
 }
 
 TEST_CASE("the golden archive of format 1.1 (a loop) loads and computes", "[archive][golden]") {
@@ -1151,16 +1156,9 @@ TEST_CASE("the golden archive of format 1.1 (a loop) loads and computes", "[arch
   CHECK(a.info.format_major == 1);
   CHECK(a.info.format_minor == 1);
   const Model m = load(dir + "/format_1_1.amber");
-  for (int64_t n : {0, 2, 5}) {
-    const Tensor count = full({}, n, {DType::i64});
-    const Tensor want = io.tensor(str("output.n", n));
-    for (const Tensor& got :
-         {graph::run_graph(a.graph, {io.tensor("x"), count})[0], m.forward({io.tensor("x"), count})[0]}) {
-      test::Diff d = test::compare(got, want, 1e-5, 1e-5);
-      INFO("n=" << n << ": " << d.message);
-      CHECK(d.ok);
-    }
-  }
+  for (int64_t n : {0, 2, 5})
+    check_golden_outputs(a, m, {io.tensor("x"), full({}, n, {DType::i64})}, io.tensor(str("output.n", n)),
+                         str("n=", n));
 }
 
 TEST_CASE("the golden archive of format 1.0 loads and computes", "[archive][golden]") {

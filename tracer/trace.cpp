@@ -357,9 +357,11 @@ void unify(Graph& g0, const Corners& k, const std::function<const Graph&(const G
   for (const Graph* g : here.graphs) nodes.push_back(g->nodes());
   nodes.push_back(here.check->nodes());
   const std::vector<Node*>& n0 = nodes[0];
+  // The sizes trace t ran at (the last one is the check).
+  auto label_of = [&](size_t t) { return t + 1 < nodes.size() ? k.label(t) : k.check_label(); };
   for (size_t c = 1; c < nodes.size(); ++c)
     AMBER_CHECK(nodes[c].size() == n0.size(), "trace (dynamic dims): the graph has ", n0.size(), " nodes at ",
-                k.label(0), " but ", nodes[c].size(), " at ", c + 1 < nodes.size() ? k.label(c) : k.check_label(),
+                k.label(0), " but ", nodes[c].size(), " at ", label_of(c),
                 ": the model's structure depends on a dynamic size (a loop over it, or a size read from data?); "
                 "make that dim static");
   auto find_in = [&](size_t c, const std::string& name) -> const Value* {
@@ -369,7 +371,7 @@ void unify(Graph& g0, const Corners& k, const std::function<const Graph&(const G
     for (size_t c = 0; c < nodes.size(); ++c) {
       const Value* v = find_in(c, name);
       AMBER_CHECK(v && v->type.shape.size() == s0.size(), "trace (dynamic dims): ", what, " has rank ", s0.size(),
-                  " at ", k.label(0), " but not at ", c + 1 < nodes.size() ? k.label(c) : k.check_label());
+                  " at ", k.label(0), " but not at ", label_of(c));
     }
     graph::SymShape out;
     for (size_t i = 0; i < s0.size(); ++i)
@@ -383,18 +385,16 @@ void unify(Graph& g0, const Corners& k, const std::function<const Graph&(const G
       const Value* ct = find_in(t, c->name);
       AMBER_CHECK(ct && ct->is_constant() && ct->type == c->type, "trace (dynamic dims): constant %", c->name,
                   c->source.empty() ? std::string() : " (created at " + c->source + ")", " is ", c->type, " at ",
-                  k.label(0), ct ? str(" but ", ct->type, " at ") : std::string(" and missing at "),
-                  t + 1 < nodes.size() ? k.label(t) : k.check_label(),
+                  k.label(0), ct ? str(" but ", ct->type, " at ") : std::string(" and missing at "), label_of(t),
                   ": it bakes a dynamic size in; compute it inside the traced code from the input's size");
     }
   for (size_t i = 0; i < n0.size(); ++i) {
     Node& a = *n0[i];
     for (size_t t = 1; t < nodes.size(); ++t) {
       const Node& c = *nodes[t][i];
-      const std::string there = t + 1 < nodes.size() ? k.label(t) : k.check_label();
       AMBER_CHECK(a.op == c.op && a.inputs.size() == c.inputs.size() && a.outputs.size() == c.outputs.size() &&
                       a.attrs.size() == c.attrs.size() && a.bodies.size() == c.bodies.size(),
-                  "trace (dynamic dims): ", describe(a), " at ", k.label(0), " is ", describe(c), " at ", there,
+                  "trace (dynamic dims): ", describe(a), " at ", k.label(0), " is ", describe(c), " at ", label_of(t),
                   ": the model's structure depends on a dynamic size");
       for (size_t j = 0; j < a.inputs.size(); ++j) {
         const bool same =
