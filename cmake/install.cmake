@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 install(TARGETS amber_runtime amber_runtime_static amber amber_headers EXPORT AmberTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS amber_cli amber_import amber_export_onnx RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS amber_cli amber_import amber_export_onnx amber_quantize RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # PyTorch state_dict -> safetensors converter (needs only torch; Debian has no safetensors).
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/tools/torch2safetensors.py DESTINATION ${CMAKE_INSTALL_BINDIR}
         RENAME amber-torch2safetensors)

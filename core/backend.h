@@ -111,6 +111,12 @@ typedef enum amber_precision {
   AMBER_PRECISION_TF32 = 3
 } amber_precision;
 
+/* The longest reduction (in_features, or in_channels/groups * kH * kW) an int8 product may
+ * have: 255 * 127 * k stays below 2^30, so int32 accumulators and their zero-point
+ * corrections cannot overflow. Dynamic int8 keeps longer ones in f32; quantized_conv2d and
+ * quantized_linear refuse them. */
+#define AMBER_MAX_INT8_REDUCTION 33000
+
 /* Everything one kernel call needs. Outputs are allocated by the caller with the shapes the
  * op table's inference gives; kernels write them and never allocate outputs. Inputs already
  * have the op's compute dtype. A backend with asynchronous streams may only queue the work:

@@ -846,31 +846,56 @@ void Exporter::node(const Node& n) {
     return;
   }
 
-  // Neural-network ops.
-  if (name == "linear") {
+  // Neural-network ops. quantized_linear and quantized_conv2d in QDQ form (as ONNX Runtime's
+  // static quantization writes models): the input through QuantizeLinear and
+  // DequantizeLinear with input_scale and a uint8 input_zero_point, the int8 weight through
+  // DequantizeLinear along axis 0 with weight_scale; then linear's and conv2d's nodes.
+  const bool quantized = name == "quantized_linear" || name == "quantized_conv2d";
+  const size_t bias_in = quantized ? 3 : 2;
+  std::string x_in = in(n, 0), w_in = n.inputs.size() > 1 ? in(n, 1) : "";
+  if (quantized) {
+    const bool lin = name == "quantized_linear";
+    const std::string sc =
+        scalar(at[lin ? oa::quantized_linear::input_scale : oa::quantized_conv2d::input_scale].f(), DType::f32);
+    const std::string zp = initializer(full(
+        {}, at[lin ? oa::quantized_linear::input_zero_point : oa::quantized_conv2d::input_zero_point].i(), DType::u8));
+    x_in = op("DequantizeLinear", {op("QuantizeLinear", {x_in, sc, zp}), sc, zp});
+    w_in = op("DequantizeLinear", {w_in, in(n, 2)}, [](onnx::NodeProto* p) { attr_i(p, "axis", 0); });
+  }
+  if (name == "linear" || name == "quantized_linear") {
     if (rank(x0) == 2) {
-      std::vector<std::string> ins{in(n, 0), in(n, 1)};
-      if (n.inputs[2]) ins.push_back(in(n, 2));
+      std::vector<std::string> ins{x_in, w_in};
+      if (n.inputs[bias_in]) ins.push_back(in(n, bias_in));
       op(
           "Gemm", ins, [](onnx::NodeProto* p) { attr_i(p, "transB", 1); }, out(n));
       return;
     }
-    const std::string w = op("Transpose", {in(n, 1)}, [](onnx::NodeProto* p) { attr_ints(p, "perm", {1, 0}); });
-    if (n.inputs[2])
-      op("Add", {op("MatMul", {in(n, 0), w}), in(n, 2)}, {}, out(n));
+    const std::string w = op("Transpose", {w_in}, [](onnx::NodeProto* p) { attr_ints(p, "perm", {1, 0}); });
+    if (n.inputs[bias_in])
+      op("Add", {op("MatMul", {x_in, w}), in(n, bias_in)}, {}, out(n));
     else
-      op("MatMul", {in(n, 0), w}, {}, out(n));
+      op("MatMul", {x_in, w}, {}, out(n));
     return;
   }
   if (name == "matmul" || name == "mm" || name == "bmm") {
     op("MatMul", {in(n, 0), in(n, 1)}, {}, out(n));
     return;
   }
-  if (name == "conv2d" || name == "conv_transpose2d" || name == "fused_conv2d") {
-    // fused_conv2d: Conv, then its activation (Clip, x * Sigmoid(x), HardSwish).
+  if (name == "conv2d" || name == "conv_transpose2d" || name == "fused_conv2d" || name == "quantized_conv2d") {
+    // fused_conv2d (and quantized_conv2d unless "none"): Conv, then its activation (Clip,
+    // x * Sigmoid(x), HardSwish).
     static_assert(oa::fused_conv2d::stride == oa::conv2d::stride && oa::fused_conv2d::padding == oa::conv2d::padding &&
                   oa::fused_conv2d::dilation == oa::conv2d::dilation && oa::fused_conv2d::groups == oa::conv2d::groups);
-    const bool tr = name == "conv_transpose2d", fused = name == "fused_conv2d";
+    static_assert(
+        oa::quantized_conv2d::stride == oa::conv2d::stride && oa::quantized_conv2d::padding == oa::conv2d::padding &&
+        oa::quantized_conv2d::dilation == oa::conv2d::dilation && oa::quantized_conv2d::groups == oa::conv2d::groups);
+    static_assert(oa::quantized_conv2d::activation == oa::fused_conv2d::activation + 2 &&
+                  oa::quantized_conv2d::min_val == oa::fused_conv2d::min_val + 2 &&
+                  oa::quantized_conv2d::max_val == oa::fused_conv2d::max_val + 2);
+    const size_t act_shift = quantized ? 2 : 0;  // quantized_conv2d's input_scale and zero point come first
+    const bool tr = name == "conv_transpose2d",
+               fused = name == "fused_conv2d" ||
+                       (quantized && at[oa::quantized_conv2d::activation].s() != std::string("none"));
     auto pair = [](const std::vector<int64_t>& v, int64_t dflt) {
       return v.empty() ? std::vector<int64_t>{dflt, dflt} : v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
     };
@@ -878,8 +903,8 @@ void Exporter::node(const Node& n) {
     const auto padding = pair(at[tr ? oa::conv_transpose2d::padding : oa::conv2d::padding].ints(), 0);
     const auto dilation = pair(at[tr ? oa::conv_transpose2d::dilation : oa::conv2d::dilation].ints(), 1);
     const int64_t groups = at[tr ? oa::conv_transpose2d::groups : oa::conv2d::groups].i();
-    std::vector<std::string> ins{batch1(in(n, 0), x0), in(n, 1)};
-    if (n.inputs[2]) ins.push_back(in(n, 2));
+    std::vector<std::string> ins{batch1(x_in, x0), w_in};
+    if (n.inputs[bias_in]) ins.push_back(in(n, bias_in));
     const std::string y = op(
         tr ? "ConvTranspose" : "Conv", ins,
         [&](onnx::NodeProto* p) {
@@ -891,12 +916,14 @@ void Exporter::node(const Node& n) {
         },
         fused ? fresh("conv") : unbatched_out(n));
     if (fused) {
-      const std::string& act = at[oa::fused_conv2d::activation].s();
+      const std::string& act = at[oa::fused_conv2d::activation + act_shift].s();
       const DType t = out_type(n);
       const std::string yo = unbatched_out(n);
       if (act == "clamp")
-        op("Clip", {y, scalar(at[oa::fused_conv2d::min_val].f(), t), scalar(at[oa::fused_conv2d::max_val].f(), t)}, {},
-           yo);
+        op("Clip",
+           {y, scalar(at[oa::fused_conv2d::min_val + act_shift].f(), t),
+            scalar(at[oa::fused_conv2d::max_val + act_shift].f(), t)},
+           {}, yo);
       else if (act == "silu")
         op("Mul", {y, op("Sigmoid", {y})}, {}, yo);
       else

@@ -240,6 +240,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("linear"), {&x, &w, &b}, {}, loc);
 }
+Tensor quantized_linear(const Tensor& x, const Tensor& w, const Tensor& ws, const Tensor& b, double input_scale,
+                        int64_t input_zero_point, SrcLoc loc) {
+  return call(AMBER_OP("quantized_linear"), {&x, &w, &ws, &b}, {Attr(input_scale), Attr(input_zero_point)}, loc);
+}
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                     double dropout_p, bool is_causal, SrcLoc loc) {
   return call(AMBER_OP("scaled_dot_product_attention"), {&q, &k, &v, &mask}, {Attr(dropout_p), Attr(is_causal)}, loc);
@@ -256,6 +260,15 @@ Tensor fused_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const Dim
   return call(
       AMBER_OP("fused_conv2d"), {&x, &w, &b},
       {Attr(stride), Attr(padding), Attr(dilation), Attr(groups), Attr(activation), Attr(min_val), Attr(max_val)}, loc);
+}
+Tensor quantized_conv2d(const Tensor& x, const Tensor& w, const Tensor& ws, const Tensor& b, const DimVec& stride,
+                        const DimVec& padding, const DimVec& dilation, int64_t groups, double input_scale,
+                        int64_t input_zero_point, const std::string& activation, double min_val, double max_val,
+                        SrcLoc loc) {
+  return call(AMBER_OP("quantized_conv2d"), {&x, &w, &ws, &b},
+              {Attr(stride), Attr(padding), Attr(dilation), Attr(groups), Attr(input_scale), Attr(input_zero_point),
+               Attr(activation), Attr(min_val), Attr(max_val)},
+              loc);
 }
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,
                         const DimVec& output_padding, int64_t groups, const DimVec& dilation, SrcLoc loc) {

@@ -141,6 +141,10 @@ Tensor bmm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
 Tensor matmul(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 // input @ weight^T + bias; bias may be undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, SrcLoc loc = {});
+// linear of the input quantized to uint8 with a static scale and zero point, by int8 weights
+// [out, in] with a scale per output feature, in integers, plus the bias (docs/OPS.md).
+Tensor quantized_linear(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                        double input_scale, int64_t input_zero_point, SrcLoc loc = {});
 // softmax(q k^T / sqrt(E) + mask) v; a bool mask keeps its true positions.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
@@ -155,6 +159,13 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
 Tensor fused_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const DimVec& stride,
                     const DimVec& padding, const DimVec& dilation, int64_t groups, const std::string& activation,
                     double min_val = 0.0, double max_val = 6.0, SrcLoc loc = {});
+// conv2d of the input quantized to uint8 with a static scale and zero point, by int8 weights
+// [out, in/groups, kH, kW] with a scale per output channel, in integers, then the bias and an
+// activation (none, or fused_conv2d's): what `amber quantize` makes of a conv2d (docs/OPS.md).
+Tensor quantized_conv2d(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                        const DimVec& stride, const DimVec& padding, const DimVec& dilation, int64_t groups,
+                        double input_scale, int64_t input_zero_point, const std::string& activation = "none",
+                        double min_val = 0.0, double max_val = 6.0, SrcLoc loc = {});
 // The transposed convolution (the gradient of conv2d with respect to its input), as
 // torch.nn.functional.conv_transpose2d: weight [in_channels, out_channels / groups, kH, kW];
 // output_padding adds rows and columns at the far side. Output channels-last, as conv2d's.

@@ -3,6 +3,9 @@
 // the broadcast of several shapes.
 #pragma once
 
+#include <cmath>
+
+#include "amber/core/backend.h"
 #include "amber/schema/op_schema.h"
 
 namespace amber::infer {
@@ -52,6 +55,29 @@ inline DimVec reduced_sizes(const DimVec& sizes, uint32_t mask, bool keepdim) {
       out.push_back(1);
   }
   return out;
+}
+
+// The quantization parameters of quantized_conv2d and quantized_linear (docs/OPS.md): input
+// 0 f32, the weight int8 with `channels` output channels, its scale f32 [channels] (input 2),
+// an f32 bias of [channels] (input 3) when present, input_scale finite and positive,
+// input_zero_point in [0, 255], at most AMBER_MAX_INT8_REDUCTION products per output. The
+// weight scales' values are the kernels' to check.
+inline void check_quantized(InferCtx& c, int64_t channels, int64_t reduction) {
+  c.check(reduction <= AMBER_MAX_INT8_REDUCTION, "each output sums ", reduction, " products, more than the ",
+          AMBER_MAX_INT8_REDUCTION, " whose int32 accumulators cannot overflow");
+  c.check(c.in(0).dtype == DType::f32, "input must be f32, got ", c.in(0).dtype);
+  c.check(c.in(1).dtype == DType::i8, "weight must be int8, got ", c.in(1).dtype);
+  c.check(c.in(2).dtype == DType::f32 && c.in(2).sizes == DimVec{channels}, "weight_scale must be f32 [", channels,
+          "] (one scale per output channel), got ", c.in(2).dtype, " ", c.in(2).sizes);
+  if (c.has_input(3))
+    c.check(c.in(3).dtype == DType::f32 && c.in(3).sizes == DimVec{channels}, "bias must be f32 [", channels, "], got ",
+            c.in(3).dtype, " ", c.in(3).sizes);
+  const double s = c.attr("input_scale").f();
+  c.check(std::isfinite(s) && s > 0 && float(s) > 0 && std::isfinite(float(s)),
+          "input_scale must be finite and positive (as a float), got ", s);
+  const int64_t z = c.attr("input_zero_point").i();
+  c.check(z >= 0 && z <= 255, "input_zero_point must be in [0, 255] (uint8), got ", z);
+  c.cast_mask = 0;
 }
 
 }  // namespace amber::infer

@@ -305,6 +305,7 @@ std::unique_ptr<OpSchema> parse_op(const OpDef& def) {
   op->view = def.view;
   op->doc = def.doc ? def.doc : "";
   op->cost = def.cost;
+  op->format_minor = def.format_minor;
   bool attrs_started = false;
   for (const ArgSpec& a : op->args) {
     if (is_tensor_kind(a.kind)) {

@@ -143,6 +143,9 @@ struct OpSchema {
   ViewFn view = nullptr;
   std::string doc;
   OpCost cost = OpCost::memory;
+  // The archive format minor version that first carries the op: an archive holding it is
+  // written as at least 1.format_minor (docs/FORMAT.md), so older readers refuse it by version.
+  uint32_t format_minor = 0;
 
   // Derived at registration.
   int index = -1;           // position in the table
@@ -167,6 +170,7 @@ struct OpDef {
   int version = 1;
   const char* doc = "";
   OpCost cost = OpCost::memory;
+  uint32_t format_minor = 0;  // OpSchema::format_minor
 };
 
 // The most ops the table holds (built-in and op libraries' together).

@@ -1,5 +1,6 @@
 // Op table entries for matrix products (mm, bmm, matmul with PyTorch's 1-D and batched
-// broadcasting rules), linear, and scaled_dot_product_attention (torch 2.0 semantics:
+// broadcasting rules), linear (and quantized_linear, int8 weights and a static input
+// quantization), and scaled_dot_product_attention (torch 2.0 semantics:
 // softmax(q k^T / sqrt(E) + mask) v, a bool mask keeping the positions that are true).
 
 #include "amber/schema/infer_util.h"
@@ -67,6 +68,19 @@ void infer_linear(InferCtx& c) {
   c.add_output(c.in(0).dtype, out);
 }
 
+// quantized_linear (made by graph/quantize.h's calibration): linear's shapes with an int8
+// weight, its scales and the input's quantization checked (infer::check_quantized).
+void infer_quantized_linear(InferCtx& c) {
+  const DimVec &x = c.in(0).sizes, &w = c.in(1).sizes;
+  c.check(!x.empty(), "input must have at least one dimension, got shape ", x);
+  c.check(w.size() == 2, "weight must be a matrix [out_features, in_features], got shape ", w);
+  c.check(x.back() == w[1], "input shape ", x, " does not match weight shape ", w, " (in_features ", w[1], ")");
+  infer::check_quantized(c, w[0], w[1]);
+  DimVec out = x;
+  out[out.size() - 1] = w[0];
+  c.add_output(DType::f32, out);
+}
+
 void infer_sdpa(InferCtx& c) {
   const DimVec &q = c.in(0).sizes, &k = c.in(1).sizes, &v = c.in(2).sizes;
   c.check(q.size() >= 2 && k.size() == q.size() && v.size() == q.size(),
@@ -106,6 +120,14 @@ const OpRegistrar registrar{
      "torch.matmul: dot, matrix-vector, matrix or batched products, broadcasting batch dims.", OpCost::matmul},
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kF32, infer_linear, 0, nullptr, 1,
      "input @ weight^T + bias over the last dim of input.", OpCost::matmul},
+    {"quantized_linear(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, float input_scale=1.0, "
+     "int input_zero_point=0) -> Tensor",
+     kF32, infer_quantized_linear, 0, nullptr, 1,
+     "linear of the input quantized to uint8 (q = clamp(round_half_even(x * (1 / input_scale)) + input_zero_point, 0, "
+     "255)) by the int8 weight [out, in] times its scale per output feature, accumulated exactly in integers: "
+     "(q - input_zero_point) * input_scale * weight_scale[o] + bias[o]. An infinite input saturates; a row holding "
+     "a NaN gives a row of NaN. Made by `amber quantize`.",
+     OpCost::matmul, 3},
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
      "float dropout_p=0.0, bool is_causal=False) -> Tensor",
      kF32, infer_sdpa, 0, nullptr, 1,

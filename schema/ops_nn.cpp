@@ -1,9 +1,9 @@
-// Op table entries for neural-network layers: conv2d (and fused_conv2d, with an activation),
-// conv_transpose2d, max_pool2d (with or without indices), avg_pool2d,
-// adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, grid_sample, batch_norm and layer_norm (inference),
-// embedding and dropout (identity in eval). Shape rules and error conditions follow ATen (pooling_output_shape,
-// ceil_mode, padding limits). conv2d produces channels-last output; pooling and
-// batch_norm keep their input's layout.
+// Op table entries for neural-network layers: conv2d (and fused_conv2d, with an activation;
+// quantized_conv2d, with int8 weights and a static input quantization), conv_transpose2d, max_pool2d (with or without
+// indices), avg_pool2d, adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, grid_sample, batch_norm and
+// layer_norm (inference), embedding and dropout (identity in eval). Shape rules and error conditions follow ATen
+// (pooling_output_shape, ceil_mode, padding limits). conv2d produces channels-last output; pooling and batch_norm keep
+// their input's layout.
 
 #include "amber/schema/infer_util.h"
 
@@ -33,14 +33,19 @@ void check_image(const InferCtx& c, const TensorMeta& x) {
     c.check(x.sizes[i] > 0, "expected non-empty channel and spatial dims, got shape ", x.sizes);
 }
 
-void infer_conv2d(InferCtx& c) {
+// conv2d's shape rules; its bias is input `bias` (quantized_conv2d's is input 3, after the
+// weight's scales), and an f32 input may take an int8 weight (quantized_conv2d).
+void conv2d_output(InferCtx& c, int bias, bool quantized) {
   const TensorMeta &x = c.in(0), &w = c.in(1);
   check_image(c, x);
   const bool batched = x.sizes.size() == 4;
   const int64_t n = batched ? x.sizes[0] : 1, ch = x.sizes[batched ? 1 : 0];
   const int64_t h = x.sizes[batched ? 2 : 1], wd = x.sizes[batched ? 3 : 2];
   c.check(w.sizes.size() == 4, "weight must be 4-D [out_channels, in_channels/groups, kH, kW], got shape ", w.sizes);
-  c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
+  if (quantized)
+    infer::check_quantized(c, w.sizes[0], w.sizes[1] * w.sizes[2] * w.sizes[3]);
+  else
+    c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
   const auto stride = pair(c, c.attr("stride"), "stride"), pad = pair(c, c.attr("padding"), "padding"),
              dil = pair(c, c.attr("dilation"), "dilation");
   const int64_t groups = c.attr("groups").i();
@@ -54,9 +59,9 @@ void infer_conv2d(InferCtx& c) {
     c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr("padding"));
     c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr("dilation"));
   }
-  if (c.has_input(2)) {
-    c.check(c.in(2).sizes == DimVec{w.sizes[0]}, "bias must have shape [", w.sizes[0], "], got ", c.in(2).sizes);
-    c.check(c.in(2).dtype == x.dtype, "bias dtype ", c.in(2).dtype, " differs from input dtype ", x.dtype);
+  if (c.has_input(bias)) {
+    c.check(c.in(bias).sizes == DimVec{w.sizes[0]}, "bias must have shape [", w.sizes[0], "], got ", c.in(bias).sizes);
+    c.check(c.in(bias).dtype == x.dtype, "bias dtype ", c.in(bias).dtype, " differs from input dtype ", x.dtype);
   }
   int64_t out_hw[2];
   const int64_t in_hw[2] = {h, wd};
@@ -73,17 +78,31 @@ void infer_conv2d(InferCtx& c) {
     c.add_output(x.dtype, DimVec{w.sizes[0], out_hw[0], out_hw[1]});
 }
 
-// fused_conv2d: conv2d's rules, and an activation the kernels apply to its output as they
-// write it (the conv-activation fusion pass makes these; see docs/OPS.md).
-void infer_fused_conv2d(InferCtx& c) {
+void infer_conv2d(InferCtx& c) { conv2d_output(c, 2, false); }
+
+// fused_conv2d's and quantized_conv2d's activation (quantized_conv2d's may be "none").
+void check_activation(const InferCtx& c, bool none_allowed) {
   const std::string& act = c.attr("activation").s();
-  c.check(act == "clamp" || act == "silu" || act == "hardswish", "activation must be clamp, silu or hardswish, got '",
-          act, "'");
+  c.check(act == "clamp" || act == "silu" || act == "hardswish" || (none_allowed && act == "none"),
+          "activation must be ", none_allowed ? "none, " : "", "clamp, silu or hardswish, got '", act, "'");
   if (act == "clamp") {
     const double lo = c.attr("min_val").f(), hi = c.attr("max_val").f();
     c.check(lo <= hi, "clamp needs min_val <= max_val, got ", lo, " and ", hi);
   }
-  infer_conv2d(c);
+}
+
+// fused_conv2d: conv2d's rules, and an activation the kernels apply to its output as they
+// write it (the conv-activation fusion pass makes these; see docs/OPS.md).
+void infer_fused_conv2d(InferCtx& c) {
+  check_activation(c, false);
+  conv2d_output(c, 2, false);
+}
+
+// quantized_conv2d (made by graph/quantize.h's calibration): conv2d's rules with an int8
+// weight, its scales and the input's quantization checked (infer::check_quantized).
+void infer_quantized_conv2d(InferCtx& c) {
+  check_activation(c, true);
+  conv2d_output(c, 3, true);
 }
 
 // conv_transpose2d(input, weight [in, out/groups, kH, kW], bias, stride, padding,
@@ -321,6 +340,15 @@ const OpRegistrar registrar{
      "NaN stays NaN), silu or hardswish, each with its pointwise op's formula; made by the conv-activation "
      "fusion pass.",
      OpCost::conv},
+    {"quantized_conv2d(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, int[] stride=[1], "
+     "int[] padding=[0], int[] dilation=[1], int groups=1, float input_scale=1.0, int input_zero_point=0, "
+     "str activation=\"none\", float min_val=0.0, float max_val=6.0) -> Tensor",
+     DTypeSet{DType::f32}, infer_quantized_conv2d, 0, nullptr, 1,
+     "conv2d of the input quantized to uint8 (q = clamp(round_half_even(x * (1 / input_scale)) + input_zero_point, 0, "
+     "255)) by the int8 weight times its scale per output channel, accumulated exactly in integers, then "
+     "(q - input_zero_point) * input_scale * weight_scale[o] + bias[o] and the activation (none, or fused_conv2d's). "
+     "An infinite input saturates; an image holding a NaN gives NaN outputs. Made by `amber quantize`.",
+     OpCost::conv, 3},
     {"conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
      "int[] output_padding=[0], int groups=1, int[] dilation=[1]) -> Tensor",
      DTypeSet{DType::f32}, infer_conv_transpose2d, 0, nullptr, 1,

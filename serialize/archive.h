@@ -22,9 +22,10 @@ namespace amber {
 
 inline constexpr uint32_t kArchiveFormatMajor = 1;
 // The newest minor version this build reads and writes. An archive is written as 1.0 unless
-// it needs 1.1 (control-flow bodies) or 1.2 (sizes in symbols other than the batch N, or
-// products of symbols), so archives without them stay readable by older readers.
-inline constexpr uint32_t kArchiveFormatMinor = 2;
+// it needs 1.1 (control-flow bodies), 1.2 (sizes in symbols other than the batch N, or
+// products of symbols) or 1.3 (int8 quantized ops: quantized_conv2d, quantized_linear), so
+// archives without them stay readable by older readers.
+inline constexpr uint32_t kArchiveFormatMinor = 3;
 inline constexpr size_t kArchiveRecordAlignment = 64;
 
 // Limits the reader enforces (each with an error naming it).

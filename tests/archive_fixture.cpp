@@ -1,8 +1,8 @@
 // Writes the archives the command-line checks of tests/CMakeLists.txt read: a small traced
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
-// values as safetensors; with --fuzz-seeds, small archives of varied programs and broken
-// variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
+// values as safetensors; with --fuzz-seeds, small archives of varied programs (format 1.3's
+// int8 ops among them) and broken variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
 // Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.2) | --golden-1.1 OUT_DIR |
 //        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
@@ -141,6 +141,16 @@ int write_fuzz_seeds(const std::string& out) {
                             return x.reshape({x.size(0) * x.size(1), -1}).softmax(1);
                           },
                           {randn({2, 3, 4})}, nt));
+  // Format 1.3: int8 convolution and linear layer (what `amber quantize` writes).
+  const Tensor qw = (randn({4, 3, 3, 3}) * 40.0).to(DType::i8), qs = rand({4}) * 0.01, qb = randn({4});
+  const Tensor qlw = (randn({5, 16}) * 40.0).to(DType::i8), qls = rand({5}) * 0.01;
+  save("quantized_conv_linear", trace(
+                                    [&](const Tensor& x) {
+                                      const Tensor y = quantized_conv2d(x, qw, qs, qb, {2}, {1}, {1}, 1, 0.02, 128,
+                                                                        "clamp", 0.0, 6.0);
+                                      return quantized_linear(y.flatten(1), qlw, qls, {}, 0.03, 0);
+                                    },
+                                    {randn({1, 3, 4, 4})}, o));
   auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
     FILE* f = std::fopen((out + "/" + name).c_str(), "wb");
     AMBER_CHECK(f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,

@@ -7,7 +7,8 @@ Usage: gen_digits.py OUT_DIR
 Writes OUT_DIR/digits.safetensors (the trained state_dict, parameter names as the C++ twin's)
 and OUT_DIR/digits_test.safetensors: the 450 held-out images ("images", f32 [450, 1, 8, 8],
 pixels scaled to [0, 1]), their labels ("labels", i64 [450]) and PyTorch's logits for them
-("logits", f32 [450, 10]).
+("logits", f32 [450, 10]); and 256 training images for int8 calibration ("calibration", f32
+[256, 1, 8, 8], never the held-out ones).
 """
 import os
 import sys
@@ -61,7 +62,8 @@ def main(out):
     accuracy = (logits.argmax(1) == labels[test]).float().mean().item()
     print(f"digits: PyTorch fp32 test accuracy {100 * accuracy:.2f}% on {len(test)} images")
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, os.path.join(out, "digits.safetensors"))
-    save_file({"images": images[test].contiguous(), "labels": labels[test].contiguous(), "logits": logits},
+    save_file({"images": images[test].contiguous(), "labels": labels[test].contiguous(), "logits": logits,
+               "calibration": images[train[:256]].contiguous()},
               os.path.join(out, "digits_test.safetensors"))
     return 0
 

@@ -1168,6 +1168,91 @@ for op, fn in {"maximum": torch.maximum, "minimum": torch.minimum}.items():
     case(f"{op}_big", op, fn, [In([3, 1001]), In([3, 1001])], atol=0, rtol=0)
 
 
+# ---- int8 quantized ops (what `amber quantize` makes): the input fake-quantized as the op
+# defines it (x * (1 / scale) in f32, halves to even, saturated to [0, 255]), the int8
+# weights times their scales, the product in f64 (the kernels' integer sums are exact) ----
+def fake_quant(x, scale, zero_point):
+    s = torch.tensor(scale, dtype=torch.float32)
+    q = torch.clamp(torch.round(x * (1.0 / s)) + zero_point, 0, 255)
+    return ((q - zero_point) * s.double()).double()
+
+
+def check_quant(w, input_scale, input_zero_point):
+    if w.dtype != torch.int8:
+        raise ValueError(f"weight of {w.dtype}")
+    if not (input_scale > 0) or not (0 <= input_zero_point <= 255):
+        raise ValueError(f"input_scale {input_scale}, input_zero_point {input_zero_point}")
+
+
+def quantized_conv(x, w, ws, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1, input_scale=1.0,
+                   input_zero_point=0, activation="none", min_val=0.0, max_val=6.0):
+    check_quant(w, input_scale, input_zero_point)
+    if activation not in ("none", "clamp", "silu", "hardswish"):
+        raise ValueError(f"activation {activation}")
+    wd = w.double() * ws.double().reshape(-1, 1, 1, 1)
+    y = F.conv2d(fake_quant(x, input_scale, input_zero_point), wd, None if b is None else b.double(),
+                 stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation), groups=groups)
+    if activation == "clamp":
+        y = torch.clamp(y, min_val, max_val)
+    elif activation != "none":
+        y = F.silu(y) if activation == "silu" else F.hardswish(y)
+    return y.float()
+
+
+def quantized_linear(x, w, ws, b=None, input_scale=1.0, input_zero_point=0):
+    check_quant(w, input_scale, input_zero_point)
+    return F.linear(fake_quant(x, input_scale, input_zero_point), w.double() * ws.double().reshape(-1, 1),
+                    None if b is None else b.double()).float()
+
+
+def int8_weights(shape):
+    return Fixed(torch.randint(-127, 128, shape, generator=gen).to(torch.int8))
+
+
+def weight_scales(n):
+    return Fixed((torch.rand([n], generator=gen) * 0.02 + 0.001).float())
+
+
+QUANT_TOL = dict(atol=1e-4, rtol=1e-4)
+case("quantized_conv_zero_point", "quantized_conv2d", quantized_conv,
+     [In([2, 5, 9, 7], kind="wide"), int8_weights([7, 5, 3, 3]), weight_scales(7), In([7])],
+     attrs={"padding": [1], "input_scale": 0.05, "input_zero_point": 131}, **QUANT_TOL)
+case("quantized_conv_relu_input_clamp", "quantized_conv2d", quantized_conv,
+     [In([3, 6, 8, 9], kind="pos"), int8_weights([4, 3, 3, 2]), weight_scales(4), None],
+     attrs={"groups": 2, "stride": [2, 1], "dilation": [1, 2], "input_scale": 0.01, "activation": "clamp",
+            "min_val": 0.0, "max_val": 6.0}, **QUANT_TOL)
+case("quantized_conv_silu_noncontig_unbatched", "quantized_conv2d", quantized_conv,
+     [In([6, 11, 9], layout=("t", 1, 2)), int8_weights([5, 6, 1, 1]), weight_scales(5), In([5])],
+     attrs={"input_scale": 0.02, "input_zero_point": 128, "activation": "silu"}, **QUANT_TOL)
+case("quantized_conv_channels_last_hardswish", "quantized_conv2d", quantized_conv,
+     [In([2, 16, 6, 7], layout=("cl",)), int8_weights([8, 16, 3, 3]), weight_scales(8), In([8])],
+     attrs={"padding": [1], "input_scale": 0.03, "input_zero_point": 100, "activation": "hardswish"}, **QUANT_TOL)
+case("quantized_conv_bad_zero_point", "quantized_conv2d", quantized_conv,
+     [In([1, 3, 8, 8]), int8_weights([4, 3, 3, 3]), weight_scales(4), None],
+     attrs={"input_scale": 0.1, "input_zero_point": 300}, error="input_zero_point must be in [0, 255]")
+case("quantized_conv_bad_activation", "quantized_conv2d", quantized_conv,
+     [In([1, 3, 8, 8]), int8_weights([4, 3, 3, 3]), weight_scales(4), None],
+     attrs={"input_scale": 0.1, "activation": "relu"}, error="activation must be none, clamp, silu or hardswish")
+case("quantized_linear_bias", "quantized_linear", quantized_linear,
+     [In([7, 13], kind="wide"), int8_weights([5, 13]), weight_scales(5), In([5])],
+     attrs={"input_scale": 0.04, "input_zero_point": 125}, **QUANT_TOL)
+case("quantized_linear_3d_no_bias", "quantized_linear", quantized_linear,
+     [In([2, 7, 33]), int8_weights([9, 33]), weight_scales(9), None],
+     attrs={"input_scale": 0.02, "input_zero_point": 128}, **QUANT_TOL)
+case("quantized_linear_noncontig_1d", "quantized_linear", quantized_linear,
+     [In([3, 7, 13], kind="pos", layout=("t", 0, 1)), int8_weights([6, 13]), weight_scales(6), In([6])],
+     attrs={"input_scale": 0.01}, **QUANT_TOL)
+case("quantized_linear_1d", "quantized_linear", quantized_linear,
+     [In([13]), int8_weights([5, 13]), weight_scales(5), In([5])],
+     attrs={"input_scale": 0.03, "input_zero_point": 90}, **QUANT_TOL)
+case("quantized_linear_bad_scale", "quantized_linear", quantized_linear,
+     [In([7, 13]), int8_weights([5, 13]), weight_scales(5), None],
+     attrs={"input_scale": -0.5}, error="input_scale must be finite and positive")
+case("quantized_linear_float_weight", "quantized_linear", quantized_linear,
+     [In([7, 13]), In([5, 13]), weight_scales(5), None],
+     attrs={"input_scale": 0.5}, error="weight must be int8, got f32")
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

@@ -25,6 +25,7 @@
 #include "amber/loader/model.h"
 #include "amber/schema/eager.h"
 #include "amber/serialize/archive.h"
+#include "amber/serialize/archive_writer.h"
 #include "amber/serialize/file_io.h"
 #include "amber/serialize/model_scan.h"
 #include "amber/serialize/safetensors.h"
@@ -1173,4 +1174,55 @@ TEST_CASE("the golden archive of format 1.0 loads and computes", "[archive][gold
     INFO(d.message);
     CHECK(d.ok);
   }
+}
+
+TEST_CASE("int8 archives: format 1.3; weight scales, bias and the input's quantization checked",
+          "[archive][reliability]") {
+  manual_seed(5);
+  const Tensor w = (randn({4, 3, 3, 3}) * 40.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001, b = randn({4});
+  const Tensor lw = (randn({5, 16}) * 40.0).to(DType::i8), ls = rand({5}) * 0.01 + 0.001;
+  auto f = [&](const Tensor& x) {
+    const Tensor y = quantized_conv2d(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 128, "clamp", 0.0, 6.0);
+    return quantized_linear(y.flatten(1), lw, ls, {}, 0.03, 0);
+  };
+  const Tensor x = randn({2, 3, 2, 2});
+  TraceOptions to;
+  to.dynamic_batch = true;
+  const std::vector<uint8_t> bytes = trace(f, {x}, to).save_to_bytes();
+  LoadedArchive a = read_archive(bytes, nullptr);
+  CHECK(a.info.format_minor == 3);  // the quantized ops' minor (older readers refuse it by version)
+  CHECK(test::compare(load(bytes).forward({x})[0], f(x), 1e-6, 1e-6).ok);
+
+  // Each change to one node of the archive, and what loading it says.
+  auto changed = [&](const std::string& op, const std::function<void(graph::Node&)>& change) {
+    LoadedArchive c = read_archive(bytes, nullptr);
+    for (graph::Node* n : c.graph.nodes())
+      if (n->op->name == op) change(*n);
+    return archive_bytes(c.graph, c.info);
+  };
+  auto scale_of = [](graph::Node& n, float v) {
+    std::vector<float> s = n.inputs[2]->data.to_vector<float>(SrcLoc::none());
+    s[1] = v;
+    n.inputs[2]->data = tensor(s, {int64_t(s.size())});
+  };
+  AMBER_REQUIRE_ERROR(load(changed("quantized_conv2d", [&](graph::Node& n) { scale_of(n, -0.5f); })),
+                      "weight_scale[1] is -0.5");
+  AMBER_REQUIRE_ERROR(load(changed("quantized_linear", [&](graph::Node& n) { scale_of(n, NAN); })),
+                      "the scales must be finite and non-negative");
+  AMBER_REQUIRE_ERROR(load(changed("quantized_conv2d",
+                                   [&](graph::Node& n) {
+                                     std::vector<float> v = n.inputs[3]->data.to_vector<float>(SrcLoc::none());
+                                     v[2] = INFINITY;
+                                     n.inputs[3]->data = tensor(v, {int64_t(v.size())});
+                                   })),
+                      "a quantized op's bias must be finite");
+  const int zp = op_schema("quantized_conv2d").attr_index("input_zero_point"),
+            sc = op_schema("quantized_linear").attr_index("input_scale");
+  AMBER_REQUIRE_ERROR(
+      read_archive(changed("quantized_conv2d", [&](graph::Node& n) { n.attrs[size_t(zp)] = Attr(int64_t(256)); }),
+                   nullptr),
+      "input_zero_point must be in [0, 255] (uint8), got 256");
+  AMBER_REQUIRE_ERROR(
+      read_archive(changed("quantized_linear", [&](graph::Node& n) { n.attrs[size_t(sc)] = Attr(0.0); }), nullptr),
+      "input_scale must be finite and positive");
 }

@@ -56,6 +56,8 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
   const Tensor w4t = randn({3, 2, 2, 2}), b4t = randn({2});  // conv_transpose2d's weight [in, out, kh, kw]
   const Tensor w = randn({3}), b = randn({3}), rm = randn({3}), rv = rand({3}) + 1.0;
   const Tensor cw = randn({6, 1, 2, 2}), cb = randn({6});
+  // quantized_conv2d's and quantized_linear's int8 weights and their scales
+  const Tensor qw4 = (cw * 50.0).to(DType::i8), qw2 = (randn({6, 4}) * 50.0).to(DType::i8), qs6 = rand({6}) * 0.01;
   const Tensor ln_w = randn({4, 5}), ln_b = randn({4, 5});
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6}), mask = randn({3, 5});
   const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
@@ -303,6 +305,22 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"self", x4}}},
       {"permute", [&] { (void)x4.permute({3, 1, 0, 2}); }, {{"dims", I{3, 1, 0, 2}}}, {{"self", x4}}},
       {"pow.Scalar", [&] { (void)pow(m2, Scalar(3)); }, {{"exponent", int64_t(3)}}, {{"self", m2}}},
+      {"quantized_conv2d",
+       [&] { (void)quantized_conv2d(x4, qw4, qs6, cb, {2, 3}, {1, 0}, {1, 2}, 3, 0.25, 17, "clamp", -0.5, 1.5); },
+       {{"stride", I{2, 3}},
+        {"padding", I{1, 0}},
+        {"dilation", I{1, 2}},
+        {"groups", int64_t(3)},
+        {"input_scale", 0.25},
+        {"input_zero_point", int64_t(17)},
+        {"activation", "clamp"},
+        {"min_val", -0.5},
+        {"max_val", 1.5}},
+       {{"input", x4}, {"weight", qw4}, {"weight_scale", qs6}, {"bias", cb}}},
+      {"quantized_linear",
+       [&] { (void)quantized_linear(m, qw2, qs6, cb, 0.125, 3); },
+       {{"input_scale", 0.125}, {"input_zero_point", int64_t(3)}},
+       {{"input", m}, {"weight", qw2}, {"weight_scale", qs6}, {"bias", cb}}},
       {"reshape", [&] { (void)m.reshape({4, 3}); }, {{"shape", I{4, 3}}}, {{"self", m}}},
       {"view", [&] { (void)m.view({2, 6}); }, {{"size", I{2, 6}}}, {{"self", m}}},
       {"rsub.Scalar", [&] { (void)rsub(m, 2.5, 3); }, {{"other", 2.5}, {"alpha", int64_t(3)}}, {{"self", m}}},

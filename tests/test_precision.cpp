@@ -1,10 +1,11 @@
 // What reduced precision costs in accuracy, measured: a digits CNN trained by PyTorch on
 // scikit-learn's digits data (tests/gen_digits.py) classifies the 450 held-out images in f32,
-// bf16 and dynamic int8 (LoadOptions::precision), and ResNet-18 and the transformer encoder
-// (seeded weights of tests/gen_reference.py) run 1000 seeded inputs each in all three:
-// test-set accuracy, top-1 agreement with f32 and the outputs' relative error, printed and
-// bounded. Where the processor lacks AVX512-BF16 or AVX512-VNNI those rows are skipped,
-// visibly, after checking the refusal.
+// bf16 and dynamic int8 (LoadOptions::precision) and calibrated int8 (`amber quantize`'s
+// quantize_int8 on 256 training images), and ResNet-18 and the transformer encoder (seeded
+// weights of tests/gen_reference.py) run 1000 seeded inputs each in all four: test-set
+// accuracy, top-1 agreement with f32 and the outputs' relative error, printed and bounded.
+// Where the processor lacks AVX512-BF16 or AVX512-VNNI those load options' rows are skipped,
+// visibly, after checking the refusal (calibrated int8 runs everywhere).
 
 #include <algorithm>
 #include <cmath>
@@ -46,20 +47,36 @@ TraceOptions dynamic_trace() {
 // The reduced precisions measured here, and each one's bounds: digits accuracy within
 // `digits_pp` percentage points of f32 ([quant]'s bounds), top-1 agreement at least
 // `agreement`, relative error at most `error` (measured: bf16 99.10% and 3.7e-3 on ResNet-18;
-// dynamic int8 96.60% and 1.6e-2 there: seeded, untrained weights leave small top-1 margins).
+// dynamic int8 96.60% and 1.6e-2 there, calibrated int8 96.30% and 1.6e-2: seeded, untrained
+// weights leave small top-1 margins).
 struct Reduced {
   Precision precision;
+  bool calibrated;  // the archive quantize_int8 made, loaded in f32
   const char* label;
   const char* needs;  // what the refusal names where the processor lacks it
   double digits_pp, agreement, error;
 };
-const Reduced kReduced[] = {{Precision::bf16, "Amber bf16", "AVX512-BF16", 0.5, 0.97, 2e-2},
-                            {Precision::dynamic_int8, "Amber dynamic int8", "AVX512-VNNI", 1.0, 0.95, 3e-2}};
+const Reduced kReduced[] = {{Precision::bf16, false, "Amber bf16", "AVX512-BF16", 0.5, 0.97, 2e-2},
+                            {Precision::dynamic_int8, false, "Amber dynamic int8", "AVX512-VNNI", 1.0, 0.95, 3e-2},
+                            {Precision::f32, true, "Amber int8 calibrated", "", 1.0, 0.95, 3e-2}};
 
-// The model of an archive at a reduced precision, or an undefined one (with the refusal
-// checked and the reason printed) where the processor cannot run it.
-Model load_reduced(const std::vector<uint8_t>& archive, const Reduced& r) {
+// An archive quantized to int8 by calibration on `samples` (stacked along dim 0), as
+// `amber quantize` does; prints how many nodes became int8.
+std::vector<uint8_t> calibrated(const std::vector<uint8_t>& archive, const Tensor& samples, const char* what) {
+  LoadedArchive a = read_archive(archive, nullptr);
+  const QuantizeReport r = quantize_int8(a.graph, {samples});
+  std::printf("%s: %d of %zu convolutions and linear layers in int8, calibrated on %lld samples\n", what, r.quantized(),
+              r.nodes.size(), static_cast<long long>(r.samples));
+  CHECK(r.quantized() > 0);
+  return archive_bytes(a.graph, a.info);
+}
+
+// The model of an archive at a reduced precision (r.calibrated: `quantized`, its calibrated
+// int8 form), or an undefined one (with the refusal checked and the reason printed) where the
+// processor cannot run it.
+Model load_reduced(const std::vector<uint8_t>& archive, const Reduced& r, const std::vector<uint8_t>& quantized = {}) {
   try {
+    if (r.calibrated) return load(quantized);
     return load(archive, LoadOptions{.precision = r.precision});
   } catch (const Error& e) {
     CHECK_THAT(e.what(), Catch::Matchers::Contains(r.needs));
@@ -108,7 +125,8 @@ std::pair<double, double> agreement(const Model& f32, const Model& reduced, int 
 
 }  // namespace
 
-TEST_CASE("digits: test-set accuracy in f32, bf16 and dynamic int8 against PyTorch's", "[precision][digits]") {
+TEST_CASE("digits: test-set accuracy in f32, bf16, dynamic and calibrated int8 against PyTorch's",
+          "[precision][digits]") {
   const std::string dir = data_dir("AMBER_DIGITS");
   SafetensorsFile test = SafetensorsFile::open(dir + "/digits_test.safetensors");
   const Tensor images = test.tensor("images"), logits = test.tensor("logits");
@@ -117,6 +135,7 @@ TEST_CASE("digits: test-set accuracy in f32, bf16 and dynamic int8 against PyTor
   net.load_state(dir + "/digits.safetensors");
   net.eval();
   const auto archive = trace(net, {images.slice(0, 0, 1)}, dynamic_trace()).save_to_bytes();
+  const auto quantized = calibrated(archive, test.tensor("calibration"), "digits CNN");
   auto accuracy = [&](const Tensor& out) {
     const auto pred = argmax_rows(out);
     int64_t right = 0;
@@ -136,7 +155,7 @@ TEST_CASE("digits: test-set accuracy in f32, bf16 and dynamic int8 against PyTor
   CHECK(acc32 == torch_acc);
   CHECK(acc32 > 90);  // a trained model, not chance
   for (const Reduced& r : kReduced) {
-    const Model m = load_reduced(archive, r);
+    const Model m = load_reduced(archive, r, quantized);
     if (!m.defined()) continue;
     const Tensor out = m.forward({images})[0];
     const double acc = accuracy(out);
@@ -145,8 +164,10 @@ TEST_CASE("digits: test-set accuracy in f32, bf16 and dynamic int8 against PyTor
   }
 }
 
-TEST_CASE("ResNet-18 and the transformer encoder: bf16 and dynamic int8 against f32 over 1000 seeded inputs each",
-          "[precision][agreement]") {
+TEST_CASE(
+    "ResNet-18 and the transformer encoder: bf16, dynamic and calibrated int8 against f32 over 1000 seeded "
+    "inputs each",
+    "[precision][agreement]") {
   const std::string ref = test::refdata_dir();
   if (ref.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
   models::ResNet18 resnet;
@@ -158,10 +179,14 @@ TEST_CASE("ResNet-18 and the transformer encoder: bf16 and dynamic int8 against 
   const auto resnet_archive = trace(resnet, {randn({1, 3, 224, 224})}, dynamic_trace()).save_to_bytes();
   const auto encoder_archive = trace(encoder, {randn({1, 128, 256})}, dynamic_trace()).save_to_bytes();
   const Model resnet32 = load(resnet_archive), encoder32 = load(encoder_archive);
-  std::printf("\nagainst f32, 1000 seeded inputs each\n%-20s %-24s %16s %26s\n", "", "", "top-1 agreement",
+  Generator calibration(20261126);  // other inputs than the 1000 compared
+  const auto resnet_q = calibrated(resnet_archive, randn({64, 3, 224, 224}, {}, &calibration), "ResNet-18");
+  const auto encoder_q = calibrated(encoder_archive, randn({64, 128, 256}, {}, &calibration), "transformer encoder");
+  std::printf("\nagainst f32, 1000 seeded inputs each\n%-22s %-24s %16s %26s\n", "", "", "top-1 agreement",
               "rel. error (worst batch)");
   for (const Reduced& r : kReduced) {
-    const Model resnet_r = load_reduced(resnet_archive, r), encoder_r = load_reduced(encoder_archive, r);
+    const Model resnet_r = load_reduced(resnet_archive, r, resnet_q),
+                encoder_r = load_reduced(encoder_archive, r, encoder_q);
     if (!resnet_r.defined() || !encoder_r.defined()) continue;
     Generator gen(20261124);  // the same inputs for every precision
     const auto [top1_r, err_r] = agreement(resnet32, resnet_r, 40, [&](int) {
@@ -171,8 +196,8 @@ TEST_CASE("ResNet-18 and the transformer encoder: bf16 and dynamic int8 against 
     const auto [top1_e, err_e] = agreement(encoder32, encoder_r, 40, [&](int) {
       return randn({25, 128, 256}, {}, &gen);
     });
-    std::printf("%-20s %-24s %15.2f%% %26.2e\n", r.label, "ResNet-18 logits", 100 * top1_r, err_r);
-    std::printf("%-20s %-24s %15.2f%% %26.2e\n", r.label, "transformer (per pos.)", 100 * top1_e, err_e);
+    std::printf("%-22s %-24s %15.2f%% %26.2e\n", r.label, "ResNet-18 logits", 100 * top1_r, err_r);
+    std::printf("%-22s %-24s %15.2f%% %26.2e\n", r.label, "transformer (per pos.)", 100 * top1_e, err_e);
     CHECK(top1_r >= r.agreement);
     CHECK(err_r <= r.error);
     CHECK(top1_e >= r.agreement);

@@ -1,6 +1,7 @@
 // The amber command-line tool: `amber inspect|run|bench|dot FILE [options]`, `amber import` (run as
-// amber-import) and `amber export-onnx` (run as amber-export-onnx). Dispatches to the commands (cli_<command>.cpp) and
-// turns every failure into one line on stderr and a documented exit code (docs/CLI.md); no input makes it crash.
+// amber-import), `amber export-onnx` (amber-export-onnx) and `amber quantize` (amber-quantize). Dispatches to the
+// commands (cli_<command>.cpp) and turns every failure into one line on stderr and a documented exit code
+// (docs/CLI.md); no input makes it crash.
 
 #include <unistd.h>
 
@@ -31,6 +32,9 @@ commands:
   dot FILE                        the graph as Graphviz text
   import MODEL.onnx -o OUT.amber  an ONNX model to an archive (runs amber-import; amber import --help)
   export-onnx FILE -o OUT.onnx    an archive to an ONNX model (runs amber-export-onnx; --help there)
+  quantize FILE --calibrate SAMPLES.safetensors -o OUT.amber
+                                  int8 convolutions and linear layers, input ranges calibrated
+                                  on the samples (runs amber-quantize; --help there)
 
 options of every command:
   --device cpu|cuda[:N]           where to run (default cpu)
@@ -47,7 +51,8 @@ exit codes: 0 success, 1 the archive, inputs or run failed, 2 bad command line,
             3 a file could not be written
 )";
 
-// `amber import ...` and `amber export-onnx ...` run amber-import and amber-export-onnx from
+// `amber import ...`, `amber export-onnx ...` and `amber quantize ...` run amber-import,
+// amber-export-onnx and amber-quantize from
 // this program's folder (they link the authoring library, which this tool does not).
 int run_tool(char** argv, const char* command, const char* program) {
   char self[4096];
@@ -71,7 +76,8 @@ int main(int argc, char** argv) {
   using namespace amber::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fputs("amber: missing command: inspect, run, bench, dot, import or export-onnx (see amber --help)\n", stderr);
+    std::fputs("amber: missing command: inspect, run, bench, dot, import, export-onnx or quantize (see amber --help)\n",
+               stderr);
     return kExitUsage;
   }
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -86,6 +92,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "import") return run_tool(argv, "import", "amber-import");
   if (command == "export-onnx") return run_tool(argv, "export-onnx", "amber-export-onnx");
+  if (command == "quantize") return run_tool(argv, "quantize", "amber-quantize");
   try {
     if (command == "inspect") return cmd_inspect(args);
     if (command == "run") return cmd_run(args);

@@ -1,7 +1,8 @@
-// CPU kernels for conv2d, fused_conv2d and conv_transpose2d, on oneDNN's convolution and
-// deconvolution primitives (one state machinery for all: the transposed geometry differs in
-// its weights' dims and strides and its right padding, which output_padding shortens;
-// fused_conv2d's activation is an eltwise post-op).
+// CPU kernels for conv2d, fused_conv2d, quantized_conv2d and conv_transpose2d, on oneDNN's
+// convolution and deconvolution primitives (one state machinery for all: the transposed
+// geometry differs in its weights' dims and strides and its right padding, which
+// output_padding shortens; fused_conv2d's activation is an eltwise post-op; quantized_conv2d
+// is the dynamic int8 path with the weights given and the source's quantization fixed).
 //
 // Layout, measured here with 2 threads (ResNet-18's 3x3 shapes at batch 1, oneDNN 2.6):
 // plain NCHW runs as im2col+GEMM at 210-290 GFLOP/s, NHWC activations with oneDNN's own
@@ -26,6 +27,10 @@
 // (512 x 7 x 7) in f32 / bf16 / int8. A non-negative source (after a ReLU) has zero point 0
 // and runs on oneDNN's brgconv kernels; a signed one on its jit_int8 kernels with a zero point
 // (5-50% slower); one holding an infinity or NaN runs that call in f32.
+// quantized_conv2d (made by `amber quantize`) runs the same int8 primitives with its own
+// weights (int8, their scales given) and every image quantized with the calibrated
+// input_scale and input_zero_point: no range to find, infinities saturate, and an image
+// holding a NaN gets NaN outputs (there are no f32 weights to fall back on).
 // fused_conv2d's activation is a post-op the primitive applies as it writes each output block.
 // oneDNN's clip post-op turns NaN into its lower bound where clamp keeps it, so a clamp whose
 // source, weights or bias hold an infinity or NaN runs the primitive without the post-op and
@@ -82,16 +87,19 @@ struct Geometry {
   bool bias = false, transposed = false;
   memory::data_type type = memory::data_type::f32;  // of source and weights (product_type)
   bool int8 = false;                                // dynamic int8 (the f32 primitive for non-finite sources)
+  bool fixed_quant = false;                         // quantized_conv2d: int8 with input_q for every image
+  TensorQuant input_q;
+  int bias_input = 2;  // quantized_conv2d's bias follows the weights' scales
   Act act = Act::none;
   float lo = 0, hi = 0;  // clamp's bounds
 };
 
-enum Kind { kConv, kFused, kTransposed };
+enum Kind { kConv, kFused, kTransposed, kQuant };
 
 template <Kind K>
 Geometry geometry_of(const amber_kernel_args* a) {
   constexpr bool Transposed = K == kTransposed;
-  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &y = a->outputs[0];
   Geometry g;
   g.transposed = Transposed;
   auto pair_of = [&](int i) {
@@ -115,6 +123,19 @@ Geometry geometry_of(const amber_kernel_args* a) {
     g.stride = pair_of(at::stride);
     g.pad = g.pad_r = pair_of(at::padding);
     dil1 = pair_of(at::dilation);
+    if constexpr (K == kQuant) {
+      namespace qa = op_attrs::quantized_conv2d;
+      static_assert(qa::stride == at::stride && qa::padding == at::padding && qa::dilation == at::dilation &&
+                    qa::groups == at::groups);
+      const std::string_view act = attr_str(a, qa::activation);
+      g.act = act == "none" ? Act::none : act == "clamp" ? Act::clamp : act == "silu" ? Act::silu : Act::hardswish;
+      g.lo = float(attr_float(a, qa::min_val));
+      g.hi = float(attr_float(a, qa::max_val));
+      g.fixed_quant = g.int8 = true;
+      g.input_q.scale = float(attr_float(a, qa::input_scale));
+      g.input_q.zero_point = int32_t(attr_int(a, qa::input_zero_point));
+      g.bias_input = 3;
+    }
     if constexpr (K == kFused) {
       namespace fa = op_attrs::fused_conv2d;
       const std::string_view act = attr_str(a, fa::activation);
@@ -150,7 +171,8 @@ Geometry geometry_of(const amber_kernel_args* a) {
   }
   for (size_t i = 0; i < g.wd.size(); ++i)
     if (g.wd[i] == 1 && g.ws[i] <= 0) g.ws[i] = 1;
-  g.bias = present(b);
+  g.bias = present(a->inputs[g.bias_input]);
+  if constexpr (K == kQuant) return g;
   // Depthwise convolutions stay f32: a few products per element loaded, bf16 gains nothing
   // there and its source conversion costs a pass (measured: MobileNet-V2 and EfficientNet-B0
   // no faster, the latter slower, with them in bf16).
@@ -242,6 +264,11 @@ struct ConvState {
   std::vector<float> wscales;
   memory::desc scale_md, bias4_md, zero_md;
   size_t workspace_bytes() const { return ws; }
+  void int8_layouts() {
+    scale_md = memory::desc({1, 1, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
+    bias4_md = memory::desc({1, g.oc, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
+    zero_md = memory::desc({1}, memory::data_type::s32, memory::format_tag::x);
+  }
   // Bytes of the quantized source at the workspace's start (int8 only).
   size_t source_bytes() const {
     return g.int8 ? (size_t(g.xd[0] * g.xd[1] * g.xd[2] * g.xd[3]) + 63) & ~size_t(63) : 0;
@@ -304,13 +331,38 @@ struct ConvState {
   }
 };
 
+int threads_of(const amber_kernel_args* a) { return std::max(1, a->num_threads); }
+
+// quantized_conv2d's weights as the int8 path keeps them: [OC, IC/G * KH * KW] dense, from
+// the weight of any strides, and their scales, each finite and non-negative (as is the bias).
+void given_weights(const amber_kernel_args* a, ConvState& s) {
+  const amber_tensor_view &w = a->inputs[1], &sc = a->inputs[2], &b = a->inputs[3];
+  const int64_t oc = w.sizes[0], icg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+  const int8_t* wp = static_cast<const int8_t*>(w.data);
+  s.qweights.resize(size_t(oc * icg * kh * kw));
+  size_t k = 0;
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t i = 0; i < icg; ++i)
+      for (int64_t h = 0; h < kh; ++h)
+        for (int64_t x = 0; x < kw; ++x)
+          s.qweights[k++] = wp[o * w.strides[0] + i * w.strides[1] + h * w.strides[2] + x * w.strides[3]];
+  s.wscales = given_scales(sc, b, oc, "quantized_conv2d");
+  s.int8_layouts();
+}
+
 // Setup: the primitive for the step's thread count and for one thread (a call that shares
 // the cores with others), weights packed when immutable.
 template <Kind K>
 std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   auto s = std::make_unique<ConvState>();
   s->g = geometry_of<K>(a);
-  const amber_tensor_view &w = a->inputs[1], &b = a->inputs[2];
+  const amber_tensor_view &w = a->inputs[1], &b = a->inputs[s->g.bias_input];
+  if constexpr (K == kQuant) {
+    given_weights(a, *s);
+    s->ws = s->source_bytes() +
+            s->prim(threads_of(a), w, s->g.input_q.zero_point == 0 ? kU8 : kU8ZeroPoint).prim->scratch_bytes();
+    return s;
+  }
   const auto immutable = [](const amber_tensor_view& v) { return v.cache_id != 0 && v.data; };
   if (s->g.act == Act::clamp && immutable(w) && (!present(b) || immutable(b)))
     s->params_finite = view_finite(w) && (!present(b) || view_finite(b));
@@ -329,9 +381,7 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
     std::vector<int32_t> sums(size_t(s->g.oc));  // what a zero point multiplies: oneDNN's own business here
     quantize_channels(static_cast<const float*>(w.data), s->g.oc, per_oc, w.strides[0], 1, s->qweights.data(),
                       s->wscales.data(), sums.data());
-    s->scale_md = memory::desc({1, 1, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
-    s->bias4_md = memory::desc({1, s->g.oc, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
-    s->zero_md = memory::desc({1}, memory::data_type::s32, memory::format_tag::x);
+    s->int8_layouts();
     try {  // the source without a zero point (after a ReLU) now; with one, or in f32, on first use
       s->ws = s->source_bytes() + s->prim(threads, w, kU8).prim->scratch_bytes();
       if (threads > 1) (void)s->prim(1, w, kU8);
@@ -383,18 +433,26 @@ const float* dense_bias(const amber_tensor_view& b, int64_t oc, std::vector<floa
 // A dynamic int8 call, image by image (an image's outputs never depend on its batchmates):
 // each image's range and uint8 quantization (the whole source at the workspace's start), its
 // product with its scale and the bias in post-ops. Returns false, having written nothing,
-// when the source holds an infinity or NaN.
+// when the source holds an infinity or NaN. quantized_conv2d's (g.fixed_quant) quantizes
+// every image with the op's scale and zero point and gives an image holding a NaN NaN outputs.
 bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
-  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
   const Geometry& g = st.g;
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[g.bias_input], &y = a->outputs[0];
   std::vector<float> xcontig, xbuf, ybuf, bbuf;
   const float* xp = static_cast<const float*>(
       source_as(x, g, memory::desc(g.xd, memory::data_type::f32, memory::format_tag::nhwc), xcontig, xbuf));
   const int64_t images = g.xd[0], per_image = g.xd[1] * g.xd[2] * g.xd[3], out_image = g.yd[1] * g.yd[2] * g.yd[3];
   std::vector<TensorQuant> quant(static_cast<size_t>(images));
+  std::vector<char> nan_image(static_cast<size_t>(images), 0);
   for (int64_t i = 0; i < images; ++i) {
     float lo = 0, hi = 0;
-    if (!tensor_range(xp + i * per_image, per_image, lo, hi)) return false;
+    const bool finite = tensor_range(xp + i * per_image, per_image, lo, hi);
+    if (g.fixed_quant) {
+      quant[size_t(i)] = g.input_q;
+      nan_image[size_t(i)] = !finite && has_nan(xp + i * per_image, per_image);
+      continue;
+    }
+    if (!finite) return false;
     quant[size_t(i)] = tensor_quant(lo, hi);
   }
   char* scratch = static_cast<char*>(a->workspace);
@@ -444,8 +502,23 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   } else {
     for (int64_t i = 0; i < images; ++i) run_image(i, threads, scratch, scratch_bytes);
   }
+  for (int64_t i = 0; i < images; ++i)
+    if (nan_image[size_t(i)]) std::fill(yp + i * out_image, yp + (i + 1) * out_image, std::nanf(""));
   if (!direct) run_reorder(memory(nhwc_dst, engine(), ybuf.data()), memory(user_dst, engine(), y.data));
   return true;
+}
+
+// quantized_conv2d: always the int8 path; a state of its own for a call without setup or
+// with weights or scales computed per call (the setup's copy of them would be stale).
+int quantized_conv(const amber_kernel_args* a) {
+  const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
+  std::unique_ptr<ConvState> own;
+  ConvState* st = static_cast<ConvState*>(a->state);
+  if (!st || !immutable(a->inputs[1]) || !immutable(a->inputs[2]) || !immutable(a->inputs[3]))
+    st = (own = make_state<kQuant>(a)).get();
+  omp_set_num_threads(threads_of(a));
+  (void)conv_int8(a, *st, threads_of(a));
+  return 0;
 }
 
 template <Kind K>
@@ -514,6 +587,9 @@ int conv2d_run(const amber_kernel_args* a) {
 int fused_conv2d_run(const amber_kernel_args* a) {
   return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv<kFused>(a); });
 }
+int quantized_conv2d_run(const amber_kernel_args* a) {
+  return guarded_onednn(a, "oneDNN int8 convolution failed", [&] { return quantized_conv(a); });
+}
 int conv_transpose2d_run(const amber_kernel_args* a) {
   return guarded_onednn(a, "oneDNN deconvolution failed", [&] { return conv<kTransposed>(a); });
 }
@@ -522,9 +598,12 @@ AMBER_CPU_KERNELS(conv) {
   using State = StateOf<ConvState, make_state<kConv>>;
   using FusedState = StateOf<ConvState, make_state<kFused>>;
   using TransposedState = StateOf<ConvState, make_state<kTransposed>>;
+  using QuantState = StateOf<ConvState, make_state<kQuant>>;
   register_kernel("conv2d", DType::f32, amber_kernel{conv2d_run, State::setup, State::destroy, nullptr});
   register_kernel("fused_conv2d", DType::f32,
                   amber_kernel{fused_conv2d_run, FusedState::setup, FusedState::destroy, nullptr});
+  register_kernel("quantized_conv2d", DType::f32,
+                  amber_kernel{quantized_conv2d_run, QuantState::setup, QuantState::destroy, nullptr});
   register_kernel("conv_transpose2d", DType::f32,
                   amber_kernel{conv_transpose2d_run, TransposedState::setup, TransposedState::destroy, nullptr});
 }

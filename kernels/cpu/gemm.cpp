@@ -1,4 +1,4 @@
-// CPU kernels for matrix products: mm, bmm, matmul and linear, on oneDNN's sgemm (tiny
+// CPU kernels for matrix products: mm, bmm, matmul, linear and quantized_linear, on oneDNN (tiny
 // products computed directly).
 //
 // Why oneDNN: measured here (AMD EPYC with AVX-512, `g++ -O2`, dnnl_sgemm vs OpenBLAS 0.3.21
@@ -16,19 +16,21 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
 
+#include "amber/core/hot.h"
 #include "amber/core/mapped_pages.h"
 #include "amber/core/parallel.h"
-#include "amber/core/hot.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/onednn.h"
 #include "amber/kernels/cpu/quantize.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/row_ops.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cpu {
 namespace {
@@ -240,6 +242,11 @@ struct LinearState {
   std::vector<int8_t> qweights;  // int8: the weights quantized, [out, in] dense
   std::vector<float> wscales;    // int8: their scale per output channel
   std::vector<int32_t> wsums;    // int8: the sum of each output channel's quantized weights
+  // quantized_linear: every row quantized with the op's input scale and zero point (not its
+  // own range), its bias input 3.
+  bool fixed_quant = false;
+  TensorQuant input_q;
+  int bias_input = 2;
   onednn::ByThreads<onednn::ProductPrim> prims;
   onednn::PackedByLayout packs;
   size_t ws = 0;  // the converted rows (rows_bytes()), then the primitive's scratchpad
@@ -302,7 +309,7 @@ struct LinearState {
 // after.
 int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
   using namespace onednn;
-  const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
+  const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[st.bias_input];
   const int64_t out_f = st.out_f, n = st.rows * st.in_f;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
@@ -338,11 +345,23 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
     float* row_scales = reinterpret_cast<float*>(rows + LinearState::up(size_t(n)));
     int32_t* zero_points = reinterpret_cast<int32_t*>(rows + LinearState::up(size_t(n)) +
                                                       LinearState::up(size_t(st.rows) * sizeof(float)));
-    quantize_rows(xf, st.rows, st.in_f, xq, row_scales, zero_points);
+    float lo = 0, hi = 0;
+    const bool finite = st.fixed_quant && tensor_range(xf, n, lo, hi);
+    if (st.fixed_quant) {
+      std::fill(row_scales, row_scales + st.rows, st.input_q.scale);
+      std::fill(zero_points, zero_points + st.rows, st.input_q.zero_point);
+      quantize_tensor(xf, n, st.input_q, xq);
+    } else {
+      quantize_rows(xf, st.rows, st.in_f, xq, row_scales, zero_points);
+    }
     prim.prim->execute(
         {{DNNL_ARG_SRC, &prim.src, xq}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, y}}, scratch,
         scratch_bytes);
     dequantize_products(y, st.rows, out_f, row_scales, zero_points, st.wscales.data(), st.wsums.data(), bp);
+    if (st.fixed_quant && !finite)  // infinities saturated; a row holding a NaN is NaN
+      for (int64_t r = 0; r < st.rows; ++r)
+        if (has_nan(xf + r * st.in_f, st.in_f))
+          std::fill_n(static_cast<float*>(y) + r * out_f, out_f, std::numeric_limits<float>::quiet_NaN());
     return 0;
   }
   if (rows) to_bf16(xf, reinterpret_cast<uint16_t*>(rows), n);
@@ -364,6 +383,62 @@ std::unique_ptr<LinearState> linear_state(const amber_kernel_args* a);
 bool use_ip(const amber_tensor_view& w, const amber_tensor_view& c, int64_t rows) {
   return w.cache_id != 0 && w.data && w.sizes[0] > 0 && w.sizes[1] > 0 && rows > 0 && c.ndim >= 1 &&
          c.strides[c.ndim - 1] == 1;
+}
+
+std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a);
+
+// x's leading dims flattened: its rows gathered into a dense [rows, in_f] `packed`.
+const float* gather_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std::vector<float>& packed) {
+  const float* xp = static_cast<const float*>(x.data);
+  const int64_t cs = x.strides[x.ndim - 1];
+  packed.resize(size_t(rows * in_f));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, off = 0;
+    for (int d = x.ndim - 2; d >= 0; --d) {
+      off += (rem % x.sizes[d]) * x.strides[d];
+      rem /= x.sizes[d];
+    }
+    for (int64_t j = 0; j < in_f; ++j) packed[size_t(r * in_f + j)] = xp[off + j * cs];
+  }
+  return packed.data();
+}
+
+// x's leading dims flattened into dense [rows, in_f] rows: x itself when it is laid out so,
+// else gathered into `packed`.
+const float* dense_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std::vector<float>& packed) {
+  bool dense = in_f == 1 || x.strides[x.ndim - 1] == 1;
+  int64_t expect = in_f;
+  for (int d = x.ndim - 2; d >= 0 && dense; --d) {
+    dense = x.sizes[d] == 1 || x.strides[d] == expect;
+    expect *= x.sizes[d];
+  }
+  return dense ? static_cast<const float*>(x.data) : gather_rows(x, rows, in_f, packed);
+}
+
+// quantized_linear(input, weight int8, weight_scale, bias): the int8 inner product above with
+// the op's weights and input quantization; a state of its own for a call without setup or
+// with weights, scales or bias computed per call (the setup's copy would be stale).
+int quantized_linear_kernel(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[3], &c = a->outputs[0];
+  const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
+  if (rows == 0 || out_f == 0) return 0;
+  float* out = static_cast<float*>(c.data);
+  if (in_f == 0) {  // no products: the bias, or zeros
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < out_f; ++j)
+        out[r * out_f + j] = present(bias) ? static_cast<const float*>(bias.data)[j * bias.strides[0]] : 0.0f;
+    return 0;
+  }
+  std::vector<float> packed;
+  const float* xp = dense_rows(x, rows, in_f, packed);
+  const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
+  std::unique_ptr<LinearState> own;
+  LinearState* st = static_cast<LinearState*>(a->state);
+  if (!st || !immutable(w) || !immutable(a->inputs[2]) || !immutable(bias))
+    st = (own = quantized_linear_state(a)).get();
+  return linear_ip(a, *st, xp);
 }
 
 // linear(input, weight, bias): [*, in] x [out, in]^T + bias. The leading dims of input are
@@ -390,16 +465,7 @@ int linear_kernel(const amber_kernel_args* a) {
   const float* xp = static_cast<const float*>(x.data);
   int64_t cs = x.strides[x.ndim - 1];
   if (!uniform) {  // gather rows into a contiguous [rows, in] buffer
-    packed.resize(size_t(rows * in_f));
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t rem = r, off = 0;
-      for (int d = x.ndim - 2; d >= 0; --d) {
-        off += (rem % x.sizes[d]) * x.strides[d];
-        rem /= x.sizes[d];
-      }
-      for (int64_t j = 0; j < in_f; ++j) packed[size_t(r * in_f + j)] = xp[off + j * cs];
-    }
-    xp = packed.data();
+    xp = gather_rows(x, rows, in_f, packed);
     rs = in_f;
     cs = 1;
   }
@@ -426,6 +492,39 @@ int linear_kernel(const amber_kernel_args* a) {
   const Mat A{xp, rows, in_f, rs, cs};
   const Mat B{static_cast<const float*>(w.data), in_f, out_f, w.strides[1], w.strides[0]};  // weight^T
   return sgemm(A, B, out, out_f, beta, a->num_threads) ? 0 : fail(a, "oneDNN sgemm failed");
+}
+
+// Setup of quantized_linear (and its state for a call without one): the int8 inner product
+// with the op's weights copied dense, their scales and sums, and the input's quantization.
+std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1];
+  auto st = std::make_unique<LinearState>();
+  st->rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) st->rows *= x.sizes[d];
+  st->in_f = w.sizes[1];
+  st->out_f = w.sizes[0];
+  if (st->rows == 0 || st->in_f == 0 || st->out_f == 0) return nullptr;  // no product to set up
+  st->bias_input = 3;
+  st->bias = present(a->inputs[3]);
+  st->matmul = st->rows >= 192 && st->out_f >= 512;
+  st->type = onednn::memory::data_type::s8;
+  st->fixed_quant = true;
+  namespace qa = op_attrs::quantized_linear;
+  st->input_q.scale = float(attr_float(a, qa::input_scale));
+  st->input_q.zero_point = int32_t(attr_int(a, qa::input_zero_point));
+  st->qweights.resize(size_t(st->out_f * st->in_f));
+  st->wsums.assign(size_t(st->out_f), 0);
+  const int8_t* wp = static_cast<const int8_t*>(w.data);
+  for (int64_t o = 0; o < st->out_f; ++o)
+    for (int64_t i = 0; i < st->in_f; ++i) {
+      const int8_t v = wp[o * w.strides[0] + i * w.strides[1]];
+      st->qweights[size_t(o * st->in_f + i)] = v;
+      st->wsums[size_t(o)] += v;
+    }
+  st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, "quantized_linear");
+  const int threads = std::max(1, a->num_threads);
+  st->ws = st->rows_bytes() + st->prim(threads, w).prim->scratch_bytes();
+  return st;
 }
 
 // Setup of linear. With immutable weights: the inner product's primitive for this shape and
@@ -500,6 +599,10 @@ AMBER_CPU_KERNELS(gemm) {
   using State = onednn::StateOf<LinearState, linear_state>;
   register_kernel("linear", DType::f32,
                   amber_kernel{&Guarded<linear_kernel>::Kernel<float>::run, State::setup, State::destroy, nullptr});
+  using QuantState = onednn::StateOf<LinearState, quantized_linear_state>;
+  register_kernel("quantized_linear", DType::f32,
+                  amber_kernel{&Guarded<quantized_linear_kernel>::Kernel<float>::run, QuantState::setup,
+                               QuantState::destroy, nullptr});
 }
 
 }  // namespace

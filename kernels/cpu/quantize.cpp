@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -216,6 +218,33 @@ void dequantize_products(void* io, int64_t rows, int64_t cols, const float* row_
       inner(p, nullptr, cols, nullptr);
     }
   });
+}
+
+std::vector<float> given_scales(const amber_tensor_view& scales, const amber_tensor_view& bias, int64_t n,
+                                const char* op) {
+  std::vector<float> out(static_cast<size_t>(n));
+  const float* p = static_cast<const float*>(scales.data);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = p[i * scales.strides[0]];
+    if (!std::isfinite(v) || v < 0)
+      throw std::runtime_error(std::string(op) + ": weight_scale[" + std::to_string(i) + "] is " + std::to_string(v) +
+                               "; the scales must be finite and non-negative");
+    out[size_t(i)] = v;
+  }
+  if (bias.ndim >= 0) {
+    const float* b = static_cast<const float*>(bias.data);
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(b[i * bias.strides[0]]))
+        throw std::runtime_error(std::string(op) + ": bias[" + std::to_string(i) + "] is " +
+                                 std::to_string(b[i * bias.strides[0]]) + "; a quantized op's bias must be finite");
+  }
+  return out;
+}
+
+bool has_nan(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isnan(x[i])) return true;
+  return false;
 }
 
 }  // namespace amber::cpu

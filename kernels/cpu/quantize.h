@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "amber/core/backend.h"
 
 namespace amber::cpu {
 
@@ -45,8 +48,17 @@ TensorQuant tensor_quant(float lo, float hi);
 // kernel's threads.
 void quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q);
 
+// quantized_conv2d's and quantized_linear's weight scales (f32 [n], any stride) as a dense
+// vector, each checked finite and non-negative, and their bias (f32 [n], absent when
+// ndim < 0) checked finite: a std::runtime_error naming `op`, the element and its value
+// otherwise (a kernel error at setup: the archive is refused at load).
+std::vector<float> given_scales(const amber_tensor_view& scales, const amber_tensor_view& bias, int64_t n,
+                                const char* op);
+// Whether x[0, n) holds a NaN (after tensor_range found a non-finite element).
+bool has_nan(const float* x, int64_t n);
+
 // The largest reduction length (in_f) whose int32 accumulators, and their zero point
-// corrections, cannot overflow: 255 * 127 * k < 2^30. Longer ones stay f32.
-constexpr int64_t kMaxInt8Reduction = 33000;
+// corrections, cannot overflow (backend.h). Longer ones stay f32.
+constexpr int64_t kMaxInt8Reduction = AMBER_MAX_INT8_REDUCTION;
 
 }  // namespace amber::cpu

@@ -1,0 +1,249 @@
+// Post-training int8 quantization (quantize.h): finds the candidate nodes, runs the graph on
+// the calibration samples through the interpreter, observing the candidates' inputs (their
+// extremes, then for `percentile` a histogram over them), and rewrites each candidate with a
+// usable range as its quantized op, with int8 weights and their scales as new constants.
+
+#include "amber/tracer/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "amber/core/backend.h"
+#include "amber/graph/interpreter.h"
+#include "amber/graph/verify.h"
+
+namespace amber {
+
+int QuantizeReport::quantized() const {
+  return int(std::count_if(nodes.begin(), nodes.end(), [](const QuantizedNode& n) { return n.quantized; }));
+}
+
+namespace {
+
+using graph::Graph;
+using graph::Node;
+using graph::Value;
+
+constexpr int kBins = 2048;
+
+// What the calibration saw of one value: its finite extremes, then (percentile) a histogram
+// of its finite values over them.
+struct Observed {
+  float lo = INFINITY, hi = -INFINITY;
+  uint64_t count = 0;
+  std::vector<uint64_t> hist;
+};
+
+// Calls f(v) for each finite element of t (any dtype but f32 is never a candidate's input).
+template <typename F>
+void for_each_finite(const Tensor& t, F&& f) {
+  const Tensor c = t.contiguous(SrcLoc::none());
+  const float* p = c.const_data_ptr<float>(SrcLoc::none());
+  for (int64_t i = 0, n = c.numel(); i < n; ++i)
+    if (std::isfinite(p[i])) f(p[i]);
+}
+
+// The candidate's reason to stay f32, or "" when it can be quantized.
+std::string unsupported(const Node& n) {
+  const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.inputs[2];
+  if (!w->is_constant() || !w->data.defined()) return "its weight is computed, not a constant";
+  if (x->type.dtype != DType::f32 || w->type.dtype != DType::f32 || (b && b->type.dtype != DType::f32))
+    return "not f32";
+  const int64_t out = w->data.size(0), reduction = w->data.numel() / std::max<int64_t>(out, 1);
+  if (reduction > AMBER_MAX_INT8_REDUCTION)
+    return str("each output sums ", reduction, " products, more than int8's ", AMBER_MAX_INT8_REDUCTION);
+  if (n.op->name != "linear" && n.attr("groups").i() > 1 && w->data.size(1) == 1)
+    return "depthwise: stays f32 (a few products per element loaded; int8 gains nothing)";
+  if (b && !(b->type.shape.size() == 1 && b->type.shape[0] == graph::SymInt(out)))
+    return str("a bias of shape ", b->type, " (the quantized ops take one value per output)");
+  bool finite = true;
+  const Tensor wc = w->data.contiguous(SrcLoc::none());
+  const float* wp = wc.const_data_ptr<float>(SrcLoc::none());
+  for (int64_t i = 0; i < wc.numel() && finite; ++i) finite = std::isfinite(wp[i]);
+  if (!finite) return "its weights hold an infinity or NaN";
+  return "";
+}
+
+// The calibrated range of one value, widened to hold 0.
+std::pair<float, float> range_of(const Observed& o, const QuantizeOptions& opt) {
+  if (o.count == 0) return {0.0f, 0.0f};
+  float lo = o.lo, hi = o.hi;
+  if (opt.calibration == QuantizeOptions::Calibration::percentile && o.hi > o.lo) {
+    const double tail = double(o.count) * (100.0 - opt.percentile) / 100.0;
+    const double width = (double(o.hi) - double(o.lo)) / kBins;
+    double below = 0;
+    int first = 0;
+    while (first < kBins - 1 && below + double(o.hist[size_t(first)]) <= tail) below += double(o.hist[size_t(first++)]);
+    double above = 0;
+    int last = kBins - 1;
+    while (last > first && above + double(o.hist[size_t(last)]) <= tail) above += double(o.hist[size_t(last--)]);
+    lo = std::max(o.lo, float(double(o.lo) + first * width));
+    hi = std::min(o.hi, float(double(o.lo) + (last + 1) * width));
+  }
+  return {std::min(lo, 0.0f), std::max(hi, 0.0f)};
+}
+
+// w [out, ...] as int8 with a symmetric scale per output channel: q = round(w / s) in
+// [-127, 127], s = max |w[o]| / 127 (0 for a channel of zeros).
+std::pair<Tensor, Tensor> quantize_weights(const Tensor& w) {
+  const Tensor c = w.contiguous(SrcLoc::none());
+  const float* p = c.const_data_ptr<float>(SrcLoc::none());
+  const int64_t out = c.size(0), k = c.numel() / std::max<int64_t>(out, 1);
+  std::vector<int8_t> q(static_cast<size_t>(c.numel()));
+  std::vector<float> scales(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    float amax = 0;
+    for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(p[o * k + j]));
+    const float s = amax / 127.0f;
+    scales[size_t(o)] = s;
+    for (int64_t j = 0; j < k; ++j)
+      q[size_t(o * k + j)] = s > 0 ? int8_t(std::clamp(std::nearbyint(p[o * k + j] / s), -127.0f, 127.0f)) : int8_t(0);
+  }
+  return {tensor_from_raw(q.data(), DType::i8, c.sizes()), tensor(scales, {out}, SrcLoc::none())};
+}
+
+// A new constant named after `base`, unused in g.
+Value* add_constant_like(Graph& g, const Value* base, const std::string& suffix, Tensor data) {
+  std::string name = base->name + suffix;
+  for (int k = 2; g.find(name); ++k) name = str(base->name, suffix, k);
+  return g.add_constant(name, std::move(data), base->source);
+}
+
+// Runs g over the calibration samples, `chunk` at a time, calling visit(name, tensor) for
+// each observed value: graph inputs as they enter, node outputs as they are computed.
+template <typename F>
+void calibrate(const Graph& g, const std::vector<Tensor>& calibration, int64_t samples, int64_t chunk,
+               const std::set<std::string>& observed, F&& visit) {
+  graph::Interpreter interpreter(g);
+  for (int64_t s0 = 0; s0 < samples; s0 += chunk) {
+    const int64_t end = std::min(samples, s0 + chunk);
+    std::vector<Tensor> ins;
+    for (size_t i = 0; i < calibration.size(); ++i) {
+      ins.push_back(calibration[i].slice(0, s0, end, 1, SrcLoc::none()));
+      if (observed.count(g.inputs()[i]->name)) visit(g.inputs()[i]->name, ins.back());
+    }
+    interpreter.run(ins, [&](const Node& n, const std::vector<Tensor>& outs) {
+      for (size_t i = 0; i < outs.size(); ++i)
+        if (observed.count(n.outputs[i]->name)) visit(n.outputs[i]->name, outs[i]);
+    });
+  }
+}
+
+}  // namespace
+
+QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, const QuantizeOptions& options) {
+  AMBER_CHECK(options.percentile > 50 && options.percentile <= 100, "quantize: percentile must be in (50, 100], got ",
+              options.percentile);
+  AMBER_CHECK(calibration.size() == g.inputs().size(), "quantize: the graph has ", g.inputs().size(),
+              " inputs, the calibration data ", calibration.size(), " tensors");
+  int64_t samples = -1, chunk = options.batch;
+  for (size_t i = 0; i < calibration.size(); ++i) {
+    const Value* in = g.inputs()[i];
+    const Tensor& t = calibration[i];
+    AMBER_CHECK(t.defined() && t.dim() >= 1 && !in->type.shape.empty(), "quantize: calibration input %", in->name,
+                " must stack its samples along the first dim (the input is ", in->type, ")");
+    AMBER_CHECK(samples < 0 || t.size(0) == samples, "quantize: calibration input %", in->name, " holds ", t.size(0),
+                " samples, the first held ", samples);
+    samples = t.size(0);
+    if (in->type.shape[0].is_static()) {  // a static batch: runs of exactly it
+      const int64_t b = in->type.shape[0].value;
+      AMBER_CHECK(options.batch == 0 || options.batch == b, "quantize: input %", in->name, " has a static batch of ", b,
+                  "; the batch asked, ", options.batch, ", cannot run");
+      chunk = b;
+    }
+  }
+  AMBER_CHECK(samples > 0, "quantize: the calibration data holds no samples");
+  if (chunk <= 0) chunk = 32;
+  AMBER_CHECK(samples % chunk == 0 || !g.inputs()[0]->type.shape[0].is_static(), "quantize: ", samples,
+              " calibration samples do not split into runs of the model's static batch ", chunk);
+
+  QuantizeReport report;
+  report.samples = samples;
+  std::vector<Node*> candidates;
+  std::set<std::string> observed;
+  for (Node* n : g.nodes()) {
+    const std::string& op = n->op->name;
+    if (op != "conv2d" && op != "fused_conv2d" && op != "linear") continue;
+    QuantizedNode r;
+    r.value = n->outputs[0]->name;
+    r.op = op;
+    r.reason = unsupported(*n);
+    report.nodes.push_back(r);
+    candidates.push_back(r.reason.empty() ? n : nullptr);
+    if (r.reason.empty()) observed.insert(n->inputs[0]->name);
+  }
+
+  std::map<std::string, Observed> seen;
+  calibrate(g, calibration, samples, chunk, observed, [&](const std::string& name, const Tensor& t) {
+    Observed& o = seen[name];
+    for_each_finite(t, [&](float v) {
+      o.lo = std::min(o.lo, v);
+      o.hi = std::max(o.hi, v);
+      ++o.count;
+    });
+  });
+  if (options.calibration == QuantizeOptions::Calibration::percentile) {
+    for (auto& [name, o] : seen) o.hist.assign(kBins, 0);
+    calibrate(g, calibration, samples, chunk, observed, [&](const std::string& name, const Tensor& t) {
+      Observed& o = seen[name];
+      const double w = double(o.hi) - double(o.lo);
+      for_each_finite(t, [&](float v) {
+        const int bin = w > 0 ? int(std::min<double>(kBins - 1, (double(v) - o.lo) * kBins / w)) : 0;
+        ++o.hist[size_t(bin)];
+      });
+    });
+  }
+
+  const OpSchema &qconv = op_schema("quantized_conv2d"), &qlinear = op_schema("quantized_linear");
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    Node* n = candidates[k];
+    QuantizedNode& r = report.nodes[k];
+    if (!n) continue;
+    const auto [lo, hi] = range_of(seen[n->inputs[0]->name], options);
+    r.lo = lo;
+    r.hi = hi;
+    const float scale = (hi - lo) / 255.0f;
+    if (!(scale > 0) || !std::isfinite(scale)) {
+      r.reason = "its input was never seen with a non-zero finite value";
+      continue;
+    }
+    r.input_scale = scale;
+    r.input_zero_point = int64_t(std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f));
+    auto [qw, ws] = quantize_weights(n->inputs[1]->data);
+    Value* wq = add_constant_like(g, n->inputs[1], ".int8", std::move(qw));
+    Value* wsv = add_constant_like(g, n->inputs[1], ".scale", std::move(ws));
+    const bool lin = n->op->name == "linear";
+    std::vector<Attr> attrs;
+    if (lin) {
+      attrs = {Attr(double(scale)), Attr(r.input_zero_point)};
+    } else {
+      const bool fused = n->op->name == "fused_conv2d";
+      attrs = {n->attr("stride"),
+               n->attr("padding"),
+               n->attr("dilation"),
+               n->attr("groups"),
+               Attr(double(scale)),
+               Attr(r.input_zero_point),
+               fused ? n->attr("activation") : Attr("none"),
+               fused ? n->attr("min_val") : Attr(0.0),
+               fused ? n->attr("max_val") : Attr(6.0)};
+    }
+    Value* old = n->outputs[0];
+    const std::string name = old->name;
+    Node* q = g.insert_node(n, lin ? &qlinear : &qconv, {n->inputs[0], wq, wsv, n->inputs[2]}, std::move(attrs),
+                            {{g.fresh_name(), old->type}});
+    q->source = n->source;
+    q->scope = n->scope;
+    g.replace_uses(old, q->outputs[0]);
+    g.remove_node(n);
+    q->outputs[0]->name = name;
+    r.quantized = true;
+  }
+  g.remove_unused_constants();
+  graph::verify_or_throw(g, "the quantized graph");
+  return report;
+}
+
+}  // namespace amber

@@ -1,0 +1,53 @@
+// Post-training int8 quantization (authoring only; `amber quantize`): runs a graph on
+// calibration inputs, records the range of every convolution's and linear layer's input,
+// and rewrites those nodes as quantized_conv2d / quantized_linear with int8 weights (a
+// symmetric scale per output channel) and the input's calibrated uint8 scale and zero point.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "amber/graph/graph.h"
+
+namespace amber {
+
+struct QuantizeOptions {
+  // How an input's range is chosen from the values the calibration runs saw: `percentile`
+  // drops the `percentile`-th percent tails at both ends (a histogram of 2048 bins over the
+  // observed extremes, so a few outliers do not spend the 256 levels); `minmax` keeps the
+  // extremes. Either range is widened to hold 0, which is then exact.
+  enum class Calibration { minmax, percentile };
+  Calibration calibration = Calibration::percentile;
+  double percentile = 99.99;  // in (50, 100]
+  // Samples per run of the graph: 0 runs the graph's own batch when its inputs' first dim is
+  // static, else 32 at a time.
+  int64_t batch = 0;
+};
+
+// What became of one candidate node (conv2d, fused_conv2d or linear of constant f32 weights).
+struct QuantizedNode {
+  std::string value;  // the node's output, as named in the graph
+  std::string op;     // the op it was
+  bool quantized = false;
+  std::string reason;     // why not, when not
+  float lo = 0, hi = 0;   // the input's calibrated range
+  float input_scale = 0;  // (hi - lo) / 255
+  int64_t input_zero_point = 0;
+};
+
+struct QuantizeReport {
+  int64_t samples = 0;  // calibration samples run
+  std::vector<QuantizedNode> nodes;
+  int quantized() const;
+};
+
+// Calibrates and rewrites g. calibration holds one tensor per graph input, in order: that
+// input's samples stacked along the first dim (a model of input [N, 3, 224, 224] takes
+// [S, 3, 224, 224]). Nodes left in f32 are reported with the reason: depthwise convolutions
+// (int8 gains nothing there), weights that are not constants, sums longer than
+// AMBER_MAX_INT8_REDUCTION, inputs that were never seen with a non-zero finite value.
+// Throws amber::Error naming the input when the calibration tensors do not fit the graph.
+QuantizeReport quantize_int8(graph::Graph& g, const std::vector<Tensor>& calibration,
+                             const QuantizeOptions& options = {});
+
+}  // namespace amber
