@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/hot.h"
@@ -284,6 +285,16 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
         pv && pv->home == Home::constant ? constant_data_[size_t(pv->index)] + pv->byte_offset : nullptr;
   }
   char error[512];
+  // A throw from here leaves the destructor unrun: the states set up so far are freed first.
+  struct FreeStatesOnThrow {
+    std::vector<Step>& steps;
+    bool armed = true;
+    ~FreeStatesOnThrow() {
+      if (armed)
+        for (Step& s : steps)
+          if (s.state && s.kernel && s.kernel->destroy_state) s.kernel->destroy_state(std::exchange(s.state, nullptr));
+    }
+  } free_on_throw{steps_};
   for (Step& s : steps_) {
     if (!s.kernel || !s.kernel->setup) continue;
     error[0] = '\0';
@@ -308,6 +319,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     }
     scratch_bytes_ = std::max(scratch_bytes_, s.workspace_bytes);
   }
+  free_on_throw.armed = false;
   arena_bytes_ = scratch_offset_ + align_up(scratch_bytes_);
   stats_ = std::make_unique<StepStats[]>(steps_.size());
 }
