@@ -58,11 +58,9 @@ std::string unsupported(const Node& n) {
     return "depthwise: stays f32 (a few products per element loaded; int8 gains nothing)";
   if (b && !(b->type.shape.size() == 1 && b->type.shape[0] == graph::SymInt(out)))
     return str("a bias of shape ", b->type, " (the quantized ops take one value per output)");
-  bool finite = true;
-  const Tensor wc = w->data.contiguous(SrcLoc::none());
-  const float* wp = wc.const_data_ptr<float>(SrcLoc::none());
-  for (int64_t i = 0; i < wc.numel() && finite; ++i) finite = std::isfinite(wp[i]);
-  if (!finite) return "its weights hold an infinity or NaN";
+  int64_t finite = 0;
+  for_each_finite(w->data, [&](float) { ++finite; });
+  if (finite != w->data.numel()) return "its weights hold an infinity or NaN";
   return "";
 }
 
