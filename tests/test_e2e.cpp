@@ -5,8 +5,9 @@
 // simulated device (tests/sim: never skipped; bit for bit the CPU's) == loaded on CUDA (where a
 // GPU and the CUDA backend exist), |amber - ref| <= atol + rtol * |ref| per model; and loaded
 // on CPU in bf16 and in dynamic int8 (LoadOptions::precision, where the processor has
-// AVX512-BF16 and AVX512-VNNI), within kBf16Tolerance and kInt8Tolerance of the output's
-// largest magnitude, and on CUDA in TF32 (where a GPU exists) within kTf32Tolerance of it.
+// AVX512-BF16 and AVX512-VNNI) and calibrated int8 (quantize_int8 on the model's largest
+// batch), within kBf16Tolerance and kInt8Tolerance of the output's largest magnitude, and on
+// CUDA in TF32 (where a GPU exists) within kTf32Tolerance of it.
 // Each model is traced once at batch 1 with a dynamic batch and that one archive serves every
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
@@ -27,16 +28,29 @@ using Json = nlohmann::json;
 
 namespace {
 
-enum Path { kEager, kTraced, kLoadedCpu, kLoadedBf16, kLoadedInt8, kLoadedSim, kLoadedCuda, kLoadedCudaTf32, kPaths };
-const char* const kPathNames[kPaths] = {"eager",           "traced",     "loaded CPU",  "loaded CPU bf16",
-                                        "loaded CPU int8", "loaded sim", "loaded CUDA", "loaded CUDA tf32"};
+enum Path {
+  kEager,
+  kTraced,
+  kLoadedCpu,
+  kLoadedBf16,
+  kLoadedInt8,
+  kLoadedInt8Calibrated,
+  kLoadedSim,
+  kLoadedCuda,
+  kLoadedCudaTf32,
+  kPaths
+};
+const char* const kPathNames[kPaths] = {"eager",           "traced",          "loaded CPU",
+                                        "loaded CPU bf16", "loaded CPU int8", "CPU int8 calib.",
+                                        "loaded sim",      "loaded CUDA",     "loaded CUDA tf32"};
 
 // The bf16 column's bound: max |amber - ref| <= kBf16Tolerance * max |ref| (bf16 keeps 8
 // significant bits, a relative rounding of 2^-9 per product input; measured here 0.1-0.4%).
 constexpr double kBf16Tolerance = 2e-2;
 // The dynamic int8 column's (Precision::dynamic_int8: linear layers and convolutions),
 // likewise: each product input rounded to 1/255 of its source's range (a row, an image) or
-// 1/254 of its weight channel's largest magnitude.
+// 1/254 of its weight channel's largest magnitude. The calibrated int8 column (the archive
+// quantize_int8 rewrote, percentile ranges from the model's largest batch) is held to it too.
 constexpr double kInt8Tolerance = 4e-2;
 // The CUDA TF32 column's (Precision::tf32: matrix products and convolutions on tensor cores),
 // likewise: TF32 keeps 11 significant bits of each product input, a relative rounding of 2^-11.
@@ -127,6 +141,30 @@ struct Batch {
 
 using EagerFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
+// The archive at `path` quantized by calibration on the inputs of the batch with the most
+// elements (as `amber quantize` would), saved beside it, and those inputs' shape; "" when no
+// node became int8 (none outside control-flow bodies, which stay f32).
+std::pair<std::string, DimVec> calibrated_archive(const std::string& path, const std::vector<Batch>& batches) {
+  const Batch* largest = &batches[0];
+  for (const Batch& b : batches)
+    if (b.inputs[0].numel() > largest->inputs[0].numel()) largest = &b;
+  LoadedArchive a = read_archive(path);
+  const QuantizeReport r = quantize_int8(a.graph, largest->inputs);
+  if (r.quantized() == 0) return {};
+  const std::string out = path + ".int8.amber";
+  save_archive(out, a.graph, a.info);
+  return {out, largest->inputs[0].sizes()};
+}
+
+// Whether `inputs` have the calibration's shape but for the batch: ranges calibrated on
+// 128-token sequences do not fit short ones (an attention output averages fewer values, so
+// its range is wider: the out-projections' inputs saturate at 16 tokens and fewer), so the
+// calibrated column runs only those.
+bool like_calibration(const std::vector<Tensor>& inputs, const DimVec& calibrated) {
+  const DimVec& s = inputs[0].sizes();
+  return s.size() == calibrated.size() && std::equal(s.begin() + 1, s.end(), calibrated.begin() + 1);
+}
+
 // Runs every path of one model on every batch and appends the rows. `traced` was traced at
 // the first batch; it is saved to a file and loaded back by the runtime.
 void conform(const std::string& name, double atol, double rtol, const EagerFn& eager, const TracedModule& traced,
@@ -135,7 +173,7 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
   traced.save(path);
   const Model cpu = load(path);
   const Model sim = load(path, LoadOptions{.device = Device::sim(1)});
-  Model cuda, cuda_tf32, bf16, int8;
+  Model cuda, cuda_tf32, bf16, int8, int8_calibrated;
   if (cuda_skip_reason().empty()) {
     cuda = load(path, LoadOptions{.device = Device::cuda(0)});
     cuda_tf32 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::tf32});
@@ -143,13 +181,17 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
   if (lower_precision && bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
   if (lower_precision && int8_skip_reason().empty())
     int8 = load(path, LoadOptions{.precision = Precision::dynamic_int8});
+  const auto [calibrated, calibrated_shape] =
+      lower_precision ? calibrated_archive(path, batches) : std::pair<std::string, DimVec>{};
+  if (!calibrated.empty()) int8_calibrated = load(calibrated);
   for (const Batch& b : batches) {
     Row row{name, b.label, atol, rtol, {}};
     double ref_max = 0;
     for (double v : b.reference.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
     auto check = [&](Path p, const Tensor& got) {
-      const test::Diff d = p == kLoadedBf16       ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
-                           : p == kLoadedInt8     ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
+      const test::Diff d = p == kLoadedBf16 ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
+                           : p == kLoadedInt8 || p == kLoadedInt8Calibrated
+                               ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
                            : p == kLoadedCudaTf32 ? test::compare(got, b.reference, kTf32Tolerance * ref_max, 0)
                                                   : test::compare(got, b.reference, atol, rtol);
       row.cells[p] = Cell{true, d.ok, d.max_abs, d.ok ? max_rel_significant(got, b.reference) : d.max_rel};
@@ -162,6 +204,8 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     check(kLoadedCpu, on_cpu);
     if (bf16.defined()) check(kLoadedBf16, bf16.forward(b.inputs)[0]);
     if (int8.defined()) check(kLoadedInt8, int8.forward(b.inputs)[0]);
+    if (int8_calibrated.defined() && like_calibration(b.inputs, calibrated_shape))
+      check(kLoadedInt8Calibrated, int8_calibrated.forward(b.inputs)[0]);
     const Tensor on_sim = sim.forward(b.inputs)[0];
     CHECK(on_sim.device() == Device::sim(1));
     check(kLoadedSim, on_sim.to(Device::cpu()));
@@ -172,6 +216,7 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     matrix().push_back(row);
   }
   std::filesystem::remove(path);
+  if (!calibrated.empty()) std::filesystem::remove(calibrated);
 }
 
 TraceOptions trace_options(bool dynamic, int batch_dim = 0) {
@@ -345,7 +390,9 @@ TEST_CASE("the conformance matrix", "[e2e]") {
       "\nconformance vs PyTorch (tests/gen_reference.py), per path: max |amber - ref| / max |amber - ref| / |ref| "
       "where |ref| >= 1e-2;\nevery cell within |amber - ref| <= atol + rtol * |ref|; traced at batch 1, the same "
       "archive serving batch 8 (control-flow models: the batch column names the case, one archive for all);\nloaded "
-      "CPU bf16 and int8 (LoadOptions::precision, dynamic int8) and CUDA tf32: within "
+      "CPU bf16 and int8 (LoadOptions::precision, dynamic int8), CPU int8 calibrated (quantize_int8 on the "
+      "largest batch; skipped: nothing to quantize outside control-flow bodies, or another sequence "
+      "length than calibrated) and CUDA tf32: within "
       "%g, %g and %g x max |ref| instead\n",
       kBf16Tolerance, kInt8Tolerance, kTf32Tolerance);
   std::printf("%-14s %-9s %-14s", "model", "batch", "atol / rtol");

@@ -109,6 +109,26 @@ Value* add_constant_like(Graph& g, const Value* base, const std::string& suffix,
   return g.add_constant(name, std::move(data), base->source);
 }
 
+// Reports each convolution and linear layer in the bodies of g's control-flow nodes (at any
+// depth) as staying f32: a body runs once per iteration or branch taken, and its values are
+// not observed by the calibration runs.
+void report_bodies(const Graph& g, QuantizeReport& report) {
+  for (const Node* n : g.nodes())
+    for (const auto& body : n->bodies) {
+      for (const Node* b : body->nodes()) {
+        const std::string& op = b->op->name;
+        if (op != "conv2d" && op != "fused_conv2d" && op != "linear") continue;
+        QuantizedNode r;
+        r.value = b->outputs[0]->name;
+        r.op = op;
+        r.reason = str("in a body of %", n->outputs.empty() ? std::string("?") : n->outputs[0]->name, " (", n->op->name,
+                       "): control-flow bodies stay f32");
+        report.nodes.push_back(r);
+      }
+      report_bodies(*body, report);
+    }
+}
+
 // Runs g over the calibration samples, `chunk` at a time, calling visit(name, tensor) for
 // each observed value: graph inputs as they enter, node outputs as they are computed.
 template <typename F>
@@ -136,6 +156,24 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
               options.percentile);
   AMBER_CHECK(calibration.size() == g.inputs().size(), "quantize: the graph has ", g.inputs().size(),
               " inputs, the calibration data ", calibration.size(), " tensors");
+  QuantizeReport report;
+  std::vector<Node*> candidates;
+  std::set<std::string> observed;
+  for (Node* n : g.nodes()) {
+    const std::string& op = n->op->name;
+    if (op != "conv2d" && op != "fused_conv2d" && op != "linear") continue;
+    QuantizedNode r;
+    r.value = n->outputs[0]->name;
+    r.op = op;
+    r.reason = unsupported(*n);
+    report.nodes.push_back(r);
+    candidates.push_back(r.reason.empty() ? n : nullptr);
+    if (r.reason.empty()) observed.insert(n->inputs[0]->name);
+  }
+  report_bodies(g, report);  // after the candidates: report.nodes[k] is candidates[k]
+  // Nothing to calibrate: the graph stays as it is (whatever the samples' shapes).
+  if (observed.empty()) return report;
+
   int64_t samples = -1, chunk = options.batch;
   for (size_t i = 0; i < calibration.size(); ++i) {
     const Value* in = g.inputs()[i];
@@ -157,21 +195,7 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   AMBER_CHECK(samples % chunk == 0 || !g.inputs()[0]->type.shape[0].is_static(), "quantize: ", samples,
               " calibration samples do not split into runs of the model's static batch ", chunk);
 
-  QuantizeReport report;
   report.samples = samples;
-  std::vector<Node*> candidates;
-  std::set<std::string> observed;
-  for (Node* n : g.nodes()) {
-    const std::string& op = n->op->name;
-    if (op != "conv2d" && op != "fused_conv2d" && op != "linear") continue;
-    QuantizedNode r;
-    r.value = n->outputs[0]->name;
-    r.op = op;
-    r.reason = unsupported(*n);
-    report.nodes.push_back(r);
-    candidates.push_back(r.reason.empty() ? n : nullptr);
-    if (r.reason.empty()) observed.insert(n->inputs[0]->name);
-  }
 
   std::map<std::string, Observed> seen;
   calibrate(g, calibration, samples, chunk, observed, [&](const std::string& name, const Tensor& t) {

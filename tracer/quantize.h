@@ -45,8 +45,10 @@ struct QuantizeReport {
 // input's samples stacked along the first dim (a model of input [N, 3, 224, 224] takes
 // [S, 3, 224, 224]). Nodes left in f32 are reported with the reason: depthwise convolutions
 // (int8 gains nothing there), weights that are not constants, sums longer than
-// AMBER_MAX_INT8_REDUCTION, inputs that were never seen with a non-zero finite value.
-// Throws amber::Error naming the input when the calibration tensors do not fit the graph.
+// AMBER_MAX_INT8_REDUCTION, inputs that were never seen with a non-zero finite value, nodes
+// inside control-flow bodies (not observed by the calibration runs).
+// Throws amber::Error naming the input when the calibration tensors do not fit the graph
+// (checked when some node is to be calibrated; a graph with none is returned as it is).
 QuantizeReport quantize_int8(graph::Graph& g, const std::vector<Tensor>& calibration,
                              const QuantizeOptions& options = {});
 
