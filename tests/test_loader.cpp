@@ -807,3 +807,46 @@ TEST_CASE("precision dynamic int8: convolutions and linear layers in int8 near f
   }
   CHECK(finite > 0);
 }
+
+TEST_CASE("quantized_conv2d and quantized_linear: an infinity saturates, an image or row holding a NaN is NaN",
+          "[eager][precision]") {
+  // Eagerly (a state per call) and loaded (the state of setup): an image (a row) holding a NaN
+  // gives NaN in all its outputs, an infinity quantizes as the largest finite value would,
+  // and the other images (rows) are untouched.
+  manual_seed(31);
+  const Tensor w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
+               b = randn({4});
+  const Tensor lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({3}) * 0.01 + 0.001;
+  auto conv = [&](const Tensor& x) { return quantized_conv2d(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 100, "none", 0, 6); };
+  auto lin = [&](const Tensor& x) { return quantized_linear(x, lw, ls, {}, 0.03, 7); };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  const Model conv_m = load(trace(conv, {randn({1, 2, 5, 5})}, o).save_to_bytes());
+  const Model lin_m = load(trace(lin, {randn({1, 16})}, o).save_to_bytes());
+  const Tensor x = randn({3, 2, 5, 5}), m = randn({4, 16});
+  Tensor xn = x.clone(), xs = x.clone(), mn = m.clone(), ms = m.clone();
+  xn.data_ptr<float>()[50 + 13] = std::nanf("");  // image 1
+  xn.data_ptr<float>()[100 + 7] = INFINITY;       // image 2
+  xs.data_ptr<float>()[100 + 7] = 1e30f;
+  mn.data_ptr<float>()[16 + 3] = std::nanf("");  // row 1
+  mn.data_ptr<float>()[32 + 9] = -INFINITY;      // row 2
+  ms.data_ptr<float>()[32 + 9] = -1e30f;
+  auto exact = [](const Tensor& got, const Tensor& want, const char* what) {
+    const test::Diff d = test::compare(got, want, 0, 0);
+    INFO(what << ": " << d.message);
+    CHECK(d.ok);
+  };
+  for (bool loaded : {false, true}) {
+    INFO((loaded ? "loaded" : "eager"));
+    const Tensor y = loaded ? conv_m.forward({xn})[0] : conv(xn), ys = conv(xs);
+    exact(y.select(0, 0), ys.select(0, 0), "image 0");
+    exact(y.select(0, 2), ys.select(0, 2), "image 2: the infinity saturates");
+    for (float v : y.select(0, 1).to_vector<float>(SrcLoc::none())) CHECK(std::isnan(v));
+    const Tensor z = loaded ? lin_m.forward({mn})[0] : lin(mn), zs = lin(ms);
+    exact(z.select(0, 0), zs.select(0, 0), "row 0");
+    exact(z.select(0, 3), zs.select(0, 3), "row 3");
+    exact(z.select(0, 2), zs.select(0, 2), "row 2: the infinity saturates");
+    for (float v : z.select(0, 1).to_vector<float>(SrcLoc::none())) CHECK(std::isnan(v));
+  }
+}

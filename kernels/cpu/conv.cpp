@@ -445,14 +445,12 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   std::vector<TensorQuant> quant(static_cast<size_t>(images));
   std::vector<char> nan_image(static_cast<size_t>(images), 0);
   for (int64_t i = 0; i < images; ++i) {
-    float lo = 0, hi = 0;
-    const bool finite = tensor_range(xp + i * per_image, per_image, lo, hi);
-    if (g.fixed_quant) {
+    if (g.fixed_quant) {  // NaNs are found as the image is quantized
       quant[size_t(i)] = g.input_q;
-      nan_image[size_t(i)] = !finite && has_nan(xp + i * per_image, per_image);
       continue;
     }
-    if (!finite) return false;
+    float lo = 0, hi = 0;
+    if (!tensor_range(xp + i * per_image, per_image, lo, hi)) return false;
     quant[size_t(i)] = tensor_quant(lo, hi);
   }
   char* scratch = static_cast<char*>(a->workspace);
@@ -474,7 +472,7 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   float* yp = direct ? static_cast<float*>(y.data) : ybuf.data();
   const float* bp = g.bias ? dense_bias(b, g.oc, bbuf) : nullptr;
   for (int64_t i = 0; i < images; ++i)
-    quantize_tensor(xp + i * per_image, per_image, quant[size_t(i)], xq + i * per_image);
+    nan_image[size_t(i)] = quantize_tensor(xp + i * per_image, per_image, quant[size_t(i)], xq + i * per_image);
   // Image i's product on `prim_threads` threads, with the call's workspace or, when images run
   // side by side, each execution's own scratchpad.
   auto run_image = [&](int64_t i, int prim_threads, void* pad, size_t pad_bytes) {

@@ -345,12 +345,11 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
     float* row_scales = reinterpret_cast<float*>(rows + LinearState::up(size_t(n)));
     int32_t* zero_points = reinterpret_cast<int32_t*>(rows + LinearState::up(size_t(n)) +
                                                       LinearState::up(size_t(st.rows) * sizeof(float)));
-    float lo = 0, hi = 0;
-    const bool finite = st.fixed_quant && tensor_range(xf, n, lo, hi);
+    bool nan = false;
     if (st.fixed_quant) {
       std::fill(row_scales, row_scales + st.rows, st.input_q.scale);
       std::fill(zero_points, zero_points + st.rows, st.input_q.zero_point);
-      quantize_tensor(xf, n, st.input_q, xq);
+      nan = quantize_tensor(xf, n, st.input_q, xq);
     } else {
       quantize_rows(xf, st.rows, st.in_f, xq, row_scales, zero_points);
     }
@@ -358,7 +357,7 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
         {{DNNL_ARG_SRC, &prim.src, xq}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, y}}, scratch,
         scratch_bytes);
     dequantize_products(y, st.rows, out_f, row_scales, zero_points, st.wscales.data(), st.wsums.data(), bp);
-    if (st.fixed_quant && !finite)  // infinities saturated; a row holding a NaN is NaN
+    if (nan)  // infinities saturated; a row holding a NaN is NaN
       for (int64_t r = 0; r < st.rows; ++r)
         if (has_nan(xf + r * st.in_f, st.in_f))
           std::fill_n(static_cast<float*>(y) + r * out_f, out_f, std::numeric_limits<float>::quiet_NaN());

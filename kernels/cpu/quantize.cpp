@@ -91,10 +91,14 @@ struct QuantizeRun {
     uint8_t* q = reinterpret_cast<uint8_t*>(p[1]);
     const TensorQuant& t = *static_cast<const TensorQuant*>(ctx);
     const float inv = 1.0f / t.scale, z = float(t.zero_point);
+    int32_t nan = 0;  // or-ed per element (x != x): the loop stays vectorised
     for (int64_t i = 0; i < n; ++i) {
+      nan |= int32_t(x[i] != x[i]);
       const float v = (x[i] * inv + kRound) - kRound;
-      q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v + z, 0.0f), 255.0f)));
+      // max(0, ...) first: a NaN compares false and becomes 0 rather than an undefined cast
+      q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(0.0f, v + z), 255.0f)));
     }
+    *reinterpret_cast<char*>(p[2]) = char(nan);
   }
 };
 
@@ -178,18 +182,22 @@ TensorQuant tensor_quant(float lo, float hi) {
   return t;
 }
 
-void quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q) {
+bool quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q) {
   if (t.scale == 0.0f) {
     std::memset(q, 0, size_t(n));
-    return;
+    return has_nan(x, n);
   }
   static const InnerFn inner = IsaVariants<QuantizeRun>::pick();
-  parallel_for((n + kRun - 1) / kRun, 1, [&](int64_t b, int64_t e) {
+  const int64_t runs = (n + kRun - 1) / kRun;
+  std::vector<char> nan(size_t(runs), 0);
+  parallel_for(runs, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      char* p[2] = {reinterpret_cast<char*>(const_cast<float*>(x + i * kRun)), reinterpret_cast<char*>(q + i * kRun)};
+      char* p[3] = {reinterpret_cast<char*>(const_cast<float*>(x + i * kRun)), reinterpret_cast<char*>(q + i * kRun),
+                    &nan[size_t(i)]};
       inner(p, nullptr, std::min(kRun, n - i * kRun), &t);
     }
   });
+  return std::find(nan.begin(), nan.end(), char(1)) != nan.end();
 }
 
 void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales, int32_t* zero_points) {

@@ -44,9 +44,10 @@ struct TensorQuant {
   int32_t zero_point = 0;
 };
 TensorQuant tensor_quant(float lo, float hi);
-// q[i] = round(x[i] / t.scale) + t.zero_point in [0, 255] over x[0, n). On the calling
-// kernel's threads.
-void quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q);
+// q[i] = round(x[i] / t.scale) + t.zero_point in [0, 255] over x[0, n) (infinities saturate, a
+// NaN gives 0); returns whether x held a NaN, seen in the same pass. On the calling kernel's
+// threads.
+bool quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q);
 
 // quantized_conv2d's and quantized_linear's weight scales (f32 [n], any stride) as a dense
 // vector, each checked finite and non-negative, and their bias (f32 [n], absent when
@@ -54,7 +55,7 @@ void quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q);
 // otherwise (a kernel error at setup: the archive is refused at load).
 std::vector<float> given_scales(const amber_tensor_view& scales, const amber_tensor_view& bias, int64_t n,
                                 const char* op);
-// Whether x[0, n) holds a NaN (after tensor_range found a non-finite element).
+// Whether x[0, n) holds a NaN (one row of a linear layer's source, after quantize_tensor saw one).
 bool has_nan(const float* x, int64_t n);
 
 // The largest reduction length (in_f) whose int32 accumulators, and their zero point
