@@ -3,7 +3,7 @@
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
 // values as safetensors; with --fuzz-seeds, small archives of varied programs (format 1.3's
 // int8 ops among them) and broken variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.2) | --golden-1.1 OUT_DIR |
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.3) | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR |
 //        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
@@ -172,10 +172,9 @@ int write_fuzz_seeds(const std::string& out) {
   return 0;
 }
 
-// The golden archive of format 1.2, the current one (committed under tests/golden/, never
-// regenerated once released): over x [N, T, 4], a linear layer on the [N*T, 4] flattening,
-// a position ramp of length T, and the first T-1 steps; inputs and outputs at (N, T) = (1, 1),
-// (2, 5) and (3, 9).
+// The golden archive of format 1.2 (committed under tests/golden/, never regenerated): over x [N, T, 4], a linear layer
+// on the [N*T, 4] flattening, a position ramp of length T, and the first T-1 steps; inputs and outputs at (N, T) = (1,
+// 1), (2, 5) and (3, 9).
 int write_golden(const std::string& out) {
   manual_seed(2028);
   Tensor w = randn({3, 4}), b = randn({3});
@@ -202,14 +201,47 @@ int write_golden(const std::string& out) {
   return 0;
 }
 
+// The golden archive of format 1.3, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, 3, 6, 6], an int8 convolution (stride 2, a bias,
+// clamp to [0, 6]) and an int8 linear layer on its flattening, weights and scales seeded;
+// inputs and outputs at N = 1 and 3, the inputs' values spanning past the convolution's
+// calibrated range (saturation) and the linear layer's.
+int write_golden_1_3(const std::string& out) {
+  manual_seed(2029);
+  const Tensor w = clamp(randn({4, 3, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
+               b = randn({4});
+  const Tensor lw = clamp(randn({5, 36}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({5}) * 0.01 + 0.001,
+               lb = randn({5});
+  auto model = [&](const Tensor& x) {
+    const Tensor y = quantized_conv2d(x, w, ws, b, {2}, {1}, {1}, 1, 0.02, 128, "clamp", 0.0, 6.0);
+    return quantized_linear(y.flatten(1), lw, ls, lb, 0.03, 0);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {randn({2, 3, 6, 6})}, o);
+  t.save(out + "/format_1_3.amber");
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (int64_t n : {1, 3}) {
+    Tensor x = randn({n, 3, 6, 6}) * 1.5;
+    io.emplace_back(str("input.b", n), x);
+    io.emplace_back(str("output.b", n), model(x));
+  }
+  save_safetensors(out + "/format_1_3_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_3(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.2") return write_golden(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.1") return write_golden_1_1(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.0") return write_golden_1_0(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.1 OUT_DIR | --golden-1.0 OUT_DIR | "
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR | "
+                 "--golden-1.0 OUT_DIR | "
                  "--fuzz-seeds OUT_DIR\n");
     return 2;
   }

@@ -1137,6 +1137,21 @@ TEST_CASE("saving with injected system-call faults keeps the previous file and l
   fs::remove_all(dir);
 }
 
+TEST_CASE("the golden archive of format 1.3 (int8 convolution and linear layer) loads and computes",
+          "[archive][golden]") {
+  const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
+  LoadedArchive a = read_archive(dir + "/format_1_3.amber");
+  SafetensorsFile io = SafetensorsFile::open(dir + "/format_1_3_io.safetensors");
+  CHECK(a.info.format_major == 1);
+  CHECK(a.info.format_minor == 3);
+  std::vector<std::string> ops;
+  for (const graph::Node* n : a.graph.nodes()) ops.push_back(n->op->name);
+  CHECK(ops == std::vector<std::string>{"quantized_conv2d", "flatten", "quantized_linear"});
+  const Model m = load(dir + "/format_1_3.amber");
+  for (const char* b : {"b1", "b3"})
+    check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
+}
+
 TEST_CASE("the golden archive of format 1.2 (sizes in N and T) loads and computes", "[archive][golden]") {
   const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
   LoadedArchive a = read_archive(dir + "/format_1_2.amber");
