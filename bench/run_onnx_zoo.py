@@ -9,7 +9,14 @@ threads, alternating, in one run; prints the median over rounds of each run's p5
 Usage: run_onnx_zoo.py ZOO_DIR ORT_NODE_MODULES [--amber build/tools/amber] [--models a,b]
        [--batches 1] [--threads 2,1] [--seconds 2] [--rounds 3] [--torch build-bench/bench/bench_torch_case]
        [--precisions f32,bf16]
---precisions: Amber's load precisions to time, a column each (ONNX Runtime and libtorch stay f32).
+--precisions: Amber's load precisions to time, a column each (ONNX Runtime and libtorch stay
+f32), and `int8`: the archive `amber quantize` calibrated on 8 seeded inputs (uniform in
+[-1, 1), like ORT's timed inputs), beside ONNX Runtime's int8 on the same model in the QDQ
+layout of ORT's own quantizer calibrated on the same inputs (bench/ort_qdq.py: the `ORT int8`
+column and the int8/ORTq ratio). Before timing, Amber's int8 archive exported to ONNX (QDQ)
+is run by ONNX Runtime on a ninth input and compared with Amber's output (`ort diff`: max
+|diff| / max |amber|, [quant]'s export check), beside Amber's int8 against its own f32 there
+(`int8 err`, the same measure: what int8 costs, the yardstick for `ort diff`).
 ORT_NODE_MODULES: a folder where `npm install --ignore-scripts onnxruntime-node` was run
 (bench/README.md). libtorch runs at batch 1 only (the model is traced there).
 """
@@ -19,8 +26,65 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+
+import numpy as np
+import onnx
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "tools"))
+import torch  # noqa: E402
+from torch2safetensors import save_file  # noqa: E402
+
+
+def read_safetensors(path):
+    """{name: float32 array} of a safetensors file (Amber's `run --outputs`)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, spec in header.items():
+        if name != "__metadata__":
+            b, e = spec["data_offsets"]
+            out[name] = np.frombuffer(data[8 + n + b:8 + n + e], dtype=np.float32).reshape(spec["shape"])
+    return out
+
+
+def int8_models(amber, modules, onnx_path, archive, sample_shape, tmp):
+    """Amber's calibrated int8 archive and ORT's QDQ model of one zoo model, both calibrated on
+    the same 8 seeded inputs; returns their paths and max |ORT(Amber's QDQ export) - Amber| /
+    max |Amber| on a ninth input."""
+    name = onnx.load(onnx_path, load_external_data=False).graph.input[0].name
+    rng = np.random.default_rng(0)
+    calib = rng.uniform(-1, 1, (8, *sample_shape)).astype(np.float32)
+    probe = rng.uniform(-1, 1, (1, *sample_shape)).astype(np.float32)
+    spec = {}
+    for tag, x in (("calib", calib), ("probe", probe)):
+        x.tofile(os.path.join(tmp, tag + ".bin"))
+        spec[tag] = os.path.join(tmp, tag + ".json")
+        with open(spec[tag], "w") as f:
+            json.dump({name: {"file": os.path.join(tmp, tag + ".bin"), "shape": list(x.shape)}}, f)
+        save_file({name: torch.from_numpy(x)}, os.path.join(tmp, tag + ".safetensors"))
+    int8_archive = archive[:-len(".amber")] + ".int8.amber"
+    subprocess.run([amber, "quantize", archive, "--calibrate", os.path.join(tmp, "calib.safetensors"), "-o",
+                    int8_archive, "--quiet"], check=True, capture_output=True)
+    ort_model = onnx_path[:-len(".onnx")] + ".ortq.onnx"
+    subprocess.run(["/usr/bin/python3", os.path.join(here, "ort_qdq.py"), onnx_path, ort_model, modules, spec["calib"]],
+                   check=True, capture_output=True)
+    exported = os.path.join(tmp, "amber_int8.onnx")
+    subprocess.run([amber, "export-onnx", int8_archive, "-o", exported], check=True, capture_output=True)
+    out = {}
+    for tag, path in (("int8", int8_archive), ("f32", archive)):
+        out[tag] = os.path.join(tmp, tag + "_out.safetensors")
+        subprocess.run([amber, "run", path, "--inputs", os.path.join(tmp, "probe.safetensors"), "--outputs", out[tag]],
+                       check=True, capture_output=True)
+    mine, f32 = (next(iter(read_safetensors(out[t]).values())).ravel().astype(np.float64) for t in ("int8", "f32"))
+    p = subprocess.run(["node", os.path.join(here, "ort_run.js"), modules, exported, spec["probe"], "values"],
+                       capture_output=True, text=True, check=True)
+    theirs = np.array(next(iter(json.loads(p.stdout).values()))["values"], dtype=np.float64)
+    scale = np.abs(mine).max()
+    return int8_archive, ort_model, float(np.abs(theirs - mine).max() / scale), float(np.abs(f32 - mine).max() / scale)
 
 
 def amber_p50(amber, archive, batch, threads, seconds, precision):
@@ -61,31 +125,45 @@ def main():
     ap.add_argument("--precisions", default="f32")
     a = ap.parse_args()
     precisions = a.precisions.split(",")
+    int8 = "int8" in precisions
     with open(os.path.join(a.zoo, "zoo.json")) as f:
-        models = [m["model"] for m in json.load(f)]
+        shapes = {m["model"]: m["input"] for m in json.load(f)}
+    models = list(shapes)
     if a.models:
         models = [m for m in models if m in a.models.split(",")]
     print(f"{'model':20} {'batch':>5} {'thr':>3}" + "".join(f" {'amber ' + p:>10}" for p in precisions)
-          + f" {'ORT ms':>9}" + "".join(f" {p + '/ORT':>9}" for p in precisions)
+          + f" {'ORT ms':>9}" + (f" {'ORT int8':>9}" if int8 else "") + "".join(f" {p + '/ORT':>9}" for p in precisions)
+          + (f" {'int8/ORTq':>9} {'ort diff':>9} {'int8 err':>9}" if int8 else "")
           + (f" {'torch ms':>9}" + "".join(f" {p + '/torch':>10}" for p in precisions) if a.torch else ""),
           flush=True)
     for m in models:
         onnx_path, archive = os.path.join(a.zoo, m + ".onnx"), os.path.join(a.zoo, m + ".bench.amber")
         subprocess.run([a.amber, "import", onnx_path, "-o", archive], check=True, capture_output=True)
+        archives = {p: archive for p in precisions}
+        if int8:
+            with tempfile.TemporaryDirectory() as tmp:
+                archives["int8"], ort_int8_model, ort_diff, int8_err = int8_models(a.amber, a.ort_modules, onnx_path, archive,
+                                                                        shapes[m], tmp)
         for batch in [int(b) for b in a.batches.split(",")]:
             for threads in [int(t) for t in a.threads.split(",")]:
-                am, ort, tt = {p: [] for p in precisions}, [], []
+                am, ort, ortq, tt = {p: [] for p in precisions}, [], [], []
                 with_torch = a.torch and batch == 1
                 for _ in range(a.rounds):
                     for p in precisions:
-                        am[p].append(amber_p50(a.amber, archive, batch, threads, a.seconds, p))
+                        am[p].append(amber_p50(a.amber, archives[p], batch, threads, a.seconds,
+                                               "f32" if p == "int8" else p))
                     ort.append(ort_p50(a.ort_modules, onnx_path, batch, threads, a.seconds))
+                    if int8:
+                        ortq.append(ort_p50(a.ort_modules, ort_int8_model, batch, threads, a.seconds))
                     if with_torch:
                         tt.append(torch_p50(a.torch, a.zoo, m, threads, a.seconds))
                 x = {p: statistics.median(am[p]) for p in precisions}
                 y = statistics.median(ort)
                 line = f"{m:20} {batch:5} {threads:3}" + "".join(f" {x[p]:10.3f}" for p in precisions)
-                line += f" {y:9.3f}" + "".join(f" {x[p] / y:9.2f}" for p in precisions)
+                line += f" {y:9.3f}" + (f" {statistics.median(ortq):9.3f}" if int8 else "")
+                line += "".join(f" {x[p] / y:9.2f}" for p in precisions)
+                if int8:
+                    line += f" {x['int8'] / statistics.median(ortq):9.2f} {ort_diff:9.1e} {int8_err:9.1e}"
                 if with_torch:
                     z = statistics.median(tt)
                     line += f" {z:9.3f}" + "".join(f" {x[p] / z:10.2f}" for p in precisions)
