@@ -127,7 +127,7 @@ def quantize(model, ranges):
         if n.output[0] in ranges:
             to_quantize.add(n.output[0])
 
-    qdq_after = {}  # producer output -> its Q/DQ nodes
+    qdq_after = {}  # a producer's (renamed) output -> the Q/DQ nodes reading it
     qdq_inputs = []
     renamed = {}
     for t in sorted(to_quantize):
@@ -140,7 +140,7 @@ def quantize(model, ranges):
         q = helper.make_node("QuantizeLinear", [src, s, z], [t + "_q"])
         dq = helper.make_node("DequantizeLinear", [t + "_q", s, z], [t if t in producer else t + "_dq"])
         if t in producer:
-            qdq_after[t] = [q, dq]
+            qdq_after[src] = [q, dq]
         else:  # a graph input: its consumers read the DQ
             qdq_inputs += [q, dq]
             for n in nodes:
@@ -175,8 +175,7 @@ def quantize(model, ranges):
                 n.output[k] = renamed[o]
         ordered.append(n)
         for o in n.output:
-            base = o[:-4] if o.endswith("_f32") and o[:-4] in qdq_after else o
-            ordered += qdq_after.get(base, [])
+            ordered += qdq_after.get(o, [])
     del g.node[:]
     g.node.extend(ordered)
     g.initializer.extend(new_inits)

@@ -45,6 +45,9 @@ void for_each_finite(const Tensor& t, F&& f) {
     if (std::isfinite(p[i])) f(p[i]);
 }
 
+// Whether a node of this op is a candidate: a convolution or a linear layer.
+bool is_candidate(const std::string& op) { return op == "conv2d" || op == "fused_conv2d" || op == "linear"; }
+
 // The candidate's reason to stay f32, or "" when it can be quantized.
 std::string unsupported(const Node& n) {
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.inputs[2];
@@ -116,11 +119,10 @@ void report_bodies(const Graph& g, QuantizeReport& report) {
   for (const Node* n : g.nodes())
     for (const auto& body : n->bodies) {
       for (const Node* b : body->nodes()) {
-        const std::string& op = b->op->name;
-        if (op != "conv2d" && op != "fused_conv2d" && op != "linear") continue;
+        if (!is_candidate(b->op->name)) continue;
         QuantizedNode r;
         r.value = b->outputs[0]->name;
-        r.op = op;
+        r.op = b->op->name;
         r.reason = str("in a body of %", n->outputs.empty() ? std::string("?") : n->outputs[0]->name, " (", n->op->name,
                        "): control-flow bodies stay f32");
         report.nodes.push_back(r);
@@ -160,11 +162,10 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   std::vector<Node*> candidates;
   std::set<std::string> observed;
   for (Node* n : g.nodes()) {
-    const std::string& op = n->op->name;
-    if (op != "conv2d" && op != "fused_conv2d" && op != "linear") continue;
+    if (!is_candidate(n->op->name)) continue;
     QuantizedNode r;
     r.value = n->outputs[0]->name;
-    r.op = op;
+    r.op = n->op->name;
     r.reason = unsupported(*n);
     report.nodes.push_back(r);
     candidates.push_back(r.reason.empty() ? n : nullptr);

@@ -5,6 +5,7 @@
 #include "amber/kernels/cpu/quantize.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -188,16 +189,17 @@ bool quantize_tensor(const float* x, int64_t n, TensorQuant t, uint8_t* q) {
     return has_nan(x, n);
   }
   static const InnerFn inner = IsaVariants<QuantizeRun>::pick();
-  const int64_t runs = (n + kRun - 1) / kRun;
-  std::vector<char> nan(size_t(runs), 0);
-  parallel_for(runs, 1, [&](int64_t b, int64_t e) {
+  std::atomic<bool> any_nan{false};
+  parallel_for((n + kRun - 1) / kRun, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
+      char nan = 0;
       char* p[3] = {reinterpret_cast<char*>(const_cast<float*>(x + i * kRun)), reinterpret_cast<char*>(q + i * kRun),
-                    &nan[size_t(i)]};
+                    &nan};
       inner(p, nullptr, std::min(kRun, n - i * kRun), &t);
+      if (nan) any_nan.store(true, std::memory_order_relaxed);
     }
   });
-  return std::find(nan.begin(), nan.end(), char(1)) != nan.end();
+  return any_nan.load(std::memory_order_relaxed);
 }
 
 void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales, int32_t* zero_points) {
