@@ -135,6 +135,17 @@ class Exporter {
   }
   std::string value(const Opd& o, DType t) { return o.imm ? scalar(*o.imm, t) : o.name; }
 
+  // y through fused_conv2d's or a quantized op's activation (clamp to [lo, hi] of dtype t,
+  // silu, hardswish), written to dst.
+  void activation(const std::string& y, const std::string& act, double lo, double hi, DType t, const std::string& dst) {
+    if (act == "clamp")
+      op("Clip", {y, scalar(lo, t), scalar(hi, t)}, {}, dst);
+    else if (act == "silu")
+      op("Mul", {y, op("Sigmoid", {y})}, {}, dst);
+    else
+      op("HardSwish", {y}, {}, dst);
+  }
+
   std::string cast(const std::string& x, DType from, DType to) {
     if (from == to) return x;
     return op("Cast", {x}, [&](onnx::NodeProto* n) { attr_i(n, "to", onnx_in::dtype_to_onnx(to)); });
@@ -195,7 +206,9 @@ class Exporter {
 
   // ---- Nodes ----
 
-  void node(const Node& n);
+  // Writes node n as standard ONNX ops; `as` names the op to write it as (a .u8 overload as its
+  // base op, whose attributes lead its own).
+  void node(const Node& n, const std::string* as = nullptr);
   void fused(const Node& n);
   // ---- Control flow: loop and while_loop as ONNX Loop, cond as If; a body is a subgraph
   // that reads the values it captures from the enclosing graph by name ----
@@ -217,7 +230,11 @@ class Exporter {
   std::string in(const Node& n, size_t i, DType t) { return cast(n.inputs[i]->name, n.inputs[i]->type.dtype, t); }
   static DType in_type(const Node& n, size_t i) { return n.inputs[i]->type.dtype; }
   static DType out_type(const Node& n, size_t i = 0) { return n.outputs[i]->type.dtype; }
-  static std::string out(const Node& n, size_t i = 0) { return n.outputs[i]->name; }
+  // A node's output i: its name, or where an emitter redirected it (renamed_).
+  std::string out(const Node& n, size_t i = 0) const {
+    const auto it = renamed_.find(n.outputs[i]);
+    return it == renamed_.end() ? n.outputs[i]->name : it->second;
+  }
   static int rank(const Value* v) { return int(v->type.shape.size()); }
   static int wrap(int64_t d, int r) { return int(d < 0 ? d + std::max(r, 1) : d); }
   // x of a 0-d value as [1], for ONNX ops that need a dim to work along.
@@ -242,6 +259,7 @@ class Exporter {
   const graph::Graph& g_;
   onnx::GraphProto* gp_;
   std::set<std::string> used_;
+  std::map<const Value*, std::string> renamed_;  // outputs written elsewhere first (quantized .u8 ops)
   int64_t next_ = 0;
   std::map<char, std::string> symbols_;  // each symbol's int64[1] size, once made
 };
@@ -403,8 +421,8 @@ void Exporter::custom(const Node& n, const std::string& domain) {
   version = std::max(version, n.op->version);
 }
 
-void Exporter::node(const Node& n) {
-  const std::string& name = n.op->name;
+void Exporter::node(const Node& n, const std::string* as) {
+  const std::string& name = as ? *as : n.op->name;
   if (const std::string_view ns = op_namespace(name); !ns.empty()) return custom(n, std::string(ns));
   if (n.op->is_control_flow()) return control_flow(n);
   const auto& at = n.attrs;
@@ -847,34 +865,68 @@ void Exporter::node(const Node& n) {
   }
 
   // Neural-network ops. quantized_linear and quantized_conv2d in QDQ form (as ONNX Runtime's
-  // static quantization writes models): the input through QuantizeLinear and
-  // DequantizeLinear with input_scale and a uint8 input_zero_point, the int8 weight through
-  // DequantizeLinear along axis 0 with weight_scale; then linear's and conv2d's nodes.
+  // static quantization writes models): an f32 input through QuantizeLinear and
+  // DequantizeLinear with input_scale and a uint8 input_zero_point (a u8 input, already
+  // quantized, through DequantizeLinear alone), the int8 weight through DequantizeLinear along
+  // axis 0 with weight_scale; then linear's and conv2d's nodes, and for the .u8 overloads
+  // their activation and a QuantizeLinear with output_scale and output_zero_point.
+  const bool requantized = name == "quantized_linear.u8" || name == "quantized_conv2d.u8";
+  if (requantized) {
+    static_assert(oa::quantized_linear_u8::output_scale == oa::quantized_linear_u8::max_val + 1 &&
+                  oa::quantized_linear_u8::output_zero_point == oa::quantized_linear_u8::output_scale + 1 &&
+                  oa::quantized_conv2d_u8::output_scale == oa::quantized_conv2d_u8::max_val + 1 &&
+                  oa::quantized_conv2d_u8::output_zero_point == oa::quantized_conv2d_u8::output_scale + 1);
+    const bool lin = name == "quantized_linear.u8";
+    const std::string y = fresh("requantize");
+    renamed_[n.outputs[0]] = y;
+    const std::string base_op = lin ? "quantized_linear" : "quantized_conv2d";
+    node(n, &base_op);
+    renamed_.erase(n.outputs[0]);
+    const int s = lin ? oa::quantized_linear_u8::output_scale : oa::quantized_conv2d_u8::output_scale;
+    op("QuantizeLinear",
+       {y, scalar(at[size_t(s)].f(), DType::f32), initializer(full({}, at[size_t(s + 1)].i(), DType::u8))}, {}, out(n));
+    return;
+  }
   const bool quantized = name == "quantized_linear" || name == "quantized_conv2d";
   const size_t bias_in = quantized ? 3 : 2;
   std::string x_in = in(n, 0), w_in = n.inputs.size() > 1 ? in(n, 1) : "";
   if (quantized) {
+    static_assert(oa::quantized_linear_u8::input_scale == oa::quantized_linear::input_scale &&
+                  oa::quantized_linear_u8::input_zero_point == oa::quantized_linear::input_zero_point &&
+                  oa::quantized_conv2d_u8::input_scale == oa::quantized_conv2d::input_scale &&
+                  oa::quantized_conv2d_u8::input_zero_point == oa::quantized_conv2d::input_zero_point);
     const bool lin = name == "quantized_linear";
     const std::string sc =
         scalar(at[lin ? oa::quantized_linear::input_scale : oa::quantized_conv2d::input_scale].f(), DType::f32);
     const std::string zp = initializer(full(
         {}, at[lin ? oa::quantized_linear::input_zero_point : oa::quantized_conv2d::input_zero_point].i(), DType::u8));
-    x_in = op("DequantizeLinear", {op("QuantizeLinear", {x_in, sc, zp}), sc, zp});
+    x_in = in_type(n, 0) == DType::u8 ? op("DequantizeLinear", {x_in, sc, zp})
+                                      : op("DequantizeLinear", {op("QuantizeLinear", {x_in, sc, zp}), sc, zp});
     w_in = op("DequantizeLinear", {w_in, in(n, 2)}, [](onnx::NodeProto* p) { attr_i(p, "axis", 0); });
   }
   if (name == "linear" || name == "quantized_linear") {
+    // quantized_linear.u8's activation (emitted as quantized_linear, its attributes beyond)
+    static_assert(oa::quantized_linear_u8::activation == oa::quantized_linear_u8::input_zero_point + 1 &&
+                  oa::quantized_linear_u8::min_val == oa::quantized_linear_u8::activation + 1 &&
+                  oa::quantized_linear_u8::max_val == oa::quantized_linear_u8::min_val + 1);
+    const bool act = at.size() > size_t(oa::quantized_linear_u8::activation) &&
+                     at[oa::quantized_linear_u8::activation].s() != std::string("none");
+    const std::string y = act ? fresh("linear") : out(n);
     if (rank(x0) == 2) {
       std::vector<std::string> ins{x_in, w_in};
       if (n.inputs[bias_in]) ins.push_back(in(n, bias_in));
       op(
-          "Gemm", ins, [](onnx::NodeProto* p) { attr_i(p, "transB", 1); }, out(n));
-      return;
+          "Gemm", ins, [](onnx::NodeProto* p) { attr_i(p, "transB", 1); }, y);
+    } else {
+      const std::string w = op("Transpose", {w_in}, [](onnx::NodeProto* p) { attr_ints(p, "perm", {1, 0}); });
+      if (n.inputs[bias_in])
+        op("Add", {op("MatMul", {x_in, w}), in(n, bias_in)}, {}, y);
+      else
+        op("MatMul", {x_in, w}, {}, y);
     }
-    const std::string w = op("Transpose", {w_in}, [](onnx::NodeProto* p) { attr_ints(p, "perm", {1, 0}); });
-    if (n.inputs[bias_in])
-      op("Add", {op("MatMul", {x_in, w}), in(n, bias_in)}, {}, out(n));
-    else
-      op("MatMul", {x_in, w}, {}, out(n));
+    if (act)
+      activation(y, at[oa::quantized_linear_u8::activation].s(), at[oa::quantized_linear_u8::min_val].f(),
+                 at[oa::quantized_linear_u8::max_val].f(), DType::f32, out(n));
     return;
   }
   if (name == "matmul" || name == "mm" || name == "bmm") {
@@ -916,18 +968,9 @@ void Exporter::node(const Node& n) {
         },
         fused ? fresh("conv") : unbatched_out(n));
     if (fused) {
-      const std::string& act = at[oa::fused_conv2d::activation + act_shift].s();
-      const DType t = out_type(n);
       const std::string yo = unbatched_out(n);
-      if (act == "clamp")
-        op("Clip",
-           {y, scalar(at[oa::fused_conv2d::min_val + act_shift].f(), t),
-            scalar(at[oa::fused_conv2d::max_val + act_shift].f(), t)},
-           {}, yo);
-      else if (act == "silu")
-        op("Mul", {y, op("Sigmoid", {y})}, {}, yo);
-      else
-        op("HardSwish", {y}, {}, yo);
+      activation(y, at[oa::fused_conv2d::activation + act_shift].s(), at[oa::fused_conv2d::min_val + act_shift].f(),
+                 at[oa::fused_conv2d::max_val + act_shift].f(), quantized ? DType::f32 : out_type(n), yo);
       unbatch(yo, n);
     } else {
       unbatch(y, n);

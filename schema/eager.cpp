@@ -244,6 +244,14 @@ Tensor quantized_linear(const Tensor& x, const Tensor& w, const Tensor& ws, cons
                         int64_t input_zero_point, SrcLoc loc) {
   return call(AMBER_OP("quantized_linear"), {&x, &w, &ws, &b}, {Attr(input_scale), Attr(input_zero_point)}, loc);
 }
+Tensor quantized_linear_u8(const Tensor& x, const Tensor& w, const Tensor& ws, const Tensor& b, double input_scale,
+                           int64_t input_zero_point, const std::string& activation, double min_val, double max_val,
+                           double output_scale, int64_t output_zero_point, SrcLoc loc) {
+  return call(AMBER_OP("quantized_linear.u8"), {&x, &w, &ws, &b},
+              {Attr(input_scale), Attr(input_zero_point), Attr(activation), Attr(min_val), Attr(max_val),
+               Attr(output_scale), Attr(output_zero_point)},
+              loc);
+}
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                     double dropout_p, bool is_causal, SrcLoc loc) {
   return call(AMBER_OP("scaled_dot_product_attention"), {&q, &k, &v, &mask}, {Attr(dropout_p), Attr(is_causal)}, loc);
@@ -268,6 +276,15 @@ Tensor quantized_conv2d(const Tensor& x, const Tensor& w, const Tensor& ws, cons
   return call(AMBER_OP("quantized_conv2d"), {&x, &w, &ws, &b},
               {Attr(stride), Attr(padding), Attr(dilation), Attr(groups), Attr(input_scale), Attr(input_zero_point),
                Attr(activation), Attr(min_val), Attr(max_val)},
+              loc);
+}
+Tensor quantized_conv2d_u8(const Tensor& x, const Tensor& w, const Tensor& ws, const Tensor& b, const DimVec& stride,
+                           const DimVec& padding, const DimVec& dilation, int64_t groups, double input_scale,
+                           int64_t input_zero_point, const std::string& activation, double min_val, double max_val,
+                           double output_scale, int64_t output_zero_point, SrcLoc loc) {
+  return call(AMBER_OP("quantized_conv2d.u8"), {&x, &w, &ws, &b},
+              {Attr(stride), Attr(padding), Attr(dilation), Attr(groups), Attr(input_scale), Attr(input_zero_point),
+               Attr(activation), Attr(min_val), Attr(max_val), Attr(output_scale), Attr(output_zero_point)},
               loc);
 }
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,

@@ -145,6 +145,12 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
 // [out, in] with a scale per output feature, in integers, plus the bias (docs/OPS.md).
 Tensor quantized_linear(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
                         double input_scale, int64_t input_zero_point, SrcLoc loc = {});
+// quantized_linear, then an activation (none, or fused_conv2d's) of its result, quantized to
+// uint8 with output_scale and output_zero_point: an int8 layer's output for the next one to read
+// as it is (the input may be such a u8 tensor too; docs/OPS.md).
+Tensor quantized_linear_u8(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                           double input_scale, int64_t input_zero_point, const std::string& activation, double min_val,
+                           double max_val, double output_scale, int64_t output_zero_point, SrcLoc loc = {});
 // softmax(q k^T / sqrt(E) + mask) v; a bool mask keeps its true positions.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
@@ -166,6 +172,12 @@ Tensor quantized_conv2d(const Tensor& input, const Tensor& weight, const Tensor&
                         const DimVec& stride, const DimVec& padding, const DimVec& dilation, int64_t groups,
                         double input_scale, int64_t input_zero_point, const std::string& activation = "none",
                         double min_val = 0.0, double max_val = 6.0, SrcLoc loc = {});
+// quantized_conv2d with its result quantized to uint8 with output_scale and output_zero_point:
+// an int8 layer's output for the next one to read as it is (docs/OPS.md).
+Tensor quantized_conv2d_u8(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                           const DimVec& stride, const DimVec& padding, const DimVec& dilation, int64_t groups,
+                           double input_scale, int64_t input_zero_point, const std::string& activation, double min_val,
+                           double max_val, double output_scale, int64_t output_zero_point, SrcLoc loc = {});
 // The transposed convolution (the gradient of conv2d with respect to its input), as
 // torch.nn.functional.conv_transpose2d: weight [in_channels, out_channels / groups, kH, kW];
 // output_padding adds rows and columns at the far side. Output channels-last, as conv2d's.

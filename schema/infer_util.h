@@ -57,15 +57,30 @@ inline DimVec reduced_sizes(const DimVec& sizes, uint32_t mask, bool keepdim) {
   return out;
 }
 
-// The quantization parameters of quantized_conv2d and quantized_linear (docs/OPS.md): input
-// 0 f32, the weight int8 with `channels` output channels, its scale f32 [channels] (input 2),
-// an f32 bias of [channels] (input 3) when present, input_scale finite and positive,
-// input_zero_point in [0, 255], at most AMBER_MAX_INT8_REDUCTION products per output. The
-// weight scales' values are the kernels' to check.
-inline void check_quantized(InferCtx& c, int64_t channels, int64_t reduction) {
+// fused_conv2d's and the quantized ops' activation of their output (the quantized ops' may be
+// "none"): "clamp" to [min_val, max_val], "silu" or "hardswish".
+inline void check_activation(const InferCtx& c, bool none_allowed) {
+  const std::string& act = c.attr("activation").s();
+  c.check(act == "clamp" || act == "silu" || act == "hardswish" || (none_allowed && act == "none"),
+          "activation must be ", none_allowed ? "none, " : "", "clamp, silu or hardswish, got '", act, "'");
+  if (act == "clamp") {
+    const double lo = c.attr("min_val").f(), hi = c.attr("max_val").f();
+    c.check(lo <= hi, "clamp needs min_val <= max_val, got ", lo, " and ", hi);
+  }
+}
+
+// The quantization parameters of quantized_conv2d and quantized_linear (and their .u8
+// overloads; docs/OPS.md): input 0 f32 (quantized as it enters) or u8 (quantized already with
+// input_scale and input_zero_point), the weight int8 with `channels` output channels, its
+// scale f32 [channels] (input 2), an f32 bias of [channels] (input 3) when present,
+// input_scale finite and positive, input_zero_point in [0, 255], at most
+// AMBER_MAX_INT8_REDUCTION products per output; for the .u8 overloads (`requantized`) the
+// same of output_scale and output_zero_point. The weight scales' values are the kernels' to
+// check.
+inline void check_quantized(InferCtx& c, int64_t channels, int64_t reduction, bool requantized = false) {
   c.check(reduction <= AMBER_MAX_INT8_REDUCTION, "each output sums ", reduction, " products, more than the ",
           AMBER_MAX_INT8_REDUCTION, " whose int32 accumulators cannot overflow");
-  c.check(c.in(0).dtype == DType::f32, "input must be f32, got ", c.in(0).dtype);
+  c.check(c.in(0).dtype == DType::f32 || c.in(0).dtype == DType::u8, "input must be f32 or u8, got ", c.in(0).dtype);
   c.check(c.in(1).dtype == DType::i8, "weight must be int8, got ", c.in(1).dtype);
   c.check(c.in(2).dtype == DType::f32 && c.in(2).sizes == DimVec{channels}, "weight_scale must be f32 [", channels,
           "] (one scale per output channel), got ", c.in(2).dtype, " ", c.in(2).sizes);
@@ -77,6 +92,13 @@ inline void check_quantized(InferCtx& c, int64_t channels, int64_t reduction) {
           "input_scale must be finite and positive (as a float), got ", s);
   const int64_t z = c.attr("input_zero_point").i();
   c.check(z >= 0 && z <= 255, "input_zero_point must be in [0, 255] (uint8), got ", z);
+  if (requantized) {
+    const double os = c.attr("output_scale").f();
+    c.check(std::isfinite(os) && os > 0 && float(os) > 0 && std::isfinite(float(os)),
+            "output_scale must be finite and positive (as a float), got ", os);
+    const int64_t oz = c.attr("output_zero_point").i();
+    c.check(oz >= 0 && oz <= 255, "output_zero_point must be in [0, 255] (uint8), got ", oz);
+  }
   c.cast_mask = 0;
 }
 

@@ -68,18 +68,22 @@ void infer_linear(InferCtx& c) {
   c.add_output(c.in(0).dtype, out);
 }
 
-// quantized_linear (made by graph/quantize.h's calibration): linear's shapes with an int8
-// weight, its scales and the input's quantization checked (infer::check_quantized).
-void infer_quantized_linear(InferCtx& c) {
+// quantized_linear (made by tracer/quantize.h's calibration): linear's shapes with an int8
+// weight, its scales and the input's quantization checked (infer::check_quantized); f32 out,
+// or for quantized_linear.u8 (`requantized`) u8 after its activation.
+void quantized_linear_output(InferCtx& c, bool requantized) {
   const DimVec &x = c.in(0).sizes, &w = c.in(1).sizes;
   c.check(!x.empty(), "input must have at least one dimension, got shape ", x);
   c.check(w.size() == 2, "weight must be a matrix [out_features, in_features], got shape ", w);
   c.check(x.back() == w[1], "input shape ", x, " does not match weight shape ", w, " (in_features ", w[1], ")");
-  infer::check_quantized(c, w[0], w[1]);
+  if (requantized) infer::check_activation(c, true);
+  infer::check_quantized(c, w[0], w[1], requantized);
   DimVec out = x;
   out[out.size() - 1] = w[0];
-  c.add_output(DType::f32, out);
+  c.add_output(requantized ? DType::u8 : DType::f32, out);
 }
+void infer_quantized_linear(InferCtx& c) { quantized_linear_output(c, false); }
+void infer_quantized_linear_u8(InferCtx& c) { quantized_linear_output(c, true); }
 
 void infer_sdpa(InferCtx& c) {
   const DimVec &q = c.in(0).sizes, &k = c.in(1).sizes, &v = c.in(2).sizes;
@@ -110,6 +114,8 @@ void infer_sdpa(InferCtx& c) {
 }
 
 const DTypeSet kF32{DType::f32};
+// The quantized ops' inputs: f32 (quantized as it enters) or u8 (an int8 op's output).
+const DTypeSet kQuantizedInput{DType::f32, DType::u8};
 
 const OpRegistrar registrar{
     {"mm(Tensor self, Tensor mat2) -> Tensor", kF32, infer_mm, 0, nullptr, 1, "Matrix product of [n, k] and [k, m].",
@@ -122,12 +128,21 @@ const OpRegistrar registrar{
      "input @ weight^T + bias over the last dim of input.", OpCost::matmul},
     {"quantized_linear(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, float input_scale=1.0, "
      "int input_zero_point=0) -> Tensor",
-     kF32, infer_quantized_linear, 0, nullptr, 1,
+     kQuantizedInput, infer_quantized_linear, 0, nullptr, 1,
      "linear of the input quantized to uint8 (q = clamp(round_half_even(x * (1 / input_scale)) + input_zero_point, 0, "
-     "255)) by the int8 weight [out, in] times its scale per output feature, accumulated exactly in integers: "
-     "(q - input_zero_point) * input_scale * weight_scale[o] + bias[o]. An infinite input saturates; a row holding "
-     "a NaN gives a row of NaN. Made by `amber quantize`.",
+     "255); a u8 input is q) by the int8 weight [out, in] times its scale per output feature, accumulated exactly in "
+     "integers: (q - input_zero_point) * input_scale * weight_scale[o] + bias[o], in f32. An infinite input "
+     "saturates; a row holding a NaN gives a row of NaN. Made by `amber quantize`.",
      OpCost::matmul, 3},
+    {"quantized_linear.u8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, float input_scale=1.0, "
+     "int input_zero_point=0, str activation=\"none\", float min_val=0.0, float max_val=6.0, float output_scale=1.0, "
+     "int output_zero_point=0) -> Tensor",
+     kQuantizedInput, infer_quantized_linear_u8, 0, nullptr, 1,
+     "quantized_linear, then an activation (none, or fused_conv2d's) of its f32 result y, quantized to uint8: "
+     "clamp(round_half_even(act(y) * (1 / output_scale)) + output_zero_point, 0, 255), for the next int8 op to read "
+     "as it is. A NaN in an f32 input is quantized as level 0 (uint8 holds no NaN). Made by `amber quantize` "
+     "between consecutive int8 layers.",
+     OpCost::matmul, 4},
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
      "float dropout_p=0.0, bool is_causal=False) -> Tensor",
      kF32, infer_sdpa, 0, nullptr, 1,

@@ -33,9 +33,13 @@ void check_image(const InferCtx& c, const TensorMeta& x) {
     c.check(x.sizes[i] > 0, "expected non-empty channel and spatial dims, got shape ", x.sizes);
 }
 
+enum class Quant { none, f32_out, u8_out };
+
 // conv2d's shape rules; its bias is input `bias` (quantized_conv2d's is input 3, after the
-// weight's scales), and an f32 input may take an int8 weight (quantized_conv2d).
-void conv2d_output(InferCtx& c, int bias, bool quantized) {
+// weight's scales), and a quantized_conv2d's f32 or u8 input takes an int8 weight and gives
+// f32 (u8 for quantized_conv2d.u8).
+void conv2d_output(InferCtx& c, int bias, Quant quant = Quant::none) {
+  const bool quantized = quant != Quant::none;
   const TensorMeta &x = c.in(0), &w = c.in(1);
   check_image(c, x);
   const bool batched = x.sizes.size() == 4;
@@ -43,7 +47,7 @@ void conv2d_output(InferCtx& c, int bias, bool quantized) {
   const int64_t h = x.sizes[batched ? 2 : 1], wd = x.sizes[batched ? 3 : 2];
   c.check(w.sizes.size() == 4, "weight must be 4-D [out_channels, in_channels/groups, kH, kW], got shape ", w.sizes);
   if (quantized)
-    infer::check_quantized(c, w.sizes[0], w.sizes[1] * w.sizes[2] * w.sizes[3]);
+    infer::check_quantized(c, w.sizes[0], w.sizes[1] * w.sizes[2] * w.sizes[3], quant == Quant::u8_out);
   else
     c.check(x.dtype == w.dtype, "input dtype ", x.dtype, " and weight dtype ", w.dtype, " differ");
   const auto stride = pair(c, c.attr("stride"), "stride"), pad = pair(c, c.attr("padding"), "padding"),
@@ -59,7 +63,7 @@ void conv2d_output(InferCtx& c, int bias, bool quantized) {
     c.check(pad[size_t(i)] >= 0, "padding must be non-negative, got ", c.attr("padding"));
     c.check(dil[size_t(i)] > 0, "dilation must be positive, got ", c.attr("dilation"));
   }
-  if (c.has_input(bias)) {
+  if (c.has_input(bias) && !quantized) {  // check_quantized checks a quantized op's
     c.check(c.in(bias).sizes == DimVec{w.sizes[0]}, "bias must have shape [", w.sizes[0], "], got ", c.in(bias).sizes);
     c.check(c.in(bias).dtype == x.dtype, "bias dtype ", c.in(bias).dtype, " differs from input dtype ", x.dtype);
   }
@@ -72,37 +76,34 @@ void conv2d_output(InferCtx& c, int bias, bool quantized) {
             DimVec{pad[0], pad[1]}, ") is smaller than the kernel size (", w.sizes[2], "x", w.sizes[3],
             " with dilation ", DimVec{dil[0], dil[1]}, ")");
   }
+  const DType out = quant == Quant::u8_out ? DType::u8 : quantized ? DType::f32 : x.dtype;
   if (batched)
-    c.add_output(x.dtype, DimVec{n, w.sizes[0], out_hw[0], out_hw[1]}).format = MemoryFormat::channels_last;
+    c.add_output(out, DimVec{n, w.sizes[0], out_hw[0], out_hw[1]}).format = MemoryFormat::channels_last;
   else
-    c.add_output(x.dtype, DimVec{w.sizes[0], out_hw[0], out_hw[1]});
+    c.add_output(out, DimVec{w.sizes[0], out_hw[0], out_hw[1]});
 }
 
-void infer_conv2d(InferCtx& c) { conv2d_output(c, 2, false); }
-
-// fused_conv2d's and quantized_conv2d's activation (quantized_conv2d's may be "none").
-void check_activation(const InferCtx& c, bool none_allowed) {
-  const std::string& act = c.attr("activation").s();
-  c.check(act == "clamp" || act == "silu" || act == "hardswish" || (none_allowed && act == "none"),
-          "activation must be ", none_allowed ? "none, " : "", "clamp, silu or hardswish, got '", act, "'");
-  if (act == "clamp") {
-    const double lo = c.attr("min_val").f(), hi = c.attr("max_val").f();
-    c.check(lo <= hi, "clamp needs min_val <= max_val, got ", lo, " and ", hi);
-  }
-}
+void infer_conv2d(InferCtx& c) { conv2d_output(c, 2); }
 
 // fused_conv2d: conv2d's rules, and an activation the kernels apply to its output as they
 // write it (the conv-activation fusion pass makes these; see docs/OPS.md).
 void infer_fused_conv2d(InferCtx& c) {
-  check_activation(c, false);
-  conv2d_output(c, 2, false);
+  infer::check_activation(c, false);
+  conv2d_output(c, 2);
 }
 
-// quantized_conv2d (made by graph/quantize.h's calibration): conv2d's rules with an int8
+// quantized_conv2d (made by tracer/quantize.h's calibration): conv2d's rules with an int8
 // weight, its scales and the input's quantization checked (infer::check_quantized).
 void infer_quantized_conv2d(InferCtx& c) {
-  check_activation(c, true);
-  conv2d_output(c, 3, true);
+  infer::check_activation(c, true);
+  conv2d_output(c, 3, Quant::f32_out);
+}
+
+// quantized_conv2d.u8: the same, its output quantized to uint8 with output_scale and
+// output_zero_point.
+void infer_quantized_conv2d_u8(InferCtx& c) {
+  infer::check_activation(c, true);
+  conv2d_output(c, 3, Quant::u8_out);
 }
 
 // conv_transpose2d(input, weight [in, out/groups, kH, kW], bias, stride, padding,
@@ -325,6 +326,8 @@ bool layout_identity(const InferCtx&, const Layout& in, int, Layout& out) {
 
 using namespace op_flags;
 const DTypeSet kFloat = dtypes::floating;
+// The quantized ops' inputs: f32 (quantized as it enters) or u8 (an int8 op's output).
+const DTypeSet kQuantizedInput{DType::f32, DType::u8};
 
 const OpRegistrar registrar{
     {"conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
@@ -343,12 +346,22 @@ const OpRegistrar registrar{
     {"quantized_conv2d(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, int[] stride=[1], "
      "int[] padding=[0], int[] dilation=[1], int groups=1, float input_scale=1.0, int input_zero_point=0, "
      "str activation=\"none\", float min_val=0.0, float max_val=6.0) -> Tensor",
-     DTypeSet{DType::f32}, infer_quantized_conv2d, 0, nullptr, 1,
+     kQuantizedInput, infer_quantized_conv2d, 0, nullptr, 1,
      "conv2d of the input quantized to uint8 (q = clamp(round_half_even(x * (1 / input_scale)) + input_zero_point, 0, "
-     "255)) by the int8 weight times its scale per output channel, accumulated exactly in integers, then "
-     "(q - input_zero_point) * input_scale * weight_scale[o] + bias[o] and the activation (none, or fused_conv2d's). "
-     "An infinite input saturates; an image holding a NaN gives NaN outputs. Made by `amber quantize`.",
+     "255); a u8 input is q) by the int8 weight times its scale per output channel, accumulated exactly in integers, "
+     "then (q - input_zero_point) * input_scale * weight_scale[o] + bias[o] and the activation (none, or "
+     "fused_conv2d's), in f32. An infinite input saturates; an image holding a NaN gives NaN outputs. Made by `amber "
+     "quantize`.",
      OpCost::conv, 3},
+    {"quantized_conv2d.u8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, int[] stride=[1], "
+     "int[] padding=[0], int[] dilation=[1], int groups=1, float input_scale=1.0, int input_zero_point=0, "
+     "str activation=\"none\", float min_val=0.0, float max_val=6.0, float output_scale=1.0, "
+     "int output_zero_point=0) -> Tensor",
+     kQuantizedInput, infer_quantized_conv2d_u8, 0, nullptr, 1,
+     "quantized_conv2d with its f32 result y quantized to uint8: clamp(round_half_even(y * (1 / output_scale)) + "
+     "output_zero_point, 0, 255), for the next int8 op to read as it is. A NaN in an f32 input is quantized as level "
+     "0 (uint8 holds no NaN). Made by `amber quantize` between consecutive int8 layers.",
+     OpCost::conv, 4},
     {"conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
      "int[] output_padding=[0], int groups=1, int[] dilation=[1]) -> Tensor",
      DTypeSet{DType::f32}, infer_conv_transpose2d, 0, nullptr, 1,
@@ -357,7 +370,9 @@ const OpRegistrar registrar{
      OpCost::conv_transpose},
     {"max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], int[] dilation=[1], "
      "bool ceil_mode=False) -> Tensor",
-     kFloat, infer_max_pool2d, 0, nullptr, 1, "Maximum over windows; padding is -inf; stride defaults to kernel_size.",
+     kFloat | DTypeSet{DType::u8}, infer_max_pool2d, 0, nullptr, 1,
+     "Maximum over windows; padding is -inf; stride defaults to kernel_size. u8: the int8 layers' activations, "
+     "whose maximum is the quantized maximum.",
      OpCost::window},
     {"max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], "
      "int[] dilation=[1], bool ceil_mode=False) -> (Tensor values, Tensor indices)",

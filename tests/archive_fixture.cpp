@@ -1,10 +1,10 @@
 // Writes the archives the command-line checks of tests/CMakeLists.txt read: a small traced
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
-// values as safetensors; with --fuzz-seeds, small archives of varied programs (format 1.3's
-// int8 ops among them) and broken variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.3) | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR |
-//        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
+// values as safetensors; with --fuzz-seeds, small archives of varied programs (formats 1.3's
+// and 1.4's int8 ops among them) and broken variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.4) | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR |
+//        --golden-1.1 OUT_DIR | --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
 
@@ -151,6 +151,17 @@ int write_fuzz_seeds(const std::string& out) {
                                       return quantized_linear(y.flatten(1), qlw, qls, {}, 0.03, 0);
                                     },
                                     {randn({1, 3, 4, 4})}, o));
+  // Format 1.4: int8 layers passing uint8 on, through a max pool and a flattening.
+  const Tensor ql1 = (randn({6, 4}) * 40.0).to(DType::i8), qs1 = rand({6}) * 0.01;
+  save("quantized_u8_chain", trace(
+                                 [&](const Tensor& x) {
+                                   const Tensor y = quantized_conv2d_u8(x, qw, qs, qb, {1}, {1}, {1}, 1, 0.02, 128,
+                                                                        "clamp", 0.0, 6.0, 0.03, 0);
+                                   const Tensor h = quantized_linear_u8(max_pool2d(y, {2}).flatten(1), ql1, qs1, {},
+                                                                        0.03, 0, "none", 0.0, 6.0, 0.05, 100);
+                                   return quantized_linear(h, qlw.slice(1, 0, 6, 1), qls, {}, 0.05, 100);
+                                 },
+                                 {randn({1, 3, 4, 4})}, o));
   auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
     FILE* f = std::fopen((out + "/" + name).c_str(), "wb");
     AMBER_CHECK(f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,
@@ -201,8 +212,8 @@ int write_golden(const std::string& out) {
   return 0;
 }
 
-// The golden archive of format 1.3, the current one (committed under tests/golden/, never
-// regenerated once released): over x [N, 3, 6, 6], an int8 convolution (stride 2, a bias,
+// The golden archive of format 1.3 (committed under tests/golden/, never regenerated): over
+// x [N, 3, 6, 6], an int8 convolution (stride 2, a bias,
 // clamp to [0, 6]) and an int8 linear layer on its flattening, weights and scales seeded;
 // inputs and outputs at N = 1 and 3, the inputs' values spanning past the convolution's
 // calibrated range (saturation) and the linear layer's.
@@ -232,15 +243,51 @@ int write_golden_1_3(const std::string& out) {
   return 0;
 }
 
+// The golden archive of format 1.4, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, 3, 7, 7], an int8 convolution writing uint8 (ReLU
+// absorbed), a max pool and flattening in uint8, an int8 linear layer reading and writing
+// uint8 (hardswish), a last int8 linear layer back to f32; weights, scales and zero points
+// seeded; inputs and outputs at N = 1 and 3, their values spanning past the ranges.
+int write_golden_1_4(const std::string& out) {
+  manual_seed(2030);
+  auto int8 = [](const DimVec& shape) { return clamp(randn(shape) * 40.0, -127.0, 127.0).to(DType::i8); };
+  const Tensor w = int8({4, 3, 3, 3}), ws = rand({4}) * 0.01 + 0.001, b = randn({4});
+  const Tensor l1 = int8({6, 36}), s1 = rand({6}) * 0.01 + 0.001, b1 = randn({6});
+  const Tensor l2 = int8({3, 6}), s2 = rand({3}) * 0.01 + 0.001;
+  auto model = [&](const Tensor& x) {
+    const Tensor y =
+        quantized_conv2d_u8(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 128, "clamp", 0.0, double(INFINITY), 0.01, 0);
+    const Tensor p = max_pool2d(y, {3}, {2}).flatten(1);
+    const Tensor h = quantized_linear_u8(p, l1, s1, b1, 0.01, 0, "hardswish", 0.0, 6.0, 0.004, 40);
+    return quantized_linear(h, l2, s2, {}, 0.004, 40);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {randn({2, 3, 7, 7})}, o);
+  t.save(out + "/format_1_4.amber");
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (int64_t n : {1, 3}) {
+    Tensor x = randn({n, 3, 7, 7}) * 1.5;
+    io.emplace_back(str("input.b", n), x);
+    io.emplace_back(str("output.b", n), model(x));
+  }
+  save_safetensors(out + "/format_1_4_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_3(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_4(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.3") return write_golden_1_3(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.2") return write_golden(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.1") return write_golden_1_1(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.0") return write_golden_1_0(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR | "
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | "
+                 "--golden-1.1 OUT_DIR | "
                  "--golden-1.0 OUT_DIR | "
                  "--fuzz-seeds OUT_DIR\n");
     return 2;

@@ -1253,6 +1253,132 @@ case("quantized_linear_float_weight", "quantized_linear", quantized_linear,
      attrs={"input_scale": 0.5}, error="weight must be int8, got f32")
 
 
+# ---- int8 ops with uint8 activations (format 1.4; `amber quantize` chains consecutive int8
+# layers): a u8 input is the quantized source itself; the .u8 overloads quantize their f32
+# result (after the activation) with output_scale and output_zero_point, rounding half to
+# even. The reference computes the result in f64, the kernels in f32: a result within an
+# ulp of a rounding boundary may land on either side, so u8 outputs may differ by one level
+# (atol 1 on an integer output; test_util.h's compare). ----
+def dequant_u8(q, scale, zero_point):
+    return ((q.double() - zero_point) * torch.tensor(scale, dtype=torch.float32).double())
+
+
+def requant(y, output_scale, output_zero_point):
+    if not (output_scale > 0) or not (0 <= output_zero_point <= 255):
+        raise ValueError(f"output_scale {output_scale}, output_zero_point {output_zero_point}")
+    inv = 1.0 / torch.tensor(output_scale, dtype=torch.float32)
+    return torch.clamp(torch.round(y.float() * inv) + output_zero_point, 0, 255).to(torch.uint8)
+
+
+def activation_of(y, activation, min_val, max_val):
+    if activation not in ("none", "clamp", "silu", "hardswish"):
+        raise ValueError(f"activation {activation}")
+    if activation == "clamp":
+        return torch.clamp(y, min_val, max_val)
+    if activation == "silu":
+        return F.silu(y)
+    return F.hardswish(y) if activation == "hardswish" else y
+
+
+def quantized_conv_any(x, w, ws, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1, input_scale=1.0,
+                       input_zero_point=0, activation="none", min_val=0.0, max_val=6.0):
+    if x.dtype != torch.uint8:
+        return quantized_conv(x, w, ws, b, stride, padding, dilation, groups, input_scale, input_zero_point,
+                              activation, min_val, max_val)
+    check_quant(w, input_scale, input_zero_point)
+    wd = w.double() * ws.double().reshape(-1, 1, 1, 1)
+    y = F.conv2d(dequant_u8(x, input_scale, input_zero_point), wd, None if b is None else b.double(),
+                 stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation), groups=groups)
+    return activation_of(y, activation, min_val, max_val).float()
+
+
+def quantized_conv_u8(x, w, ws, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1, input_scale=1.0,
+                      input_zero_point=0, activation="none", min_val=0.0, max_val=6.0, output_scale=1.0,
+                      output_zero_point=0):
+    y = quantized_conv_any(x, w, ws, b, stride, padding, dilation, groups, input_scale, input_zero_point, activation,
+                           min_val, max_val)
+    return requant(y, output_scale, output_zero_point)
+
+
+def quantized_linear_any(x, w, ws, b=None, input_scale=1.0, input_zero_point=0):
+    if x.dtype != torch.uint8:
+        return quantized_linear(x, w, ws, b, input_scale, input_zero_point)
+    check_quant(w, input_scale, input_zero_point)
+    return F.linear(dequant_u8(x, input_scale, input_zero_point), w.double() * ws.double().reshape(-1, 1),
+                    None if b is None else b.double()).float()
+
+
+def quantized_linear_u8(x, w, ws, b=None, input_scale=1.0, input_zero_point=0, activation="none", min_val=0.0,
+                        max_val=6.0, output_scale=1.0, output_zero_point=0):
+    y = quantized_linear_any(x, w, ws, b, input_scale, input_zero_point).double()
+    return requant(activation_of(y, activation, min_val, max_val), output_scale, output_zero_point)
+
+
+def u8_levels(shape):
+    return Fixed(torch.randint(0, 256, shape, generator=gen).to(torch.uint8))
+
+
+def max_pool_u8(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    return F.max_pool2d(x.float(), kernel_size, stride or None, padding, dilation, ceil_mode=ceil_mode).to(torch.uint8)
+
+
+U8_TOL = dict(atol=1, rtol=0)
+case("quantized_conv_u8_input", "quantized_conv2d", quantized_conv_any,
+     [u8_levels([2, 6, 7, 9]), int8_weights([5, 6, 3, 3]), weight_scales(5), In([5])],
+     attrs={"padding": [1], "input_scale": 0.03, "input_zero_point": 17, "activation": "clamp", "min_val": 0.0,
+            "max_val": 1e30}, **QUANT_TOL)
+case("quantized_conv_u8_input_channels_last", "quantized_conv2d", quantized_conv_any,
+     [Fixed(torch.randint(0, 256, [2, 8, 5, 6], generator=gen).to(torch.uint8), layout=("cl",)),
+      int8_weights([3, 8, 1, 1]), weight_scales(3), None],
+     attrs={"input_scale": 0.05, "input_zero_point": 0}, **QUANT_TOL)
+case("quantized_conv_u8_out", "quantized_conv2d.u8", quantized_conv_u8,
+     [In([2, 5, 9, 7], kind="wide"), int8_weights([7, 5, 3, 3]), weight_scales(7), In([7])],
+     attrs={"padding": [1], "input_scale": 0.05, "input_zero_point": 131, "activation": "clamp", "min_val": 0.0,
+            "max_val": 1e30, "output_scale": 0.02, "output_zero_point": 0}, **U8_TOL)
+case("quantized_conv_u8_in_out_strided_groups", "quantized_conv2d.u8", quantized_conv_u8,
+     [Fixed(torch.randint(0, 256, [1, 6, 11, 7], generator=gen).to(torch.uint8), layout=("s2", 3)),
+      int8_weights([4, 3, 3, 3]), weight_scales(4), None],
+     attrs={"groups": 2, "stride": [2, 1], "dilation": [1, 2], "input_scale": 0.01, "input_zero_point": 128,
+            "output_scale": 0.004, "output_zero_point": 120}, **U8_TOL)
+case("quantized_conv_u8_out_silu_unbatched", "quantized_conv2d.u8", quantized_conv_u8,
+     [In([6, 11, 9], layout=("t", 1, 2)), int8_weights([5, 6, 1, 1]), weight_scales(5), In([5])],
+     attrs={"input_scale": 0.02, "input_zero_point": 128, "activation": "silu", "output_scale": 0.01,
+            "output_zero_point": 30}, **U8_TOL)
+case("quantized_conv_u8_out_saturates", "quantized_conv2d.u8", quantized_conv_u8,
+     [In([1, 4, 6, 6], kind="wide"), int8_weights([3, 4, 3, 3]), weight_scales(3), None],
+     attrs={"input_scale": 0.1, "input_zero_point": 100, "output_scale": 0.001, "output_zero_point": 128},
+     **U8_TOL)
+case("quantized_conv_u8_bad_output_zero_point", "quantized_conv2d.u8", quantized_conv_u8,
+     [In([1, 3, 8, 8]), int8_weights([4, 3, 3, 3]), weight_scales(4), None],
+     attrs={"input_scale": 0.1, "output_scale": 0.1, "output_zero_point": 256},
+     error="output_zero_point must be in [0, 255]")
+case("quantized_linear_u8_input", "quantized_linear", quantized_linear_any,
+     [u8_levels([7, 13]), int8_weights([5, 13]), weight_scales(5), In([5])],
+     attrs={"input_scale": 0.04, "input_zero_point": 125}, **QUANT_TOL)
+case("quantized_linear_u8_out_relu", "quantized_linear.u8", quantized_linear_u8,
+     [In([2, 7, 33], kind="wide"), int8_weights([9, 33]), weight_scales(9), In([9])],
+     attrs={"input_scale": 0.05, "input_zero_point": 128, "activation": "clamp", "min_val": 0.0,
+            "max_val": 1e30, "output_scale": 0.01, "output_zero_point": 0}, **U8_TOL)
+case("quantized_linear_u8_in_out_hardswish_noncontig", "quantized_linear.u8", quantized_linear_u8,
+     [Fixed(torch.randint(0, 256, [3, 13], generator=gen).to(torch.uint8), layout=("t", 0, 1)),
+      int8_weights([6, 13]), weight_scales(6), None],
+     attrs={"input_scale": 0.01, "input_zero_point": 7, "activation": "hardswish", "output_scale": 0.005,
+            "output_zero_point": 64}, **U8_TOL)
+case("quantized_linear_u8_1d_clamp", "quantized_linear.u8", quantized_linear_u8,
+     [In([13]), int8_weights([5, 13]), weight_scales(5), In([5])],
+     attrs={"input_scale": 0.03, "input_zero_point": 90, "activation": "clamp", "min_val": -0.5, "max_val": 0.5,
+            "output_scale": 0.004, "output_zero_point": 125}, **U8_TOL)
+case("quantized_linear_u8_bad_output_scale", "quantized_linear.u8", quantized_linear_u8,
+     [In([7, 13]), int8_weights([5, 13]), weight_scales(5), None],
+     attrs={"input_scale": 0.5, "output_scale": 0.0}, error="output_scale must be finite and positive")
+case("max_pool2d_u8_channels_last", "max_pool2d", max_pool_u8,
+     [Fixed(torch.randint(0, 256, [2, 5, 9, 11], generator=gen).to(torch.uint8), layout=("cl",))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("max_pool2d_u8_dilation_ceil", "max_pool2d", max_pool_u8,
+     [u8_levels([3, 7, 10])], attrs={"kernel_size": [2, 3], "stride": [2], "dilation": [1, 2], "ceil_mode": True},
+     atol=0, rtol=0)
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

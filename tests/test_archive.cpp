@@ -1137,6 +1137,25 @@ TEST_CASE("saving with injected system-call faults keeps the previous file and l
   fs::remove_all(dir);
 }
 
+TEST_CASE("the golden archive of format 1.4 (int8 layers passing uint8 on) loads and computes", "[archive][golden]") {
+  const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
+  LoadedArchive a = read_archive(dir + "/format_1_4.amber");
+  SafetensorsFile io = SafetensorsFile::open(dir + "/format_1_4_io.safetensors");
+  CHECK(a.info.format_major == 1);
+  CHECK(a.info.format_minor == 4);
+  std::vector<std::string> ops, dtypes;
+  for (const graph::Node* n : a.graph.nodes()) {
+    ops.push_back(n->op->name);
+    dtypes.emplace_back(dtype_name(n->outputs[0]->type.dtype));
+  }
+  CHECK(ops == std::vector<std::string>{"quantized_conv2d.u8", "max_pool2d", "flatten", "quantized_linear.u8",
+                                        "quantized_linear"});
+  CHECK(dtypes == std::vector<std::string>{"u8", "u8", "u8", "u8", "f32"});
+  const Model m = load(dir + "/format_1_4.amber");
+  for (const char* b : {"b1", "b3"})
+    check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
+}
+
 TEST_CASE("the golden archive of format 1.3 (int8 convolution and linear layer) loads and computes",
           "[archive][golden]") {
   const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
@@ -1189,6 +1208,44 @@ TEST_CASE("the golden archive of format 1.0 loads and computes", "[archive][gold
     INFO(d.message);
     CHECK(d.ok);
   }
+}
+
+TEST_CASE("int8 archives with uint8 activations: format 1.4; the output's quantization checked",
+          "[archive][reliability]") {
+  manual_seed(6);
+  const Tensor w = (randn({4, 3, 3, 3}) * 40.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001, b = randn({4});
+  const Tensor lw = (randn({5, 16}) * 40.0).to(DType::i8), ls = rand({5}) * 0.01 + 0.001;
+  auto f = [&](const Tensor& x) {
+    const Tensor y =
+        quantized_conv2d_u8(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 128, "clamp", 0.0, double(INFINITY), 0.01, 0);
+    return quantized_linear(y.flatten(1), lw, ls, {}, 0.01, 0);
+  };
+  const Tensor x = randn({2, 3, 2, 2});
+  TraceOptions to;
+  to.dynamic_batch = true;
+  const std::vector<uint8_t> bytes = trace(f, {x}, to).save_to_bytes();
+  LoadedArchive a = read_archive(bytes, nullptr);
+  CHECK(a.info.format_minor == 4);  // the .u8 overloads' minor (older readers refuse it by version)
+  CHECK(a.graph.nodes()[0]->outputs[0]->type.dtype == DType::u8);
+  CHECK(test::compare(load(bytes).forward({x})[0], f(x), 0, 0).ok);  // the same kernels: bit for bit
+
+  auto changed = [&](const std::function<void(graph::Node&)>& change) {
+    LoadedArchive c = read_archive(bytes, nullptr);
+    for (graph::Node* n : c.graph.nodes())
+      if (n->op->name == "quantized_conv2d.u8") change(*n);
+    return archive_bytes(c.graph, c.info);
+  };
+  const OpSchema& op = op_schema("quantized_conv2d.u8");
+  const int os = op.attr_index("output_scale"), oz = op.attr_index("output_zero_point");
+  AMBER_REQUIRE_ERROR(read_archive(changed([&](graph::Node& n) { n.attrs[size_t(os)] = Attr(double(NAN)); }), nullptr),
+                      "output_scale must be finite and positive");
+  AMBER_REQUIRE_ERROR(read_archive(changed([&](graph::Node& n) { n.attrs[size_t(os)] = Attr(1e-50); }), nullptr),
+                      "output_scale must be finite and positive (as a float), got 1e-50");
+  AMBER_REQUIRE_ERROR(read_archive(changed([&](graph::Node& n) { n.attrs[size_t(oz)] = Attr(int64_t(-1)); }), nullptr),
+                      "output_zero_point must be in [0, 255] (uint8), got -1");
+  // The u8 output typed f32 in the archive: the reader's inference disagrees.
+  AMBER_REQUIRE_ERROR(read_archive(changed([&](graph::Node& n) { n.outputs[0]->type.dtype = DType::f32; }), nullptr),
+                      "but inference gives u8[");
 }
 
 TEST_CASE("int8 archives: format 1.3; weight scales, bias and the input's quantization checked",

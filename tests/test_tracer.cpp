@@ -1,7 +1,8 @@
 // Tracer tests: the graphs of DESIGN.md's samples, warnings and strict mode, check_trace on
 // a planted data-dependent branch, dynamic batch (and what it refuses), and whole models
 // (LeNet, ResNet-18, the transformer encoder) traced at batch 1 and run at batch 1 and 8
-// against eager execution. Every traced graph must print, parse and print to the same text.
+// against eager execution; quantize_int8's uint8 chains between int8 layers. Every traced graph
+// must print, parse and print to the same text.
 
 #include <sstream>
 
@@ -322,4 +323,93 @@ TEST_CASE("ResNet-18 traced at batch 1 runs at batch 8; batch norms fold; module
 TEST_CASE("the transformer encoder traced at batch 1 runs at batch 8", "[tracer][models]") {
   nn::TransformerEncoder enc(models::transformer_options(), models::kTransformerLayers);
   check_model_trace("transformer", enc, 1, 8, 1e-5, 1e-5);
+}
+
+TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 layers", "[tracer][quantize]") {
+  manual_seed(12);
+  const Tensor w0 = randn({8, 3, 3, 3}) * 0.3, b0 = randn({8}) * 0.1, w1 = randn({8, 8, 3, 3}) * 0.2,
+               b1 = randn({8}) * 0.1, w2 = randn({8, 8, 3, 3}) * 0.2, b2 = randn({8}) * 0.1,
+               w3 = randn({8, 8, 1, 1}) * 0.3, b3 = randn({8}) * 0.1, l1 = randn({16, 72}) * 0.2,
+               lb1 = randn({16}) * 0.1, l2 = randn({5, 16}) * 0.3, lb2 = randn({5}) * 0.1;
+  auto model = [&](const Tensor& x) {
+    const Tensor y0 = relu(conv2d(x, w0, b0, {1}, {1}));                     // read by conv1 and the add: f32
+    const Tensor y1 = relu(conv2d(y0, w1, b1, {1}, {1}));                    // read by conv2 alone: uint8
+    const Tensor y2 = conv2d(y1, w2, b2, {1}, {1}) + y0;                     // uint8 in, f32 out (the add)
+    const Tensor y3 = relu(conv2d(y2, w3, b3));                              // uint8 through the pool and flatten
+    const Tensor h = relu(linear(max_pool2d(y3, {2}).flatten(1), l1, lb1));  // uint8 in and out
+    return linear(h, l2, lb2);                                               // uint8 in, f32 out (the graph's)
+  };
+  TraceOptions o;
+  o.dynamic_batch = true;
+  o.print_warnings = false;
+  const Tensor samples = randn({16, 3, 6, 6});
+  const Tensor x = randn({3, 3, 6, 6});
+  const Tensor want = model(x);
+
+  // As `amber quantize` does: the saved (optimised) archive's graph, rewritten and saved again.
+  const std::vector<uint8_t> f32_bytes = trace(model, {randn({1, 3, 6, 6})}, o).save_to_bytes();
+  LoadedArchive chained = read_archive(f32_bytes, nullptr);
+  const QuantizeReport r = quantize_int8(chained.graph, {samples});
+  REQUIRE(r.nodes.size() == 6);
+  const std::vector<std::array<int, 3>> expect = {// input_u8, output_u8, absorbed a ReLU
+                                                  {0, 0, 1}, {0, 1, 1}, {1, 0, 0}, {0, 1, 1}, {1, 1, 1}, {1, 0, 0}};
+  for (size_t i = 0; i < expect.size(); ++i) {
+    INFO("node " << i << " %" << r.nodes[i].value);
+    CHECK(r.nodes[i].quantized);
+    CHECK(int(r.nodes[i].input_u8) == expect[i][0]);
+    CHECK(int(r.nodes[i].output_u8) == expect[i][1]);
+    CHECK(int(r.nodes[i].folded == "relu") == expect[i][2]);
+  }
+  // A reader of uint8 takes its producer's output quantization as its input's.
+  CHECK(r.nodes[2].input_scale == r.nodes[1].output_scale);
+  CHECK(r.nodes[2].input_zero_point == r.nodes[1].output_zero_point);
+  CHECK(r.nodes[4].input_scale == r.nodes[3].output_scale);
+  std::vector<std::string> ops;
+  for (const graph::Node* n : chained.graph.nodes())
+    ops.push_back(str(n->op->name, ":", dtype_name(n->outputs[0]->type.dtype)));
+  CHECK(ops == std::vector<std::string>{"quantized_conv2d:f32", "quantized_conv2d.u8:u8", "quantized_conv2d:f32",
+                                        "add:f32", "quantized_conv2d.u8:u8", "max_pool2d:u8", "flatten:u8",
+                                        "quantized_linear.u8:u8", "quantized_linear:f32"});
+  check_round_trip(chained.graph);
+
+  LoadedArchive unchained = read_archive(f32_bytes, nullptr);
+  QuantizeOptions no_chain;
+  no_chain.chain = false;
+  const QuantizeReport u = quantize_int8(unchained.graph, {samples}, no_chain);
+  for (const QuantizedNode& n : u.nodes) CHECK((n.quantized && !n.input_u8 && !n.output_u8 && n.folded.empty()));
+  const std::vector<uint8_t> chained_bytes = archive_bytes(chained.graph, chained.info),
+                             unchained_bytes = archive_bytes(unchained.graph, unchained.info);
+  CHECK(read_archive(chained_bytes, nullptr).info.format_minor == 4);
+  CHECK(read_archive(unchained_bytes, nullptr).info.format_minor == 3);
+
+  // Chained or not, the same ranges: outputs within a few levels of each other, and near f32.
+  const Model chained_m = load(chained_bytes), unchained_m = load(unchained_bytes);
+  const Tensor got = chained_m.forward({x})[0];
+  const Tensor plain = unchained_m.forward({x})[0];
+  double peak = 0;
+  for (float v : want.to_vector<float>(SrcLoc::none())) peak = std::max(peak, double(std::fabs(v)));
+  check_close(got, graph::run_graph(chained.graph, {x})[0], 1e-5, 1e-5, "loaded vs interpreted");
+  check_close(got, plain, 0.02 * peak, 0, "chained vs not");
+  check_close(got, want, 0.05 * peak, 0, "int8 vs f32");
+
+  // uint8 holds no NaN: an image with a NaN gives finite outputs through a chain (the NaN
+  // quantized as level 0, docs/OPS.md), NaN without one; the other images are untouched.
+  Tensor bad = x.clone();
+  bad.data_ptr<float>()[40] = std::nanf("");  // image 0
+  const Tensor chained_bad = chained_m.forward({bad})[0];
+  const Tensor plain_bad = unchained_m.forward({bad})[0];
+  for (float v : chained_bad.select(0, 0).to_vector<float>(SrcLoc::none())) CHECK(std::isfinite(v));
+  for (float v : plain_bad.select(0, 0).to_vector<float>(SrcLoc::none())) CHECK(std::isnan(v));
+  CHECK(test::compare(chained_bad.slice(0, 1, 3, 1), got.slice(0, 1, 3, 1), 0, 0).ok);
+
+  // A value the graph returns stays f32 (the ReLU is still absorbed into the convolution).
+  auto two_outputs = [&](const Tensor& in) {
+    const Tensor y0 = relu(conv2d(in, w0, b0, {1}, {1}));
+    return std::vector<Tensor>{y0, conv2d(y0, w1, b1)};
+  };
+  LoadedArchive t2 = read_archive(trace(two_outputs, {randn({1, 3, 6, 6})}, o).save_to_bytes(), nullptr);
+  const QuantizeReport r2 = quantize_int8(t2.graph, {samples});
+  CHECK((r2.nodes[0].quantized && !r2.nodes[0].output_u8 && r2.nodes[0].folded == "relu"));
+  CHECK(!r2.nodes[1].input_u8);
+  CHECK(t2.graph.outputs()[0].second->type.dtype == DType::f32);
 }

@@ -1,8 +1,10 @@
 // amber-quantize (run as `amber quantize`): an archive to its int8 form through the authoring
 // library's calibration (tracer/quantize.h): the samples run through the model, each
 // convolution's and linear layer's input range is recorded, and those nodes become
-// quantized_conv2d / quantized_linear with int8 weights. Exit codes as the amber tool's.
+// quantized_conv2d / quantized_linear with int8 weights (the .u8 overloads where consecutive
+// int8 layers pass uint8 on). Exit codes as the amber tool's.
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,11 +19,14 @@ const char* kUsage = R"(usage: amber quantize FILE --calibrate SAMPLES.safetenso
 
   --calibrate SAMPLES        a safetensors file holding, for each input of the model (by its
                              name), samples stacked along the first dim: [S, 3, 224, 224]
-  -o, --output OUT.amber     the int8 archive to write (format 1.3)
+  -o, --output OUT.amber     the int8 archive to write (format 1.4; 1.3 with --no-chain)
   --method percentile|minmax how an input's range is chosen: percentile (default) drops the
                              tails beyond --percentile; minmax keeps the extremes
   --percentile P             in (50, 100], default 99.99
   --batch N                  samples per run when the model's batch is dynamic (default 32)
+  --no-chain                 every int8 layer reads and writes f32 (by default a layer read
+                             only by int8 layers writes uint8 for them, absorbing a ReLU or
+                             clamp after it)
   --quiet                    print only the summary line
 
 exit codes: 0 success, 1 the archive or the samples cannot be used, 2 bad command line,
@@ -65,6 +70,8 @@ int main(int argc, char** argv) {
         o.batch = parse_positive_int("--batch", value());
       } else if (a == "--quiet") {
         quiet = true;
+      } else if (a == "--no-chain") {
+        o.chain = false;
       } else if (!a.empty() && a[0] == '-') {
         throw UsageError("unknown option '" + a + "'");
       } else if (model.empty()) {
@@ -87,19 +94,31 @@ int main(int argc, char** argv) {
     const QuantizeReport r = quantize_int8(archive.graph, calibration, o);
     if (!quiet)
       for (const QuantizedNode& n : r.nodes) {
-        if (n.quantized)
-          std::printf("  %%%s (%s): input range [%.4g, %.4g], scale %.4g, zero point %lld\n", n.value.c_str(),
-                      n.op.c_str(), n.lo, n.hi, n.input_scale, static_cast<long long>(n.input_zero_point));
-        else
+        if (!n.quantized) {
           std::printf("  %%%s (%s): stays f32: %s\n", n.value.c_str(), n.op.c_str(), n.reason.c_str());
+          continue;
+        }
+        std::printf("  %%%s (%s): input %srange [%.4g, %.4g], scale %.4g, zero point %lld", n.value.c_str(),
+                    n.op.c_str(), n.input_u8 ? "uint8, " : "", n.lo, n.hi, n.input_scale,
+                    static_cast<long long>(n.input_zero_point));
+        if (!n.folded.empty()) std::printf("; absorbs %s %%%s", n.folded.c_str(), n.folded_value.c_str());
+        if (n.output_u8)
+          std::printf("; output uint8, scale %.4g, zero point %lld", n.output_scale,
+                      static_cast<long long>(n.output_zero_point));
+        std::printf("\n");
       }
     try {
       save_archive(out, archive.graph, archive.info);
     } catch (const Error& e) {
       throw IoError(e.what());
     }
-    std::printf("quantized %s -> %s: %d of %zu convolutions and linear layers in int8, calibrated on %lld samples\n",
-                model.c_str(), out.c_str(), r.quantized(), r.nodes.size(), static_cast<long long>(r.samples));
+    const auto chained =
+        std::count_if(r.nodes.begin(), r.nodes.end(), [](const QuantizedNode& n) { return n.output_u8; });
+    std::printf(
+        "quantized %s -> %s: %d of %zu convolutions and linear layers in int8 (%lld passing uint8 on), calibrated on "
+        "%lld samples\n",
+        model.c_str(), out.c_str(), r.quantized(), r.nodes.size(), static_cast<long long>(chained),
+        static_cast<long long>(r.samples));
     return kExitOk;
   });
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "amber/core/backend.h"
@@ -131,6 +132,58 @@ void report_bodies(const Graph& g, QuantizeReport& report) {
     }
 }
 
+bool is_graph_output(const Graph& g, const Value* v) {
+  for (const auto& [name, out] : g.outputs())
+    if (out == v) return true;
+  return false;
+}
+
+// The activation a quantized op can absorb from the node after it: relu, or clamp / hardtanh
+// with number bounds (min <= max), as (lo, hi); nullopt for anything else.
+std::optional<std::pair<double, double>> absorbable(const Node& n) {
+  const std::string& op = n.op->name;
+  if (op == "relu") return std::pair{0.0, double(INFINITY)};
+  if (op != "clamp" && op != "hardtanh") return std::nullopt;
+  const Attr &lo = n.attr(op == "clamp" ? "min" : "min_val"), &hi = n.attr(op == "clamp" ? "max" : "max_val");
+  const double l = lo.is_none() ? -double(INFINITY) : lo.f(), h = hi.is_none() ? double(INFINITY) : hi.f();
+  if (!(l <= h)) return std::nullopt;  // NaN bounds, or clamp's lo > hi rule (gives hi)
+  return std::pair{l, h};
+}
+
+// Whether a node passes uint8 activations through unchanged in meaning (the same scale and
+// zero point hold for its output): max_pool2d (the maximum of quantized values is the
+// quantized maximum) and the views (view, reshape, flatten, ...) that take u8.
+bool passes_u8(const Node& n) {
+  if (n.outputs.size() != 1 || n.op->num_tensor_args != 1 || !n.op->dtypes.contains(DType::u8)) return false;
+  return n.op->name == "max_pool2d" || n.op->is_view() || n.op->is_maybe_view();
+}
+
+// The int8 layers that read value u as their input, directly or through nodes that pass
+// uint8 on (their outputs appended to `through`); empty when anything else reads it or one
+// of those values is a graph output (then u stays f32).
+std::vector<Node*> u8_readers(const Graph& g, Value* u, const std::set<const Node*>& quantizable,
+                              std::vector<Value*>& through) {
+  std::vector<Node*> readers;
+  std::vector<Value*> todo{u};
+  while (!todo.empty()) {
+    Value* v = todo.back();
+    todo.pop_back();
+    if (is_graph_output(g, v) || v->uses.empty()) return {};
+    for (Node* user : v->uses) {
+      if (quantizable.count(user) && user->inputs[0] == v &&
+          std::count(user->inputs.begin(), user->inputs.end(), v) == 1) {
+        readers.push_back(user);
+      } else if (passes_u8(*user) && user->inputs[0] == v) {
+        through.push_back(user->outputs[0]);
+        todo.push_back(user->outputs[0]);
+      } else {
+        return {};
+      }
+    }
+  }
+  return readers;
+}
+
 // Runs g over the calibration samples, `chunk` at a time, calling visit(name, tensor) for
 // each observed value: graph inputs as they enter, node outputs as they are computed.
 template <typename F>
@@ -161,6 +214,7 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   QuantizeReport report;
   std::vector<Node*> candidates;
   std::set<std::string> observed;
+  std::set<const Node*> quantizable;
   for (Node* n : g.nodes()) {
     if (!is_candidate(n->op->name)) continue;
     QuantizedNode r;
@@ -169,11 +223,43 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
     r.reason = unsupported(*n);
     report.nodes.push_back(r);
     candidates.push_back(r.reason.empty() ? n : nullptr);
-    if (r.reason.empty()) observed.insert(n->inputs[0]->name);
+    if (r.reason.empty()) {
+      observed.insert(n->inputs[0]->name);
+      quantizable.insert(n);
+    }
   }
   report_bodies(g, report);  // after the candidates: report.nodes[k] is candidates[k]
   // Nothing to calibrate: the graph stays as it is (whatever the samples' shapes).
   if (observed.empty()) return report;
+
+  // The chains: each candidate's activation to absorb and, when only int8 layers read what it
+  // then produces, those readers (that output's range is calibrated too).
+  struct Plan {
+    Node* act = nullptr;  // relu, clamp or hardtanh after it, absorbed
+    std::pair<double, double> bounds;
+    Value* out = nullptr;         // what the quantized node produces: act's output, or its own
+    std::vector<Node*> readers;   // the int8 layers reading `out`, as uint8 when the chain holds
+    std::vector<Value*> through;  // the values between, passed on in uint8
+  };
+  std::map<const Node*, Plan> plans;
+  std::map<const Node*, const Node*> producer_of;  // an int8 reader's producer
+  if (options.chain)
+    for (Node* n : candidates) {
+      if (!n) continue;
+      Plan p;
+      Value* v = n->outputs[0];
+      p.out = v;
+      if (n->op->name != "fused_conv2d" && !is_graph_output(g, v) && v->uses.size() == 1 && v->uses[0]->inputs[0] == v)
+        if (const auto bounds = absorbable(*v->uses[0])) {
+          p.act = v->uses[0];
+          p.bounds = *bounds;
+          p.out = p.act->outputs[0];
+        }
+      p.readers = u8_readers(g, p.out, quantizable, p.through);
+      if (!p.readers.empty()) observed.insert(p.out->name);
+      for (const Node* r : p.readers) producer_of[r] = n;
+      plans[n] = std::move(p);
+    }
 
   int64_t samples = -1, chunk = options.batch;
   for (size_t i = 0; i < calibration.size(); ++i) {
@@ -219,49 +305,80 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
     });
   }
 
+  // A calibrated range's uint8 quantization, or nullopt when it holds no non-zero finite value.
+  struct Quant {
+    float lo, hi, scale;
+    int64_t zero_point;
+  };
+  auto quant_of = [&](const std::string& value) -> std::optional<Quant> {
+    const auto [lo, hi] = range_of(seen[value], options);
+    const float scale = (hi - lo) / 255.0f;
+    if (!(scale > 0) || !std::isfinite(scale)) return std::nullopt;
+    return Quant{lo, hi, scale, int64_t(std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f))};
+  };
+  std::map<const Node*, Quant> chained;  // the producers whose chain holds: their output's quantization
+
   const OpSchema &qconv = op_schema("quantized_conv2d"), &qlinear = op_schema("quantized_linear");
-  for (size_t k = 0; k < candidates.size(); ++k) {
+  const OpSchema &qconv_u8 = op_schema("quantized_conv2d.u8"), &qlinear_u8 = op_schema("quantized_linear.u8");
+  for (size_t k = 0; k < candidates.size(); ++k) {  // in graph order: a chain's producer before its readers
     Node* n = candidates[k];
     QuantizedNode& r = report.nodes[k];
     if (!n) continue;
-    const auto [lo, hi] = range_of(seen[n->inputs[0]->name], options);
-    r.lo = lo;
-    r.hi = hi;
-    const float scale = (hi - lo) / 255.0f;
-    if (!(scale > 0) || !std::isfinite(scale)) {
+    const auto from = producer_of.find(n);
+    const auto upstream = from == producer_of.end() ? chained.end() : chained.find(from->second);
+    r.input_u8 = upstream != chained.end();
+    const std::optional<Quant> in = r.input_u8 ? upstream->second : quant_of(n->inputs[0]->name);
+    if (!in) {
       r.reason = "its input was never seen with a non-zero finite value";
       continue;
     }
-    r.input_scale = scale;
-    r.input_zero_point = int64_t(std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f));
+    r.lo = in->lo;
+    r.hi = in->hi;
+    r.input_scale = in->scale;
+    r.input_zero_point = in->zero_point;
+    const auto plan = plans.find(n);
+    const Plan* p = plan == plans.end() ? nullptr : &plan->second;
+    std::optional<Quant> out;
+    if (p && !p->readers.empty()) out = quant_of(p->out->name);
+    const bool lin = n->op->name == "linear";
+    // A linear layer absorbs its activation only into quantized_linear.u8 (the f32 op has none).
+    Node* act = p && p->act && (out || !lin) ? p->act : nullptr;
+    if (out) {
+      chained[n] = *out;
+      r.output_u8 = true;
+      r.output_scale = out->scale;
+      r.output_zero_point = out->zero_point;
+    }
     auto [qw, ws] = quantize_weights(n->inputs[1]->data);
     Value* wq = add_constant_like(g, n->inputs[1], ".int8", std::move(qw));
     Value* wsv = add_constant_like(g, n->inputs[1], ".scale", std::move(ws));
-    const bool lin = n->op->name == "linear";
+    const bool fused = n->op->name == "fused_conv2d";
+    const Attr activation = act ? Attr("clamp") : fused ? n->attr("activation") : Attr("none");
+    const Attr min_val = act ? Attr(p->bounds.first) : fused ? n->attr("min_val") : Attr(0.0);
+    const Attr max_val = act ? Attr(p->bounds.second) : fused ? n->attr("max_val") : Attr(6.0);
     std::vector<Attr> attrs;
-    if (lin) {
-      attrs = {Attr(double(scale)), Attr(r.input_zero_point)};
-    } else {
-      const bool fused = n->op->name == "fused_conv2d";
-      attrs = {n->attr("stride"),
-               n->attr("padding"),
-               n->attr("dilation"),
-               n->attr("groups"),
-               Attr(double(scale)),
-               Attr(r.input_zero_point),
-               fused ? n->attr("activation") : Attr("none"),
-               fused ? n->attr("min_val") : Attr(0.0),
-               fused ? n->attr("max_val") : Attr(6.0)};
-    }
-    Value* old = n->outputs[0];
+    if (!lin) attrs = {n->attr("stride"), n->attr("padding"), n->attr("dilation"), n->attr("groups")};
+    attrs.insert(attrs.end(), {Attr(double(in->scale)), Attr(in->zero_point)});
+    if (!lin || out) attrs.insert(attrs.end(), {activation, min_val, max_val});
+    if (out) attrs.insert(attrs.end(), {Attr(double(out->scale)), Attr(out->zero_point)});
+    Value* old = act ? act->outputs[0] : n->outputs[0];
     const std::string name = old->name;
-    Node* q = g.insert_node(n, lin ? &qlinear : &qconv, {n->inputs[0], wq, wsv, n->inputs[2]}, std::move(attrs),
-                            {{g.fresh_name(), old->type}});
+    graph::ValueType type = old->type;
+    if (out) type.dtype = DType::u8;
+    const OpSchema* op = lin ? (out ? &qlinear_u8 : &qlinear) : (out ? &qconv_u8 : &qconv);
+    Node* q = g.insert_node(n, op, {n->inputs[0], wq, wsv, n->inputs[2]}, std::move(attrs), {{g.fresh_name(), type}});
     q->source = n->source;
     q->scope = n->scope;
     g.replace_uses(old, q->outputs[0]);
+    if (act) {
+      r.folded = act->op->name;
+      r.folded_value = name;
+      g.remove_node(act);
+    }
     g.remove_node(n);
     q->outputs[0]->name = name;
+    if (out)
+      for (Value* v : p->through) v->type.dtype = DType::u8;
     r.quantized = true;
   }
   g.remove_unused_constants();

@@ -22,6 +22,13 @@ struct QuantizeOptions {
   // Samples per run of the graph: 0 runs the graph's own batch when its inputs' first dim is
   // static, else 32 at a time.
   int64_t batch = 0;
+  // Keep activations in uint8 between consecutive int8 layers: a layer whose output (after a
+  // ReLU, clamp or hardtanh it absorbs) is read only by other int8 layers as their input,
+  // directly or through max_pool2d and views, writes uint8 with the range calibrated on that
+  // output (quantized_conv2d.u8 / quantized_linear.u8), and its readers take it as it is. A
+  // convolution absorbs the activation after it also when its output stays f32. Off: every
+  // int8 layer reads and writes f32, as in format 1.3.
+  bool chain = true;
 };
 
 // What became of one candidate node (conv2d, fused_conv2d or linear of constant f32 weights).
@@ -30,9 +37,15 @@ struct QuantizedNode {
   std::string op;     // the op it was
   bool quantized = false;
   std::string reason;     // why not, when not
-  float lo = 0, hi = 0;   // the input's calibrated range
+  float lo = 0, hi = 0;   // the input's calibrated range (of the uint8 input it reads, when input_u8)
   float input_scale = 0;  // (hi - lo) / 255
   int64_t input_zero_point = 0;
+  bool input_u8 = false;  // reads the uint8 output of the int8 layer before it
+  std::string folded;     // the activation absorbed ("relu", "clamp", "hardtanh"), named by its output
+  std::string folded_value;
+  bool output_u8 = false;  // writes uint8 for the int8 layers after it
+  float output_scale = 0;
+  int64_t output_zero_point = 0;
 };
 
 struct QuantizeReport {

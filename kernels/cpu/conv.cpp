@@ -30,7 +30,11 @@
 // quantized_conv2d (made by `amber quantize`) runs the same int8 primitives with its own
 // weights (int8, their scales given) and every image quantized with the calibrated
 // input_scale and input_zero_point: no range to find, infinities saturate, and an image
-// holding a NaN gets NaN outputs (there are no f32 weights to fall back on).
+// holding a NaN gets NaN outputs (there are no f32 weights to fall back on). A u8 input
+// (the previous int8 layer's output) is the quantized source as it is; quantized_conv2d.u8
+// writes uint8, the primitive quantizing its result with output_scale and output_zero_point
+// in a last post-op (x / output_scale + output_zero_point, then oneDNN's rounding to
+// nearest even and saturation as it converts to u8).
 // fused_conv2d's activation is a post-op the primitive applies as it writes each output block.
 // oneDNN's clip post-op turns NaN into its lower bound where clamp keeps it, so a clamp whose
 // source, weights or bias hold an infinity or NaN runs the primitive without the post-op and
@@ -89,12 +93,15 @@ struct Geometry {
   bool int8 = false;                                // dynamic int8 (the f32 primitive for non-finite sources)
   bool fixed_quant = false;                         // quantized_conv2d: int8 with input_q for every image
   TensorQuant input_q;
+  bool u8_in = false;   // quantized_conv2d's source is u8 already (quantized with input_q)
+  bool u8_out = false;  // quantized_conv2d.u8: the output quantized with output_q
+  TensorQuant output_q;
   int bias_input = 2;  // quantized_conv2d's bias follows the weights' scales
   Act act = Act::none;
   float lo = 0, hi = 0;  // clamp's bounds
 };
 
-enum Kind { kConv, kFused, kTransposed, kQuant };
+enum Kind { kConv, kFused, kTransposed, kQuant, kQuantU8 };
 
 template <Kind K>
 Geometry geometry_of(const amber_kernel_args* a) {
@@ -123,10 +130,15 @@ Geometry geometry_of(const amber_kernel_args* a) {
     g.stride = pair_of(at::stride);
     g.pad = g.pad_r = pair_of(at::padding);
     dil1 = pair_of(at::dilation);
-    if constexpr (K == kQuant) {
+    if constexpr (K == kQuant || K == kQuantU8) {
       namespace qa = op_attrs::quantized_conv2d;
+      namespace ua = op_attrs::quantized_conv2d_u8;
       static_assert(qa::stride == at::stride && qa::padding == at::padding && qa::dilation == at::dilation &&
                     qa::groups == at::groups);
+      static_assert(ua::stride == qa::stride && ua::padding == qa::padding && ua::dilation == qa::dilation &&
+                    ua::groups == qa::groups && ua::input_scale == qa::input_scale &&
+                    ua::input_zero_point == qa::input_zero_point && ua::activation == qa::activation &&
+                    ua::min_val == qa::min_val && ua::max_val == qa::max_val);
       const std::string_view act = attr_str(a, qa::activation);
       g.act = act == "none" ? Act::none : act == "clamp" ? Act::clamp : act == "silu" ? Act::silu : Act::hardswish;
       g.lo = float(attr_float(a, qa::min_val));
@@ -135,6 +147,12 @@ Geometry geometry_of(const amber_kernel_args* a) {
       g.input_q.scale = float(attr_float(a, qa::input_scale));
       g.input_q.zero_point = int32_t(attr_int(a, qa::input_zero_point));
       g.bias_input = 3;
+      g.u8_in = x.dtype == int32_t(DType::u8);
+      if constexpr (K == kQuantU8) {
+        g.u8_out = true;
+        g.output_q.scale = float(attr_float(a, ua::output_scale));
+        g.output_q.zero_point = int32_t(attr_int(a, ua::output_zero_point));
+      }
     }
     if constexpr (K == kFused) {
       namespace fa = op_attrs::fused_conv2d;
@@ -172,7 +190,7 @@ Geometry geometry_of(const amber_kernel_args* a) {
   for (size_t i = 0; i < g.wd.size(); ++i)
     if (g.wd[i] == 1 && g.ws[i] <= 0) g.ws[i] = 1;
   g.bias = present(a->inputs[g.bias_input]);
-  if constexpr (K == kQuant) return g;
+  if constexpr (K == kQuant || K == kQuantU8) return g;
   // Depthwise convolutions stay f32: a few products per element loaded, bf16 gains nothing
   // there and its source conversion costs a pass (measured: MobileNet-V2 and EfficientNet-B0
   // no faster, the latter slower, with them in bf16).
@@ -269,9 +287,14 @@ struct ConvState {
     bias4_md = memory::desc({1, g.oc, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
     zero_md = memory::desc({1}, memory::data_type::s32, memory::format_tag::x);
   }
-  // Bytes of the quantized source at the workspace's start (int8 only).
+  // Whether a u8 source is NHWC-dense, read by the primitive as it is.
+  bool u8_source_in_place() const {
+    return g.u8_in && memory::desc(g.xd, memory::data_type::u8, g.xs) ==
+                          memory::desc(g.xd, memory::data_type::u8, memory::format_tag::nhwc);
+  }
+  // Bytes of the quantized (or reordered u8) source at the workspace's start (int8 only).
   size_t source_bytes() const {
-    return g.int8 ? (size_t(g.xd[0] * g.xd[1] * g.xd[2] * g.xd[3]) + 63) & ~size_t(63) : 0;
+    return g.int8 && !u8_source_in_place() ? (size_t(g.xd[0] * g.xd[1] * g.xd[2] * g.xd[3]) + 63) & ~size_t(63) : 0;
   }
 
   // The primitive for `threads`, made (and the weights packed, when immutable) on first use.
@@ -282,7 +305,8 @@ struct ConvState {
       auto tag4 = memory::format_tag::nhwc;
       // int8 runs image by image (each with its own source range): a batch of one.
       const Dims xd = q ? Dims{1, g.xd[1], g.xd[2], g.xd[3]} : g.xd, yd = q ? Dims{1, g.yd[1], g.yd[2], g.yd[3]} : g.yd;
-      memory::desc src_md(xd, q ? memory::data_type::u8 : g.type, tag4), dst_md(yd, memory::data_type::f32, tag4);
+      const memory::data_type yt = q && g.u8_out ? memory::data_type::u8 : memory::data_type::f32;
+      memory::desc src_md(xd, q ? memory::data_type::u8 : g.type, tag4), dst_md(yd, yt, tag4);
       memory::desc wei_md(g.wd, q ? memory::data_type::s8 : g.type, memory::format_tag::any);
       // int8 adds the bias after the source's scale, in a post-op.
       memory::desc bias_md =
@@ -296,6 +320,8 @@ struct ConvState {
         if (g.bias) po.append_binary(dnnl::algorithm::binary_add, bias4_md);
       }
       if (v != kNoActivation) append_activation(po, g);
+      if (q && g.u8_out)  // y / output_scale + output_zero_point, rounded and saturated as it becomes u8
+        po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / g.output_q.scale, float(g.output_q.zero_point));
       if (po.len() > 0) attr.set_post_ops(po);
       auto p = std::make_unique<ProductPrim>();
       if (g.transposed) {
@@ -318,12 +344,13 @@ struct ConvState {
         if (w.cache_id != 0 && w.data && user_wei != p->wei) p->packed = packs.get(w.data, user_wei, p->wei);
       }
       // The reorders a call may need around the primitive, made now (oneDNN keeps them).
-      const memory::desc user_src(g.xd, memory::data_type::f32, g.xs);
-      const memory::desc f32_src = q ? memory::desc(g.xd, memory::data_type::f32, tag4) : p->src;
+      const memory::data_type xt = q && g.u8_in ? memory::data_type::u8 : memory::data_type::f32;
+      const memory::desc user_src(g.xd, xt, g.xs);
+      const memory::desc f32_src = q ? memory::desc(g.xd, xt, tag4) : p->src;
       if (strides_usable(g.xd, g.xs) && user_src != f32_src)
         (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_src, engine(), f32_src, user_scratchpad()));
-      const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys);
-      const memory::desc f32_dst = q ? memory::desc(g.yd, memory::data_type::f32, tag4) : p->dst;
+      const memory::desc user_dst(g.yd, yt, g.ys);
+      const memory::desc f32_dst = q ? memory::desc(g.yd, yt, tag4) : p->dst;
       if (user_dst != f32_dst)
         (void)dnnl::reorder(dnnl::reorder::primitive_desc(engine(), f32_dst, engine(), user_dst, user_scratchpad()));
       return p;
@@ -357,7 +384,7 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   auto s = std::make_unique<ConvState>();
   s->g = geometry_of<K>(a);
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[s->g.bias_input];
-  if constexpr (K == kQuant) {
+  if constexpr (K == kQuant || K == kQuantU8) {
     given_weights(a, *s);
     s->ws = s->source_bytes() +
             s->prim(threads_of(a), w, s->g.input_q.zero_point == 0 ? kU8 : kU8ZeroPoint).prim->scratch_bytes();
@@ -397,23 +424,28 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   return s;
 }
 
+// A broadcast (stride-0) source materialised into `dense` (NCHW; xs becomes its strides), or
+// xp itself when oneDNN can read its strides.
+template <typename T>
+const T* materialised(const T* xp, const Dims& xd, Dims& xs, std::vector<T>& dense) {
+  if (strides_usable(xd, xs)) return xp;
+  dense.resize(size_t(xd[0] * xd[1] * xd[2] * xd[3]));
+  size_t k = 0;
+  for (int64_t n = 0; n < xd[0]; ++n)
+    for (int64_t c = 0; c < xd[1]; ++c)
+      for (int64_t h = 0; h < xd[2]; ++h)
+        for (int64_t ww = 0; ww < xd[3]; ++ww) dense[k++] = xp[n * xs[0] + c * xs[1] + h * xs[2] + ww * xs[3]];
+  xs = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1};
+  return dense.data();
+}
+
 // The source in the layout `target` wants: in place when it has it, else materialised (a
 // broadcast, stride-0 input) into `xcontig` and reordered into `xbuf` as needed.
 const void* source_as(const amber_tensor_view& x, const Geometry& g, const memory::desc& target,
                       std::vector<float>& xcontig, std::vector<float>& xbuf) {
-  const float* xp = static_cast<const float*>(x.data);
   const Dims& xd = g.xd;
   Dims xs = g.xs;
-  if (!strides_usable(xd, xs)) {  // broadcast (stride-0) input: materialise it
-    xcontig.resize(size_t(xd[0] * xd[1] * xd[2] * xd[3]));
-    size_t k = 0;
-    for (int64_t n = 0; n < xd[0]; ++n)
-      for (int64_t c = 0; c < xd[1]; ++c)
-        for (int64_t h = 0; h < xd[2]; ++h)
-          for (int64_t ww = 0; ww < xd[3]; ++ww) xcontig[k++] = xp[n * xs[0] + c * xs[1] + h * xs[2] + ww * xs[3]];
-    xp = xcontig.data();
-    xs = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1};
-  }
+  const float* xp = materialised(static_cast<const float*>(x.data), xd, xs, xcontig);
   const memory::desc user_src(xd, memory::data_type::f32, xs);
   if (user_src == target) return xp;
   xbuf.resize(floats_for(target));
@@ -434,14 +466,18 @@ const float* dense_bias(const amber_tensor_view& b, int64_t oc, std::vector<floa
 // each image's range and uint8 quantization (the whole source at the workspace's start), its
 // product with its scale and the bias in post-ops. Returns false, having written nothing,
 // when the source holds an infinity or NaN. quantized_conv2d's (g.fixed_quant) quantizes
-// every image with the op's scale and zero point and gives an image holding a NaN NaN outputs.
+// every image with the op's scale and zero point and gives an image holding a NaN NaN outputs;
+// its u8 source (g.u8_in) is used as it is (or reordered to NHWC), and its u8 output
+// (g.u8_out) is written by the primitive, a NaN in the source quantized as level 0.
 bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   const Geometry& g = st.g;
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[g.bias_input], &y = a->outputs[0];
-  std::vector<float> xcontig, xbuf, ybuf, bbuf;
-  const float* xp = static_cast<const float*>(
-      source_as(x, g, memory::desc(g.xd, memory::data_type::f32, memory::format_tag::nhwc), xcontig, xbuf));
+  std::vector<float> xcontig, xbuf, bbuf;
   const int64_t images = g.xd[0], per_image = g.xd[1] * g.xd[2] * g.xd[3], out_image = g.yd[1] * g.yd[2] * g.yd[3];
+  const float* xp =
+      g.u8_in ? nullptr
+              : static_cast<const float*>(source_as(
+                    x, g, memory::desc(g.xd, memory::data_type::f32, memory::format_tag::nhwc), xcontig, xbuf));
   std::vector<TensorQuant> quant(static_cast<size_t>(images));
   std::vector<char> nan_image(static_cast<size_t>(images), 0);
   for (int64_t i = 0; i < images; ++i) {
@@ -457,7 +493,9 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   size_t scratch_bytes = a->workspace_bytes;
   std::vector<uint8_t> own_q;  // a call without the step's workspace only
   uint8_t* xq = nullptr;
-  if (scratch && scratch_bytes >= st.source_bytes()) {
+  if (st.u8_source_in_place()) {
+    xq = static_cast<uint8_t*>(x.data);
+  } else if (scratch && scratch_bytes >= st.source_bytes()) {
     xq = reinterpret_cast<uint8_t*>(scratch);
     scratch += st.source_bytes();
     scratch_bytes -= st.source_bytes();
@@ -465,14 +503,24 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
     own_q.resize(size_t(images * per_image));
     xq = own_q.data();
   }
-  const memory::desc user_dst(g.yd, memory::data_type::f32, g.ys),
-      nhwc_dst(g.yd, memory::data_type::f32, memory::format_tag::nhwc);
+  if (g.u8_in && !st.u8_source_in_place()) {  // reordered to NHWC into the source's place
+    std::vector<uint8_t> dense;
+    Dims xs = g.xs;
+    const uint8_t* from = materialised(static_cast<const uint8_t*>(x.data), g.xd, xs, dense);
+    run_reorder(memory(memory::desc(g.xd, memory::data_type::u8, xs), engine(), const_cast<uint8_t*>(from)),
+                memory(memory::desc(g.xd, memory::data_type::u8, memory::format_tag::nhwc), engine(), xq));
+  }
+  const memory::data_type yt = g.u8_out ? memory::data_type::u8 : memory::data_type::f32;
+  const size_t y_item = g.u8_out ? 1 : sizeof(float);
+  const memory::desc user_dst(g.yd, yt, g.ys), nhwc_dst(g.yd, yt, memory::format_tag::nhwc);
   const bool direct = user_dst == nhwc_dst;
-  if (!direct) ybuf.resize(floats_for(nhwc_dst));
-  float* yp = direct ? static_cast<float*>(y.data) : ybuf.data();
+  std::vector<char> ybuf;
+  if (!direct) ybuf.resize(nhwc_dst.get_size());
+  char* yp = direct ? static_cast<char*>(y.data) : ybuf.data();
   const float* bp = g.bias ? dense_bias(b, g.oc, bbuf) : nullptr;
-  for (int64_t i = 0; i < images; ++i)
-    nan_image[size_t(i)] = quantize_tensor(xp + i * per_image, per_image, quant[size_t(i)], xq + i * per_image);
+  if (!g.u8_in)
+    for (int64_t i = 0; i < images; ++i)
+      nan_image[size_t(i)] = quantize_tensor(xp + i * per_image, per_image, quant[size_t(i)], xq + i * per_image);
   // Image i's product on `prim_threads` threads, with the call's workspace or, when images run
   // side by side, each execution's own scratchpad.
   auto run_image = [&](int64_t i, int prim_threads, void* pad, size_t pad_bytes) {
@@ -482,7 +530,7 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
     std::vector<Arg> args = {
         {DNNL_ARG_SRC, &prim.src, xq + i * per_image},
         {DNNL_ARG_WEIGHTS, &prim.wei, prim.packed ? static_cast<const void*>(prim.packed->data) : st.qweights.data()},
-        {DNNL_ARG_DST, &prim.dst, yp + i * out_image},
+        {DNNL_ARG_DST, &prim.dst, yp + size_t(i * out_image) * y_item},
         {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &st.scale_md, &t.scale}};
     if (bp) args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, &st.bias4_md, bp});
     if (v == kU8ZeroPoint) args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &st.zero_md, &t.zero_point});
@@ -500,20 +548,26 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   } else {
     for (int64_t i = 0; i < images; ++i) run_image(i, threads, scratch, scratch_bytes);
   }
-  for (int64_t i = 0; i < images; ++i)
-    if (nan_image[size_t(i)]) std::fill(yp + i * out_image, yp + (i + 1) * out_image, std::nanf(""));
+  if (!g.u8_out)
+    for (int64_t i = 0; i < images; ++i)
+      if (nan_image[size_t(i)]) {
+        float* yi = reinterpret_cast<float*>(yp) + i * out_image;
+        std::fill(yi, yi + out_image, std::nanf(""));
+      }
   if (!direct) run_reorder(memory(nhwc_dst, engine(), ybuf.data()), memory(user_dst, engine(), y.data));
   return true;
 }
 
-// quantized_conv2d: always the int8 path; a state of its own for a call without setup or
-// with weights or scales computed per call (the setup's copy of them would be stale).
+// quantized_conv2d and quantized_conv2d.u8: always the int8 path; a state of its own for a
+// call without setup or with weights or scales computed per call (the setup's copy of them
+// would be stale).
+template <Kind K>
 int quantized_conv(const amber_kernel_args* a) {
   const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
   std::unique_ptr<ConvState> own;
   ConvState* st = static_cast<ConvState*>(a->state);
   if (!st || !immutable(a->inputs[1]) || !immutable(a->inputs[2]) || !immutable(a->inputs[3]))
-    st = (own = make_state<kQuant>(a)).get();
+    st = (own = make_state<K>(a)).get();
   omp_set_num_threads(threads_of(a));
   (void)conv_int8(a, *st, threads_of(a));
   return 0;
@@ -586,7 +640,10 @@ int fused_conv2d_run(const amber_kernel_args* a) {
   return guarded_onednn(a, "oneDNN convolution failed", [&] { return conv<kFused>(a); });
 }
 int quantized_conv2d_run(const amber_kernel_args* a) {
-  return guarded_onednn(a, "oneDNN int8 convolution failed", [&] { return quantized_conv(a); });
+  return guarded_onednn(a, "oneDNN int8 convolution failed", [&] { return quantized_conv<kQuant>(a); });
+}
+int quantized_conv2d_u8_run(const amber_kernel_args* a) {
+  return guarded_onednn(a, "oneDNN int8 convolution failed", [&] { return quantized_conv<kQuantU8>(a); });
 }
 int conv_transpose2d_run(const amber_kernel_args* a) {
   return guarded_onednn(a, "oneDNN deconvolution failed", [&] { return conv<kTransposed>(a); });
@@ -597,11 +654,16 @@ AMBER_CPU_KERNELS(conv) {
   using FusedState = StateOf<ConvState, make_state<kFused>>;
   using TransposedState = StateOf<ConvState, make_state<kTransposed>>;
   using QuantState = StateOf<ConvState, make_state<kQuant>>;
+  using QuantU8State = StateOf<ConvState, make_state<kQuantU8>>;
   register_kernel("conv2d", DType::f32, amber_kernel{conv2d_run, State::setup, State::destroy, nullptr});
   register_kernel("fused_conv2d", DType::f32,
                   amber_kernel{fused_conv2d_run, FusedState::setup, FusedState::destroy, nullptr});
-  register_kernel("quantized_conv2d", DType::f32,
-                  amber_kernel{quantized_conv2d_run, QuantState::setup, QuantState::destroy, nullptr});
+  for (DType t : {DType::f32, DType::u8}) {  // the source as f32 (quantized as it enters) or u8
+    register_kernel("quantized_conv2d", t,
+                    amber_kernel{quantized_conv2d_run, QuantState::setup, QuantState::destroy, nullptr});
+    register_kernel("quantized_conv2d.u8", t,
+                    amber_kernel{quantized_conv2d_u8_run, QuantU8State::setup, QuantU8State::destroy, nullptr});
+  }
   register_kernel("conv_transpose2d", DType::f32,
                   amber_kernel{conv_transpose2d_run, TransposedState::setup, TransposedState::destroy, nullptr});
 }

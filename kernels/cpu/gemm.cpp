@@ -243,22 +243,47 @@ struct LinearState {
   std::vector<float> wscales;    // int8: their scale per output channel
   std::vector<int32_t> wsums;    // int8: the sum of each output channel's quantized weights
   // quantized_linear: every row quantized with the op's input scale and zero point (not its
-  // own range), its bias input 3.
+  // own range), its bias input 3; its rows u8 already (u8_in); quantized_linear.u8's
+  // accumulators requantized to u8 after its activation (u8_out).
   bool fixed_quant = false;
   TensorQuant input_q;
+  bool u8_in = false, u8_out = false;
+  quant::Act act = quant::Act::none;
+  float lo = 0, hi = 0;
+  TensorQuant output_q;
   int bias_input = 2;
   onednn::ByThreads<onednn::ProductPrim> prims;
   onednn::PackedByLayout packs;
   size_t ws = 0;  // the converted rows (rows_bytes()), then the primitive's scratchpad
   size_t workspace_bytes() const { return ws; }
   bool int8() const { return type == onednn::memory::data_type::s8; }
-  // Bytes of the rows converted at the workspace's start: in bf16, or in uint8 followed by
-  // their scales and zero points (each part 64-byte aligned).
+  // Bytes of the rows converted at the workspace's start: in bf16, or in uint8 (unless u8
+  // already) followed by their scales and zero points and, for a u8 output, the int32
+  // accumulators (each part 64-byte aligned).
   static size_t up(size_t b) { return (b + 63) & ~size_t(63); }
+  size_t quantized_rows_bytes() const { return u8_in ? 0 : up(size_t(rows * in_f)); }
+  size_t row_params_bytes() const { return 2 * up(size_t(rows) * sizeof(float)); }
   size_t rows_bytes() const {
     if (type == onednn::memory::data_type::bf16) return up(size_t(rows * in_f) * sizeof(uint16_t));
-    if (int8()) return up(size_t(rows * in_f)) + 2 * up(size_t(rows) * sizeof(float));
+    if (int8())
+      return quantized_rows_bytes() + row_params_bytes() + (u8_out ? up(size_t(rows * out_f) * sizeof(int32_t)) : 0);
     return 0;
+  }
+
+  // quantized_linear.u8's epilogue over the products, with the bias bp (null: none).
+  Requantization requantization(const float* bp) const {
+    Requantization r;
+    r.input_scale = input_q.scale;
+    r.input_zero_point = input_q.zero_point;
+    r.col_scales = wscales.data();
+    r.sums = wsums.data();
+    r.bias = bp;
+    r.act = act;
+    r.lo = lo;
+    r.hi = hi;
+    r.output_scale = output_q.scale;
+    r.output_zero_point = output_q.zero_point;
+    return r;
   }
 
   onednn::ProductPrim& prim(int threads, const amber_tensor_view& w) {
@@ -304,10 +329,11 @@ struct LinearState {
   }
 };
 
-// y[rows, out] = x[rows, in] w[out, in]^T (+ bias); x dense rows, y dense. In bf16 the rows
-// are converted first; in int8 they are quantized first and the int32 products dequantized
-// after.
-int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
+// y[rows, out] = x[rows, in] w[out, in]^T (+ bias); x dense rows (f32, or u8 for a quantized
+// linear layer's u8 input), y dense. In bf16 the rows are converted first; in int8 they are
+// quantized first (unless u8) and the int32 products dequantized after (or requantized to u8).
+int linear_ip(const amber_kernel_args* a, LinearState& st, const void* xin) {
+  const float* xf = static_cast<const float*>(xin);
   using namespace onednn;
   const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[st.bias_input];
   const int64_t out_f = st.out_f, n = st.rows * st.in_f;
@@ -341,21 +367,27 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const float* xf) {
     bp = bbuf.data();
   }
   if (st.int8()) {
-    uint8_t* xq = reinterpret_cast<uint8_t*>(rows);
-    float* row_scales = reinterpret_cast<float*>(rows + LinearState::up(size_t(n)));
-    int32_t* zero_points = reinterpret_cast<int32_t*>(rows + LinearState::up(size_t(n)) +
-                                                      LinearState::up(size_t(st.rows) * sizeof(float)));
+    uint8_t* xq = st.u8_in ? static_cast<uint8_t*>(const_cast<void*>(xin)) : reinterpret_cast<uint8_t*>(rows);
+    char* params = rows + st.quantized_rows_bytes();
+    float* row_scales = reinterpret_cast<float*>(params);
+    int32_t* zero_points = reinterpret_cast<int32_t*>(params + LinearState::up(size_t(st.rows) * sizeof(float)));
+    void* acc = st.u8_out ? params + st.row_params_bytes() : y;  // u8 out: the int32 products apart
     bool nan = false;
     if (st.fixed_quant) {
       std::fill(row_scales, row_scales + st.rows, st.input_q.scale);
       std::fill(zero_points, zero_points + st.rows, st.input_q.zero_point);
-      nan = quantize_tensor(xf, n, st.input_q, xq);
+      if (!st.u8_in) nan = quantize_tensor(xf, n, st.input_q, xq);
     } else {
       quantize_rows(xf, st.rows, st.in_f, xq, row_scales, zero_points);
     }
     prim.prim->execute(
-        {{DNNL_ARG_SRC, &prim.src, xq}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, y}}, scratch,
+        {{DNNL_ARG_SRC, &prim.src, xq}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, acc}}, scratch,
         scratch_bytes);
+    if (st.u8_out) {  // a NaN in an f32 source was quantized as level 0: u8 holds no NaN
+      requantize_products(static_cast<const int32_t*>(acc), st.rows, out_f, st.requantization(bp),
+                          static_cast<uint8_t*>(y));
+      return 0;
+    }
     dequantize_products(y, st.rows, out_f, row_scales, zero_points, st.wscales.data(), st.wsums.data(), bp);
     if (nan)  // infinities saturated; a row holding a NaN is NaN
       for (int64_t r = 0; r < st.rows; ++r)
@@ -384,11 +416,17 @@ bool use_ip(const amber_tensor_view& w, const amber_tensor_view& c, int64_t rows
          c.strides[c.ndim - 1] == 1;
 }
 
-std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a);
+template <bool U8Out>
+std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, bool setup);
+template <bool U8Out>
+std::unique_ptr<LinearState> quantized_linear_setup(const amber_kernel_args* a) {
+  return quantized_linear_state<U8Out>(a, true);
+}
 
 // x's leading dims flattened: its rows gathered into a dense [rows, in_f] `packed`.
-const float* gather_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std::vector<float>& packed) {
-  const float* xp = static_cast<const float*>(x.data);
+template <typename T>
+const T* gather_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std::vector<T>& packed) {
+  const T* xp = static_cast<const T*>(x.data);
   const int64_t cs = x.strides[x.ndim - 1];
   packed.resize(size_t(rows * in_f));
   for (int64_t r = 0; r < rows; ++r) {
@@ -404,39 +442,52 @@ const float* gather_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f,
 
 // x's leading dims flattened into dense [rows, in_f] rows: x itself when it is laid out so,
 // else gathered into `packed`.
-const float* dense_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std::vector<float>& packed) {
+template <typename T>
+const T* dense_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std::vector<T>& packed) {
   bool dense = in_f == 1 || x.strides[x.ndim - 1] == 1;
   int64_t expect = in_f;
   for (int d = x.ndim - 2; d >= 0 && dense; --d) {
     dense = x.sizes[d] == 1 || x.strides[d] == expect;
     expect *= x.sizes[d];
   }
-  return dense ? static_cast<const float*>(x.data) : gather_rows(x, rows, in_f, packed);
+  return dense ? static_cast<const T*>(x.data) : gather_rows(x, rows, in_f, packed);
 }
 
-// quantized_linear(input, weight int8, weight_scale, bias): the int8 inner product above with
-// the op's weights and input quantization; a state of its own for a call without setup or
-// with weights, scales or bias computed per call (the setup's copy would be stale).
+// quantized_linear and quantized_linear.u8 (input f32 or u8, weight int8, weight_scale,
+// bias): the int8 inner product above with the op's weights and input quantization; a state
+// of its own for a call without setup or with weights, scales or bias computed per call (the
+// setup's copy would be stale).
+template <bool U8Out>
 int quantized_linear_kernel(const amber_kernel_args* a) {
-  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[3], &c = a->outputs[0];
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[3];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   if (rows == 0 || out_f == 0) return 0;
-  float* out = static_cast<float*>(c.data);
-  if (in_f == 0) {  // no products: the bias, or zeros
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < out_f; ++j)
-        out[r * out_f + j] = present(bias) ? static_cast<const float*>(bias.data)[j * bias.strides[0]] : 0.0f;
+  std::unique_ptr<LinearState> own;
+  if (in_f == 0) {  // no products: the bias (or zeros) through the epilogue
+    own = quantized_linear_state<U8Out>(a, /*setup=*/false);
+    const std::vector<int32_t> zeros(size_t(rows * out_f), 0);
+    std::vector<float> b(size_t(out_f), 0.0f);
+    if (present(bias))
+      for (int64_t j = 0; j < out_f; ++j) b[size_t(j)] = static_cast<const float*>(bias.data)[j * bias.strides[0]];
+    if (U8Out) {
+      requantize_products(zeros.data(), rows, out_f, own->requantization(b.data()),
+                          static_cast<uint8_t*>(a->outputs[0].data));
+    } else {
+      float* out = static_cast<float*>(a->outputs[0].data);
+      for (int64_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), out + r * out_f);
+    }
     return 0;
   }
   std::vector<float> packed;
-  const float* xp = dense_rows(x, rows, in_f, packed);
+  std::vector<uint8_t> packed_u8;
+  const void* xp = x.dtype == int32_t(DType::u8) ? static_cast<const void*>(dense_rows(x, rows, in_f, packed_u8))
+                                                 : static_cast<const void*>(dense_rows(x, rows, in_f, packed));
   const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
-  std::unique_ptr<LinearState> own;
   LinearState* st = static_cast<LinearState*>(a->state);
   if (!st || !immutable(w) || !immutable(a->inputs[2]) || !immutable(bias))
-    st = (own = quantized_linear_state(a)).get();
+    st = (own = quantized_linear_setup<U8Out>(a)).get();
   return linear_ip(a, *st, xp);
 }
 
@@ -493,24 +544,42 @@ int linear_kernel(const amber_kernel_args* a) {
   return sgemm(A, B, out, out_f, beta, a->num_threads) ? 0 : fail(a, "oneDNN sgemm failed");
 }
 
-// Setup of quantized_linear (and its state for a call without one): the int8 inner product
-// with the op's weights copied dense, their scales and sums, and the input's quantization.
-std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a) {
+// Setup of quantized_linear and quantized_linear.u8 (and their state for a call without one;
+// without `setup`, the parameters alone, for a call with no products): the int8 inner product
+// with the op's weights copied dense, their scales and sums, the input's quantization and the
+// u8 output's.
+template <bool U8Out>
+std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, bool setup) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1];
   auto st = std::make_unique<LinearState>();
   st->rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) st->rows *= x.sizes[d];
   st->in_f = w.sizes[1];
   st->out_f = w.sizes[0];
-  if (st->rows == 0 || st->in_f == 0 || st->out_f == 0) return nullptr;  // no product to set up
+  if (setup && (st->rows == 0 || st->in_f == 0 || st->out_f == 0)) return nullptr;  // no product to set up
   st->bias_input = 3;
   st->bias = present(a->inputs[3]);
   st->matmul = st->rows >= 192 && st->out_f >= 512;
   st->type = onednn::memory::data_type::s8;
   st->fixed_quant = true;
   namespace qa = op_attrs::quantized_linear;
+  namespace ua = op_attrs::quantized_linear_u8;
+  static_assert(ua::input_scale == qa::input_scale && ua::input_zero_point == qa::input_zero_point);
   st->input_q.scale = float(attr_float(a, qa::input_scale));
   st->input_q.zero_point = int32_t(attr_int(a, qa::input_zero_point));
+  st->u8_in = x.dtype == int32_t(DType::u8);
+  if constexpr (U8Out) {
+    st->u8_out = true;
+    const std::string_view act = attr_str(a, ua::activation);
+    st->act = act == "none"    ? quant::Act::none
+              : act == "clamp" ? quant::Act::clamp
+              : act == "silu"  ? quant::Act::silu
+                               : quant::Act::hardswish;
+    st->lo = float(attr_float(a, ua::min_val));
+    st->hi = float(attr_float(a, ua::max_val));
+    st->output_q.scale = float(attr_float(a, ua::output_scale));
+    st->output_q.zero_point = int32_t(attr_int(a, ua::output_zero_point));
+  }
   st->qweights.resize(size_t(st->out_f * st->in_f));
   st->wsums.assign(size_t(st->out_f), 0);
   const int8_t* wp = static_cast<const int8_t*>(w.data);
@@ -520,7 +589,8 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a) 
       st->qweights[size_t(o * st->in_f + i)] = v;
       st->wsums[size_t(o)] += v;
     }
-  st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, "quantized_linear");
+  st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
+  if (!setup) return st;
   const int threads = std::max(1, a->num_threads);
   st->ws = st->rows_bytes() + st->prim(threads, w).prim->scratch_bytes();
   return st;
@@ -598,10 +668,16 @@ AMBER_CPU_KERNELS(gemm) {
   using State = onednn::StateOf<LinearState, linear_state>;
   register_kernel("linear", DType::f32,
                   amber_kernel{&Guarded<linear_kernel>::Kernel<float>::run, State::setup, State::destroy, nullptr});
-  using QuantState = onednn::StateOf<LinearState, quantized_linear_state>;
-  register_kernel("quantized_linear", DType::f32,
-                  amber_kernel{&Guarded<quantized_linear_kernel>::Kernel<float>::run, QuantState::setup,
-                               QuantState::destroy, nullptr});
+  using QuantState = onednn::StateOf<LinearState, quantized_linear_setup<false>>;
+  using QuantU8State = onednn::StateOf<LinearState, quantized_linear_setup<true>>;
+  for (DType t : {DType::f32, DType::u8}) {  // the rows as f32 (quantized as they enter) or u8
+    register_kernel("quantized_linear", t,
+                    amber_kernel{&Guarded<quantized_linear_kernel<false>>::Kernel<float>::run, QuantState::setup,
+                                 QuantState::destroy, nullptr});
+    register_kernel("quantized_linear.u8", t,
+                    amber_kernel{&Guarded<quantized_linear_kernel<true>>::Kernel<float>::run, QuantU8State::setup,
+                                 QuantU8State::destroy, nullptr});
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode; with or
-// without the maxima's indices) and its inverse max_unpool2d,
+// without the maxima's indices; also of u8, the int8 layers' activations) and its inverse max_unpool2d,
 // avg_pool2d (ATen's divisor rules: count_include_pad, divisor_override) and
 // adaptive_avg_pool2d. Window bounds follow ATen exactly. Channels-last inputs run with
 // the channel loop innermost (contiguous, vectorised); other layouts pool one channel
@@ -81,6 +81,15 @@ void pool(const amber_kernel_args* a, Reduce r, auto window) {
   });
 }
 
+// What no window element is below: -inf, or an integer type's lowest value.
+template <typename T>
+constexpr T lowest_value() {
+  if constexpr (std::is_floating_point_v<T>)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
+}
+
 template <typename T>
 struct MaxReduce {
   static bool nan(T v) {
@@ -90,9 +99,7 @@ struct MaxReduce {
       return false;
   }
   void init(T* acc, int64_t n) const {
-    for (int64_t i = 0; i < n; ++i) acc[i] = std::numeric_limits<T>::lowest();
-    if constexpr (std::is_floating_point_v<T>)
-      for (int64_t i = 0; i < n; ++i) acc[i] = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < n; ++i) acc[i] = lowest_value<T>();
   }
   void fold(T* acc, const T* x, int64_t n) const {  // ATen: (val > max) || isnan(val)
     for (int64_t i = 0; i < n; ++i) acc[i] = (x[i] > acc[i] || nan(x[i])) ? x[i] : acc[i];
@@ -141,8 +148,7 @@ void max_pool_rows(const amber_kernel_args* a, std::array<int64_t, 2> k, std::ar
                    int64_t h0 = oh * s[0] - p[0];
                    const int64_t h1 = std::min(h0 + k[0], in.h);
                    h0 = std::max<int64_t>(h0, 0);
-                   if (h0 >= h1)
-                     std::fill(rows.begin(), rows.end(), -std::numeric_limits<T>::infinity());  // no window row
+                   if (h0 >= h1) std::fill(rows.begin(), rows.end(), lowest_value<T>());  // no window row
                    for (int64_t ih = h0; ih < h1; ++ih) {
                      const T* xr = x + n * in.sn + ih * in.sh;
                      if (in.sw == c) {  // dense row
@@ -165,7 +171,7 @@ void max_pool_rows(const amber_kernel_args* a, std::array<int64_t, 2> k, std::ar
                      w0 = std::max<int64_t>(w0, 0);
                      T* yp = yr + ow * out.sw;
                      if (w0 >= w1) {  // no window column
-                       std::fill(yp, yp + c, -std::numeric_limits<T>::infinity());
+                       std::fill(yp, yp + c, lowest_value<T>());
                        continue;
                      }
                      const T* v = rows.data() + w0 * c;
@@ -332,7 +338,7 @@ struct AdaptiveAvgPoolKernel {
 };
 
 AMBER_CPU_KERNELS(pool) {
-  register_typed<MaxPoolKernel>(ctypes::floating{}, "max_pool2d");
+  register_typed<MaxPoolKernel>(TypeList<float, double, uint8_t>{}, "max_pool2d");
   register_typed<MaxPoolWithIndicesKernel>(ctypes::floating{}, "max_pool2d_with_indices");
   register_typed<MaxUnpoolKernel>(ctypes::floating{}, "max_unpool2d");
   register_typed<AvgPoolKernel>(ctypes::floating{}, "avg_pool2d");

@@ -1,7 +1,8 @@
 // int8 quantization of weights and rows, and the dequantization of int8 products'
 // accumulators (quantize.h). The per-element loops are plain loops compiled for each ISA
 // (IsaVariants): extremes as integer minima and maxima over the floats' bits mapped to
-// order-preserving integers, rounding by the 1.5 * 2^23 trick, so they vectorise.
+// order-preserving integers, rounding and the epilogues by quant_math.h's formulas (the
+// 1.5 * 2^23 trick), so they vectorise.
 #include "amber/kernels/cpu/quantize.h"
 
 #include <algorithm>
@@ -19,7 +20,6 @@
 namespace amber::cpu {
 namespace {
 
-constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds |v| < 2^22 to even
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // A float's bits as an int32 ordered as the floats are (NaNs beyond the infinities).
@@ -60,12 +60,9 @@ struct QuantizeRow {
     scale = (fh - fl) / 255.0f;
     const float inv = 255.0f / (fh - fl);
     // The zero point: where 0 lands, in [0, 255] since fl <= 0 <= fh.
-    const float z = std::min(std::max((-fl * inv + kRound) - kRound, 0.0f), 255.0f);
+    const float z = std::min(std::max(quant::round_even(-fl * inv), 0.0f), 255.0f);
     zero = static_cast<int32_t>(z);
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = (x[i] * inv + kRound) - kRound;
-      q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v + z, 0.0f), 255.0f)));
-    }
+    for (int64_t i = 0; i < n; ++i) q[i] = quant::to_u8(x[i], inv, z);
   }
 };
 
@@ -95,9 +92,7 @@ struct QuantizeRun {
     int32_t nan = 0;  // or-ed per element (x != x): the loop stays vectorised
     for (int64_t i = 0; i < n; ++i) {
       nan |= int32_t(x[i] != x[i]);
-      const float v = (x[i] * inv + kRound) - kRound;
-      // max(0, ...) first: a NaN compares false and becomes 0 rather than an undefined cast
-      q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(0.0f, v + z), 255.0f)));
+      q[i] = quant::to_u8(x[i], inv, z);  // a NaN becomes 0 rather than an undefined cast
     }
     *reinterpret_cast<char*>(p[2]) = char(nan);
   }
@@ -117,9 +112,24 @@ struct DequantizeRow {
     const float rs = *reinterpret_cast<const float*>(p[4]);
     const int32_t z = *reinterpret_cast<const int32_t*>(p[5]);
     if (bias)
-      for (int64_t i = 0; i < n; ++i) out[i] = float(acc[i] - z * sums[i]) * rs * cs[i] + bias[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = quant::dequantized(acc[i], z, sums[i], rs, cs[i], bias[i]);
     else
-      for (int64_t i = 0; i < n; ++i) out[i] = float(acc[i] - z * sums[i]) * rs * cs[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = quant::dequantized(acc[i], z, sums[i], rs, cs[i], 0.0f);
+  }
+};
+
+// One row of accumulators into uint8: p[0] int32 in, p[1] uint8 out; ctx the Requantization.
+struct RequantizeRow {
+  static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
+    const int32_t* acc = reinterpret_cast<const int32_t*>(p[0]);
+    uint8_t* y = reinterpret_cast<uint8_t*>(p[1]);
+    const Requantization& r = *static_cast<const Requantization*>(ctx);
+    const float inv = 1.0f / r.output_scale, z = float(r.output_zero_point);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = quant::dequantized(acc[i], r.input_zero_point, r.sums[i], r.input_scale, r.col_scales[i],
+                                         r.bias ? r.bias[i] : 0.0f);
+      y[i] = quant::to_u8(quant::activate(v, r.act, r.lo, r.hi), inv, z);
+    }
   }
 };
 
@@ -226,6 +236,17 @@ void dequantize_products(void* io, int64_t rows, int64_t cols, const float* row_
                     reinterpret_cast<char*>(const_cast<float*>(row_scales + r)),
                     reinterpret_cast<char*>(const_cast<int32_t*>(zero_points + r))};
       inner(p, nullptr, cols, nullptr);
+    }
+  });
+}
+
+void requantize_products(const int32_t* acc, int64_t rows, int64_t cols, const Requantization& r, uint8_t* y) {
+  static const InnerFn inner = IsaVariants<RequantizeRow>::pick();
+  parallel_for(rows, row_grain(cols), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      char* p[2] = {reinterpret_cast<char*>(const_cast<int32_t*>(acc + i * cols)),
+                    reinterpret_cast<char*>(y + i * cols)};
+      inner(p, nullptr, cols, &r);
     }
   });
 }

@@ -3,13 +3,15 @@
 // layer's rows asymmetric uint8 with a scale and zero point per row, and a convolution's
 // source uint8 with a scale and zero point per image, quantized as they enter (all 256 levels span
 // the range, zero exact); and the int32 accumulators of a linear layer's product turned
-// back into f32 with both scales, the zero points and the bias.
+// back into f32 with both scales, the zero points and the bias, or (quantized_linear.u8) into
+// uint8 after an activation.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "amber/core/backend.h"
+#include "amber/kernels/quant_math.h"
 
 namespace amber::cpu {
 
@@ -31,6 +33,24 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float
 // not null). On the calling kernel's threads.
 void dequantize_products(void* io, int64_t rows, int64_t cols, const float* row_scales, const int32_t* zero_points,
                          const float* col_scales, const int32_t* sums, const float* bias);
+
+// What turns a quantized linear layer's int32 accumulators into uint8 outputs
+// (quantized_linear.u8): the input's scale and zero point, each output column's scale, weight
+// sum and bias (null: none), the activation and the output's quantization.
+struct Requantization {
+  float input_scale = 1;
+  int32_t input_zero_point = 0;
+  const float* col_scales = nullptr;
+  const int32_t* sums = nullptr;
+  const float* bias = nullptr;
+  quant::Act act = quant::Act::none;
+  float lo = 0, hi = 0;  // clamp's bounds
+  float output_scale = 1;
+  int32_t output_zero_point = 0;
+};
+// acc[rows, cols] dense int32 into y[rows, cols] dense uint8 (quant_math.h: dequantized,
+// activate, to_u8). On the calling kernel's threads.
+void requantize_products(const int32_t* acc, int64_t rows, int64_t cols, const Requantization& r, uint8_t* y);
 
 // A whole tensor's range: lo = min(x, 0), hi = max(x, 0) over x[0, n); returns false (and
 // leaves lo and hi unspecified) when one element is an infinity or NaN. On the calling
