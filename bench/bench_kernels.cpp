@@ -140,5 +140,19 @@ int main(int argc, char** argv) {
   }
   std::printf("all 3x3 convolutions above: %.0f GFLOP/s = %.0f%% of peak (target >= 60%%)\n", flops3x3 / s3x3 / 1e9,
               100 * flops3x3 / s3x3 / 1e9 / peak);
+
+  // ResNet-18's max pool (3x3, stride 2, padding 1) of its first convolution's output, in f32
+  // and in uint8 (an int8 model's activations), against a copy of the same bytes.
+  std::printf("\n%-36s %10s %10s\n", "max_pool2d 3x3 s2 p1 (batch 1, NHWC)", "us", "GB/s");
+  manual_seed(2);
+  const Tensor act = conv2d(randn({1, 3, 224, 224}), read_only(randn({64, 3, 7, 7})), {}, {2}, {3});
+  for (DType t : {DType::f32, DType::u8}) {
+    const Tensor x = t == DType::f32 ? act : clamp(act.abs() * 40.0, Scalar(0.0), Scalar(255.0)).to(t);
+    const double s = time_median([&] { (void)max_pool2d(x, {3}, {2}, {1}); }, 200);
+    const double bytes = double(x.nbytes() + x.nbytes() / 4);
+    const double c = time_median([&] { (void)relu(x); }, 200);
+    std::printf("64x112x112 %-3s (strides %s) %10.1f %10.1f   (relu of the input: %.1f us)\n", dtype_name(t).data(),
+                str(x.strides()).c_str(), s * 1e6, bytes / s / 1e9, c * 1e6);
+  }
   return 0;
 }
