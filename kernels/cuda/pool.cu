@@ -1,8 +1,8 @@
 // CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
-// propagates, dilation, ceil_mode through the output size; with or without indices), avg_pool2d (count_include_pad,
-// divisor_override), adaptive_avg_pool2d and max_unpool2d. One thread per output element, channels fastest
-// for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than
-// cuDNN's pooling, which has no dilation and other rounding rules.
+// propagates, dilation, ceil_mode through the output size; with or without indices; of u8 too), avg_pool2d
+// (count_include_pad, divisor_override), adaptive_avg_pool2d and max_unpool2d. One thread per output element, channels
+// fastest for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than cuDNN's pooling,
+// which has no dilation and other rounding rules.
 
 #include <cmath>
 
@@ -47,6 +47,15 @@ struct Params {
 
 enum class Kind : int { max, avg, adaptive };
 
+// What no window element is below: -inf, or (u8, an int8 model's activations) 0.
+template <typename T>
+__device__ inline T lowest() {
+  if constexpr (std::is_floating_point_v<T>)
+    return T(-INFINITY);
+  else
+    return T(0);
+}
+
 struct Indices {  // max_pool2d_with_indices' second output (p null for the other ops)
   int64_t* p;
   int64_t on, oc, osh, osw;
@@ -77,7 +86,7 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) 
       const int64_t h1 = min(h0 + (p.kh - 1) * p.dh + 1, g.h), w1 = min(w0 + (p.kw - 1) * p.dw + 1, g.w);
       while (h0 < 0) h0 += p.dh;
       while (w0 < 0) w0 += p.dw;
-      T m = -INFINITY;
+      T m = lowest<T>();
       int64_t at = h0 * g.w + w0;
       for (int64_t r = h0; r < h1; r += p.dh)
         for (int64_t s = w0; s < w1; s += p.dw) {
@@ -234,6 +243,7 @@ void register_floats(const char* op) {
 
 AMBER_CUDA_KERNELS(pool) {
   register_floats<MaxPoolKernel>("max_pool2d");
+  register_kernel("max_pool2d", kU8, &MaxPoolKernel<uint8_t>::run);
   register_floats<MaxPoolWithIndicesKernel>("max_pool2d_with_indices");
   register_floats<MaxUnpoolKernel>("max_unpool2d");
   register_floats<AvgPoolKernel>("avg_pool2d");
