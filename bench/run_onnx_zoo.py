@@ -13,8 +13,9 @@ Usage: run_onnx_zoo.py ZOO_DIR ORT_NODE_MODULES [--amber build/tools/amber] [--m
 f32), and `int8`: the archive `amber quantize` calibrated on 8 seeded inputs (uniform in
 [-1, 1), like ORT's timed inputs), beside ONNX Runtime's int8 on the same model in the QDQ
 layout of ORT's own quantizer calibrated on the same inputs (bench/ort_qdq.py: the `ORT int8`
-column and the int8/ORTq ratio). Before timing, Amber's int8 archive exported to ONNX (QDQ)
-is run by ONNX Runtime on a ninth input and compared with Amber's output (`ort diff`: max
+column and the int8/ORTq ratio), and ONNX Runtime on Amber's int8 archive exported to ONNX
+in QDQ form (`ORT amb8`: what [quant] names the int8 peer, ORT running Amber's export). Before
+timing, that export is run by ONNX Runtime on a ninth input and compared with Amber's output (`ort diff`: max
 |diff| / max |amber|, [quant]'s export check), beside Amber's int8 against its own f32 there
 (`int8 err`, the same measure: what int8 costs, the yardstick for `ort diff`).
 ORT_NODE_MODULES: a folder where `npm install --ignore-scripts onnxruntime-node` was run
@@ -72,7 +73,7 @@ def int8_models(amber, modules, onnx_path, archive, sample_shape, tmp):
     ort_model = onnx_path[:-len(".onnx")] + ".ortq.onnx"
     subprocess.run(["/usr/bin/python3", os.path.join(here, "ort_qdq.py"), onnx_path, ort_model, modules, spec["calib"]],
                    check=True, capture_output=True)
-    exported = os.path.join(tmp, "amber_int8.onnx")
+    exported = archive[:-len(".amber")] + ".int8.onnx"  # kept: ONNX Runtime times it too
     subprocess.run([amber, "export-onnx", int8_archive, "-o", exported], check=True, capture_output=True)
     out = {}
     for tag, path in (("int8", int8_archive), ("f32", archive)):
@@ -84,7 +85,8 @@ def int8_models(amber, modules, onnx_path, archive, sample_shape, tmp):
                        capture_output=True, text=True, check=True)
     theirs = np.array(next(iter(json.loads(p.stdout).values()))["values"], dtype=np.float64)
     scale = np.abs(mine).max()
-    return int8_archive, ort_model, float(np.abs(theirs - mine).max() / scale), float(np.abs(f32 - mine).max() / scale)
+    return (int8_archive, ort_model, exported, float(np.abs(theirs - mine).max() / scale),
+            float(np.abs(f32 - mine).max() / scale))
 
 
 def amber_p50(amber, archive, batch, threads, seconds, precision):
@@ -132,7 +134,8 @@ def main():
     if a.models:
         models = [m for m in models if m in a.models.split(",")]
     print(f"{'model':20} {'batch':>5} {'thr':>3}" + "".join(f" {'amber ' + p:>10}" for p in precisions)
-          + f" {'ORT ms':>9}" + (f" {'ORT int8':>9}" if int8 else "") + "".join(f" {p + '/ORT':>9}" for p in precisions)
+          + f" {'ORT ms':>9}" + (f" {'ORT int8':>9} {'ORT amb8':>9}" if int8 else "")
+          + "".join(f" {p + '/ORT':>9}" for p in precisions)
           + (f" {'int8/ORTq':>9} {'ort diff':>9} {'int8 err':>9}" if int8 else "")
           + (f" {'torch ms':>9}" + "".join(f" {p + '/torch':>10}" for p in precisions) if a.torch else ""),
           flush=True)
@@ -142,11 +145,11 @@ def main():
         archives = {p: archive for p in precisions}
         if int8:
             with tempfile.TemporaryDirectory() as tmp:
-                archives["int8"], ort_int8_model, ort_diff, int8_err = int8_models(a.amber, a.ort_modules, onnx_path, archive,
-                                                                        shapes[m], tmp)
+                archives["int8"], ort_int8_model, amber_qdq, ort_diff, int8_err = int8_models(
+                    a.amber, a.ort_modules, onnx_path, archive, shapes[m], tmp)
         for batch in [int(b) for b in a.batches.split(",")]:
             for threads in [int(t) for t in a.threads.split(",")]:
-                am, ort, ortq, tt = {p: [] for p in precisions}, [], [], []
+                am, ort, ortq, orta, tt = {p: [] for p in precisions}, [], [], [], []
                 with_torch = a.torch and batch == 1
                 for _ in range(a.rounds):
                     for p in precisions:
@@ -155,12 +158,13 @@ def main():
                     ort.append(ort_p50(a.ort_modules, onnx_path, batch, threads, a.seconds))
                     if int8:
                         ortq.append(ort_p50(a.ort_modules, ort_int8_model, batch, threads, a.seconds))
+                        orta.append(ort_p50(a.ort_modules, amber_qdq, batch, threads, a.seconds))
                     if with_torch:
                         tt.append(torch_p50(a.torch, a.zoo, m, threads, a.seconds))
                 x = {p: statistics.median(am[p]) for p in precisions}
                 y = statistics.median(ort)
                 line = f"{m:20} {batch:5} {threads:3}" + "".join(f" {x[p]:10.3f}" for p in precisions)
-                line += f" {y:9.3f}" + (f" {statistics.median(ortq):9.3f}" if int8 else "")
+                line += f" {y:9.3f}" + (f" {statistics.median(ortq):9.3f} {statistics.median(orta):9.3f}" if int8 else "")
                 line += "".join(f" {x[p] / y:9.2f}" for p in precisions)
                 if int8:
                     line += f" {x['int8'] / statistics.median(ortq):9.2f} {ort_diff:9.1e} {int8_err:9.1e}"

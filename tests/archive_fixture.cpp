@@ -152,7 +152,7 @@ int write_fuzz_seeds(const std::string& out) {
                                     },
                                     {randn({1, 3, 4, 4})}, o));
   // Format 1.4: int8 layers passing uint8 on, through a max pool and a flattening.
-  const Tensor ql1 = (randn({6, 4}) * 40.0).to(DType::i8), qs1 = rand({6}) * 0.01;
+  const Tensor ql1 = (randn({6, 16}) * 40.0).to(DType::i8), qs1 = rand({6}) * 0.01;
   save("quantized_u8_chain", trace(
                                  [&](const Tensor& x) {
                                    const Tensor y = quantized_conv2d_u8(x, qw, qs, qb, {1}, {1}, {1}, 1, 0.02, 128,
