@@ -30,7 +30,9 @@
 // quantized_conv2d (made by `amber quantize`) runs the same int8 primitives with its own
 // weights (int8, their scales given) and every image quantized with the calibrated
 // input_scale and input_zero_point: no range to find, infinities saturate, and an image
-// holding a NaN gets NaN outputs (there are no f32 weights to fall back on). A u8 input
+// holding a NaN gets NaN outputs (there are no f32 weights to fall back on). Its images share
+// that quantization, so the whole batch is one product on all the call's threads (ResNet-18
+// calibrated, batch 8, 2 threads: 69.7 ms image by image, 54.3 ms as one batch). A u8 input
 // (the previous int8 layer's output) is the quantized source as it is; quantized_conv2d.u8
 // writes uint8, the primitive quantizing its result with output_scale and output_zero_point
 // in a last post-op (x / output_scale + output_zero_point, then oneDNN's rounding to
@@ -303,8 +305,11 @@ struct ConvState {
       omp_set_num_threads(key / kVariants);
       const bool q = v == kU8 || v == kU8ZeroPoint;
       auto tag4 = memory::format_tag::nhwc;
-      // int8 runs image by image (each with its own source range): a batch of one.
-      const Dims xd = q ? Dims{1, g.xd[1], g.xd[2], g.xd[3]} : g.xd, yd = q ? Dims{1, g.yd[1], g.yd[2], g.yd[3]} : g.yd;
+      // Dynamic int8 runs image by image (each with its own source range): a batch of one;
+      // quantized_conv2d's images share one quantization and run as one batch.
+      const bool by_image = q && !g.fixed_quant;
+      const Dims xd = by_image ? Dims{1, g.xd[1], g.xd[2], g.xd[3]} : g.xd,
+                 yd = by_image ? Dims{1, g.yd[1], g.yd[2], g.yd[3]} : g.yd;
       const memory::data_type yt = q && g.u8_out ? memory::data_type::u8 : memory::data_type::f32;
       memory::desc src_md(xd, q ? memory::data_type::u8 : g.type, tag4), dst_md(yd, yt, tag4);
       memory::desc wei_md(g.wd, q ? memory::data_type::s8 : g.type, memory::format_tag::any);
@@ -536,7 +541,9 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
     if (v == kU8ZeroPoint) args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &st.zero_md, &t.zero_point});
     prim.prim->execute(args, pad, pad_bytes);
   };
-  if (threads > 1 && images >= threads) {
+  if (g.fixed_quant) {  // one quantization for every image: the batch in one product
+    run_image(0, threads, scratch, scratch_bytes);
+  } else if (threads > 1 && images >= threads) {
     // As many images as threads or more: images side by side, one thread each (a one-image
     // product splits poorly over threads: ResNet-18 at batch 8 ran 12% slower image after
     // image than as one batch). The one-thread variants are made first, outside the region.
