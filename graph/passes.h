@@ -29,6 +29,9 @@ void fold_constants(Graph& g, int64_t max_new_elements = 4096);
 // conv2d followed by inference batch_norm with constant parameters becomes one conv2d
 // with scaled weights and a new bias (PyTorch's fuse_conv_bn_weights).
 void fold_batch_norm(Graph& g);
+// add(linear(x, W, None), b) with b a constant of the layer's out_features values (an ONNX
+// MatMul + Add) becomes linear(x, W, b).
+void fold_linear_bias(Graph& g);
 // matmul(softmax(scores, -1), v) with scores = matmul(q, k^T) scaled by 1 / sqrt(E) (on q
 // or on the scores) and optionally masked becomes scaled_dot_product_attention.
 void fuse_attention(Graph& g);
@@ -47,8 +50,8 @@ void fuse_conv_activation(Graph& g);
 // static graph (the loader runs it on each instantiation).
 void materialize_casts(Graph& g);
 
-// The pipeline: constant folding, batch-norm folding, CSE, attention, layer-norm and pointwise
-// fusion, DCE.
+// The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention,
+// layer-norm and pointwise fusion, DCE.
 void optimize(Graph& g);
 
 // Liveness-based buffer planning for a static graph: every intermediate that owns memory

@@ -266,6 +266,57 @@ TEST_CASE("batch-norm folding into the preceding convolution", "[graph][passes]"
              {arange(0, 9, 1, {DType::f32}).reshape({1, 1, 3, 3})}, 1e-6);
 }
 
+TEST_CASE("linear-bias folding: an added constant of out_features values becomes the linear layer's bias",
+          "[graph][passes]") {
+  // Either operand order, a [1, 1, out] bias; a second product read twice, one whose added
+  // constant has the wrong size, and a bias add that broadcasts the product stay as they are.
+  check_pass(R"TXT(
+    graph(%x : f32[N, 3, 4]) {
+      const %w : f32[2, 4] = [1.0, 2.0, 3.0, 4.0, -1.0, 0.5, 0.25, 2.0]
+      const %b : f32[2] = [0.5, -1.5]
+      const %b3 : f32[1, 1, 2] = [2.0, 3.0]
+      const %wide : f32[3, 2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+      const %row : f32[4, 1, 1, 2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+      %1 : f32[N, 3, 2] = linear(%x, %w, None)  # net.cpp:7 @fc1
+      %2 : f32[N, 3, 2] = add(%b, %1, alpha=1)
+      %3 : f32[N, 3, 2] = linear(%x, %w, None)
+      %4 : f32[N, 3, 2] = add(%3, %b3, alpha=1)
+      %5 : f32[N, 3, 2] = linear(%x, %w, None)
+      %6 : f32[N, 3, 2] = add(%5, %b, alpha=1)
+      %7 : f32[N, 3, 2] = mul(%5, %6)
+      %8 : f32[N, 3, 2] = linear(%x, %w, None)
+      %9 : f32[N, 3, 2] = add(%8, %wide, alpha=1)
+      %10 : f32[N, 3, 2] = linear(%x, %w, None)
+      %11 : f32[4, N, 3, 2] = add(%10, %row, alpha=1)
+      %12 : f32[N, 3, 2] = linear(%x, %w, None)
+      %13 : f32[N, 3, 2] = add(%12, %b, alpha=2)
+      return (a = %2, b = %4, c = %7, d = %9, e = %11, f = %13)
+    }
+  )TXT",
+             fold_linear_bias, R"TXT(
+    graph(%x : f32[N, 3, 4]) {
+      const %w : f32[2, 4] = [1.0, 2.0, 3.0, 4.0, -1.0, 0.5, 0.25, 2.0]
+      const %b : f32[2] = [0.5, -1.5]
+      const %wide : f32[3, 2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+      const %row : f32[4, 1, 1, 2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+      const %b3.bias : f32[2] = [2.0, 3.0]
+      %14 : f32[N, 3, 2] = linear(%x, %w, %b)  # net.cpp:7 @fc1
+      %15 : f32[N, 3, 2] = linear(%x, %w, %b3.bias)
+      %5 : f32[N, 3, 2] = linear(%x, %w, None)
+      %6 : f32[N, 3, 2] = add(%5, %b, alpha=1)
+      %7 : f32[N, 3, 2] = mul(%5, %6)
+      %8 : f32[N, 3, 2] = linear(%x, %w, None)
+      %9 : f32[N, 3, 2] = add(%8, %wide, alpha=1)
+      %10 : f32[N, 3, 2] = linear(%x, %w, None)
+      %11 : f32[4, N, 3, 2] = add(%10, %row, alpha=1)
+      %12 : f32[N, 3, 2] = linear(%x, %w, None)
+      %13 : f32[N, 3, 2] = add(%12, %b, alpha=2)
+      return (a = %14, b = %15, c = %7, d = %9, e = %11, f = %13)
+    }
+  )TXT",
+             {randn({2, 3, 4})}, 1e-6);
+}
+
 TEST_CASE("attention written as matmul, softmax and matmul becomes scaled_dot_product_attention", "[graph][passes]") {
   // The 1/sqrt(E) scale on q, k given transposed by a permute (ONNX exporters' form).
   check_pass(R"TXT(

@@ -53,6 +53,7 @@ void optimize(Graph& g) {
   remove_identities(g);
   fold_constants(g);
   fold_batch_norm(g);
+  fold_linear_bias(g);
   eliminate_common_subexpressions(g);
   fuse_attention(g);
   fuse_layer_norm(g);
