@@ -118,18 +118,45 @@ struct DequantizeRow {
   }
 };
 
+// One row of accumulators into uint8 with activation A and a bias or not: a loop each, with
+// the parameters in locals (a uint8 store may alias anything, so reading them through `r` in
+// the loop kept it scalar: 1.3 ms for the transformer's 128 x 1024 rows), so that it vectorises.
+template <quant::Act A, bool Bias>
+inline void requantize_row(const int32_t* __restrict acc, uint8_t* __restrict y, int64_t n, const Requantization& r) {
+  const float inv = 1.0f / r.output_scale, z = float(r.output_zero_point), sx = r.input_scale, lo = r.lo, hi = r.hi;
+  const int32_t zx = r.input_zero_point;
+  const int32_t* __restrict sums = r.sums;
+  const float* __restrict cs = r.col_scales;
+  const float* __restrict bias = r.bias;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = quant::dequantized(acc[i], zx, sums[i], sx, cs[i], Bias ? bias[i] : 0.0f);
+    y[i] = quant::to_u8(quant::activate(v, A, lo, hi), inv, z);
+  }
+}
+template <bool Bias>
+inline void requantize_row(const int32_t* acc, uint8_t* y, int64_t n, const Requantization& r) {
+  switch (r.act) {
+    case quant::Act::none:
+      return requantize_row<quant::Act::none, Bias>(acc, y, n, r);
+    case quant::Act::clamp:
+      return requantize_row<quant::Act::clamp, Bias>(acc, y, n, r);
+    case quant::Act::silu:
+      return requantize_row<quant::Act::silu, Bias>(acc, y, n, r);
+    case quant::Act::hardswish:
+      return requantize_row<quant::Act::hardswish, Bias>(acc, y, n, r);
+  }
+}
+
 // One row of accumulators into uint8: p[0] int32 in, p[1] uint8 out; ctx the Requantization.
 struct RequantizeRow {
   static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
     const int32_t* acc = reinterpret_cast<const int32_t*>(p[0]);
     uint8_t* y = reinterpret_cast<uint8_t*>(p[1]);
     const Requantization& r = *static_cast<const Requantization*>(ctx);
-    const float inv = 1.0f / r.output_scale, z = float(r.output_zero_point);
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = quant::dequantized(acc[i], r.input_zero_point, r.sums[i], r.input_scale, r.col_scales[i],
-                                         r.bias ? r.bias[i] : 0.0f);
-      y[i] = quant::to_u8(quant::activate(v, r.act, r.lo, r.hi), inv, z);
-    }
+    if (r.bias)
+      requantize_row<true>(acc, y, n, r);
+    else
+      requantize_row<false>(acc, y, n, r);
   }
 };
 
