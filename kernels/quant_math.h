@@ -1,7 +1,8 @@
 // Per-element formulas of the int8 quantized ops (docs/OPS.md, "Int8 convolutions and linear
 // layers"), shared by the CPU loops (kernels/cpu/quantize.cpp) and the CUDA kernels
 // (kernels/cuda/quantized.cu): a float to uint8 with a scale's reciprocal and a zero point,
-// the activation of quantized_conv2d / the .u8 overloads, and one int32 product's epilogue.
+// the activation of quantized_conv2d / the .u8 overloads, one int32 product's epilogue, and
+// quantized_add's element.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,21 @@ AMBER_HD inline float activate(float v, Act act, float lo, float hi) {
 // output channel's scales, plus the bias: (acc - zx * wsum) * sx * sw + b.
 AMBER_HD inline float dequantized(int32_t acc, int32_t zx, int32_t wsum, float sx, float sw, float b) {
   return float(acc - zx * wsum) * sx * sw + b;
+}
+
+// quantized_add's parameters and element: the two uint8 values as what they stand for,
+// (a - za) * sa + (b - zb) * sb, through the activation, requantized with the output's
+// scale's reciprocal and zero point.
+struct AddParams {
+  float sa = 1, za = 0, sb = 1, zb = 0;
+  Act act = Act::none;
+  float lo = 0, hi = 0;
+  float inv_so = 1, zo = 0;
+};
+template <Act A>
+AMBER_HD inline uint8_t add_u8(uint8_t a, uint8_t b, const AddParams& p) {
+  const float v = (float(a) - p.za) * p.sa + (float(b) - p.zb) * p.sb;
+  return to_u8(activate(v, A, p.lo, p.hi), p.inv_so, p.zo);
 }
 
 }  // namespace amber::quant

@@ -870,6 +870,25 @@ void Exporter::node(const Node& n, const std::string* as) {
   // quantized, through DequantizeLinear alone), the int8 weight through DequantizeLinear along
   // axis 0 with weight_scale; then linear's and conv2d's nodes, and for the .u8 overloads
   // their activation and a QuantizeLinear with output_scale and output_zero_point.
+  if (name == "quantized_add") {  // DequantizeLinear of each, Add, the activation, QuantizeLinear
+    namespace qa = oa::quantized_add;
+    auto dq = [&](size_t i, size_t scale, size_t zero_point) {
+      return op("DequantizeLinear",
+                {in(n, i), scalar(at[scale].f(), DType::f32), initializer(full({}, at[zero_point].i(), DType::u8))});
+    };
+    std::string y =
+        op("Add", {dq(0, qa::self_scale, qa::self_zero_point), dq(1, qa::other_scale, qa::other_zero_point)});
+    if (at[qa::activation].s() != std::string("none")) {
+      const std::string act = fresh("quantized_add");
+      activation(y, at[qa::activation].s(), at[qa::min_val].f(), at[qa::max_val].f(), DType::f32, act);
+      y = act;
+    }
+    op("QuantizeLinear",
+       {y, scalar(at[qa::output_scale].f(), DType::f32),
+        initializer(full({}, at[qa::output_zero_point].i(), DType::u8))},
+       {}, out(n));
+    return;
+  }
   const bool requantized = name == "quantized_linear.u8" || name == "quantized_conv2d.u8";
   if (requantized) {
     static_assert(oa::quantized_linear_u8::output_scale == oa::quantized_linear_u8::max_val + 1 &&

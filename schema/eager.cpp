@@ -278,6 +278,14 @@ Tensor quantized_conv2d(const Tensor& x, const Tensor& w, const Tensor& ws, cons
                Attr(activation), Attr(min_val), Attr(max_val)},
               loc);
 }
+Tensor quantized_add(const Tensor& a, const Tensor& b, double self_scale, int64_t self_zero_point, double other_scale,
+                     int64_t other_zero_point, const std::string& activation, double min_val, double max_val,
+                     double output_scale, int64_t output_zero_point, SrcLoc loc) {
+  return call(AMBER_OP("quantized_add"), {&a, &b},
+              {Attr(self_scale), Attr(self_zero_point), Attr(other_scale), Attr(other_zero_point), Attr(activation),
+               Attr(min_val), Attr(max_val), Attr(output_scale), Attr(output_zero_point)},
+              loc);
+}
 Tensor quantized_conv2d_u8(const Tensor& x, const Tensor& w, const Tensor& ws, const Tensor& b, const DimVec& stride,
                            const DimVec& padding, const DimVec& dilation, int64_t groups, double input_scale,
                            int64_t input_zero_point, const std::string& activation, double min_val, double max_val,

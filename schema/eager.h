@@ -172,6 +172,12 @@ Tensor quantized_conv2d(const Tensor& input, const Tensor& weight, const Tensor&
                         const DimVec& stride, const DimVec& padding, const DimVec& dilation, int64_t groups,
                         double input_scale, int64_t input_zero_point, const std::string& activation = "none",
                         double min_val = 0.0, double max_val = 6.0, SrcLoc loc = {});
+// The sum of two uint8 tensors of one shape as the values their quantizations stand for,
+// through an activation (none, or fused_conv2d's), quantized to uint8 (ONNX's QLinearAdd): a
+// residual addition between int8 layers (docs/OPS.md).
+Tensor quantized_add(const Tensor& self, const Tensor& other, double self_scale, int64_t self_zero_point,
+                     double other_scale, int64_t other_zero_point, const std::string& activation, double min_val,
+                     double max_val, double output_scale, int64_t output_zero_point, SrcLoc loc = {});
 // quantized_conv2d with its result quantized to uint8 with output_scale and output_zero_point:
 // an int8 layer's output for the next one to read as it is (docs/OPS.md).
 Tensor quantized_conv2d_u8(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,

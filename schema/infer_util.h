@@ -69,6 +69,16 @@ inline void check_activation(const InferCtx& c, bool none_allowed) {
   }
 }
 
+// A uint8 quantization's attributes PREFIX_scale (finite and positive, also as a float) and
+// PREFIX_zero_point (in [0, 255]).
+inline void check_uint8_quantization(const InferCtx& c, const std::string& prefix) {
+  const double s = c.attr(prefix + "_scale").f();
+  c.check(std::isfinite(s) && s > 0 && float(s) > 0 && std::isfinite(float(s)), prefix,
+          "_scale must be finite and positive (as a float), got ", s);
+  const int64_t z = c.attr(prefix + "_zero_point").i();
+  c.check(z >= 0 && z <= 255, prefix, "_zero_point must be in [0, 255] (uint8), got ", z);
+}
+
 // The quantization parameters of quantized_conv2d and quantized_linear (and their .u8
 // overloads; docs/OPS.md): input 0 f32 (quantized as it enters) or u8 (quantized already with
 // input_scale and input_zero_point), the weight int8 with `channels` output channels, its
@@ -87,18 +97,8 @@ inline void check_quantized(InferCtx& c, int64_t channels, int64_t reduction, bo
   if (c.has_input(3))
     c.check(c.in(3).dtype == DType::f32 && c.in(3).sizes == DimVec{channels}, "bias must be f32 [", channels, "], got ",
             c.in(3).dtype, " ", c.in(3).sizes);
-  const double s = c.attr("input_scale").f();
-  c.check(std::isfinite(s) && s > 0 && float(s) > 0 && std::isfinite(float(s)),
-          "input_scale must be finite and positive (as a float), got ", s);
-  const int64_t z = c.attr("input_zero_point").i();
-  c.check(z >= 0 && z <= 255, "input_zero_point must be in [0, 255] (uint8), got ", z);
-  if (requantized) {
-    const double os = c.attr("output_scale").f();
-    c.check(std::isfinite(os) && os > 0 && float(os) > 0 && std::isfinite(float(os)),
-            "output_scale must be finite and positive (as a float), got ", os);
-    const int64_t oz = c.attr("output_zero_point").i();
-    c.check(oz >= 0 && oz <= 255, "output_zero_point must be in [0, 255] (uint8), got ", oz);
-  }
+  check_uint8_quantization(c, "input");
+  if (requantized) check_uint8_quantization(c, "output");
   c.cast_mask = 0;
 }
 

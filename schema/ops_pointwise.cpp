@@ -1,8 +1,8 @@
 // Op table entries for elementwise ops (arithmetic with tensors and scalars, powers,
-// clamping, unary math and activations, dtype conversion, copies) and the factories full
-// and arange. Inference implements PyTorch's broadcasting and result-type rules,
-// including true division of integers to f32 and the priority of plain C++ numbers below
-// tensors; outputs keep a channels-last input layout.
+// clamping, unary math and activations, dtype conversion, copies; the int8 addition of two
+// uint8 tensors) and the factories full and arange. Inference implements PyTorch's
+// broadcasting and result-type rules, including true division of integers to f32 and the
+// priority of plain C++ numbers below tensors; outputs keep a channels-last input layout.
 
 #include <cmath>
 
@@ -161,6 +161,17 @@ void infer_arange(InferCtx& c) {
   c.compute_dtype = t;
 }
 
+// quantized_add (made by `amber quantize` for a residual addition between int8 layers): two
+// u8 tensors of one shape, each with its uint8 quantization, the output's, and an activation.
+void infer_quantized_add(InferCtx& c) {
+  const TensorMeta &a = c.in(0), &b = c.in(1);
+  c.check(a.dtype == DType::u8 && b.dtype == DType::u8, "self and other must be u8, got ", a.dtype, " and ", b.dtype);
+  c.check(a.sizes == b.sizes, "self and other must have one shape (no broadcasting), got ", a.sizes, " and ", b.sizes);
+  infer::check_activation(c, true);
+  for (const char* q : {"self", "other", "output"}) infer::check_uint8_quantization(c, q);
+  c.add_output(DType::u8, a.sizes).format = pointwise_format(c, a.sizes);
+}
+
 using namespace op_flags;
 const DTypeSet kNumeric = dtypes::numeric;
 const DTypeSet kFloat = dtypes::floating;
@@ -168,6 +179,15 @@ const DTypeSet kFloat = dtypes::floating;
 const OpRegistrar registrar{
     {"add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor", kNumeric, infer_add, pointwise, nullptr, 1,
      "self + alpha * other, broadcasting."},
+    {"quantized_add(Tensor self, Tensor other, float self_scale=1.0, int self_zero_point=0, float other_scale=1.0, "
+     "int other_zero_point=0, str activation=\"none\", float min_val=0.0, float max_val=6.0, "
+     "float output_scale=1.0, int output_zero_point=0) -> Tensor",
+     DTypeSet{DType::u8}, infer_quantized_add, 0, nullptr, 1,
+     "The sum of two uint8 tensors of one shape as the values they stand for, (self - self_zero_point) * self_scale + "
+     "(other - other_zero_point) * other_scale in f32, through the activation (none, or fused_conv2d's), quantized "
+     "to uint8: clamp(round_half_even(act(y) * (1 / output_scale)) + output_zero_point, 0, 255) (ONNX's "
+     "QLinearAdd). Made by `amber quantize` for a residual addition between int8 layers.",
+     OpCost::memory, 5},
     {"add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kNumeric, infer_add_scalar, pointwise, nullptr,
      1, "self + alpha * other."},
     {"sub(Tensor self, Tensor other, Scalar alpha=1) -> Tensor", kNumeric, infer_sub, pointwise, nullptr, 1,

@@ -1,10 +1,12 @@
 // Writes the archives the command-line checks of tests/CMakeLists.txt read: a small traced
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
-// values as safetensors; with --fuzz-seeds, small archives of varied programs (formats 1.3's
-// and 1.4's int8 ops among them) and broken variants of one (the fuzzers' seed corpus, tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.4) | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR |
-//        --golden-1.1 OUT_DIR | --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
+// values as safetensors; with --fuzz-seeds, small archives of varied programs (formats 1.3 to
+// 1.5's int8 ops among them) and broken variants of one (the fuzzers' seed corpus,
+// tests/fuzz/run_fuzz.sh).
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.5) | --golden-1.4 OUT_DIR |
+//        --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR | --golden-1.0 OUT_DIR |
+//        --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
 
@@ -151,13 +153,14 @@ int write_fuzz_seeds(const std::string& out) {
                                       return quantized_linear(y.flatten(1), qlw, qls, {}, 0.03, 0);
                                     },
                                     {randn({1, 3, 4, 4})}, o));
-  // Format 1.4: int8 layers passing uint8 on, through a max pool and a flattening.
+  // Formats 1.4 and 1.5: int8 layers passing uint8 on, through a uint8 addition, a max pool and a flattening.
   const Tensor ql1 = (randn({6, 16}) * 40.0).to(DType::i8), qs1 = rand({6}) * 0.01;
   save("quantized_u8_chain", trace(
                                  [&](const Tensor& x) {
                                    const Tensor y = quantized_conv2d_u8(x, qw, qs, qb, {1}, {1}, {1}, 1, 0.02, 128,
                                                                         "clamp", 0.0, 6.0, 0.03, 0);
-                                   const Tensor h = quantized_linear_u8(max_pool2d(y, {2}).flatten(1), ql1, qs1, {},
+                                   const Tensor r = quantized_add(y, y, 0.03, 0, 0.03, 0, "none", 0.0, 6.0, 0.06, 0);
+                                   const Tensor h = quantized_linear_u8(max_pool2d(r, {2}).flatten(1), ql1, qs1, {},
                                                                         0.03, 0, "none", 0.0, 6.0, 0.05, 100);
                                    return quantized_linear(h, qlw.slice(1, 0, 6, 1), qls, {}, 0.05, 100);
                                  },
@@ -243,11 +246,10 @@ int write_golden_1_3(const std::string& out) {
   return 0;
 }
 
-// The golden archive of format 1.4, the current one (committed under tests/golden/, never
-// regenerated once released): over x [N, 3, 7, 7], an int8 convolution writing uint8 (ReLU
-// absorbed), a max pool and flattening in uint8, an int8 linear layer reading and writing
-// uint8 (hardswish), a last int8 linear layer back to f32; weights, scales and zero points
-// seeded; inputs and outputs at N = 1 and 3, their values spanning past the ranges.
+// The golden archive of format 1.4 (committed under tests/golden/, never regenerated): over x [N, 3, 7, 7], an int8
+// convolution writing uint8 (ReLU absorbed), a max pool and flattening in uint8, an int8 linear layer reading and
+// writing uint8 (hardswish), a last int8 linear layer back to f32; weights, scales and zero points seeded; inputs and
+// outputs at N = 1 and 3, their values spanning past the ranges.
 int write_golden_1_4(const std::string& out) {
   manual_seed(2030);
   auto int8 = [](const DimVec& shape) { return clamp(randn(shape) * 40.0, -127.0, 127.0).to(DType::i8); };
@@ -277,8 +279,46 @@ int write_golden_1_4(const std::string& out) {
   return 0;
 }
 
+// The golden archive of format 1.5, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, 3, 7, 7], a ResNet block in uint8: an int8
+// convolution writing uint8 (ReLU absorbed), a second one writing uint8 without activation,
+// their sum with the block's input quantized by a first convolution (quantized_add with ReLU),
+// a max pool and flattening in uint8, an int8 linear layer back to f32; weights, scales and
+// zero points seeded; inputs and outputs at N = 1 and 3, their values spanning past the ranges.
+int write_golden_1_5(const std::string& out) {
+  manual_seed(2031);
+  auto int8 = [](const DimVec& shape) { return clamp(randn(shape) * 40.0, -127.0, 127.0).to(DType::i8); };
+  const Tensor w0 = int8({4, 3, 3, 3}), s0 = rand({4}) * 0.01 + 0.001, b0 = randn({4});
+  const Tensor w1 = int8({4, 4, 3, 3}), s1 = rand({4}) * 0.01 + 0.001, b1 = randn({4});
+  const Tensor w2 = int8({4, 4, 1, 1}), s2 = rand({4}) * 0.01 + 0.001;
+  const Tensor l = int8({3, 36}), sl = rand({3}) * 0.01 + 0.001, bl = randn({3});
+  auto model = [&](const Tensor& x) {
+    const Tensor a = quantized_conv2d_u8(x, w0, s0, b0, {1}, {1}, {1}, 1, 0.02, 128, "none", 0.0, 6.0, 0.03, 120);
+    const Tensor h =
+        quantized_conv2d_u8(a, w1, s1, b1, {1}, {1}, {1}, 1, 0.03, 120, "clamp", 0.0, double(INFINITY), 0.02, 0);
+    const Tensor r = quantized_conv2d_u8(h, w2, s2, {}, {1}, {0}, {1}, 1, 0.02, 0, "none", 0.0, 6.0, 0.025, 110);
+    const Tensor y = quantized_add(a, r, 0.03, 120, 0.025, 110, "clamp", 0.0, double(INFINITY), 0.02, 0);
+    return quantized_linear(max_pool2d(y, {3}, {2}).flatten(1), l, sl, bl, 0.02, 0);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {randn({2, 3, 7, 7})}, o);
+  t.save(out + "/format_1_5.amber");
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (int64_t n : {1, 3}) {
+    Tensor x = randn({n, 3, 7, 7}) * 1.5;
+    io.emplace_back(str("input.b", n), x);
+    io.emplace_back(str("output.b", n), model(x));
+  }
+  save_safetensors(out + "/format_1_5_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_4(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_5(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.4") return write_golden_1_4(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.3") return write_golden_1_3(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.2") return write_golden(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.1") return write_golden_1_1(argv[2]);
@@ -286,7 +326,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | "
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.4 OUT_DIR | --golden-1.3 OUT_DIR | "
+                 "--golden-1.2 OUT_DIR | "
                  "--golden-1.1 OUT_DIR | "
                  "--golden-1.0 OUT_DIR | "
                  "--fuzz-seeds OUT_DIR\n");

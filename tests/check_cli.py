@@ -177,7 +177,8 @@ calib = os.path.join(work, "calib.safetensors")
 write_safetensors(calib, {"input0": ([16, 3, 8, 8], [rng_q.gauss(0, 1) for _ in range(16 * 192)])})
 golden_int8 = os.path.join(work, "golden.int8.amber")
 p = run("quantize", golden, "--calibrate", calib, "-o", golden_int8)
-check("2 of 2 convolutions and linear layers in int8 (0 passing uint8 on), calibrated on 16 samples" in p.stdout,
+check("2 of 2 convolutions and linear layers in int8 (0 passing uint8 on), 0 additions in int8, calibrated on 16 samples"
+      in p.stdout,
       f"quantize prints a summary: {p.stdout}")
 check("input range [" in p.stdout, f"quantize prints each node's range: {p.stdout}")
 check("format 1.3" in run("inspect", golden_int8).stdout, "the int8 archive is format 1.3")

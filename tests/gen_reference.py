@@ -1379,6 +1379,38 @@ case("max_pool2d_u8_dilation_ceil", "max_pool2d", max_pool_u8,
      atol=0, rtol=0)
 
 
+
+def quantized_add(a, b, self_scale=1.0, self_zero_point=0, other_scale=1.0, other_zero_point=0, activation="none",
+                  min_val=0.0, max_val=6.0, output_scale=1.0, output_zero_point=0):
+    if a.dtype != torch.uint8 or b.dtype != torch.uint8:
+        raise ValueError(f"{a.dtype} + {b.dtype}")
+    if a.shape != b.shape:
+        raise ValueError(f"{a.shape} + {b.shape}")
+    y = dequant_u8(a, self_scale, self_zero_point) + dequant_u8(b, other_scale, other_zero_point)
+    return requant(activation_of(y, activation, min_val, max_val), output_scale, output_zero_point)
+
+
+case("quantized_add_relu_channels_last", "quantized_add", quantized_add,
+     [Fixed(torch.randint(0, 256, [2, 7, 5, 6], generator=gen).to(torch.uint8), layout=("cl",)),
+      Fixed(torch.randint(0, 256, [2, 7, 5, 6], generator=gen).to(torch.uint8), layout=("cl",))],
+     attrs={"self_scale": 0.02, "self_zero_point": 0, "other_scale": 0.05, "other_zero_point": 128,
+            "activation": "clamp", "min_val": 0.0, "max_val": 1e30, "output_scale": 0.03, "output_zero_point": 0},
+     **U8_TOL)
+case("quantized_add_mixed_layouts_saturates", "quantized_add", quantized_add,
+     [Fixed(torch.randint(0, 256, [3, 4, 9], generator=gen).to(torch.uint8), layout=("t", 0, 2)),
+      u8_levels([3, 4, 9])],
+     attrs={"self_scale": 0.1, "self_zero_point": 100, "other_scale": 0.07, "other_zero_point": 20,
+            "output_scale": 0.05, "output_zero_point": 131}, **U8_TOL)
+case("quantized_add_hardswish_1d", "quantized_add", quantized_add,
+     [u8_levels([37]), u8_levels([37])],
+     attrs={"self_scale": 0.01, "self_zero_point": 90, "other_scale": 0.02, "other_zero_point": 140,
+            "activation": "hardswish", "output_scale": 0.01, "output_zero_point": 40}, **U8_TOL)
+case("quantized_add_shapes_differ", "quantized_add", quantized_add, [u8_levels([2, 3]), u8_levels([3])],
+     attrs={"output_scale": 0.1}, error="self and other must have one shape")
+case("quantized_add_f32", "quantized_add", quantized_add, [In([2, 3]), u8_levels([2, 3])],
+     attrs={"output_scale": 0.1}, error="self and other must be u8, got f32 and u8")
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

@@ -1137,38 +1137,42 @@ TEST_CASE("saving with injected system-call faults keeps the previous file and l
   fs::remove_all(dir);
 }
 
-TEST_CASE("the golden archive of format 1.4 (int8 layers passing uint8 on) loads and computes", "[archive][golden]") {
-  const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
-  LoadedArchive a = read_archive(dir + "/format_1_4.amber");
-  SafetensorsFile io = SafetensorsFile::open(dir + "/format_1_4_io.safetensors");
+// A golden int8 archive of format 1.<minor> (tests/golden/format_1_<minor>.amber): its ops and
+// their output dtypes in graph order as listed, its outputs at batch 1 and 3 the committed ones.
+void check_golden_int8(int minor, const std::vector<std::string>& want_ops,
+                       const std::vector<std::string>& want_dtypes) {
+  const std::string path = str(AMBER_SOURCE_DIR "/tests/golden/format_1_", minor);
+  LoadedArchive a = read_archive(path + ".amber");
+  SafetensorsFile io = SafetensorsFile::open(path + "_io.safetensors");
   CHECK(a.info.format_major == 1);
-  CHECK(a.info.format_minor == 4);
+  CHECK(a.info.format_minor == uint32_t(minor));
   std::vector<std::string> ops, dtypes;
   for (const graph::Node* n : a.graph.nodes()) {
     ops.push_back(n->op->name);
     dtypes.emplace_back(dtype_name(n->outputs[0]->type.dtype));
   }
-  CHECK(ops == std::vector<std::string>{"quantized_conv2d.u8", "max_pool2d", "flatten", "quantized_linear.u8",
-                                        "quantized_linear"});
-  CHECK(dtypes == std::vector<std::string>{"u8", "u8", "u8", "u8", "f32"});
-  const Model m = load(dir + "/format_1_4.amber");
+  CHECK(ops == want_ops);
+  CHECK(dtypes == want_dtypes);
+  const Model m = load(path + ".amber");
   for (const char* b : {"b1", "b3"})
     check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
 }
 
+TEST_CASE("the golden archive of format 1.5 (a residual block in uint8) loads and computes", "[archive][golden]") {
+  check_golden_int8(5,
+                    {"quantized_conv2d.u8", "quantized_conv2d.u8", "quantized_conv2d.u8", "quantized_add", "max_pool2d",
+                     "flatten", "quantized_linear"},
+                    {"u8", "u8", "u8", "u8", "u8", "u8", "f32"});
+}
+
+TEST_CASE("the golden archive of format 1.4 (int8 layers passing uint8 on) loads and computes", "[archive][golden]") {
+  check_golden_int8(4, {"quantized_conv2d.u8", "max_pool2d", "flatten", "quantized_linear.u8", "quantized_linear"},
+                    {"u8", "u8", "u8", "u8", "f32"});
+}
+
 TEST_CASE("the golden archive of format 1.3 (int8 convolution and linear layer) loads and computes",
           "[archive][golden]") {
-  const std::string dir = AMBER_SOURCE_DIR "/tests/golden";
-  LoadedArchive a = read_archive(dir + "/format_1_3.amber");
-  SafetensorsFile io = SafetensorsFile::open(dir + "/format_1_3_io.safetensors");
-  CHECK(a.info.format_major == 1);
-  CHECK(a.info.format_minor == 3);
-  std::vector<std::string> ops;
-  for (const graph::Node* n : a.graph.nodes()) ops.push_back(n->op->name);
-  CHECK(ops == std::vector<std::string>{"quantized_conv2d", "flatten", "quantized_linear"});
-  const Model m = load(dir + "/format_1_3.amber");
-  for (const char* b : {"b1", "b3"})
-    check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
+  check_golden_int8(3, {"quantized_conv2d", "flatten", "quantized_linear"}, {"f32", "f32", "f32"});
 }
 
 TEST_CASE("the golden archive of format 1.2 (sizes in N and T) loads and computes", "[archive][golden]") {
@@ -1226,6 +1230,14 @@ TEST_CASE("int8 archives with uint8 activations: format 1.4; the output's quanti
   const std::vector<uint8_t> bytes = trace(f, {x}, to).save_to_bytes();
   LoadedArchive a = read_archive(bytes, nullptr);
   CHECK(a.info.format_minor == 4);  // the .u8 overloads' minor (older readers refuse it by version)
+  // A uint8 addition needs 1.5 (a 1.4 reader refuses quantized_add by version).
+  auto g = [&](const Tensor& in) {
+    const Tensor y =
+        quantized_conv2d_u8(in, w, ws, b, {1}, {1}, {1}, 1, 0.02, 128, "clamp", 0.0, double(INFINITY), 0.01, 0);
+    return quantized_linear(quantized_add(y, y, 0.01, 0, 0.01, 0, "none", 0.0, 6.0, 0.02, 0).flatten(1), lw, ls, {},
+                            0.02, 0);
+  };
+  CHECK(read_archive(trace(g, {x}, to).save_to_bytes(), nullptr).info.format_minor == 5);
   CHECK(a.graph.nodes()[0]->outputs[0]->type.dtype == DType::u8);
   CHECK(test::compare(load(bytes).forward({x})[0], f(x), 0, 0).ok);  // the same kernels: bit for bit
 

@@ -58,6 +58,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
   const Tensor cw = randn({6, 1, 2, 2}), cb = randn({6});
   // quantized_conv2d's and quantized_linear's int8 weights and their scales
   const Tensor qw4 = (cw * 50.0).to(DType::i8), qw2 = (randn({6, 4}) * 50.0).to(DType::i8), qs6 = rand({6}) * 0.01;
+  const Tensor qa = (rand({2, 3}) * 255.0).to(DType::u8), qb = (rand({2, 3}) * 255.0).to(DType::u8);  // quantized_add's
   const Tensor ln_w = randn({4, 5}), ln_b = randn({4, 5});
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6}), mask = randn({3, 5});
   const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
@@ -338,6 +339,18 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        [&] { (void)quantized_linear(m, qw2, qs6, cb, 0.125, 3); },
        {{"input_scale", 0.125}, {"input_zero_point", int64_t(3)}},
        {{"input", m}, {"weight", qw2}, {"weight_scale", qs6}, {"bias", cb}}},
+      {"quantized_add",
+       [&] { (void)quantized_add(qa, qb, 0.25, 3, 0.5, 7, "clamp", -1.0, 2.0, 0.125, 11); },
+       {{"self_scale", 0.25},
+        {"self_zero_point", int64_t(3)},
+        {"other_scale", 0.5},
+        {"other_zero_point", int64_t(7)},
+        {"activation", "clamp"},
+        {"min_val", -1.0},
+        {"max_val", 2.0},
+        {"output_scale", 0.125},
+        {"output_zero_point", int64_t(11)}},
+       {{"self", qa}, {"other", qb}}},
       {"quantized_linear.u8",
        [&] { (void)quantized_linear_u8(m, qw2, qs6, cb, 0.125, 3, "hardswish", -1.0, 2.0, 0.5, 9); },
        {{"input_scale", 0.125},

@@ -325,16 +325,17 @@ TEST_CASE("the transformer encoder traced at batch 1 runs at batch 8", "[tracer]
   check_model_trace("transformer", enc, 1, 8, 1e-5, 1e-5);
 }
 
-TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 layers", "[tracer][quantize]") {
+TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 layers and their additions",
+          "[tracer][quantize]") {
   manual_seed(12);
   const Tensor w0 = randn({8, 3, 3, 3}) * 0.3, b0 = randn({8}) * 0.1, w1 = randn({8, 8, 3, 3}) * 0.2,
                b1 = randn({8}) * 0.1, w2 = randn({8, 8, 3, 3}) * 0.2, b2 = randn({8}) * 0.1,
                w3 = randn({8, 8, 1, 1}) * 0.3, b3 = randn({8}) * 0.1, l1 = randn({16, 72}) * 0.2,
                lb1 = randn({16}) * 0.1, l2 = randn({5, 16}) * 0.3, lb2 = randn({5}) * 0.1;
   auto model = [&](const Tensor& x) {
-    const Tensor y0 = relu(conv2d(x, w0, b0, {1}, {1}));                     // read by conv1 and the add: f32
+    const Tensor y0 = relu(conv2d(x, w0, b0, {1}, {1}));                     // read by conv1 and the add: uint8
     const Tensor y1 = relu(conv2d(y0, w1, b1, {1}, {1}));                    // read by conv2 alone: uint8
-    const Tensor y2 = conv2d(y1, w2, b2, {1}, {1}) + y0;                     // uint8 in, f32 out (the add)
+    const Tensor y2 = conv2d(y1, w2, b2, {1}, {1}) + y0;                     // a residual: quantized_add
     const Tensor y3 = relu(conv2d(y2, w3, b3));                              // uint8 through the pool and flatten
     const Tensor h = relu(linear(max_pool2d(y3, {2}).flatten(1), l1, lb1));  // uint8 in and out
     return linear(h, l2, lb2);                                               // uint8 in, f32 out (the graph's)
@@ -351,8 +352,9 @@ TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 lay
   LoadedArchive chained = read_archive(f32_bytes, nullptr);
   const QuantizeReport r = quantize_int8(chained.graph, {samples});
   REQUIRE(r.nodes.size() == 6);
-  const std::vector<std::array<int, 3>> expect = {// input_u8, output_u8, absorbed a ReLU
-                                                  {0, 0, 1}, {0, 1, 1}, {1, 0, 0}, {0, 1, 1}, {1, 1, 1}, {1, 0, 0}};
+  // input_u8, output_u8, absorbed a ReLU
+  const std::vector<std::array<int, 3>> expect = {{0, 1, 1}, {1, 1, 1}, {1, 1, 0}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}};
+  CHECK(r.additions == 1);
   for (size_t i = 0; i < expect.size(); ++i) {
     INFO("node " << i << " %" << r.nodes[i].value);
     CHECK(r.nodes[i].quantized);
@@ -367,9 +369,14 @@ TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 lay
   std::vector<std::string> ops;
   for (const graph::Node* n : chained.graph.nodes())
     ops.push_back(str(n->op->name, ":", dtype_name(n->outputs[0]->type.dtype)));
-  CHECK(ops == std::vector<std::string>{"quantized_conv2d:f32", "quantized_conv2d.u8:u8", "quantized_conv2d:f32",
-                                        "add:f32", "quantized_conv2d.u8:u8", "max_pool2d:u8", "flatten:u8",
+  CHECK(ops == std::vector<std::string>{"quantized_conv2d.u8:u8", "quantized_conv2d.u8:u8", "quantized_conv2d.u8:u8",
+                                        "quantized_add:u8", "quantized_conv2d.u8:u8", "max_pool2d:u8", "flatten:u8",
                                         "quantized_linear.u8:u8", "quantized_linear:f32"});
+  // The addition reads each operand with its producer's output quantization.
+  const graph::Node* add = chained.graph.nodes()[3];
+  CHECK(add->attr("self_scale").f() == double(r.nodes[2].output_scale));
+  CHECK(add->attr("other_scale").f() == double(r.nodes[0].output_scale));
+  CHECK(add->attr("other_zero_point").i() == r.nodes[0].output_zero_point);
   check_round_trip(chained.graph);
 
   LoadedArchive unchained = read_archive(f32_bytes, nullptr);
@@ -379,7 +386,7 @@ TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 lay
   for (const QuantizedNode& n : u.nodes) CHECK((n.quantized && !n.input_u8 && !n.output_u8 && n.folded.empty()));
   const std::vector<uint8_t> chained_bytes = archive_bytes(chained.graph, chained.info),
                              unchained_bytes = archive_bytes(unchained.graph, unchained.info);
-  CHECK(read_archive(chained_bytes, nullptr).info.format_minor == 4);
+  CHECK(read_archive(chained_bytes, nullptr).info.format_minor == 5);  // quantized_add
   CHECK(read_archive(unchained_bytes, nullptr).info.format_minor == 3);
 
   // Chained or not, the same ranges: outputs within a few levels of each other, and near f32.
@@ -401,6 +408,14 @@ TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 lay
   for (float v : chained_bad.select(0, 0).to_vector<float>(SrcLoc::none())) CHECK(std::isfinite(v));
   for (float v : plain_bad.select(0, 0).to_vector<float>(SrcLoc::none())) CHECK(std::isnan(v));
   CHECK(test::compare(chained_bad.slice(0, 1, 3, 1), got.slice(0, 1, 3, 1), 0, 0).ok);
+
+  // An addition with an f32 operand (the graph's input) stays f32, and so does the convolution
+  // it reads.
+  const Tensor w33 = w3.slice(0, 0, 3, 1).slice(1, 0, 3, 1);
+  auto residual_on_input = [&](const Tensor& in) { return relu(conv2d(in, w33, {}) + in); };
+  LoadedArchive t3 = read_archive(trace(residual_on_input, {randn({1, 3, 6, 6})}, o).save_to_bytes(), nullptr);
+  const QuantizeReport r3 = quantize_int8(t3.graph, {samples});
+  CHECK((r3.nodes[0].quantized && !r3.nodes[0].output_u8 && r3.additions == 0));
 
   // A value the graph returns stays f32 (the ReLU is still absorbed into the convolution).
   auto two_outputs = [&](const Tensor& in) {

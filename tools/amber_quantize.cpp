@@ -115,9 +115,9 @@ int main(int argc, char** argv) {
     const auto chained =
         std::count_if(r.nodes.begin(), r.nodes.end(), [](const QuantizedNode& n) { return n.output_u8; });
     std::printf(
-        "quantized %s -> %s: %d of %zu convolutions and linear layers in int8 (%lld passing uint8 on), calibrated on "
-        "%lld samples\n",
-        model.c_str(), out.c_str(), r.quantized(), r.nodes.size(), static_cast<long long>(chained),
+        "quantized %s -> %s: %d of %zu convolutions and linear layers in int8 (%lld passing uint8 on), %d additions in "
+        "int8, calibrated on %lld samples\n",
+        model.c_str(), out.c_str(), r.quantized(), r.nodes.size(), static_cast<long long>(chained), r.additions,
         static_cast<long long>(r.samples));
     return kExitOk;
   });

@@ -6,7 +6,9 @@
 #include "amber/tracer/quantize.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -158,27 +160,55 @@ bool passes_u8(const Node& n) {
   return n.op->name == "max_pool2d" || n.op->is_view() || n.op->is_maybe_view();
 }
 
-// The int8 layers that read value u as their input, directly or through nodes that pass
-// uint8 on (their outputs appended to `through`); empty when anything else reads it or one
-// of those values is a graph output (then u stays f32).
-std::vector<Node*> u8_readers(const Graph& g, Value* u, const std::set<const Node*>& quantizable,
-                              std::vector<Value*>& through) {
-  std::vector<Node*> readers;
+// Whether n is an addition quantized_add can take: `add` with alpha 1, or a fused program
+// "add(i0, i1)" / "add(i0, i1); relu(t0)", of two f32 inputs of the output's type (no
+// broadcasting); sets relu when the program ends in a ReLU.
+bool is_addition(const Node& n, bool& relu) {
+  relu = false;
+  if (n.outputs.size() != 1 || n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[1]) return false;
+  const graph::ValueType& t = n.outputs[0]->type;
+  if (t.dtype != DType::f32 || !(n.inputs[0]->type == t) || !(n.inputs[1]->type == t)) return false;
+  if (n.op->name == "add") return n.attr("alpha").f() == 1.0;
+  if (n.op->name != "fused") return false;
+  const std::string& program = n.attr("program").s();
+  relu = program == "add(i0, i1); relu(t0)";
+  return relu || program == "add(i0, i1)";
+}
+
+// A node that may write uint8: an int8 layer (conv2d, fused_conv2d or linear to be quantized)
+// or an addition, with the activation after it that it absorbs, and what it then produces.
+struct Producer {
+  Node* node = nullptr;
+  bool addition = false;
+  Node* act = nullptr;                              // relu, clamp or hardtanh after it, absorbed
+  std::optional<std::pair<double, double>> bounds;  // its clamp bounds (an addition's fused ReLU too)
+  Value* out = nullptr;                             // the node's output, or act's
+  bool u8 = false;                                  // writes uint8 (decided by the fixpoint of quantize_int8)
+  std::vector<Value*> through;                      // the values between `out` and its readers, passed on in uint8
+};
+
+// The readers of value u, directly or through nodes that pass uint8 on (their outputs
+// appended to `through`): each (node, input index), or nullopt when a graph output is among
+// those values or a node of another kind reads one of them.
+std::optional<std::vector<std::pair<Node*, size_t>>> readers_of(const Graph& g, Value* u,
+                                                                std::vector<Value*>& through) {
+  std::vector<std::pair<Node*, size_t>> readers;
   std::vector<Value*> todo{u};
   while (!todo.empty()) {
     Value* v = todo.back();
     todo.pop_back();
-    if (is_graph_output(g, v) || v->uses.empty()) return {};
+    if (is_graph_output(g, v) || v->uses.empty()) return std::nullopt;
     for (Node* user : v->uses) {
-      if (quantizable.count(user) && user->inputs[0] == v &&
-          std::count(user->inputs.begin(), user->inputs.end(), v) == 1) {
-        readers.push_back(user);
-      } else if (passes_u8(*user) && user->inputs[0] == v) {
+      if (std::find(readers.begin(), readers.end(), std::pair{user, size_t(0)}) != readers.end() ||
+          std::find(readers.begin(), readers.end(), std::pair{user, size_t(1)}) != readers.end())
+        continue;  // a node reading v twice, seen
+      if (passes_u8(*user) && user->inputs[0] == v) {
         through.push_back(user->outputs[0]);
         todo.push_back(user->outputs[0]);
-      } else {
-        return {};
+        continue;
       }
+      for (size_t i = 0; i < user->inputs.size(); ++i)
+        if (user->inputs[i] == v) readers.emplace_back(user, i);
     }
   }
   return readers;
@@ -232,34 +262,86 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   // Nothing to calibrate: the graph stays as it is (whatever the samples' shapes).
   if (observed.empty()) return report;
 
-  // The chains: each candidate's activation to absorb and, when only int8 layers read what it
-  // then produces, those readers (that output's range is calibrated too).
-  struct Plan {
-    Node* act = nullptr;  // relu, clamp or hardtanh after it, absorbed
-    std::pair<double, double> bounds;
-    Value* out = nullptr;         // what the quantized node produces: act's output, or its own
-    std::vector<Node*> readers;   // the int8 layers reading `out`, as uint8 when the chain holds
-    std::vector<Value*> through;  // the values between, passed on in uint8
-  };
-  std::map<const Node*, Plan> plans;
-  std::map<const Node*, const Node*> producer_of;  // an int8 reader's producer
-  if (options.chain)
-    for (Node* n : candidates) {
-      if (!n) continue;
-      Plan p;
+  // The chains (options.chain): the nodes that may write uint8 (the int8 layers, and the
+  // additions, as quantized_add), each with the activation it absorbs. A producer writes
+  // uint8 when every reader of what it produces (through max_pool2d and views) takes uint8: an
+  // int8 layer at its input, or an addition that is itself quantized, which it is when both
+  // its operands come uint8 and it writes uint8. The greatest set that holds, found by
+  // dropping what breaks it until nothing does, first from the graph's shape, then again once
+  // the calibration has said which outputs have a usable range.
+  std::map<const Node*, Producer> producers;                           // by node, in the order of `order`
+  std::vector<Node*> order;                                            // producers in graph order
+  std::map<const Value*, const Node*> head_of;                         // a producer's `out` -> the producer
+  std::map<const Node*, std::vector<std::pair<Node*, size_t>>> reads;  // a producer's readers
+  if (options.chain) {
+    for (Node* n : g.nodes()) {
+      bool relu = false;
+      const bool layer = quantizable.count(n) > 0, addition = !layer && is_addition(*n, relu);
+      if (!layer && !addition) continue;
+      Producer p;
+      p.node = n;
+      p.addition = addition;
+      p.out = n->outputs[0];
+      if (relu) p.bounds = std::pair{0.0, double(INFINITY)};
       Value* v = n->outputs[0];
-      p.out = v;
-      if (n->op->name != "fused_conv2d" && !is_graph_output(g, v) && v->uses.size() == 1 && v->uses[0]->inputs[0] == v)
+      if (!relu && n->op->name != "fused_conv2d" && !is_graph_output(g, v) && v->uses.size() == 1 &&
+          v->uses[0]->inputs[0] == v)
         if (const auto bounds = absorbable(*v->uses[0])) {
           p.act = v->uses[0];
-          p.bounds = *bounds;
+          p.bounds = bounds;
           p.out = p.act->outputs[0];
         }
-      p.readers = u8_readers(g, p.out, quantizable, p.through);
-      if (!p.readers.empty()) observed.insert(p.out->name);
-      for (const Node* r : p.readers) producer_of[r] = n;
-      plans[n] = std::move(p);
+      const auto readers = readers_of(g, p.out, p.through);
+      p.u8 = readers.has_value();
+      if (readers) reads[n] = *readers;
+      head_of[p.out] = n;
+      order.push_back(n);
+      producers[n] = std::move(p);
     }
+  }
+  // The producer whose uint8 output value v is (through max_pool2d and views), or null.
+  auto head = [&](const Value* v) -> const Producer* {
+    while (v) {
+      const auto it = head_of.find(v);
+      if (it != head_of.end()) return &producers.at(it->second);
+      if (!v->producer || !passes_u8(*v->producer)) return nullptr;
+      v = v->producer->inputs[0];
+    }
+    return nullptr;
+  };
+  auto u8_input = [&](const Value* v) {
+    const Producer* h = head(v);
+    return h && h->u8;
+  };
+  // Drops producers and additions until every uint8 writer's readers take uint8; once
+  // calibrated (usable), also those whose output range is unusable and the int8 layers whose
+  // f32 input's is (they stay f32 altogether).
+  std::function<bool(const std::string&)> usable;
+  auto settle = [&]() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Node* n : order) {
+        Producer& p = producers.at(n);
+        if (!p.u8) continue;
+        bool ok = !p.addition || (u8_input(n->inputs[0]) && u8_input(n->inputs[1]));
+        for (const auto& [r, i] : reads.at(n)) {
+          const auto it = producers.find(r);
+          const bool layer_input =
+              quantizable.count(r) && i == 0 && std::count(r->inputs.begin(), r->inputs.end(), r->inputs[0]) == 1;
+          ok = ok && (layer_input || (it != producers.end() && it->second.addition && it->second.u8));
+        }
+        if (usable)
+          ok = ok && usable(p.out->name) && (p.addition || u8_input(n->inputs[0]) || usable(n->inputs[0]->name));
+        if (!ok) {
+          p.u8 = false;
+          changed = true;
+        }
+      }
+    }
+  };
+  settle();
+  for (Node* n : order)
+    if (producers.at(n).u8 || producers.at(n).addition) observed.insert(producers.at(n).out->name);
 
   int64_t samples = -1, chunk = options.batch;
   for (size_t i = 0; i < calibration.size(); ++i) {
@@ -307,8 +389,8 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
 
   // A calibrated range's uint8 quantization, or nullopt when it holds no non-zero finite value.
   struct Quant {
-    float lo, hi, scale;
-    int64_t zero_point;
+    float lo = 0, hi = 0, scale = 0;
+    int64_t zero_point = 0;
   };
   auto quant_of = [&](const std::string& value) -> std::optional<Quant> {
     const auto [lo, hi] = range_of(seen[value], options);
@@ -316,18 +398,73 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
     if (!(scale > 0) || !std::isfinite(scale)) return std::nullopt;
     return Quant{lo, hi, scale, int64_t(std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f))};
   };
-  std::map<const Node*, Quant> chained;  // the producers whose chain holds: their output's quantization
+  usable = [&](const std::string& value) { return quant_of(value).has_value(); };
+  settle();
+  std::map<const Node*, Quant> out_quant;  // the uint8 writers' output quantization
+  for (Node* n : order)
+    if (producers.at(n).u8) out_quant[n] = *quant_of(producers.at(n).out->name);
+  // A uint8 input's quantization: its head producer's.
+  auto input_quant = [&](const Value* v) -> std::optional<Quant> {
+    const Producer* h = head(v);
+    if (!h || !h->u8) return std::nullopt;
+    return out_quant.at(h->node);
+  };
 
   const OpSchema &qconv = op_schema("quantized_conv2d"), &qlinear = op_schema("quantized_linear");
   const OpSchema &qconv_u8 = op_schema("quantized_conv2d.u8"), &qlinear_u8 = op_schema("quantized_linear.u8");
-  for (size_t k = 0; k < candidates.size(); ++k) {  // in graph order: a chain's producer before its readers
-    Node* n = candidates[k];
-    QuantizedNode& r = report.nodes[k];
-    if (!n) continue;
-    const auto from = producer_of.find(n);
-    const auto upstream = from == producer_of.end() ? chained.end() : chained.find(from->second);
-    r.input_u8 = upstream != chained.end();
-    const std::optional<Quant> in = r.input_u8 ? upstream->second : quant_of(n->inputs[0]->name);
+  const OpSchema& qadd = op_schema("quantized_add");
+  // Replaces node n (and the activation it absorbs) by op over inputs with attrs, its output
+  // (named as the replaced one) of dtype u8 when the producer writes uint8.
+  auto replace = [&](Node* n, Node* act, const OpSchema& op, std::vector<Value*> inputs, std::vector<Attr> attrs,
+                     bool u8) {
+    Value* old = act ? act->outputs[0] : n->outputs[0];
+    const std::string name = old->name;
+    graph::ValueType type = old->type;
+    if (u8) type.dtype = DType::u8;
+    Node* q = g.insert_node(n, &op, std::move(inputs), std::move(attrs), {{g.fresh_name(), type}});
+    q->source = n->source;
+    q->scope = n->scope;
+    g.replace_uses(old, q->outputs[0]);
+    if (act) g.remove_node(act);
+    g.remove_node(n);
+    q->outputs[0]->name = name;
+  };
+
+  std::map<const Node*, size_t> report_of;
+  for (size_t k = 0; k < candidates.size(); ++k)
+    if (candidates[k]) report_of[candidates[k]] = k;
+  // In graph order: a chain's producers before its readers (their inputs are u8 by then).
+  std::vector<Node*> todo;
+  for (Node* n : g.nodes())
+    if (report_of.count(n) || (producers.count(n) && producers.at(n).addition && producers.at(n).u8)) todo.push_back(n);
+  // Each one's uint8 operands' quantization, read before any node is replaced (head_of knows
+  // the original values).
+  std::map<const Node*, std::array<std::optional<Quant>, 2>> operand_quant;
+  for (Node* n : todo)
+    for (size_t i = 0; i < std::min<size_t>(2, n->inputs.size()); ++i)
+      if (n->inputs[i]) operand_quant[n][i] = input_quant(n->inputs[i]);
+  for (Node* n : todo) {
+    const auto pit = producers.find(n);
+    const Producer* p = pit == producers.end() ? nullptr : &pit->second;
+    const bool u8_out = p && p->u8;
+    const Quant out = u8_out ? out_quant.at(n) : Quant{};  // (no optional: GCC 12 warns it may be unset)
+    if (p && p->addition) {                                // a quantized_add, both operands u8
+      AMBER_ASSERT(operand_quant[n][0] && operand_quant[n][1],
+                   "quantize: an addition made int8 without uint8 operands");
+      const Quant a = *operand_quant[n][0], b = *operand_quant[n][1];
+      ++report.additions;
+      replace(n, p->act, qadd, {n->inputs[0], n->inputs[1]},
+              {Attr(double(a.scale)), Attr(a.zero_point), Attr(double(b.scale)), Attr(b.zero_point),
+               Attr(p->bounds ? "clamp" : "none"), Attr(p->bounds ? p->bounds->first : 0.0),
+               Attr(p->bounds ? p->bounds->second : 6.0), Attr(double(out.scale)), Attr(out.zero_point)},
+              true);
+      for (Value* v : p->through) v->type.dtype = DType::u8;
+      continue;
+    }
+    QuantizedNode& r = report.nodes[report_of.at(n)];
+    const std::optional<Quant> upstream = operand_quant[n][0];
+    r.input_u8 = upstream.has_value();
+    const std::optional<Quant> in = r.input_u8 ? upstream : quant_of(n->inputs[0]->name);
     if (!in) {
       r.reason = "its input was never seen with a non-zero finite value";
       continue;
@@ -336,48 +473,33 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
     r.hi = in->hi;
     r.input_scale = in->scale;
     r.input_zero_point = in->zero_point;
-    const auto plan = plans.find(n);
-    const Plan* p = plan == plans.end() ? nullptr : &plan->second;
-    std::optional<Quant> out;
-    if (p && !p->readers.empty()) out = quant_of(p->out->name);
     const bool lin = n->op->name == "linear";
     // A linear layer absorbs its activation only into quantized_linear.u8 (the f32 op has none).
-    Node* act = p && p->act && (out || !lin) ? p->act : nullptr;
-    if (out) {
-      chained[n] = *out;
+    Node* act = p && p->act && (u8_out || !lin) ? p->act : nullptr;
+    if (u8_out) {
       r.output_u8 = true;
-      r.output_scale = out->scale;
-      r.output_zero_point = out->zero_point;
+      r.output_scale = out.scale;
+      r.output_zero_point = out.zero_point;
     }
     auto [qw, ws] = quantize_weights(n->inputs[1]->data);
     Value* wq = add_constant_like(g, n->inputs[1], ".int8", std::move(qw));
     Value* wsv = add_constant_like(g, n->inputs[1], ".scale", std::move(ws));
     const bool fused = n->op->name == "fused_conv2d";
     const Attr activation = act ? Attr("clamp") : fused ? n->attr("activation") : Attr("none");
-    const Attr min_val = act ? Attr(p->bounds.first) : fused ? n->attr("min_val") : Attr(0.0);
-    const Attr max_val = act ? Attr(p->bounds.second) : fused ? n->attr("max_val") : Attr(6.0);
+    const Attr min_val = act ? Attr(p->bounds->first) : fused ? n->attr("min_val") : Attr(0.0);
+    const Attr max_val = act ? Attr(p->bounds->second) : fused ? n->attr("max_val") : Attr(6.0);
     std::vector<Attr> attrs;
     if (!lin) attrs = {n->attr("stride"), n->attr("padding"), n->attr("dilation"), n->attr("groups")};
     attrs.insert(attrs.end(), {Attr(double(in->scale)), Attr(in->zero_point)});
-    if (!lin || out) attrs.insert(attrs.end(), {activation, min_val, max_val});
-    if (out) attrs.insert(attrs.end(), {Attr(double(out->scale)), Attr(out->zero_point)});
-    Value* old = act ? act->outputs[0] : n->outputs[0];
-    const std::string name = old->name;
-    graph::ValueType type = old->type;
-    if (out) type.dtype = DType::u8;
-    const OpSchema* op = lin ? (out ? &qlinear_u8 : &qlinear) : (out ? &qconv_u8 : &qconv);
-    Node* q = g.insert_node(n, op, {n->inputs[0], wq, wsv, n->inputs[2]}, std::move(attrs), {{g.fresh_name(), type}});
-    q->source = n->source;
-    q->scope = n->scope;
-    g.replace_uses(old, q->outputs[0]);
+    if (!lin || u8_out) attrs.insert(attrs.end(), {activation, min_val, max_val});
+    if (u8_out) attrs.insert(attrs.end(), {Attr(double(out.scale)), Attr(out.zero_point)});
     if (act) {
       r.folded = act->op->name;
-      r.folded_value = name;
-      g.remove_node(act);
+      r.folded_value = act->outputs[0]->name;
     }
-    g.remove_node(n);
-    q->outputs[0]->name = name;
-    if (out)
+    const OpSchema* op = lin ? (u8_out ? &qlinear_u8 : &qlinear) : (u8_out ? &qconv_u8 : &qconv);
+    replace(n, act, *op, {n->inputs[0], wq, wsv, n->inputs[2]}, std::move(attrs), u8_out);
+    if (u8_out)
       for (Value* v : p->through) v->type.dtype = DType::u8;
     r.quantized = true;
   }

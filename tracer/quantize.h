@@ -23,11 +23,13 @@ struct QuantizeOptions {
   // static, else 32 at a time.
   int64_t batch = 0;
   // Keep activations in uint8 between consecutive int8 layers: a layer whose output (after a
-  // ReLU, clamp or hardtanh it absorbs) is read only by other int8 layers as their input,
-  // directly or through max_pool2d and views, writes uint8 with the range calibrated on that
-  // output (quantized_conv2d.u8 / quantized_linear.u8), and its readers take it as it is. A
-  // convolution absorbs the activation after it also when its output stays f32. Off: every
-  // int8 layer reads and writes f32, as in format 1.3.
+  // ReLU, clamp or hardtanh it absorbs) is read only by other int8 layers as their input, or by
+  // residual additions that become quantized_add, directly or through max_pool2d and views,
+  // writes uint8 with the range calibrated on that output (quantized_conv2d.u8 /
+  // quantized_linear.u8), and its readers take it as it is. An addition (add, or a fused add
+  // and ReLU) of two such uint8 values whose sum only such readers take becomes
+  // quantized_add. A convolution absorbs the activation after it also when its output stays
+  // f32. Off: every int8 layer reads and writes f32, as in format 1.3.
   bool chain = true;
 };
 
@@ -51,6 +53,7 @@ struct QuantizedNode {
 struct QuantizeReport {
   int64_t samples = 0;  // calibration samples run
   std::vector<QuantizedNode> nodes;
+  int additions = 0;  // residual additions made quantized_add (both operands and the sum uint8)
   int quantized() const;
 };
 

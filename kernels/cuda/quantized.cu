@@ -1,5 +1,5 @@
-// CUDA kernels for quantized_conv2d, quantized_linear and their .u8 overloads (docs/OPS.md,
-// "Int8 convolutions and linear layers"): one thread per output, the exact int32 sum of
+// CUDA kernels for quantized_conv2d, quantized_linear, their .u8 overloads and quantized_add
+// (docs/OPS.md, "Int8 convolutions and linear layers"): one thread per output, the exact int32 sum of
 // (q - input_zero_point) * w over the taps inside the input (an f32 source quantized as it is
 // read, a u8 one taken as it is), then the epilogue of kernels/quant_math.h shared with the CPU
 // (scales, bias, activation; for .u8 the requantization). With an f32 output an image (a
@@ -279,7 +279,46 @@ int quantized_linear(const amber_kernel_args* a) {
     return u8_in ? launch_linear<uint8_t, float>(a, rows, n_rows, q) : launch_linear<float, float>(a, rows, n_rows, q);
 }
 
+// ---- quantized_add: one thread per element (cuda_util.cuh's strided map), add_u8's formula ----
+
+template <quant::Act A>
+struct AddF {
+  quant::AddParams q;
+  __device__ void operator()(char* const* p) const {
+    *reinterpret_cast<uint8_t*>(p[0]) =
+        quant::add_u8<A>(*reinterpret_cast<const uint8_t*>(p[1]), *reinterpret_cast<const uint8_t*>(p[2]), q);
+  }
+};
+
+int quantized_add(const amber_kernel_args* a) {
+  namespace at = op_attrs::quantized_add;
+  quant::AddParams q;
+  q.sa = float(a->attrs[at::self_scale].f);
+  q.za = float(a->attrs[at::self_zero_point].i);
+  q.sb = float(a->attrs[at::other_scale].f);
+  q.zb = float(a->attrs[at::other_zero_point].i);
+  q.act = act_of(a->attrs[at::activation].str);
+  q.lo = float(a->attrs[at::min_val].f);
+  q.hi = float(a->attrs[at::max_val].f);
+  q.inv_so = 1.0f / float(a->attrs[at::output_scale].f);
+  q.zo = float(a->attrs[at::output_zero_point].i);
+  const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
+  const int64_t items[3] = {1, 1, 1};
+  switch (q.act) {
+    case quant::Act::none:
+      return map<3>(a, v, items, AddF<quant::Act::none>{q}, "quantized_add");
+    case quant::Act::clamp:
+      return map<3>(a, v, items, AddF<quant::Act::clamp>{q}, "quantized_add");
+    case quant::Act::silu:
+      return map<3>(a, v, items, AddF<quant::Act::silu>{q}, "quantized_add");
+    case quant::Act::hardswish:
+      break;
+  }
+  return map<3>(a, v, items, AddF<quant::Act::hardswish>{q}, "quantized_add");
+}
+
 AMBER_CUDA_KERNELS(quantized) {
+  register_kernel("quantized_add", kU8, &quantized_add);
   for (int32_t t : {kF32, kU8}) {  // the source as f32 (quantized as it is read) or u8
     register_kernel("quantized_conv2d", t, amber_kernel{quantized_conv<false>, conv_setup<false>, nullptr, nullptr});
     register_kernel("quantized_conv2d.u8", t, amber_kernel{quantized_conv<true>, conv_setup<true>, nullptr, nullptr});
