@@ -190,6 +190,8 @@ check(q_shape == want_shape and max(abs(a - b) for a, b in zip(q_out, want)) < 0
       "the int8 archive's outputs are within 10% of the largest f32 output")
 p = run("quantize", golden, "--calibrate", calib, "-o", golden_int8, "--method", "minmax", "--quiet", "--no-chain")
 check(p.stdout.count("\n") == 1, f"--quiet prints one line: {p.stdout}")
+p = run("quantize", golden, "--calibrate", calib, "-o", golden_int8, "--quiet", "--no-int8-add")
+check(", 0 additions in int8," in p.stdout, f"--no-int8-add is taken: {p.stdout}")
 run("quantize", golden, "--calibrate", calib, expect=2)
 run("quantize", golden, "-o", golden_int8, expect=2)
 run("quantize", golden, "--calibrate", calib, "-o", golden_int8, "--percentile", "20", expect=2)

@@ -388,6 +388,21 @@ TEST_CASE("quantize_int8 keeps activations in uint8 between consecutive int8 lay
                              unchained_bytes = archive_bytes(unchained.graph, unchained.info);
   CHECK(read_archive(chained_bytes, nullptr).info.format_minor == 5);  // quantized_add
   CHECK(read_archive(unchained_bytes, nullptr).info.format_minor == 3);
+  // Additions kept f32 (`amber quantize --no-int8-add`): the layers they read write f32.
+  LoadedArchive f32_adds = read_archive(f32_bytes, nullptr);
+  QuantizeOptions no_add;
+  no_add.additions = false;
+  const QuantizeReport na = quantize_int8(f32_adds.graph, {samples}, no_add);
+  CHECK(na.additions == 0);
+  const std::vector<std::array<int, 3>> expect_na = {{0, 0, 1}, {0, 1, 1}, {1, 0, 0}, {0, 1, 1}, {1, 1, 1}, {1, 0, 0}};
+  REQUIRE(na.nodes.size() == expect_na.size());
+  for (size_t i = 0; i < expect_na.size(); ++i) {
+    INFO("node " << i << " %" << na.nodes[i].value);
+    CHECK(int(na.nodes[i].input_u8) == expect_na[i][0]);
+    CHECK(int(na.nodes[i].output_u8) == expect_na[i][1]);
+    CHECK(int(na.nodes[i].folded == "relu") == expect_na[i][2]);
+  }
+  CHECK(read_archive(archive_bytes(f32_adds.graph, f32_adds.info), nullptr).info.format_minor == 4);
 
   // Chained or not, the same ranges: outputs within a few levels of each other, and near f32.
   const Model chained_m = load(chained_bytes), unchained_m = load(unchained_bytes);

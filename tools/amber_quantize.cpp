@@ -19,7 +19,8 @@ const char* kUsage = R"(usage: amber quantize FILE --calibrate SAMPLES.safetenso
 
   --calibrate SAMPLES        a safetensors file holding, for each input of the model (by its
                              name), samples stacked along the first dim: [S, 3, 224, 224]
-  -o, --output OUT.amber     the int8 archive to write (format 1.4; 1.3 with --no-chain)
+  -o, --output OUT.amber     the int8 archive to write (format 1.5 with additions in uint8,
+                             1.4 with layers passing uint8 on, else 1.3)
   --method percentile|minmax how an input's range is chosen: percentile (default) drops the
                              tails beyond --percentile; minmax keeps the extremes
   --percentile P             in (50, 100], default 99.99
@@ -27,6 +28,9 @@ const char* kUsage = R"(usage: amber quantize FILE --calibrate SAMPLES.safetenso
   --no-chain                 every int8 layer reads and writes f32 (by default a layer read
                              only by int8 layers writes uint8 for them, absorbing a ReLU or
                              clamp after it)
+  --no-int8-add              residual additions stay f32 (by default an addition of two
+                             uint8 values read only by int8 layers is added in uint8:
+                             faster, one more rounding of each operand)
   --quiet                    print only the summary line
 
 exit codes: 0 success, 1 the archive or the samples cannot be used, 2 bad command line,
@@ -72,6 +76,8 @@ int main(int argc, char** argv) {
         quiet = true;
       } else if (a == "--no-chain") {
         o.chain = false;
+      } else if (a == "--no-int8-add") {
+        o.additions = false;
       } else if (!a.empty() && a[0] == '-') {
         throw UsageError("unknown option '" + a + "'");
       } else if (model.empty()) {

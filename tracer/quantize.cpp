@@ -276,7 +276,7 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   if (options.chain) {
     for (Node* n : g.nodes()) {
       bool relu = false;
-      const bool layer = quantizable.count(n) > 0, addition = !layer && is_addition(*n, relu);
+      const bool layer = quantizable.count(n) > 0, addition = !layer && options.additions && is_addition(*n, relu);
       if (!layer && !addition) continue;
       Producer p;
       p.node = n;
