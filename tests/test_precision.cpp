@@ -47,8 +47,8 @@ TraceOptions dynamic_trace() {
 // The reduced precisions measured here, and each one's bounds: digits accuracy within
 // `digits_pp` percentage points of f32 ([quant]'s bounds), top-1 agreement at least
 // `agreement`, relative error at most `error` (measured: bf16 99.10% and 3.7e-3 on ResNet-18;
-// dynamic int8 96.60% and 1.6e-2 there, calibrated int8 94.90% and 1.65e-2 with its residual
-// additions in uint8, 96.30% and 1.58e-2 without them: seeded, untrained weights leave small
+// dynamic int8 96.60% and 1.6e-2 there, calibrated int8 94.60% and 1.65e-2 with its residual
+// additions in uint8, 95.80% and 1.58e-2 without them: seeded, untrained weights leave small
 // top-1 margins, and each uint8 addition rounds its convolution's output once more).
 struct Reduced {
   Precision precision;

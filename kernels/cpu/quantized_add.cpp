@@ -38,10 +38,10 @@ void run_add(const amber_kernel_args* a, const quant::AddParams& q) {
 int quantized_add(const amber_kernel_args* a) {
   namespace at = op_attrs::quantized_add;
   quant::AddParams q;
-  q.sa = float(attr_float(a, at::self_scale));
-  q.za = float(attr_int(a, at::self_zero_point));
-  q.sb = float(attr_float(a, at::other_scale));
-  q.zb = float(attr_int(a, at::other_zero_point));
+  q.sa = double(float(attr_float(a, at::self_scale)));
+  q.za = double(attr_int(a, at::self_zero_point));
+  q.sb = double(float(attr_float(a, at::other_scale)));
+  q.zb = double(attr_int(a, at::other_zero_point));
   q.lo = float(attr_float(a, at::min_val));
   q.hi = float(attr_float(a, at::max_val));
   q.inv_so = 1.0f / float(attr_float(a, at::output_scale));

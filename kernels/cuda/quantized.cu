@@ -293,10 +293,10 @@ struct AddF {
 int quantized_add(const amber_kernel_args* a) {
   namespace at = op_attrs::quantized_add;
   quant::AddParams q;
-  q.sa = float(a->attrs[at::self_scale].f);
-  q.za = float(a->attrs[at::self_zero_point].i);
-  q.sb = float(a->attrs[at::other_scale].f);
-  q.zb = float(a->attrs[at::other_zero_point].i);
+  q.sa = double(float(a->attrs[at::self_scale].f));
+  q.za = double(a->attrs[at::self_zero_point].i);
+  q.sb = double(float(a->attrs[at::other_scale].f));
+  q.zb = double(a->attrs[at::other_zero_point].i);
   q.act = act_of(a->attrs[at::activation].str);
   q.lo = float(a->attrs[at::min_val].f);
   q.hi = float(a->attrs[at::max_val].f);
