@@ -215,6 +215,12 @@ void note_name(const std::string& name, int64_t& next) {
 
 std::string Graph::fresh_name() { return std::to_string(next_name_++); }
 
+std::string Graph::unused_name(const std::string& base) const {
+  std::string name = base;
+  for (int k = 1; find(name); ++k) name = base + "_" + std::to_string(k);
+  return name;
+}
+
 Value* Graph::find(const std::string& name) const {
   for (const auto& v : values_)
     if (v->name == name) return v.get();

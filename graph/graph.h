@@ -165,6 +165,8 @@ class Graph {
   Value* find(const std::string& name) const;
   // A value name not used yet ("1", "2", ... after the highest numeric name).
   std::string fresh_name();
+  // `base` if no value has that name, else the first of base_1, base_2, ... that none has.
+  std::string unused_name(const std::string& base) const;
 
   // Redirects every use of `from` (and graph outputs) to `to`.
   void replace_uses(Value* from, Value* to);

@@ -40,13 +40,8 @@ void fold_batch_norm(Graph& g) {
     Tensor conv_b = b ? b->data : zeros({oc});
     Tensor new_b = (conv_b - mean->data) * scale;
     if (beta) new_b = new_b + beta->data;
-    auto unique = [&](std::string name) {
-      std::string n = name;
-      for (int k = 1; g.find(n); ++k) n = name + "_" + std::to_string(k);
-      return n;
-    };
-    Value* wc = g.add_constant(unique(w->name + ".bn_folded"), new_w, w->source);
-    Value* bc = g.add_constant(unique((b ? b->name : w->name + ".bias") + ".bn_folded"), new_b.contiguous(none),
+    Value* wc = g.add_constant(g.unused_name(w->name + ".bn_folded"), new_w, w->source);
+    Value* bc = g.add_constant(g.unused_name((b ? b->name : w->name + ".bias") + ".bn_folded"), new_b.contiguous(none),
                                b ? b->source : w->source);
     Node* fused =
         g.insert_node(bn, conv->op, {conv->inputs[0], wc, bc}, conv->attrs, {{g.fresh_name(), bn->outputs[0]->type}});

@@ -40,9 +40,7 @@ void fold_linear_bias(Graph& g) {
       if (!b.defined()) continue;
       Value* bias = add->inputs[size_t(1 - side)];
       if (bias->data.dim() != 1) {  // [1, ..., 1, out]: a new [out] constant
-        std::string name = bias->name + ".bias";
-        for (int k = 1; g.find(name); ++k) name = str(bias->name, ".bias_", k);
-        bias = g.add_constant(name, b, bias->source);
+        bias = g.add_constant(g.unused_name(bias->name + ".bias"), b, bias->source);
       }
       Node* folded = g.insert_node(add, lin->op, {lin->inputs[0], lin->inputs[1], bias}, lin->attrs,
                                    {{g.fresh_name(), add->outputs[0]->type}});

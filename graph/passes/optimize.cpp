@@ -30,12 +30,8 @@ void hoist_body_constants(Graph& g, Node* n, size_t k) {
   Graph& body = *n->bodies[k];
   for (Value* c : std::vector<Value*>(body.constants())) {
     const BodyOperands b = body_operands(*n, k);
-    std::string name = c->name;
-    for (int i = 1; g.find(name); ++i) name = str(c->name, "_", i);
-    Value* outer = g.add_constant(name, c->data, c->source);
-    std::string in_name = str("c", b.num_captures);
-    for (int i = 1; body.find(in_name); ++i) in_name = str("c", b.num_captures, "_", i);
-    body.replace_uses(c, body.add_input(in_name, c->type));
+    Value* outer = g.add_constant(g.unused_name(c->name), c->data, c->source);
+    body.replace_uses(c, body.add_input(body.unused_name(str("c", b.num_captures)), c->type));
     n->inputs.insert(n->inputs.begin() + long(b.first_capture + b.num_captures), outer);
     outer->uses.push_back(n);
   }
