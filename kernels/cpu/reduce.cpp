@@ -237,26 +237,72 @@ void fold_range(typename R::Acc& acc, const T* x, const DimSet& red, int64_t b, 
   }
 }
 
+// Column sums of rows, compiled per ISA: p[0] is column 0 of row 0, s[0] the row stride and
+// s[1] the number of columns w (at most kRowCols), n the rows; ctx receives Acc[w]. Each
+// column is added in row_sum's order (sixteen partials over rows i + j, then halved); the
+// partials stay in L1 and consecutive rows add into different ones, so no chain of dependent
+// additions holds the loop up.
+constexpr int64_t kRowCols = 16;
+constexpr int64_t kRowBlock = 256;
+template <typename T, typename Acc>
+struct SumRowsRun {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void* ctx) {
+    const T* x = reinterpret_cast<const T*>(p[0]);
+    const int64_t rs = s[0], w = s[1];
+    Acc* out = static_cast<Acc*>(const_cast<void*>(ctx));
+    Acc part[16][kRowCols] = {};
+    if (w == kRowCols)
+      add_rows<kRowCols>(part, x, rs, n, kRowCols);
+    else
+      add_rows<0>(part, x, rs, n, w);
+    for (int h = 8; h >= 1; h /= 2)
+      for (int j = 0; j < h; ++j)
+        for (int64_t c = 0; c < w; ++c) part[j][c] += part[j + h][c];
+    for (int64_t c = 0; c < w; ++c) out[c] = part[0][c];
+  }
+  // W > 0: w is W (a fixed trip the compiler vectorises); 0: any w.
+  template <int64_t W>
+  static void add_rows(Acc (&part)[16][kRowCols], const T* x, int64_t rs, int64_t n, int64_t w) {
+    const int64_t cols = W > 0 ? W : w;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) {
+        const T* row = x + (i + j) * rs;
+        for (int64_t c = 0; c < cols; ++c) part[j][c] += Acc(row[c]);
+      }
+    for (int j = 0; i < n; ++i, ++j) {
+      const T* row = x + i * rs;
+      for (int64_t c = 0; c < cols; ++c) part[j][c] += Acc(row[c]);
+    }
+  }
+};
+
 // Sums where the kept dim is contiguous and each output's run strides across rows of it
 // (mean over H and W of a channels-last [N, C, H, W]: the pooling of squeeze-excitation
-// blocks). Adding whole rows, vectorised across outputs, visits each run's elements in the
-// order the strided fold does: the same bits, 8-10x faster than one strided run per output.
+// blocks). Tasks are blocks of kRowBlock rows by 16 columns (one cache line of f32), in that
+// order, so a thread reads whole lines of a few consecutive rows; the blocks' sums are added
+// in row order. The split depends on the shape only: the same bits for any thread count.
 template <typename R, typename T, typename Out, typename Finish>
-void sum_rows(const Plan& p, const T* x, Out* y, int threads, Finish finish) {
-  constexpr int64_t kMaxCols = 64;
+void sum_rows(const Plan& p, const T* x, Out* y, Finish finish) {
+  using Acc = typename R::Acc;
+  static const InnerFn fn = IsaVariants<SumRowsRun<T, Acc>>::pick();
   const int64_t m = p.kept.count(), l = p.red.count(), rs = p.red.in_stride[0], os = p.kept.out_stride[0];
-  const int64_t cols = std::clamp<int64_t>(((m + threads - 1) / threads + 7) & ~int64_t(7), 8, kMaxCols);
-  parallel_for((m + cols - 1) / cols, 1, [&](int64_t b, int64_t e) {
-    for (int64_t blk = b; blk < e; ++blk) {
-      const int64_t c0 = blk * cols, w = std::min(cols, m - c0);
-      typename R::Acc acc[kMaxCols] = {};
-      for (int64_t r = 0; r < l; ++r) {
-        const T* row = x + r * rs + c0;
-        for (int64_t j = 0; j < w; ++j) acc[j] += typename R::Acc(row[j]);
-      }
-      for (int64_t j = 0; j < w; ++j) finish(acc[j], y + (c0 + j) * os);
+  const int64_t groups = (m + kRowCols - 1) / kRowCols, blocks = (l + kRowBlock - 1) / kRowBlock;
+  std::vector<Acc> part(static_cast<size_t>(blocks * groups * kRowCols));
+  parallel_for(blocks * groups, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t r0 = t / groups * kRowBlock, c0 = t % groups * kRowCols;
+      const int64_t s[2] = {rs, std::min(kRowCols, m - c0)};
+      char* ptr[1] = {reinterpret_cast<char*>(const_cast<T*>(x + r0 * rs + c0))};
+      fn(ptr, s, std::min(kRowBlock, l - r0), part.data() + t * kRowCols);
     }
   });
+  for (int64_t c = 0; c < m; ++c) {
+    const int64_t g = c / kRowCols, j = c % kRowCols;
+    Acc acc = part[size_t(g * kRowCols + j)];
+    for (int64_t blk = 1; blk < blocks; ++blk) acc += part[size_t((blk * groups + g) * kRowCols + j)];
+    finish(acc, y + c * os);
+  }
 }
 
 // Runs reducer R over every output; finish(acc, out_ptr) writes one result.
@@ -279,7 +325,7 @@ void reduce(const amber_kernel_args* a, uint32_t mask, bool keepdim, Finish fini
   ThreadLimit limit(threads);
   if constexpr (requires { R::kRows; }) {
     if (p.kept.n == 1 && p.red.n == 1 && p.kept.in_stride[0] == 1 && p.red.in_stride[0] >= m && m >= 8) {
-      sum_rows<R, T, Out>(p, x, y, threads, finish);
+      sum_rows<R, T, Out>(p, x, y, finish);
       return;
     }
   }
