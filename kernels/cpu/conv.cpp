@@ -40,12 +40,18 @@
 // Its input scale is constant, so it is folded into the output scales and the bias, divided
 // by input and weight scales, is the primitive's own bias: no binary post-ops (ResNet-50's
 // first convolution, 7x7 to uint8, 1 thread: 1.83 -> 1.31 ms).
-// fused_conv2d's activation is a post-op the primitive applies as it writes each output block.
-// oneDNN's clip post-op turns NaN into its lower bound where clamp keeps it, so a clamp whose
-// source, weights or bias hold an infinity or NaN runs the primitive without the post-op and
-// clamp's own formula (pointwise_math.h) over the output after it; the source's check is a
-// read of it (measured here with 2 threads: MobileNet-V2 b1's 35 checks 0.3 ms, its ReLU6
-// passes 0.7). silu's and hardswish's post-ops keep NaN and infinities as the ops do.
+// fused_conv2d's clamp and hardswish are post-ops the primitive applies as it writes each
+// output block. oneDNN's clip post-op turns NaN into its lower bound where clamp keeps it, so a
+// clamp whose source, weights or bias hold an infinity or NaN runs the primitive without the
+// post-op and clamp's own formula (pointwise_math.h) over the output after it; the source's
+// check is a read of it (measured here with 2 threads: MobileNet-V2 b1's 35 checks 0.3 ms, its
+// ReLU6 passes 0.7). silu is silu's own formula in a vectorised pass over the output after the
+// primitive (f32 and bf16 paths): oneDNN 2.6's swish post-op divides per element and cost more
+// than the pass's extra read and write, measured here with 2 threads on EfficientNet-B0's
+// shapes: 1x1 16 -> 96 at 112 x 112 736 -> 549 us, depthwise 144 at 56 x 56 302 -> 240 us,
+// 1x1 192 -> 1152 at 7 x 7 106 -> 102 us. The dynamic int8 path keeps the post-op (its
+// primitive writes the final value of each block). hardswish's post-op keeps NaN and
+// infinities as the op does.
 
 #include <omp.h>
 
@@ -56,6 +62,7 @@
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/kernel_util.h"
+#include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/onednn.h"
 #include "amber/kernels/cpu/quantize.h"
 #include "amber/kernels/cpu/registry.h"
@@ -230,19 +237,44 @@ void append_activation(dnnl::post_ops& po, const Geometry& g) {
   }
 }
 
-// clamp's own formula (NaN kept) over y, NHWC-dense or not, in place.
-void clamp_output(const amber_tensor_view& y, const Geometry& g) {
+// silu over a dense run in place, compiled per ISA (IsaVariants; libmvec's exp).
+struct SiluRun {
+  static void run(char* const* p, const int64_t*, int64_t n, const void*) {
+    float* x = reinterpret_cast<float*>(p[0]);
+    for (int64_t i = 0; i < n; ++i) x[i] = pw::op::silu(x[i]);
+  }
+};
+
+// fused_conv2d's activation by the op's own formula (clamp keeps NaN) over y in place: a
+// dense y (any order of dims) in vectorised runs, others element by element.
+void activation_output(const amber_tensor_view& y, const Geometry& g) {
   float* p = static_cast<float*>(y.data);
   const Dims &d = g.yd, &st = g.ys;
   const float lo = g.lo, hi = g.hi;
+  const auto apply = [&](float& v) { v = g.act == Act::silu ? pw::op::silu(v) : pw::op::clamp(v, lo, hi); };
+  int64_t n = 1, span = 1;
+  bool positive = true;
+  for (size_t i = 0; i < d.size(); ++i) {
+    n *= d[i];
+    if (d[i] > 1) {
+      positive = positive && st[i] > 0;
+      span += (d[i] - 1) * st[i];
+    }
+  }
+  if (g.act == Act::silu && positive && span == n) {  // strides a permutation of dense ones
+    static const InnerFn silu = IsaVariants<SiluRun>::pick();
+    constexpr int64_t kChunk = 4096;
+    parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
+      char* run[1] = {reinterpret_cast<char*>(p + b * kChunk)};
+      silu(run, nullptr, std::min(n, e * kChunk) - b * kChunk, nullptr);
+    });
+    return;
+  }
   parallel_for(d[0] * d[1], 1, [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       float* plane = p + (nc / d[1]) * st[0] + (nc % d[1]) * st[1];
       for (int64_t h = 0; h < d[2]; ++h)
-        for (int64_t w = 0; w < d[3]; ++w) {
-          float& v = plane[h * st[2] + w * st[3]];
-          v = pw::op::clamp(v, lo, hi);
-        }
+        for (int64_t w = 0; w < d[3]; ++w) apply(plane[h * st[2] + w * st[3]]);
     }
   });
 }
@@ -623,12 +655,14 @@ int conv(const amber_kernel_args* a) {
   omp_set_num_threads(threads);
   // fused_conv2d's clamp: the post-op only when nothing can make a NaN it would lose (weights
   // and bias checked at setup when immutable, else here; the source here, or by the int8
-  // path's own range). silu's and hardswish's post-ops keep NaN and infinities as the ops do.
+  // path's own range). silu runs after the primitive (activation_output); hardswish's post-op
+  // keeps NaN and infinities as the op does.
   const bool params_finite =
       g.act != Act::clamp ||
       (st->params_finite ? *st->params_finite : view_finite(w) && (!present(b) || view_finite(b)));
   if (g.int8 && params_finite && conv_int8(a, *st, threads)) return 0;
-  const bool own_activation = g.act == Act::clamp && (!params_finite || g.int8 || !view_finite(x));
+  const bool own_activation =
+      g.act == Act::silu || (g.act == Act::clamp && (!params_finite || g.int8 || !view_finite(x)));
   ProductPrim& prim = st->prim(threads, w, own_activation ? kNoActivation : kAsTyped);
   dnnl::engine& eng = engine();
 
@@ -667,7 +701,7 @@ int conv(const amber_kernel_args* a) {
         a->workspace, a->workspace_bytes);
   }
   if (!direct) run_reorder(memory(prim.dst, eng, ybuf.data()), memory(user_dst, eng, y.data));
-  if (own_activation) clamp_output(y, g);
+  if (own_activation) activation_output(y, g);
   return 0;
 }
 
