@@ -58,6 +58,7 @@
 #include <cmath>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -382,6 +383,16 @@ struct ConvState {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
         dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+        // f32 depthwise: oneDNN's jit_dw kernels when it has them for this shape; it lists its
+        // brdgmm_dw kernels first, measured slower here with 2 threads on every depthwise
+        // shape of EfficientNet-B0 but one (32 x 112 x 112 3x3 148 -> 100 us, 672 x 14 x 14 5x5
+        // 91 -> 49 us, 1152 x 7 x 7 3x3 13.4 -> 15.6 us).
+        if (!q && g.type == memory::data_type::f32 && g.groups > 1 && g.wd[2] == 1) {
+          dnnl::convolution_forward::primitive_desc alt(d, attr, engine());
+          while (std::string(alt.impl_info_str()).rfind("jit_dw", 0) != 0 && alt.next_impl()) {
+          }
+          if (std::string(alt.impl_info_str()).rfind("jit_dw", 0) == 0) pd = alt;
+        }
         p->keep(dnnl::convolution_forward(pd), pd);
       }
       if (q) {
