@@ -614,6 +614,9 @@ case("sdpa_noncontig", "scaled_dot_product_attention", sdpa,
      atol=1e-5, rtol=1e-4)
 case("sdpa_long", "scaled_dot_product_attention", sdpa, [In([1, 130, 16]), In([1, 150, 16]), In([1, 150, 16])],
      atol=1e-5, rtol=1e-4)
+# 301 rows of 301 scores: two blocks of rows (151 and a last of 150; attention.cpp's row_block)
+case("sdpa_two_blocks_causal", "scaled_dot_product_attention", sdpa,
+     [In([2, 301, 8]), In([2, 301, 8]), In([2, 301, 8])], attrs={"is_causal": True}, atol=1e-5, rtol=1e-4)
 
 
 def bool_mask_case():
