@@ -41,8 +41,8 @@ void fuse_layer_norm(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
-// conv2d whose output only an activation reads (relu6, hardtanh or clamp with finite
-// bounds, silu, hardswish, or a one-input fused program spelling one) becomes fused_conv2d.
+// conv2d whose output only an activation reads (relu, relu6, hardtanh or clamp with bounds
+// in order, silu, hardswish, or a one-input fused program spelling one) becomes fused_conv2d.
 void fuse_conv_activation(Graph& g);
 
 // Inserts a `to` node before every input the dispatcher would convert to the node's compute

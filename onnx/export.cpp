@@ -136,9 +136,11 @@ class Exporter {
   std::string value(const Opd& o, DType t) { return o.imm ? scalar(*o.imm, t) : o.name; }
 
   // y through fused_conv2d's or a quantized op's activation (clamp to [lo, hi] of dtype t,
-  // silu, hardswish), written to dst.
+  // Relu for [0, inf]; silu, hardswish), written to dst.
   void activation(const std::string& y, const std::string& act, double lo, double hi, DType t, const std::string& dst) {
-    if (act == "clamp")
+    if (act == "clamp" && lo == 0 && hi == std::numeric_limits<double>::infinity())  // the fused ReLU
+      op("Relu", {y}, {}, dst);
+    else if (act == "clamp")
       op("Clip", {y, scalar(lo, t), scalar(hi, t)}, {}, dst);
     else if (act == "silu")
       op("Mul", {y, op("Sigmoid", {y})}, {}, dst);
@@ -953,8 +955,8 @@ void Exporter::node(const Node& n, const std::string* as) {
     return;
   }
   if (name == "conv2d" || name == "conv_transpose2d" || name == "fused_conv2d" || name == "quantized_conv2d") {
-    // fused_conv2d (and quantized_conv2d unless "none"): Conv, then its activation (Clip,
-    // x * Sigmoid(x), HardSwish).
+    // fused_conv2d (and quantized_conv2d unless "none"): Conv, then its activation (Relu
+    // or Clip, x * Sigmoid(x), HardSwish).
     static_assert(oa::fused_conv2d::stride == oa::conv2d::stride && oa::fused_conv2d::padding == oa::conv2d::padding &&
                   oa::fused_conv2d::dilation == oa::conv2d::dilation && oa::fused_conv2d::groups == oa::conv2d::groups);
     static_assert(

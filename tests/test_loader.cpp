@@ -280,7 +280,7 @@ TEST_CASE("the profile counts every node of every call", "[loader][profile]") {
     CHECK(n.bytes > 0);
     CHECK(n.total_ms >= 0);
   }
-  CHECK(p[0].op == "conv2d");
+  CHECK(p[0].op == "fused_conv2d");  // conv1 and its ReLU
   CHECK_THAT(p[0].source, Catch::Matchers::Contains("@conv1"));
   m.reset_profile();
   for (const NodeProfile& n : m.profile()) CHECK(n.calls == 0);
@@ -621,12 +621,12 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   CHECK(loader::estimate_step_ns(OpCost::window, &lenet_in, 1, &lenet_out, 1, 4) > loader::kParallelMinNs);
 }
 
-TEST_CASE("conv-activation fusion: relu6, clamp, silu and hardswish after convolutions; NaN and infinities kept",
+TEST_CASE("conv-activation fusion: relu, relu6, clamp, silu and hardswish after convolutions; NaN and infinities kept",
           "[loader][fusion]") {
   // Odd sizes; a plain, a depthwise, a strided grouped and a 1x1 convolution, each followed by
   // an activation the pass fuses, with weights large enough that clamp's upper bound bites;
-  // a convolution read twice, one followed by relu and one by a one-sided clamp stay apart
-  // (docs/OPS.md, "Convolutions with their activation"). Loaded and traced against
+  // a convolution read twice stays apart, one followed by relu and one by a one-sided clamp
+  // fuse (docs/OPS.md, "Convolutions with their activation"). Loaded and traced against
   // eager (the unfused ops), also for sources holding NaN and infinities, at batch 1 and 3.
   Generator gen(13);
   auto init = [&](const DimVec& shape, double scale) { return randn(shape, {}, &gen) * scale; };
@@ -639,7 +639,8 @@ TEST_CASE("conv-activation fusion: relu6, clamp, silu and hardswish after convol
     const Tensor c = conv2d(h, w4);                                           // read twice: apart
     Tensor y = hardswish(conv2d(relu(c) + c, w5));                            // 1x1, hardswish
     return std::vector<Tensor>{y, sigmoid(conv2d(y, w5)) * conv2d(y, w5),     // x * sigmoid(x): silu
-                               relu(conv2d(y, w6)), clamp(conv2d(y, w6, b3.slice(0, 0, 4)), -1.0)};  // apart
+                               relu(conv2d(y, w6)),
+                               clamp(conv2d(y, w6, b3.slice(0, 0, 4)), -1.0)};  // [0, inf], [-1, inf]
   };
   const Tensor x = randn({3, 3, 11, 9}, {}, &gen);
   const TracedModule t = trace(f, {x}, quiet(true));
@@ -650,8 +651,10 @@ TEST_CASE("conv-activation fusion: relu6, clamp, silu and hardswish after convol
   size_t fused = 0;
   for (size_t at = text.find("= fused_conv2d("); at != std::string::npos; at = text.find("= fused_conv2d(", at + 1))
     ++fused;
-  CHECK(fused == 5);
+  CHECK(fused == 7);
   CHECK(text.find("activation=\"clamp\", min_val=-2.5, max_val=4.0") != std::string::npos);
+  CHECK(text.find("activation=\"clamp\", min_val=0.0, max_val=inf") != std::string::npos);
+  CHECK(text.find("activation=\"clamp\", min_val=-1.0, max_val=inf") != std::string::npos);
   for (int64_t n : {int64_t(1), int64_t(3)}) {
     Tensor xs = x.slice(0, 0, n).clone();
     check_loaded(t, {xs}, f(xs), 2e-5, 2e-5, "batch " + std::to_string(n));

@@ -1,12 +1,11 @@
-// Conv-activation fusion: a conv2d whose f32 output is read only by an activation — relu6,
-// hardtanh or clamp with two finite bounds, silu (or sigmoid(x) * x), hardswish, as a single
-// op or as a one-input `fused` program spelling one of them — becomes one fused_conv2d, whose
-// kernel applies the activation as it writes the output (oneDNN's post-ops on the CPU)
-// instead of a pass over memory after it. Runs after pointwise fusion, which is where ONNX's
-// Clip (ReLU6) and Sigmoid-Mul (SiLU) chains become programs. ReLU is left alone: a NaN-true
-// fused ReLU measured no faster than its own pass here (oneDNN's relu post-op turns NaN into
-// 0, its NaN-keeping elu form costs an exp per element, and the check clamp uses costs a
-// read of the source).
+// Conv-activation fusion: a conv2d whose f32 output is read only by an activation — relu,
+// relu6, hardtanh or clamp (bounds in order, either may be infinite), silu (or sigmoid(x) * x),
+// hardswish, as a single op or as a one-input `fused` program spelling one of them — becomes
+// one fused_conv2d, whose kernel applies the activation as it writes the output (oneDNN's
+// post-ops on the CPU, when no NaN can be lost: see kernels/cpu/conv.cpp) instead of a pass
+// over memory after it. Runs after pointwise fusion, which is where ONNX's Clip (ReLU6) and
+// Sigmoid-Mul (SiLU) chains become programs. ReLU is clamp to [0, inf] (the same result,
+// NaN and -0.0 included).
 
 #include <cmath>
 #include <limits>
@@ -26,9 +25,10 @@ struct Activation {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Two finite bounds, lo <= hi; anything else stays unfused.
+// Bounds in order, either may be infinite; NaN bounds or lo > hi (clamp's rule: gives hi)
+// stay unfused.
 std::optional<Activation> clamp_of(double lo, double hi) {
-  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) return std::nullopt;
+  if (!(lo <= hi)) return std::nullopt;
   return Activation{"clamp", lo, hi};
 }
 
@@ -44,6 +44,8 @@ std::optional<Activation> program_activation(const FusedProgram& p) {
   auto imm = [](const FusedOperand& o) { return o.kind == K::imm ? std::optional<double>(o.imm) : std::nullopt; };
   if (in.size() == 1 && is_input(in[0].a)) {
     switch (in[0].op) {
+      case FusedOp::relu:
+        return Activation{"clamp", 0, kInf};
       case FusedOp::relu6:
         return Activation{"clamp", 0, 6};
       case FusedOp::silu:
@@ -52,6 +54,12 @@ std::optional<Activation> program_activation(const FusedProgram& p) {
         return Activation{"hardswish"};
       case FusedOp::clamp:
         if (imm(in[0].b) && imm(in[0].c)) return clamp_of(*imm(in[0].b), *imm(in[0].c));
+        return std::nullopt;
+      case FusedOp::clamp_min:
+        if (imm(in[0].b)) return clamp_of(*imm(in[0].b), kInf);
+        return std::nullopt;
+      case FusedOp::clamp_max:
+        if (imm(in[0].b)) return clamp_of(-kInf, *imm(in[0].b));
         return std::nullopt;
       default:
         return std::nullopt;
@@ -72,6 +80,7 @@ std::optional<Activation> program_activation(const FusedProgram& p) {
 // The activation node n applies to its input 0, when it is one of fused_conv2d's.
 std::optional<Activation> activation_of(const Node& n) {
   const std::string& op = n.op->name;
+  if (op == "relu") return Activation{"clamp", 0, kInf};
   if (op == "relu6") return Activation{"clamp", 0, 6};
   if (op == "silu") return Activation{"silu"};
   if (op == "hardswish") return Activation{"hardswish"};

@@ -40,13 +40,17 @@
 // Its input scale is constant, so it is folded into the output scales and the bias, divided
 // by input and weight scales, is the primitive's own bias: no binary post-ops (ResNet-50's
 // first convolution, 7x7 to uint8, 1 thread: 1.83 -> 1.31 ms).
-// fused_conv2d's clamp and hardswish are post-ops the primitive applies as it writes each
-// output block. oneDNN's clip post-op turns NaN into its lower bound where clamp keeps it, so a
-// clamp whose source, weights or bias hold an infinity or NaN runs the primitive without the
-// post-op and clamp's own formula (pointwise_math.h) over the output after it; the source's
-// check is a read of it (measured here with 2 threads: MobileNet-V2 b1's 35 checks 0.3 ms, its
-// ReLU6 passes 0.7). silu is silu's own formula in a vectorised pass over the output after the
-// primitive (f32 and bf16 paths): oneDNN 2.6's swish post-op divides per element and cost more
+// fused_conv2d's clamp (ReLU is clamp to [0, inf]) and hardswish are post-ops the primitive
+// applies as it writes each output block. oneDNN's clip post-op turns NaN into its lower bound
+// where clamp keeps it, so the post-op runs only when no NaN can arise (ParamBound below), found
+// by a read of the source; a clamp whose source is over twice the output's size, or whose
+// source, weights or bias hold an infinity or NaN, runs the primitive without the post-op and
+// clamp's own formula (pointwise_math.h) in a vectorised pass over the output after it
+// (measured here with 1 and 2 threads, alternating runs: MobileNet-V2 b1 0.97x against
+// reading every source, its stride-2 depthwise sources being 4x their outputs; SqueezeNet 1.1
+// b1 0.99x / 0.97x against ReLU as its own op; ResNet-18 and -50 unchanged; earlier, with 2
+// threads: MobileNet-V2 b1's 35 checks 0.3 ms, its ReLU6 passes 0.7). silu is silu's own
+// formula in a vectorised pass over the output after the primitive (f32 and bf16 paths): oneDNN 2.6's swish post-op divides per element and cost more
 // than the pass's extra read and write, measured here with 2 threads on EfficientNet-B0's
 // shapes: 1x1 16 -> 96 at 112 x 112 736 -> 549 us, depthwise 144 at 56 x 56 302 -> 240 us,
 // 1x1 192 -> 1152 at 7 x 7 106 -> 102 us. The dynamic int8 path keeps the post-op (its
@@ -56,6 +60,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <string>
@@ -238,11 +243,34 @@ void append_activation(dnnl::post_ops& po, const Geometry& g) {
   }
 }
 
-// silu over a dense run in place, compiled per ISA (IsaVariants; libmvec's exp).
-struct SiluRun {
-  static void run(char* const* p, const int64_t*, int64_t n, const void*) {
-    float* x = reinterpret_cast<float*>(p[0]);
-    for (int64_t i = 0; i < n; ++i) x[i] = pw::op::silu(x[i]);
+// Whether a view's strides are a permutation of dense ones (no gaps, no overlaps): then its
+// n elements are one run from its data pointer, whatever the order of its dims.
+bool dense_run(const int64_t* sizes, const int64_t* strides, size_t ndim, int64_t& n) {
+  int64_t span = 1;
+  bool positive = true;
+  n = 1;
+  for (size_t i = 0; i < ndim; ++i) {
+    n *= sizes[i];
+    if (sizes[i] > 1) {
+      positive = positive && strides[i] > 0;
+      span += (sizes[i] - 1) * strides[i];
+    }
+  }
+  return positive && span == n;
+}
+
+// fused_conv2d's silu or clamp (ctx: its bounds) over a dense run in place, compiled per
+// ISA (IsaVariants; silu with libmvec's exp).
+template <Act A>
+struct ActivationRun {
+  static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
+    float* __restrict x = reinterpret_cast<float*>(p[0]);
+    if constexpr (A == Act::silu) {
+      for (int64_t i = 0; i < n; ++i) x[i] = pw::op::silu(x[i]);
+    } else {
+      const float lo = static_cast<const float*>(ctx)[0], hi = static_cast<const float*>(ctx)[1];
+      for (int64_t i = 0; i < n; ++i) x[i] = pw::op::clamp(x[i], lo, hi);
+    }
   }
 };
 
@@ -251,26 +279,20 @@ struct SiluRun {
 void activation_output(const amber_tensor_view& y, const Geometry& g) {
   float* p = static_cast<float*>(y.data);
   const Dims &d = g.yd, &st = g.ys;
-  const float lo = g.lo, hi = g.hi;
-  const auto apply = [&](float& v) { v = g.act == Act::silu ? pw::op::silu(v) : pw::op::clamp(v, lo, hi); };
-  int64_t n = 1, span = 1;
-  bool positive = true;
-  for (size_t i = 0; i < d.size(); ++i) {
-    n *= d[i];
-    if (d[i] > 1) {
-      positive = positive && st[i] > 0;
-      span += (d[i] - 1) * st[i];
-    }
-  }
-  if (g.act == Act::silu && positive && span == n) {  // strides a permutation of dense ones
-    static const InnerFn silu = IsaVariants<SiluRun>::pick();
+  const float bounds[2] = {g.lo, g.hi};
+  int64_t n = 0;
+  if (dense_run(d.data(), st.data(), d.size(), n)) {
+    static const InnerFn silu = IsaVariants<ActivationRun<Act::silu>>::pick();
+    static const InnerFn clamp = IsaVariants<ActivationRun<Act::clamp>>::pick();
+    const InnerFn run = g.act == Act::silu ? silu : clamp;
     constexpr int64_t kChunk = 4096;
     parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
-      char* run[1] = {reinterpret_cast<char*>(p + b * kChunk)};
-      silu(run, nullptr, std::min(n, e * kChunk) - b * kChunk, nullptr);
+      char* at[1] = {reinterpret_cast<char*>(p + b * kChunk)};
+      run(at, nullptr, std::min(n, e * kChunk) - b * kChunk, bounds);
     });
     return;
   }
+  const auto apply = [&](float& v) { v = g.act == Act::silu ? pw::op::silu(v) : pw::op::clamp(v, g.lo, g.hi); };
   parallel_for(d[0] * d[1], 1, [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       float* plane = p + (nc / d[1]) * st[0] + (nc % d[1]) * st[1];
@@ -280,31 +302,45 @@ void activation_output(const amber_tensor_view& y, const Geometry& g) {
   });
 }
 
-// Whether every element of a view is finite (a dense view of any layout in one vectorised
-// pass, others element by element).
-bool view_finite(const amber_tensor_view& v) {
-  int64_t n = 1, span = 1;
-  bool positive = true;
-  for (int i = 0; i < v.ndim; ++i) {
-    n *= v.sizes[i];
-    if (v.sizes[i] > 1) {
-      positive = positive && v.strides[i] > 0;
-      span += (v.sizes[i] - 1) * v.strides[i];
-    }
-  }
+// The largest magnitude in a view, or infinity when an element is not finite (a dense view
+// of any layout in one vectorised pass, others element by element).
+double view_max_abs(const amber_tensor_view& v) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  int64_t n = 0;
+  const bool dense = dense_run(v.sizes, v.strides, size_t(v.ndim), n);
   const float* p = static_cast<const float*>(v.data);
+  if (n == 0) return 0;
   float lo = 0, hi = 0;
-  if (n == 0) return true;
-  if (positive && span == n) return tensor_range(p, n, lo, hi);  // strides a permutation of dense ones
+  if (dense) return tensor_range(p, n, lo, hi) ? std::max(std::fabs(double(lo)), std::fabs(double(hi))) : kInf;
+  double m = 0;
   Dims idx(size_t(v.ndim), 0);
   for (int64_t k = 0; k < n; ++k) {
     int64_t off = 0;
     for (int i = 0; i < v.ndim; ++i) off += idx[size_t(i)] * v.strides[i];
-    if (!std::isfinite(p[off])) return false;
+    if (!std::isfinite(p[off])) return kInf;
+    m = std::max(m, std::fabs(double(p[off])));
     for (int i = v.ndim - 1; i >= 0 && ++idx[size_t(i)] == v.sizes[i]; --i) idx[size_t(i)] = 0;
   }
-  return true;
+  return m;
 }
+
+// fused_conv2d's clamp runs as oneDNN's clip post-op only when the product can hold no NaN
+// (the post-op would turn it into a bound): finite source, weights and bias, and no sum that
+// can overflow (partial sums that overflow with opposite signs, as a reference kernel's
+// rounded products or a split reduction's partials can, meet as a NaN; one FMA chain, as
+// oneDNN's direct kernels and PyTorch's run, saturates at an infinity). Every output is a bias plus at most
+// numel(w) products, so |y| <= max|x| * max|w| * numel(w) + max|b|: `ParamBound` holds
+// max|w| * numel(w) and max|b| (infinite when not finite), and the post-op runs when the sum
+// stays below a quarter of FLT_MAX (bf16's rounding of x and w moves each by under 1%).
+struct ParamBound {
+  double per_source = 0, bias = 0;
+  ParamBound(const amber_tensor_view& w, const amber_tensor_view& b)
+      : per_source(view_max_abs(w) * double(numel(w))), bias(present(b) ? view_max_abs(b) : 0) {}
+  bool finite() const { return std::isfinite(per_source) && std::isfinite(bias); }
+  bool safe(double source_max_abs) const {
+    return source_max_abs * per_source + bias < double(std::numeric_limits<float>::max()) / 4;
+  }
+};
 
 // The state of one conv2d step: its geometry and a primitive per thread count and variant.
 struct ConvState {
@@ -312,9 +348,9 @@ struct ConvState {
   ByThreads<ProductPrim> prims;  // keyed by threads * kVariants + variant
   size_t ws = 0;
   PackedByLayout packs;
-  // fused_conv2d's clamp: whether weights and bias are finite, found at setup when both are
-  // immutable (else checked on every call).
-  std::optional<bool> params_finite;
+  // fused_conv2d's clamp: its weights' and bias's bound, found at setup when both are
+  // immutable (else on every call).
+  std::optional<ParamBound> params;
   // Dynamic int8: the weights quantized ([OC, IC/G * KH * KW] dense), their scale per output
   // channel, and the layouts of the post-ops' operands and the source's zero point.
   std::vector<int8_t> qweights;
@@ -466,8 +502,7 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
     return s;
   }
   const auto immutable = [](const amber_tensor_view& v) { return v.cache_id != 0 && v.data; };
-  if (s->g.act == Act::clamp && immutable(w) && (!present(b) || immutable(b)))
-    s->params_finite = view_finite(w) && (!present(b) || view_finite(b));
+  if (s->g.act == Act::clamp && immutable(w) && (!present(b) || immutable(b))) s->params.emplace(w, b);
   const int threads = std::max(1, a->num_threads);
   if (s->g.type == memory::data_type::bf16) {
     try {
@@ -664,16 +699,20 @@ int conv(const amber_kernel_args* a) {
   const Geometry& g = st->g;
   const int threads = std::max(1, a->num_threads);
   omp_set_num_threads(threads);
-  // fused_conv2d's clamp: the post-op only when nothing can make a NaN it would lose (weights
-  // and bias checked at setup when immutable, else here; the source here, or by the int8
-  // path's own range). silu runs after the primitive (activation_output); hardswish's post-op
-  // keeps NaN and infinities as the op does.
-  const bool params_finite =
-      g.act != Act::clamp ||
-      (st->params_finite ? *st->params_finite : view_finite(w) && (!present(b) || view_finite(b)));
+  // fused_conv2d's clamp: the post-op only when no NaN can arise that it would lose
+  // (ParamBound; weights and bias bounded at setup when immutable, else here), the source's
+  // bound found by a read of it: worth it when the source has at most twice the output's
+  // elements (the pass after the primitive reads and writes the output), else that pass runs.
+  // The dynamic int8 path bounds its source itself. silu runs after the primitive
+  // (activation_output); hardswish's post-op keeps NaN and infinities as the op does.
+  std::optional<ParamBound> own_params;
+  const ParamBound* params = nullptr;
+  if (g.act == Act::clamp) params = st->params ? &*st->params : &own_params.emplace(w, b);
+  const bool params_finite = !params || params->finite();
   if (g.int8 && params_finite && conv_int8(a, *st, threads)) return 0;
   const bool own_activation =
-      g.act == Act::silu || (g.act == Act::clamp && (!params_finite || g.int8 || !view_finite(x)));
+      g.act == Act::silu ||
+      (g.act == Act::clamp && (!params_finite || g.int8 || numel(x) > 2 * numel(y) || !params->safe(view_max_abs(x))));
   ProductPrim& prim = st->prim(threads, w, own_activation ? kNoActivation : kAsTyped);
   dnnl::engine& eng = engine();
 
