@@ -66,14 +66,8 @@ std::unique_ptr<MmPrim> matmul_prim(const MmShape& key) {
   const memory::desc c({key.m, key.n}, memory::data_type::f32, memory::format_tag::ab);
   dnnl::primitive_attr attr = user_scratchpad();
   if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
-  auto make = [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); };
-  auto is_brgemm = [](const dnnl::matmul::primitive_desc& pd) {
-    return std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
-  };
-  dnnl::matmul::primitive_desc pd = make();
-  while (!is_brgemm(pd) && pd.next_impl()) {
-  }
-  if (!is_brgemm(pd)) pd = make();  // none: oneDNN's first choice (next_impl moved pd on)
+  const dnnl::matmul::primitive_desc pd =
+      prefer_impl([&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); }, "brg");
   auto p = std::make_unique<MmPrim>();
   p->prim = std::make_unique<Primitive>(dnnl::matmul(pd), pd.scratchpad_desc());
   p->a = pd.src_desc();

@@ -50,12 +50,11 @@
 // reading every source, its stride-2 depthwise sources being 4x their outputs; SqueezeNet 1.1
 // b1 0.99x / 0.97x against ReLU as its own op; ResNet-18 and -50 unchanged; earlier, with 2
 // threads: MobileNet-V2 b1's 35 checks 0.3 ms, its ReLU6 passes 0.7). silu is silu's own
-// formula in a vectorised pass over the output after the primitive (f32 and bf16 paths): oneDNN 2.6's swish post-op divides per element and cost more
-// than the pass's extra read and write, measured here with 2 threads on EfficientNet-B0's
-// shapes: 1x1 16 -> 96 at 112 x 112 736 -> 549 us, depthwise 144 at 56 x 56 302 -> 240 us,
-// 1x1 192 -> 1152 at 7 x 7 106 -> 102 us. The dynamic int8 path keeps the post-op (its
-// primitive writes the final value of each block). hardswish's post-op keeps NaN and
-// infinities as the op does.
+// formula in a vectorised pass over the output after the primitive (f32 and bf16 paths): oneDNN 2.6's swish post-op
+// divides per element and cost more than the pass's extra read and write, measured here with 2 threads on
+// EfficientNet-B0's shapes: 1x1 16 -> 96 at 112 x 112 736 -> 549 us, depthwise 144 at 56 x 56 302 -> 240 us, 1x1 192 ->
+// 1152 at 7 x 7 106 -> 102 us. The dynamic int8 path keeps the post-op (its primitive writes the final value of each
+// block). hardswish's post-op keeps NaN and infinities as the op does.
 
 #include <omp.h>
 
@@ -418,17 +417,13 @@ struct ConvState {
       } else {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           src_md, wei_md, bias_md, dst_md, g.stride, g.dil, g.pad, g.pad_r);
-        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
         // f32 depthwise: oneDNN's jit_dw kernels when it has them for this shape; it lists its
         // brdgmm_dw kernels first, measured slower here with 2 threads on every depthwise
         // shape of EfficientNet-B0 but one (32 x 112 x 112 3x3 148 -> 100 us, 672 x 14 x 14 5x5
         // 91 -> 49 us, 1152 x 7 x 7 3x3 13.4 -> 15.6 us).
-        if (!q && g.type == memory::data_type::f32 && g.groups > 1 && g.wd[2] == 1) {
-          dnnl::convolution_forward::primitive_desc alt(d, attr, engine());
-          while (std::string(alt.impl_info_str()).rfind("jit_dw", 0) != 0 && alt.next_impl()) {
-          }
-          if (std::string(alt.impl_info_str()).rfind("jit_dw", 0) == 0) pd = alt;
-        }
+        const bool depthwise_f32 = !q && g.type == memory::data_type::f32 && g.groups > 1 && g.wd[2] == 1;
+        auto make = [&] { return dnnl::convolution_forward::primitive_desc(d, attr, engine()); };
+        const dnnl::convolution_forward::primitive_desc pd = depthwise_f32 ? prefer_impl(make, "jit_dw") : make();
         p->keep(dnnl::convolution_forward(pd), pd);
       }
       if (q) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -155,6 +156,19 @@ struct ProductPrim {
     dst = pd.dst_desc();
   }
 };
+
+// make()'s primitive descriptor moved on (next_impl) to oneDNN's first implementation whose
+// name starts with `prefix`, or make()'s own when it has none: for shapes where oneDNN's
+// first choice measured slower (attention's matmuls, depthwise convolutions). A oneDNN that
+// renames the implementation keeps its first choice.
+template <typename Make>
+auto prefer_impl(Make make, const char* prefix) {
+  auto named = [&](const auto& pd) { return std::string_view(pd.impl_info_str()).rfind(prefix, 0) == 0; };
+  auto pd = make();
+  while (!named(pd) && pd.next_impl()) {
+  }
+  return named(pd) ? pd : make();  // none: oneDNN's first choice (next_impl moved pd on)
+}
 
 // Primitive attributes asking for a user-managed scratchpad.
 dnnl::primitive_attr user_scratchpad();
