@@ -44,6 +44,8 @@ void fuse_pointwise(Graph& g);
 // conv2d whose output only an activation reads (relu, relu6, hardtanh or clamp with bounds
 // in order, silu, hardswish, or a one-input fused program spelling one) becomes fused_conv2d.
 void fuse_conv_activation(Graph& g);
+// max_pool2d of a channel cat read by nothing else becomes a cat of max_pool2d's.
+void pool_before_cat(Graph& g);
 
 // Inserts a `to` node before every input the dispatcher would convert to the node's compute
 // dtype (type promotion), so each node's inputs already have its kernel's dtype. Needs a

@@ -442,6 +442,44 @@ TEST_CASE("layer norm written as mean, sub, pow, mean, add, sqrt, div (* gamma +
   check_pass(shared, fuse_layer_norm, shared, {randn({4, 6})});
 }
 
+TEST_CASE("max_pool2d of a channel cat becomes a cat of pools; other cats stay", "[graph][passes]") {
+  Tensor a = randn({1, 3, 7, 9});
+  a.data_ptr<float>()[10] = std::nanf("");  // pooled alike either way
+  // Rewritten: a cat along the channels (dim 1 or -3) that only the pool reads. Kept: a cat
+  // along the width, and one that another node reads too.
+  check_pass(R"TXT(
+    graph(%a : f32[1, 3, 7, 9], %b : f32[1, 2, 7, 9]) {
+      %1 : f32[1, 5, 7, 9] = cat([%a, %b], dim=1)
+      %2 : f32[1, 5, 3, 4] = max_pool2d(%1, kernel_size=[3], stride=[2], padding=[0], dilation=[1], ceil_mode=false)
+      %3 : f32[1, 3, 7, 18] = cat([%a, %a], dim=-1)
+      %4 : f32[1, 3, 3, 8] = max_pool2d(%3, kernel_size=[3], stride=[2], padding=[0], dilation=[1], ceil_mode=false)
+      %5 : f32[1, 5, 7, 9] = cat([%a, %b], dim=-3)
+      %6 : f32[1, 5, 4, 5] = max_pool2d(%5, kernel_size=[2], stride=[2], padding=[0], dilation=[1], ceil_mode=true)
+      %7 : f32[1, 5, 7, 9] = neg(%5)
+      %8 : f32[1, 5, 7, 9] = cat([%b, %a], dim=-3)
+      %9 : f32[1, 5, 4, 5] = max_pool2d(%8, kernel_size=[2], stride=[2], padding=[0], dilation=[1], ceil_mode=true)
+      return (y = %2, z = %4, w = %6, v = %7, u = %9)
+    }
+  )TXT",
+             pool_before_cat, R"TXT(
+    graph(%a : f32[1, 3, 7, 9], %b : f32[1, 2, 7, 9]) {
+      %10 : f32[1, 3, 3, 4] = max_pool2d(%a, kernel_size=[3], stride=[2], padding=[0], dilation=[1], ceil_mode=false)
+      %11 : f32[1, 2, 3, 4] = max_pool2d(%b, kernel_size=[3], stride=[2], padding=[0], dilation=[1], ceil_mode=false)
+      %12 : f32[1, 5, 3, 4] = cat([%10, %11], dim=1)
+      %3 : f32[1, 3, 7, 18] = cat([%a, %a], dim=-1)
+      %4 : f32[1, 3, 3, 8] = max_pool2d(%3, kernel_size=[3], stride=[2], padding=[0], dilation=[1], ceil_mode=false)
+      %5 : f32[1, 5, 7, 9] = cat([%a, %b], dim=-3)
+      %6 : f32[1, 5, 4, 5] = max_pool2d(%5, kernel_size=[2], stride=[2], padding=[0], dilation=[1], ceil_mode=true)
+      %7 : f32[1, 5, 7, 9] = neg(%5)
+      %13 : f32[1, 2, 4, 5] = max_pool2d(%b, kernel_size=[2], stride=[2], padding=[0], dilation=[1], ceil_mode=true)
+      %14 : f32[1, 3, 4, 5] = max_pool2d(%a, kernel_size=[2], stride=[2], padding=[0], dilation=[1], ceil_mode=true)
+      %15 : f32[1, 5, 4, 5] = cat([%13, %14], dim=-3)
+      return (y = %12, z = %4, w = %6, v = %7, u = %15)
+    }
+  )TXT",
+             {a, randn({1, 2, 7, 9})});
+}
+
 TEST_CASE("pointwise fusion", "[graph][passes]") {
   // A chain fuses; an intermediate with a second consumer (mm) stays materialised.
   check_pass(R"TXT(

@@ -55,6 +55,7 @@ void optimize(Graph& g) {
   fuse_layer_norm(g);
   fuse_pointwise(g);
   fuse_conv_activation(g);
+  pool_before_cat(g);
   eliminate_dead_code(g);
 }
 
