@@ -478,6 +478,16 @@ TEST_CASE("max_pool2d of a channel cat becomes a cat of pools; other cats stay",
     }
   )TXT",
              {a, randn({1, 2, 7, 9})});
+  // Kept: a cat with a constant input (constant folding has run; its pool would run every call).
+  const std::string with_constant = R"TXT(
+    graph(%a : f32[1, 1, 2, 2]) {
+      const %c : f32[1, 1, 2, 2] = [1.0, -2.0, 3.0, 0.5]
+      %1 : f32[1, 2, 2, 2] = cat([%a, %c], dim=1)
+      %2 : f32[1, 2, 1, 1] = max_pool2d(%1, kernel_size=[2], stride=[2], padding=[0], dilation=[1], ceil_mode=false)
+      return (y = %2)
+    }
+  )TXT";
+  check_pass(with_constant, pool_before_cat, with_constant, {randn({1, 1, 2, 2})});
 }
 
 TEST_CASE("pointwise fusion", "[graph][passes]") {

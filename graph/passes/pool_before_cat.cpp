@@ -1,7 +1,8 @@
-// Pooling before concatenation: max_pool2d of a channel cat (the cat read by nothing else)
-// becomes a cat of each input's max_pool2d. Pooling works per channel, so the values are the
-// same, NaN included, and the cat then copies a quarter of the bytes after a 2 x 2 or 3 x 3
-// stride-2 pool (SqueezeNet's fire modules before each pool: their expand outputs).
+// Pooling before concatenation: max_pool2d of a channel cat (the cat read by nothing else,
+// no input a constant) becomes a cat of each input's max_pool2d. Pooling works per channel,
+// so the values are the same, NaN included, and the cat then copies a quarter of the bytes
+// after a 2 x 2 or 3 x 3 stride-2 pool (SqueezeNet's fire modules before each pool: their
+// expand outputs).
 
 #include <set>
 
@@ -22,9 +23,11 @@ void pool_before_cat(Graph& g) {
     int64_t dim = cat->attr("dim").i();
     if (dim < 0) dim += rank;
     if ((rank != 3 && rank != 4) || dim != rank - 3) continue;  // the channels of (N,) C, H, W
+    // Not when an input is a constant: constant folding has run, so its pool would run on
+    // every call.
     bool same = cat->inputs.size() > 1;
     for (const Value* x : cat->inputs)
-      same = same && x->type.dtype == in->type.dtype && int64_t(x->type.shape.size()) == rank;
+      same = same && !x->is_constant() && x->type.dtype == in->type.dtype && int64_t(x->type.shape.size()) == rank;
     if (same) pools.push_back(pool);
   }
   for (Node* pool : pools) {
