@@ -233,10 +233,24 @@ AMBER_HOT int matmul_kernel(const amber_kernel_args* a) {
 // threads, 197 x 768 x 3072 at 215 GFLOP/s against 165, 197 x 768 x 768 at 228 against 175,
 // while 64 x 576 x 120 ran at 107 against 131, and 128 or single rows alike): a primitive per
 // thread count, weights packed once per target layout.
+// Whether a product of `rows` rows and `out_f` outputs in `type` runs on oneDNN's matmul.
+// f32 from 128 rows and 256 outputs as well: in a model, where each layer's packed weights
+// come from L3 rather than staying in L2 as in a loop over one product, the matmul's
+// brgemm kernels hold up better. Measured here (alternating runs of `amber bench FILE
+// --iters 300`, median of 5 pair ratios against rows >= 192 and out_f >= 512): the zoo's
+// encoder (128 x 256 x {256, 768, 1024}, 128 x 1024 x 256) 0.952 at 1 thread and 0.967 at 2,
+// ConvNeXt-T 0.965 / 0.990; GPT-2's 64 rows 1.015 at 2 threads, so they stay on the inner
+// product. Standalone, the same 128-row products cycling through 16 weight sets: 112-120
+// GFLOP/s on the matmul against 108-112 on the inner product (1 thread).
+bool use_matmul(int64_t rows, int64_t out_f, onednn::memory::data_type type) {
+  if (rows >= 192 && out_f >= 512) return true;
+  return type == onednn::memory::data_type::f32 && rows >= 128 && out_f >= 256;
+}
+
 struct LinearState {
   int64_t rows = 0, in_f = 0, out_f = 0;
   bool bias = false;
-  bool matmul = false;  // rows >= 192 and out_f >= 512
+  bool matmul = false;  // use_matmul
   // Of source and weights: f32, bf16 (product_type) or s8 (dynamic int8: uint8 rows).
   onednn::memory::data_type type = onednn::memory::data_type::f32;
   std::vector<int8_t> qweights;  // int8: the weights quantized, [out, in] dense
@@ -559,8 +573,8 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
   if (setup && (st->rows == 0 || st->in_f == 0 || st->out_f == 0)) return nullptr;  // no product to set up
   st->bias_input = 3;
   st->bias = present(a->inputs[3]);
-  st->matmul = st->rows >= 192 && st->out_f >= 512;
   st->type = onednn::memory::data_type::s8;
+  st->matmul = use_matmul(st->rows, st->out_f, st->type);
   st->fixed_quant = true;
   namespace qa = op_attrs::quantized_linear;
   namespace ua = op_attrs::quantized_linear_u8;
@@ -613,7 +627,6 @@ std::unique_ptr<LinearState> linear_state(const amber_kernel_args* a) {
     st->in_f = in_f;
     st->out_f = out_f;
     st->bias = present(bias);
-    st->matmul = rows >= 192 && out_f >= 512;
     if (a->precision == AMBER_PRECISION_DYNAMIC_INT8 && in_f <= kMaxInt8Reduction) {  // else f32
       st->type = onednn::memory::data_type::s8;
       st->qweights.resize(size_t(out_f * in_f));
@@ -627,6 +640,7 @@ std::unique_ptr<LinearState> linear_state(const amber_kernel_args* a) {
     } else {
       st->type = onednn::product_type(a, w);
     }
+    st->matmul = use_matmul(rows, out_f, st->type);
     const int threads = std::max(1, a->num_threads);
     if (st->type != onednn::memory::data_type::f32) {
       try {
