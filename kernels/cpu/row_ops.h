@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace amber::cpu {
 
@@ -19,14 +20,25 @@ inline Acc row_sum(const T* p, int64_t n) {
   return part[0];
 }
 
-// Maximum of n >= 1 values (NaN handling is the caller's concern: NaN compares false).
+// Maximum of n >= 1 values (NaN handling is the caller's concern: NaN compares false). The
+// sixteen partial maxima are one GCC vector-extension value: written as sixteen scalars,
+// `a > b ? a : b` stayed scalar (vmaxss) in every ISA variant, since without -ffast-math
+// GCC neither turns it into a max nor vectorises the select; as a vector select it is one
+// vmaxps per sixteen values (same lanes, same results). Attention's softmax rows (ViT's and
+// the zoo encoder's) spent more time here than in their exponentials.
 template <typename T>
 inline T row_max(const T* p, int64_t n) {
-  T part[16];
-  for (int j = 0; j < 16; ++j) part[j] = p[0];
+  typedef T Vec __attribute__((vector_size(16 * sizeof(T))));
+  Vec acc;
+  for (int j = 0; j < 16; ++j) acc[j] = p[0];
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) part[j] = p[i + j] > part[j] ? p[i + j] : part[j];
+  for (; i + 16 <= n; i += 16) {
+    Vec x;
+    std::memcpy(&x, p + i, sizeof x);
+    acc = x > acc ? x : acc;
+  }
+  T part[16];
+  std::memcpy(part, &acc, sizeof part);
   for (int j = 0; i < n; ++i, ++j) part[j] = p[i] > part[j] ? p[i] : part[j];
   for (int w = 8; w >= 1; w /= 2)
     for (int j = 0; j < w; ++j) part[j] = part[j + w] > part[j] ? part[j + w] : part[j];
