@@ -589,6 +589,12 @@ case("linear_noncontig_large", "linear", LINEAR,
      [In([3, 11, 40], layout=("t", 0, 1)), In([29, 40], layout=("t", 0, 1)), In([29])], atol=1e-5, rtol=1e-4)
 case("linear_noncontig", "linear", LINEAR, [In([3, 7, 13], layout=("t", 0, 1)), In([5, 13], layout=("t", 0, 1)),
                                             In([5])], atol=1e-5, rtol=1e-4)
+# Rows every second one apart behind a size-1 dim whose stride fits no pattern (read in place
+# with that row stride), and a broadcast leading dim (stride 0: gathered).
+case("linear_size1_dim_stride", "linear", LINEAR, [In([7, 1, 13], layout=("s2", 0)), In([5, 13]), In([5])],
+     atol=1e-5, rtol=1e-4)
+case("linear_broadcast_rows", "linear", LINEAR, [In([3, 4, 13], layout=("exp", 1, 4)), In([5, 13]), In([5])],
+     atol=1e-5, rtol=1e-4)
 case("linear_mismatch", "linear", LINEAR, [In([7, 13]), In([5, 12]), None], error="in_features")
 
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -129,8 +130,13 @@ int64_t batch_offset(const amber_tensor_view& v, const int64_t* bsizes, int nb, 
 const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs, std::vector<float>& buf) {
   if (cs == 1 && (rs == cols || rows == 1)) return p;
   buf.resize(size_t(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) buf[size_t(i * cols + j)] = p[i * rs + j * cs];
+  for (int64_t i = 0; i < rows; ++i) {
+    float* dst = buf.data() + i * cols;
+    if (cs == 1)  // a head's rows inside a wider product's (q, k and v of one QKV product)
+      std::memcpy(dst, p + i * rs, size_t(cols) * sizeof(float));
+    else
+      for (int64_t j = 0; j < cols; ++j) dst[j] = p[i * rs + j * cs];
+  }
   return buf.data();
 }
 

@@ -16,6 +16,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -449,7 +450,11 @@ const T* gather_rows(const amber_tensor_view& x, int64_t rows, int64_t in_f, std
       off += (rem % x.sizes[d]) * x.strides[d];
       rem /= x.sizes[d];
     }
-    for (int64_t j = 0; j < in_f; ++j) packed[size_t(r * in_f + j)] = xp[off + j * cs];
+    T* dst = packed.data() + r * in_f;
+    if (cs == 1)
+      std::memcpy(dst, xp + off, size_t(in_f) * sizeof(T));
+    else
+      for (int64_t j = 0; j < in_f; ++j) dst[j] = xp[off + j * cs];
   }
   return packed.data();
 }
@@ -514,16 +519,18 @@ int linear_kernel(const amber_kernel_args* a) {
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   float* out = static_cast<float*>(c.data);
-  // Row stride for the flattened leading dims, if uniform.
-  int64_t rs = in_f;
-  bool uniform = true;
-  if (x.ndim >= 2) {
-    rs = x.strides[x.ndim - 2];
-    int64_t expect = rs;
-    for (int d = x.ndim - 2; d >= 0 && uniform; --d) {
-      uniform = x.sizes[d] == 1 || x.strides[d] == expect;
-      expect *= x.sizes[d];
-    }
+  // Row stride for the flattened leading dims, if uniform: the innermost leading dim of more
+  // than one entry sets it (a size-1 dim's stride says nothing; taking it made the zoo
+  // encoder's [128, 1, 256] view of strides [256, 32768, 1] look non-uniform and gathered
+  // its rows on every call).
+  int64_t rs = in_f, expect = 0;
+  bool uniform = true, first = true;
+  for (int d = x.ndim - 2; d >= 0 && uniform; --d) {
+    if (x.sizes[d] == 1) continue;
+    if (first) expect = rs = x.strides[d];
+    first = false;
+    uniform = x.strides[d] == expect;
+    expect *= x.sizes[d];
   }
   std::vector<float> packed;
   const float* xp = static_cast<const float*>(x.data);
