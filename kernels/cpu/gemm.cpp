@@ -229,11 +229,6 @@ AMBER_HOT int matmul_kernel(const amber_kernel_args* a) {
 // here with 2 threads (oneDNN alone, us per product, f32 / bf16 / int8): 128 x 256 x 768:
 // 219 / 112 / 59; 128 x 1024 x 256: 292 / 148 / 75; 197 x 768 x 3072: 4060 / 2037 / 1032.
 
-// The state of a linear step on the inner product (or, for many rows of wide outputs,
-// oneDNN's matmul, which packs the weights for the same product better: measured here with 2
-// threads, 197 x 768 x 3072 at 215 GFLOP/s against 165, 197 x 768 x 768 at 228 against 175,
-// while 64 x 576 x 120 ran at 107 against 131, and 128 or single rows alike): a primitive per
-// thread count, weights packed once per target layout.
 // Whether a product of `rows` rows and `out_f` outputs in `type` runs on oneDNN's matmul.
 // f32 from 128 rows and 256 outputs as well: in a model, where each layer's packed weights
 // come from L3 rather than staying in L2 as in a loop over one product, the matmul's
@@ -248,6 +243,12 @@ bool use_matmul(int64_t rows, int64_t out_f, onednn::memory::data_type type) {
   return type == onednn::memory::data_type::f32 && rows >= 128 && out_f >= 256;
 }
 
+// The state of a linear step on the inner product (or, for many rows of wide outputs,
+// oneDNN's matmul, which packs the weights for the same product better: measured here with 2
+// threads, 197 x 768 x 3072 at 215 GFLOP/s against 165, 197 x 768 x 768 at 228 against 175,
+// while 64 x 576 x 120 ran at 107 against 131, and 128 or single rows alike with one product's
+// weights in L2; which one: use_matmul): a primitive per thread count, weights packed once per
+// target layout.
 struct LinearState {
   int64_t rows = 0, in_f = 0, out_f = 0;
   bool bias = false;
