@@ -38,6 +38,9 @@ void fuse_attention(Graph& g);
 // (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) over the last dim, optionally times a
 // [D] weight plus a [D] bias, becomes layer_norm.
 void fuse_layer_norm(Graph& g);
+// x * (erf(x / sqrt(2)) + 1) * 0.5 (ONNX exporters' GELU, in its operand orders) becomes
+// gelu(x).
+void fuse_gelu(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);

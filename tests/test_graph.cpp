@@ -442,6 +442,55 @@ TEST_CASE("layer norm written as mean, sub, pow, mean, add, sqrt, div (* gamma +
   check_pass(shared, fuse_layer_norm, shared, {randn({4, 6})});
 }
 
+TEST_CASE("GELU written as x * (erf(x / sqrt(2)) + 1) * 0.5 becomes gelu", "[graph][passes]") {
+  // As torch.onnx.export writes nn.GELU(): numbers as constants, the division, x first.
+  const std::string exported = R"TXT(
+    graph(%x : f32[N, 3, 5]) {
+      const %s2 : f32[] = [1.4142135]
+      const %one : f32[] = [1.0]
+      const %half : f32[] = [0.5]
+      %1 : f32[N, 3, 5] = div(%x, %s2, rounding_mode=None)
+      %2 : f32[N, 3, 5] = erf(%1)
+      %3 : f32[N, 3, 5] = add(%2, %one, alpha=1)
+      %4 : f32[N, 3, 5] = mul(%x, %3)
+      %5 : f32[N, 3, 5] = mul(%4, %half)
+      return (y = %5)
+    }
+  )TXT";
+  check_pass(exported, fuse_gelu, R"TXT(
+    graph(%x : f32[N, 3, 5]) {
+      %6 : f32[N, 3, 5] = gelu(%x, approximate="none")
+      return (y = %6)
+    }
+  )TXT",
+             {randn({2, 3, 5})}, 1e-6);
+  // .Scalar operands, a product with 1 / sqrt(2), the 0.5 on x first, the last product swapped.
+  const std::string scalars = R"TXT(
+    graph(%x : f32[4, 6]) {
+      %1 : f32[4, 6] = mul.Scalar(%x, other=0.7071067811865476)
+      %2 : f32[4, 6] = erf(%1)
+      %3 : f32[4, 6] = add.Scalar(%2, other=1.0, alpha=1)
+      %4 : f32[4, 6] = mul.Scalar(%x, other=0.5)
+      %5 : f32[4, 6] = mul(%3, %4)
+      return (y = %5)
+    }
+  )TXT";
+  check_pass(scalars, fuse_gelu, R"TXT(
+    graph(%x : f32[4, 6]) {
+      %6 : f32[4, 6] = gelu(%x, approximate="none")
+      return (y = %6)
+    }
+  )TXT",
+             {randn({4, 6})}, 1e-6);
+  // Left alone: the erf read elsewhere too (a graph output), and a division by 2 instead.
+  std::string shared = scalars;
+  shared.replace(shared.find("return (y = %5)"), 15, "return (y = %5, e = %2)");
+  check_pass(shared, fuse_gelu, shared, {randn({4, 6})});
+  std::string by_two = exported;
+  by_two.replace(by_two.find("[1.4142135]"), 11, "[2.0]");
+  check_pass(by_two, fuse_gelu, by_two, {randn({2, 3, 5})});
+}
+
 TEST_CASE("max_pool2d of a channel cat becomes a cat of pools; other cats stay", "[graph][passes]") {
   Tensor a = randn({1, 3, 7, 9});
   a.data_ptr<float>()[10] = std::nanf("");  // pooled alike either way

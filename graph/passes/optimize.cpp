@@ -53,6 +53,7 @@ void optimize(Graph& g) {
   eliminate_common_subexpressions(g);
   fuse_attention(g);
   fuse_layer_norm(g);
+  fuse_gelu(g);
   fuse_pointwise(g);
   fuse_conv_activation(g);
   pool_before_cat(g);
