@@ -9,6 +9,7 @@
 #include "amber/kernels/cpu/copy.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/cpu/row_ops.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cpu {
@@ -70,14 +71,6 @@ struct BatchNormKernel {
   }
 };
 
-// The sum of P partials, halved pairwise (partial j with partial j + P/2, ...).
-template <int P>
-inline double tree_sum(double* s) {
-  for (int w = P / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) s[j] += s[j + w];
-  return s[0];
-}
-
 // p[0]: output row, p[1]: input row, p[2]: weight, p[3]: bias (null when absent); n = row length.
 template <typename T>
 struct LayerNormRow {
@@ -92,15 +85,15 @@ struct LayerNormRow {
     // Mean and variance in double over 32 partial sums: four independent chains of eight
     // (each a zmm register with AVX-512), where eight partials were one chain whose addition
     // latency bounded the row (the zoo encoder's 128 x 256 layer_norm nodes: 25.3 -> 22.0 us
-    // each at 1 thread, mean of three profiled runs). The partials meet in a fixed tree, the
-    // same on every ISA.
+    // each at 1 thread, mean of three profiled runs). The partials meet in halve_sum's fixed
+    // tree, the same on every ISA.
     constexpr int P = 32;
     double s[P] = {};
     int64_t i = 0;
     for (; i + P <= n; i += P)
       for (int j = 0; j < P; ++j) s[j] += double(x[i + j]);
     for (int j = 0; i < n; ++i, ++j) s[j] += double(x[i]);
-    const double mu = tree_sum<P>(s) / double(n);
+    const double mu = halve_sum<P>(s) / double(n);
     double q[P] = {};
     for (i = 0; i + P <= n; i += P)
       for (int j = 0; j < P; ++j) {
@@ -108,7 +101,7 @@ struct LayerNormRow {
         q[j] += d * d;
       }
     for (int j = 0; i < n; ++i, ++j) q[j] += (double(x[i]) - mu) * (double(x[i]) - mu);
-    const double var = tree_sum<P>(q) / double(n);
+    const double var = halve_sum<P>(q) / double(n);
     const T rstd = T(1.0 / std::sqrt(var + static_cast<const Ctx*>(vc)->eps));
     const T m = T(mu);
     if (w && b) {

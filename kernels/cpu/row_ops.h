@@ -8,6 +8,15 @@
 
 namespace amber::cpu {
 
+// The sum of P partials (P a power of two) in a fixed tree: partial j gets j + P/2, then
+// j + P/4, ... (row_sum's order, and layer_norm's over its 32).
+template <int P, typename Acc>
+inline Acc halve_sum(Acc* part) {
+  for (int w = P / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) part[j] += part[j + w];
+  return part[0];
+}
+
 template <typename T, typename Acc = T>
 inline Acc row_sum(const T* p, int64_t n) {
   Acc part[16] = {};
@@ -15,9 +24,7 @@ inline Acc row_sum(const T* p, int64_t n) {
   for (; i + 16 <= n; i += 16)
     for (int j = 0; j < 16; ++j) part[j] += Acc(p[i + j]);
   for (int j = 0; i < n; ++i, ++j) part[j] += Acc(p[i]);
-  for (int w = 8; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) part[j] += part[j + w];
-  return part[0];
+  return halve_sum<16>(part);
 }
 
 // Maximum of n >= 1 values (NaN handling is the caller's concern: NaN compares false). The
