@@ -52,24 +52,28 @@ AMBER_HOT ThreadLimit::ThreadLimit(int n) : previous_(t_limit) {
 ThreadLimit::~ThreadLimit() { t_limit = previous_; }
 
 void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> f) {
+  parallel_for_slots(n, grain, [&](int, int64_t b, int64_t e) { f(b, e); });
+}
+
+void parallel_for_slots(int64_t n, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> f) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t max_chunks = (n + grain - 1) / grain;
   const int nt = int(std::min<int64_t>(get_num_threads(), max_chunks));
   if (nt <= 1 || omp_in_parallel()) {
-    f(0, n);
+    f(0, 0, n);
     return;
   }
   std::exception_ptr error;
   std::mutex error_mutex;
 #pragma omp parallel num_threads(nt)
   {
-    const int64_t tid = omp_get_thread_num(), count = omp_get_num_threads();
+    const int64_t tid = omp_get_thread_num(), count = omp_get_num_threads();  // count <= nt
     const int64_t chunk = (n + count - 1) / count;
     const int64_t b = tid * chunk, e = std::min(n, b + chunk);
     if (b < e) {
       try {
-        f(b, e);
+        f(int(tid), b, e);
       } catch (...) {
         std::lock_guard lock(error_mutex);
         if (!error) error = std::current_exception();

@@ -53,4 +53,9 @@ class ThreadLimit {
 // inside a parallel region. An exception thrown by f is rethrown on the calling thread.
 void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> f);
 
+// parallel_for whose f also gets its chunk's slot: a number below get_num_threads() that no
+// other chunk of this call running at the same time has (0 when the call runs inline), so
+// f can use the slot-th of get_num_threads() per-thread scratch buffers.
+void parallel_for_slots(int64_t n, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> f);
+
 }  // namespace amber

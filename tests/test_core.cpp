@@ -4,8 +4,10 @@
 // the dispatcher hook (outermost ops only, source lines), threads and error messages.
 
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "amber/core/parallel.h"
 #include "amber/core/random.h"
@@ -234,7 +236,7 @@ TEST_CASE("the dispatcher hook sees outermost ops with the caller's line", "[cor
   CHECK(hook.reads[1] == "rand()");
 }
 
-TEST_CASE("parallel_for covers the range once and propagates exceptions", "[core][threads]") {
+TEST_CASE("parallel_for covers the range once, gives distinct slots and propagates exceptions", "[core][threads]") {
   set_num_threads(std::max(2, available_cores()));
   std::vector<std::atomic<int>> seen(100003);
   parallel_for(int64_t(seen.size()), 1000, [&](int64_t b, int64_t e) {
@@ -252,6 +254,26 @@ TEST_CASE("parallel_for covers the range once and propagates exceptions", "[core
     ThreadLimit limit(1);
     CHECK(get_num_threads() == 1);
   }
+  // Slots: below the thread count, never two chunks on one slot at once, 0 when inline.
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadLimit limit(threads);
+    std::vector<std::atomic<int>> busy(static_cast<size_t>(threads)), covered(1009);
+    std::atomic<bool> bad{false};
+    parallel_for_slots(1009, 1, [&](int slot, int64_t b, int64_t e) {
+      if (slot < 0 || slot >= threads || busy[size_t(slot)].fetch_add(1) != 0) {
+        bad = true;
+        return;
+      }
+      for (int64_t i = b; i < e; ++i) covered[size_t(i)]++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // chunks overlap in time
+      busy[size_t(slot)]--;
+    });
+    CHECK_FALSE(bad.load());
+    bool each_once = true;
+    for (auto& c : covered) each_once &= c.load() == 1;
+    CHECK(each_once);
+  }
+  parallel_for_slots(5, 10, [](int slot, int64_t b, int64_t e) { CHECK((slot == 0 && b == 0 && e == 5)); });
   AMBER_REQUIRE_ERROR(set_num_threads(0), "at least 1 thread");
   // Results do not depend on the thread count for elementwise ops.
   Tensor x = randn({200000});

@@ -1,7 +1,8 @@
 // CPU kernel for scaled_dot_product_attention: for each batch entry, blocks of query rows
 // are processed by one thread each: scores = q k^T / sqrt(E), the mask or causal mask
 // applied, a softmax per row, then scores v. Scores never exceed a block of rows at a time,
-// so memory stays bounded for long sequences. The two products run on single-threaded
+// so memory stays bounded for long sequences; each thread's scores and dense copies live in
+// its slot of the step's workspace. The two products run on single-threaded
 // oneDNN matmul primitives made for the shapes and strides at hand (by the step's setup, at
 // load; kept in its state): oneDNN's sgemm would generate its whole kernel set on first use, 35-40 ms
 // of a transformer's load here, where a matmul primitive generates only what it needs.
@@ -77,11 +78,28 @@ std::unique_ptr<MmPrim> matmul_prim(const MmShape& key) {
   return p;
 }
 
+// One thread's scratch, in floats: a block's scores [block, S], and dense copies of its
+// queries [block, E] and of a head's keys [S, E] and values [S, Ev], each starting on a
+// 64-byte boundary.
+struct Slot {
+  int64_t scores, q, k, v, floats;
+  Slot(int64_t block, int64_t S, int64_t E, int64_t Ev) {
+    auto up = [](int64_t f) { return (f + 15) / 16 * 16; };
+    scores = 0;
+    q = up(block * S);
+    k = q + up(block * E);
+    v = k + up(S * E);
+    floats = v + up(S * Ev);
+  }
+};
+
 // The state of one attention step: the two products for a full block of rows and for the
-// last, shorter one.
+// last, shorter one, and the workspace its threads' slots take (the products run inside
+// workers, on their own oneDNN scratchpads).
 struct SdpaState {
   std::unique_ptr<MmPrim> qk[2], sv[2];
-  size_t workspace_bytes() const { return 0; }  // products run inside workers, on their own scratchpads
+  size_t ws = 0;
+  size_t workspace_bytes() const { return ws; }
 };
 
 std::unique_ptr<SdpaState> sdpa_state(const amber_kernel_args* a) {
@@ -92,6 +110,7 @@ std::unique_ptr<SdpaState> sdpa_state(const amber_kernel_args* a) {
   if (S == 0 || L == 0) return st;
   const float scale = float(1.0 / std::sqrt(double(E)));
   const int64_t block = row_block(L, S), tail = L - (L - 1) / block * block;
+  st->ws = size_t(std::max(1, a->num_threads)) * size_t(Slot(block, S, E, Ev).floats) * sizeof(float);
   for (int i = 0; i < 2; ++i) {
     const int64_t rows = i == 0 ? block : tail;
     if (i == 1 && tail == block) continue;
@@ -126,18 +145,17 @@ int64_t batch_offset(const amber_tensor_view& v, const int64_t* bsizes, int nb, 
 }
 
 // The [rows, cols] matrix at p (strides rs, cs) as dense rows: p itself when already dense,
-// else a copy in buf.
-const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs, std::vector<float>& buf) {
+// else a copy in buf (rows * cols floats).
+const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* buf) {
   if (cs == 1 && (rs == cols || rows == 1)) return p;
-  buf.resize(size_t(rows * cols));
   for (int64_t i = 0; i < rows; ++i) {
-    float* dst = buf.data() + i * cols;
+    float* dst = buf + i * cols;
     if (cs == 1)  // a head's rows inside a wider product's (q, k and v of one QKV product)
       std::memcpy(dst, p + i * rs, size_t(cols) * sizeof(float));
     else
       for (int64_t j = 0; j < cols; ++j) dst[j] = p[i * rs + j * cs];
   }
-  return buf.data();
+  return buf;
 }
 
 int sdpa(const amber_kernel_args* a) {
@@ -166,10 +184,22 @@ int sdpa(const amber_kernel_args* a) {
   static const InnerFn softmax_row = IsaVariants<SoftmaxInPlace>::pick();
   const int64_t block = row_block(L, S), blocks = (L + block - 1) / block;
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  ThreadLimit limit(std::max(1, a->num_threads));
+  const int threads = std::max(1, a->num_threads);
+  ThreadLimit limit(threads);
   std::vector<char> ok(static_cast<size_t>(batches * blocks), 1);
-  parallel_for(batches * blocks, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> scores, qbuf, kbuf, vbuf;
+  // Slots in the step's workspace; a call without one (or with less, as an eager call has)
+  // allocates them for itself.
+  const Slot slot(block, S, E, Ev);
+  const size_t slots_bytes = size_t(threads) * size_t(slot.floats) * sizeof(float);
+  std::unique_ptr<float[]> own_slots;
+  float* slots = static_cast<float*>(a->workspace);
+  if (!slots || a->workspace_bytes < slots_bytes) {
+    own_slots.reset(new float[size_t(threads) * size_t(slot.floats)]);
+    slots = own_slots.get();
+  }
+  parallel_for_slots(batches * blocks, 1, [&](int slot_index, int64_t t0, int64_t t1) {
+    float* mine = slots + int64_t(slot_index) * slot.floats;
+    float *scores = mine + slot.scores, *qbuf = mine + slot.q, *kbuf = mine + slot.k, *vbuf = mine + slot.v;
     int64_t kv_batch = -1;
     const float *kd = nullptr, *vd = nullptr;
     for (int64_t t = t0; t < t1; ++t) {
@@ -189,10 +219,8 @@ int sdpa(const amber_kernel_args* a) {
         vd = dense_rows(vp + batch_offset(v, bsizes, r - 2, b), S, Ev, v.strides[r - 2], v.strides[r - 1], vbuf);
         kv_batch = b;
       }
-      scores.resize(size_t(rows * S));
       try {
-        pqk.prim->execute(
-            {{DNNL_ARG_SRC, &pqk.a, qd}, {DNNL_ARG_WEIGHTS, &pqk.b, kd}, {DNNL_ARG_DST, &pqk.c, scores.data()}});
+        pqk.prim->execute({{DNNL_ARG_SRC, &pqk.a, qd}, {DNNL_ARG_WEIGHTS, &pqk.b, kd}, {DNNL_ARG_DST, &pqk.c, scores}});
       } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
         continue;
@@ -200,7 +228,7 @@ int sdpa(const amber_kernel_args* a) {
       if (has_mask) {
         const int64_t mo = batch_offset(mask, bsizes, r - 2, b);
         for (int64_t i = 0; i < rows; ++i) {
-          float* s = scores.data() + i * S;
+          float* s = scores + i * S;
           const int64_t base = mo + (row0 + i) * msr;
           if (bool_mask) {
             const bool* m = static_cast<const bool*>(mask.data) + base;
@@ -213,14 +241,14 @@ int sdpa(const amber_kernel_args* a) {
       }
       if (causal)
         for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = row0 + i + 1; j < S; ++j) scores[size_t(i * S + j)] = neg_inf;
+          for (int64_t j = row0 + i + 1; j < S; ++j) scores[i * S + j] = neg_inf;
       for (int64_t i = 0; i < rows; ++i) {
-        char* p[1] = {reinterpret_cast<char*>(scores.data() + i * S)};
+        char* p[1] = {reinterpret_cast<char*>(scores + i * S)};
         softmax_row(p, nullptr, S, nullptr);
       }
       try {
         psv.prim->execute(
-            {{DNNL_ARG_SRC, &psv.a, scores.data()}, {DNNL_ARG_WEIGHTS, &psv.b, vd}, {DNNL_ARG_DST, &psv.c, orow}});
+            {{DNNL_ARG_SRC, &psv.a, scores}, {DNNL_ARG_WEIGHTS, &psv.b, vd}, {DNNL_ARG_DST, &psv.c, orow}});
       } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
       }
