@@ -4,7 +4,10 @@ imported with `amber import`, then Amber (`amber bench`), ONNX Runtime (bench/or
 npm registry's onnxruntime-node, graph optimisation on) on the same .onnx file and, with
 --torch, libtorch (bench_torch_case on bench/gen_zoo_torch.py's traced and frozen model, with
 and without optimize_for_inference, the faster counted) at the same batch and intra-op
-threads, alternating, in one run; prints the median over rounds of each run's p50.
+threads, alternating, in one run; prints the median over rounds of each run's p50, and each
+ratio as the median over rounds of that round's ratio (a round's runs are seconds apart, so a
+machine whose speed drifts between rounds, as shared VMs' do, moves both sides of a round's
+ratio alike), with its lowest and highest round in `range` (the first precision's against ORT).
 
 Usage: run_onnx_zoo.py ZOO_DIR ORT_NODE_MODULES [--amber build/tools/amber] [--models a,b]
        [--batches 1] [--threads 2,1] [--seconds 2] [--rounds 3] [--torch build-bench/bench/bench_torch_case]
@@ -135,7 +138,7 @@ def main():
         models = [m for m in models if m in a.models.split(",")]
     print(f"{'model':20} {'batch':>5} {'thr':>3}" + "".join(f" {'amber ' + p:>10}" for p in precisions)
           + f" {'ORT ms':>9}" + (f" {'ORT int8':>9} {'ORT amb8':>9}" if int8 else "")
-          + "".join(f" {p + '/ORT':>9}" for p in precisions)
+          + "".join(f" {p + '/ORT':>9}" for p in precisions) + f" {'range':>9}"
           + (f" {'int8/ORTq':>9} {'ort diff':>9} {'int8 err':>9}" if int8 else "")
           + (f" {'torch ms':>9}" + "".join(f" {p + '/torch':>10}" for p in precisions) if a.torch else ""),
           flush=True)
@@ -163,9 +166,13 @@ def main():
                         tt.append(torch_p50(a.torch, a.zoo, m, threads, a.seconds))
                 x = {p: statistics.median(am[p]) for p in precisions}
                 y = statistics.median(ort)
+                # Per-round ratios: each round's Amber run against the ONNX Runtime run beside it.
+                r = {p: [u / v for u, v in zip(am[p], ort)] for p in precisions}
                 line = f"{m:20} {batch:5} {threads:3}" + "".join(f" {x[p]:10.3f}" for p in precisions)
                 line += f" {y:9.3f}" + (f" {statistics.median(ortq):9.3f} {statistics.median(orta):9.3f}" if int8 else "")
-                line += "".join(f" {x[p] / y:9.2f}" for p in precisions)
+                line += "".join(f" {statistics.median(r[p]):9.2f}" for p in precisions)
+                lo, hi = min(r[precisions[0]]), max(r[precisions[0]])
+                line += f" {lo:4.2f}-{hi:4.2f}"
                 if int8:
                     line += f" {x['int8'] / statistics.median(ortq):9.2f} {ort_diff:9.1e} {int8_err:9.1e}"
                 if with_torch:
