@@ -4,7 +4,9 @@
 // Usage: bench_amber_case CASE.amber CASE.io.safetensors [--seconds S] [--iters N] [--threads N]
 //        [--no-verify] [--no-open] [--device cuda:0]
 // On a device the inputs come from the host and the outputs stay on the device, as a service
-// would run; every call ends synchronised, so each timing is the call's whole latency.
+// would run; every call ends synchronised, so each timing is the call's whole latency. There
+// it also reports the most device memory Amber held at once (device_mib: weights, arenas,
+// outputs; what amber::device_memory counts).
 #include <amber/runtime.h>
 
 #include "bench_case.h"
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
     const bench::Timing t = bench::time_calls(args, [&] { out = model.forward(inputs); });
     const float diff = (out[0].to(amber::Device::cpu()) - io.tensor("expected0")).abs().amax().item<float>();
     const double rss_mib = bench::peak_rss_mib();  // serving only: the opens below map the file again
+    const double device_mib =
+        options.device.is_cpu() ? 0.0 : double(amber::device_memory(options.device).peak_held_bytes) / (1 << 20);
     // Opening alone (parse, validate, map; no kernel setup), with and without checksums:
     // the best of 5 each, alternating.
     double open_ms = 1e30, open_verify_ms = 1e30;
@@ -52,6 +56,7 @@ int main(int argc, char** argv) {
                    {"mean_ms", t.mean_ms},
                    {"calls", double(t.calls)},
                    {"rss_mib", rss_mib},
+                   {"device_mib", device_mib},
                    {"max_abs_diff", double(diff)}});
   } catch (const amber::Error& e) {
     std::fprintf(stderr, "bench_amber_case: %s\n", e.what());

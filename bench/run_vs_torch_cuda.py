@@ -9,8 +9,10 @@ archives (make_bench_archives from DIR, default build-gpu) into DIR/bench-models
 every case, round by round: Amber (bench_amber_case --device D: host inputs, outputs on the
 device, each call synchronised) and PyTorch (bench/torch_cuda_case.py: eager with
 cudnn.benchmark, channels_last where it applies, and CUDA-graphed). Each number is the minimum
-over rounds of a run's median. Ratios are Amber / PyTorch (below 1: Amber faster). --no-torch
-runs Amber's side alone (--device sim:0 checks the harness without a GPU).
+over rounds of a run's median. Ratios are Amber / PyTorch (below 1: Amber faster). GPU memory:
+the most Amber held at once (amber::device_memory) beside PyTorch's peak allocated. Then the
+fused elementwise bandwidth against the device's copy bandwidth (bench_device_bandwidth).
+--no-torch runs Amber's side alone (--device sim:0 checks the harness without a GPU).
 """
 import argparse
 import json
@@ -37,6 +39,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--bandwidth-mib", type=float, default=256, help="bytes each bandwidth call reads (and writes)")
     a = ap.parse_args()
     models = os.path.join(a.build, "bench-models-gpu")
     if not os.path.exists(os.path.join(models, "cases.json")):
@@ -73,18 +76,25 @@ def main():
     print(f"\nAmber on {a.device} vs PyTorch {res.get('torch', '-')} on {res.get('device', '-')} "
           f"(ms, min over {a.rounds} rounds of each run's median; host inputs, synchronised calls)")
     head = f"{'case':16} {'amber':>9} {'first':>8} {'load':>8} {'eager':>9} {'eager cl':>9} {'graphed':>9} "
-    print(head + f"{'a/eager':>8} {'a/graph':>8} {'t GPU MiB':>10} {'|a-ref|':>9}")
+    print(head + f"{'a/eager':>8} {'a/graph':>8} {'a MiB':>8} {'t MiB':>8} {'|a-ref|':>9}")
     for c in cases:
         am = res[(c, "amber")]
         e, ecl, g = res.get((c, "eager"), {}), res.get((c, "eager_cl"), {}), res.get((c, "graphed"), {})
         best_eager = min([x["p50_ms"] for x in (e, ecl) if x] or [float("nan")])
         fmt = lambda x: f"{x:9.4g}" if isinstance(x, float) else f"{'-':>9}"  # noqa: E731
+        mib = lambda x: f"{x:8.3g}" if isinstance(x, (int, float)) else f"{'-':>8}"  # noqa: E731
         ratio = lambda d: f"{am['p50_ms'] / d:8.2f}" if d == d and d else f"{'-':>8}"  # noqa: E731
         print(f"{c:16} {am['p50_ms']:9.4g} {am['first_ms']:8.3g} {am['load_ms']:8.3g} {fmt(e.get('p50_ms'))} "
               f"{fmt(ecl.get('p50_ms'))} {fmt(g.get('p50_ms'))} {ratio(best_eager)} "
-              f"{ratio(g.get('p50_ms', float('nan')))} {fmt(g.get('gpu_mib'))} {am['max_abs_diff']:9.2g}")
-    print("Amber's GPU memory is not measured yet (the runtime has no CUDA API to ask; nvidia-smi per process "
-          "is next).")
+              f"{ratio(g.get('p50_ms', float('nan')))} {mib(am.get('device_mib'))} {mib(g.get('gpu_mib'))} "
+              f"{am['max_abs_diff']:9.2g}")
+    print("a MiB: the most device memory Amber held at once (weights, arenas, outputs); t MiB: PyTorch's peak "
+          "allocated, CUDA-graphed run. Neither counts cuDNN's or cuBLAS's own memory.")
+    bw = min((run_json([os.path.join(a.build, "bench", "bench_device_bandwidth"), "--device", a.device, "--mib",
+                        str(a.bandwidth_mib)]) for _ in range(a.rounds)), key=lambda r: r["fused_ms"])
+    print(f"\nfused elementwise (relu(2x + 1), one node, {bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
+          f"{bw['fused_gbps']:.0f} GB/s = {100 * bw['fused_over_copy']:.0f}% of the device's copy "
+          f"({bw['copy_gbps']:.0f} GB/s, the same bytes; target >= 80%)")
     return 0
 
 

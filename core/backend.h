@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 7
+#define AMBER_BACKEND_ABI_VERSION 8
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -175,6 +175,17 @@ typedef struct amber_kernel {
 #define AMBER_BACKEND_INT8 4u        /* kernels honour AMBER_PRECISION_DYNAMIC_INT8 on this machine */
 #define AMBER_BACKEND_TF32 8u        /* kernels honour AMBER_PRECISION_TF32 */
 
+/* What a backend holds of one device's memory (amber_backend::memory_stats). Held bytes are
+ * those allocate returned and deallocate has not taken back: tensors, arenas, weights,
+ * kernel states' buffers; a library's own memory (cuDNN's handles) is not in them. */
+typedef struct amber_memory_stats {
+  uint64_t held_bytes;
+  uint64_t peak_held_bytes;    /* the most held at once since the process began or the last reset */
+  uint64_t limit_bytes;        /* the cap on held bytes (AMBER_CUDA_MEMORY_LIMIT), 0 when none */
+  uint64_t device_free_bytes;  /* what the driver reports free on the device, 0 when unknown */
+  uint64_t device_total_bytes; /* the device's whole memory, 0 when unknown */
+} amber_memory_stats;
+
 /* amber_backend::allocate flags */
 #define AMBER_ALLOC_LONG_LIVED 1u /* kept for the life of a model (arenas, weights) */
 
@@ -219,6 +230,9 @@ typedef struct amber_backend {
   int (*capture_end)(int32_t device, void* stream, void** graph);
   int (*graph_launch)(int32_t device, void* graph, void* stream);
   void (*graph_destroy)(int32_t device, void* graph);
+  /* Fills *stats for device; with reset_peak, then starts the peak again from what is held
+   * now. Returns 0 on success. NULL where memory is not tracked (the CPU's). */
+  int (*memory_stats)(int32_t device, int reset_peak, amber_memory_stats* stats);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

@@ -2,14 +2,15 @@
 // passes; what runs then is the refusal: asking for a CUDA device gives one clear error and
 // the CPU path is unaffected. With a GPU: a loaded LeNet on cuda:0 equals the CPU within the
 // e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
-// steady state that allocates nothing, an out-of-memory call that fails alone (the next call
-// works), weights that do not fit refused naming bytes, a bad device index, and replicas over
-// every GPU present.
+// steady state that allocates nothing, device_memory's counts, an out-of-memory call that
+// fails alone (the next call works), weights that do not fit refused naming bytes, a bad
+// device index, and replicas over every GPU present.
 
 #include <cstdlib>
 #include <thread>
 
 #include "amber/core/backend_registry.h"
+#include "amber/core/devices.h"
 #include "amber/loader/replicas.h"
 #include "models/small.h"
 #include "test_util.h"
@@ -112,6 +113,26 @@ TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
     });
   for (auto& th : threads) th.join();
   CHECK(bad == 0);
+}
+
+TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the device's memory", "[cuda][gpu]") {
+  if (skip("device memory")) return;
+  const Device d = Device::cuda(0);
+  synchronize(d);
+  reset_peak_device_memory(d);
+  const DeviceMemory m0 = device_memory(d);
+  CHECK(m0.device_total_bytes > 0);
+  CHECK(m0.device_free_bytes <= m0.device_total_bytes);
+  {
+    const Tensor a = ones({int64_t(1) << 20}, d);  // 4 MiB
+    const DeviceMemory m1 = device_memory(d);
+    CHECK(m1.held_bytes == m0.held_bytes + (uint64_t(4) << 20));
+    CHECK(m1.peak_held_bytes == m1.held_bytes);
+    synchronize(d);
+  }
+  const DeviceMemory m2 = device_memory(d);
+  CHECK(m2.held_bytes == m0.held_bytes);
+  CHECK(m2.peak_held_bytes == m0.held_bytes + (uint64_t(4) << 20));
 }
 
 // Runs as its own ctest entry (test_cuda_oom) under AMBER_CUDA_MEMORY_LIMIT=1G: the cap is

@@ -4,7 +4,8 @@
 // counts); inputs on the host or the device; outputs on the device or the host; 8 threads on
 // one model; models on sim:0 and sim:1; every allocation, copy and kernel of a load and a
 // call failed in turn (a clear error, no device memory leaked, the model usable after); a
-// steady-state call allocates nothing and uploads no weights; replicas over two devices.
+// steady-state call allocates nothing and uploads no weights; replicas over two devices;
+// device_memory's counts and peak, and synchronize waiting for (and reporting) eager work.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "amber/core/backend_registry.h"
+#include "amber/core/devices.h"
 #include "amber/loader/replicas.h"
 #include "models/small.h"
 #include "sim_control.h"
@@ -126,6 +128,46 @@ TEST_CASE("sim: a loaded model equals the CPU, with inputs and outputs on either
                       "GPUs' tensor cores: load on Device::cuda): load with Precision::f32");
   AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.precision = Precision::tf32}),
                       "precision tf32 is not offered by the cpu backend");
+}
+
+TEST_CASE("sim: device_memory counts what Amber holds on a device and its peak; synchronize waits", "[sim]") {
+  const Device d = Device::sim(1);
+  synchronize(d);
+  reset_peak_device_memory(d);
+  const DeviceMemory m0 = device_memory(d);
+  CHECK(m0.peak_held_bytes == m0.held_bytes);
+  CHECK(m0.limit_bytes == 0);
+  CHECK(m0.device_total_bytes == 0);  // the simulated device has no driver to ask
+  {
+    const Tensor a = ones({1000}, d);  // 4000 bytes
+    const DeviceMemory m1 = device_memory(d);
+    CHECK(m1.held_bytes == m0.held_bytes + 4000);
+    CHECK(m1.peak_held_bytes == m1.held_bytes);
+    const Model dev = load(lenet_archive(), LoadOptions{.device = d});
+    (void)dev.forward({lenet_input(4)});
+    const DeviceMemory m2 = device_memory(d);
+    CHECK(m2.held_bytes > m1.held_bytes);  // the weights, the arena and the output
+    CHECK(m2.peak_held_bytes >= m2.held_bytes);
+    // Eager work is queued until synchronize (the simulated stream defers it), and a failure
+    // in it is reported there.
+    const uint64_t syncs = sim::counters().syncs;
+    const Tensor b = a * 2;
+    synchronize(d);
+    CHECK(sim::counters().syncs == syncs + 1);
+    sim::fail(AMBER_SIM_FAIL_KERNEL, 1);
+    const Tensor c = a * 3;
+    AMBER_REQUIRE_ERROR(synchronize(d), "synchronize: work queued on sim:1 failed: ");
+    CHECK(b.at<float>({999}) == 2.0f);
+  }
+  const DeviceMemory m3 = device_memory(d);
+  CHECK(m3.held_bytes == m0.held_bytes);  // everything above went back
+  CHECK(m3.peak_held_bytes > m3.held_bytes);
+  reset_peak_device_memory(d);
+  CHECK(device_memory(d).peak_held_bytes == m3.held_bytes);
+  CHECK(device_memory(Device::sim(0)).held_bytes < (uint64_t(1) << 40));  // devices counted apart
+  AMBER_REQUIRE_ERROR(device_memory(Device::cpu()), "device_memory: cpu's memory is not tracked");
+  AMBER_REQUIRE_ERROR(device_memory(Device::sim(7)), "sim:7 requested but only 2 sim devices are present");
+  synchronize(Device::cpu());  // nothing to wait for
 }
 
 TEST_CASE("sim: a steady-state call allocates nothing and uploads only its inputs", "[sim]") {

@@ -90,6 +90,7 @@ const amber_backend kCpuBackend = {
     nullptr,
     nullptr,
     nullptr,
+    nullptr,  // host memory is not tracked
 };
 
 [[maybe_unused]] const bool registered = (register_backend(DeviceType::cpu, &kCpuBackend), true);

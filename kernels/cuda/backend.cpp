@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,7 @@ size_t memory_limit() {
 }
 
 std::atomic<size_t> g_held[kMaxDevices];
+std::atomic<size_t> g_peak[kMaxDevices];  // the most g_held has been since the start or the last reset
 std::atomic<bool> g_pool_ready[kMaxDevices];
 
 int32_t device_count() {
@@ -132,7 +134,10 @@ void* allocate(int32_t device, size_t nbytes, uint32_t) {
               " of " + num(total) + " bytes free, " + num(held) + " held by Amber (" + cudaGetErrorString(e) + ")";
     return nullptr;
   }
-  g_held[device].fetch_add(nbytes, std::memory_order_relaxed);
+  const size_t now = g_held[device].fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  size_t peak = g_peak[device].load(std::memory_order_relaxed);
+  while (now > peak && !g_peak[device].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
   return p;
 }
 
@@ -243,6 +248,19 @@ void graph_destroy(int32_t device, void* graph) {
   (void)cudaGetLastError();
 }
 
+int memory_stats(int32_t device, int reset_peak, amber_memory_stats* stats) {
+  if (device < 0 || device >= kMaxDevices) return t_error = "invalid CUDA device index", 1;
+  DeviceGuard guard(device);
+  if (!guard.ok()) return 1;
+  size_t free_bytes = 0, total = 0;
+  if (!ok(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo")) return 1;
+  const size_t held = g_held[device].load(std::memory_order_relaxed);
+  if (reset_peak) g_peak[device].store(held, std::memory_order_relaxed);
+  *stats = amber_memory_stats{held, std::max(held, g_peak[device].load(std::memory_order_relaxed)), memory_limit(),
+                              free_bytes, total};
+  return 0;
+}
+
 const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -262,6 +280,7 @@ const amber_backend kBackend = {
     capture_end,
     graph_launch,
     graph_destroy,
+    memory_stats,
 };
 
 }  // namespace

@@ -5,8 +5,9 @@
 // memory crashes. Its streams defer work until synchronize (or a deallocation, which waits
 // like cudaFree), so a missing synchronisation returns stale data. Kernels are the CPU
 // backend's, run on that memory; a kernel given memory that is not this device's fails. It
-// counts allocations, copies, fills, kernels and syncs, and can fail the k-th allocation
-// (at once), copy (at enqueue) or kernel (when it runs, like an asynchronous GPU error).
+// counts allocations, copies, fills, kernels and syncs (and the bytes each device holds, for
+// memory_stats), and can fail the k-th allocation (at once), copy (at enqueue) or kernel
+// (when it runs, like an asynchronous GPU error).
 // Graphs record what is queued on a capture stream and replay it on the same memory, refusing
 // copies from host memory as CUDA does. AMBER_SIM_DEVICES sets the device count (default 2).
 // Control: sim_control.h.
@@ -62,7 +63,8 @@ std::map<uintptr_t, Alloc> g_allocs;  // by base address
 std::set<Stream*> g_streams;
 Stream g_default[kMaxDevices];
 amber_sim_counters g_counters{};
-uint64_t g_fail_at[3] = {0, 0, 0};  // countdown to the failing operation of each kind, 0: none
+uint64_t g_held[kMaxDevices], g_peak[kMaxDevices];  // bytes allocated on each device, now and at most
+uint64_t g_fail_at[3] = {0, 0, 0};                  // countdown to the failing operation of each kind, 0: none
 thread_local std::string t_error;
 
 int device_count_from_env() {
@@ -185,6 +187,8 @@ void* sim_allocate(int32_t device, size_t nbytes, uint32_t) {
   ++g_counters.allocations;
   ++g_counters.live_allocations;
   g_counters.live_bytes += nbytes;
+  g_held[device] += nbytes;
+  g_peak[device] = std::max(g_peak[device], g_held[device]);
   return p;
 }
 
@@ -198,6 +202,7 @@ void sim_deallocate(int32_t, void* ptr, size_t, uint32_t) {
   ++g_counters.frees;
   --g_counters.live_allocations;
   g_counters.live_bytes -= it->second.bytes;
+  g_held[it->second.device] -= it->second.bytes;
   g_allocs.erase(it);
 }
 
@@ -520,6 +525,14 @@ void sim_graph_destroy(int32_t, void* graph) {
   --g_counters.graphs_live;
 }
 
+int sim_memory_stats(int32_t device, int reset_peak, amber_memory_stats* stats) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  if (reset_peak) g_peak[device] = g_held[device];
+  *stats = amber_memory_stats{g_held[device], g_peak[device], 0, 0, 0};
+  return 0;
+}
+
 const amber_backend kSim = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -539,6 +552,7 @@ const amber_backend kSim = {
     sim_capture_end,
     sim_graph_launch,
     sim_graph_destroy,
+    sim_memory_stats,
 };
 
 }  // namespace

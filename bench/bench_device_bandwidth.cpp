@@ -1,0 +1,84 @@
+// Fused elementwise bandwidth against the device's own copy bandwidth ([cuda]'s target: a
+// fused pointwise node at >= 80% of a device-to-device copy). Both move the same bytes: read
+// N floats, write N floats. The copy is the backend's (cudaMemcpyAsync on CUDA); the fused
+// node is relu(x * 2 + 1) traced into one `fused` program, loaded on the device and called on
+// a device input with device outputs, graphs off (a graphed call with device outputs copies
+// them out of the recording's buffers, which would count as traffic here). Every call ends
+// synchronised; each number is the median over rounds. Prints one JSON line.
+// Usage: bench_device_bandwidth [--device cuda:0] [--mib 256] [--reps 20]
+//   (--device sim:0 --mib 4 checks the harness without a GPU, not a GPU's speed)
+
+#include <amber/amber.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "amber/core/backend_registry.h"
+#include "bench_case.h"
+#include "bench_util.h"
+
+using namespace amber;
+
+int main(int argc, char** argv) {
+  std::string device = "cuda:0";
+  double mib = 256;
+  int reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 < argc && a == "--device") {
+      device = argv[++i];
+    } else if (i + 1 < argc && a == "--mib") {
+      mib = std::atof(argv[++i]);
+    } else if (i + 1 < argc && a == "--reps") {
+      reps = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: bench_device_bandwidth [--device cuda:0] [--mib 256] [--reps 20]\n");
+      return 2;
+    }
+  }
+  try {
+    const Device dev = Device::parse(device);
+    const int64_t n = int64_t(mib * 1024 * 1024 / 4);
+    AMBER_CHECK(n > 0 && reps > 0, "--mib and --reps must be positive");
+    manual_seed(0);
+    const Tensor host = randn({n});
+    const Tensor x = host.to(dev);
+    const Tensor copy_dst = empty({n}, {DType::f32, dev});
+    const size_t bytes = x.nbytes();
+
+    TraceOptions quiet;
+    quiet.print_warnings = false;
+    auto fn = [](const Tensor& t) { return relu(t * 2 + 1); };
+    const TracedModule traced = trace(fn, {host}, quiet);
+    AMBER_CHECK(traced.graph().num_nodes() == 1, "expected one fused node, got ", traced.graph().num_nodes(),
+                " nodes:\n", graph::to_text(traced.graph()));
+    LoadOptions lo;
+    lo.device = dev;
+    lo.device_graphs = false;
+    const Model model = load(traced.save_to_bytes(), lo);
+
+    Tensor y;
+    const double copy_s = amber::bench::median_seconds(
+        [&] { copy_between_devices(copy_dst.mutable_data(), dev, x.data(), dev, bytes, "bench_device_bandwidth"); },
+        reps);
+    const double fused_s = amber::bench::median_seconds([&] { y = model.forward({x})[0]; }, reps);
+    // The answers, checked on the host: the copy is exact, the program is relu(2x + 1).
+    const float copy_diff = (copy_dst.to(Device::cpu()) - host).abs().amax().item<float>();
+    const float fused_diff = (y.to(Device::cpu()) - fn(host)).abs().amax().item<float>();
+    AMBER_CHECK(copy_diff == 0 && fused_diff <= 1e-6f, "wrong results: copy off by ", copy_diff, ", fused by ",
+                fused_diff);
+    const double moved = 2.0 * double(bytes);  // read once, written once
+    ::bench::report({{"mib", double(bytes) / (1024 * 1024)},
+                     {"copy_ms", copy_s * 1e3},
+                     {"copy_gbps", moved / copy_s / 1e9},
+                     {"fused_ms", fused_s * 1e3},
+                     {"fused_gbps", moved / fused_s / 1e9},
+                     {"fused_over_copy", copy_s / fused_s}});
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_device_bandwidth: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
