@@ -3,9 +3,9 @@
 // channels-last (other layouts copied through the workspace), FMA math (TF32 tensor cores only
 // under AMBER_PRECISION_TF32). conv2d
 // runs the backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy
-// API's algorithm; fused_conv2d's activation is a pass over the channels-last output with the
-// pointwise ops' own formulas (pointwise_math.h). The step's state owns handle, descriptors,
-// plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
+// API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one pass
+// over the channels-last output with the pointwise ops' own formulas (pointwise_math.h). The step's state owns handle,
+// descriptors, plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -376,11 +376,17 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
 
 void destroy(void* state) { delete static_cast<ConvState*>(state); }
 
-// fused_conv2d's activation over n dense floats, in place.
+// fused_conv2d's bias (when the convolution did not add it; NULL otherwise) and activation
+// in one pass over n dense channels-last floats, in place: y = act(y + bias[i % channels]),
+// the two roundings cudnnAddTensor and a separate pass would make. I indexes: 32-bit where n
+// fits, since a 64-bit remainder costs tens of instructions an element.
 enum class Act { clamp, silu, hardswish };
-__global__ void activate(float* y, int64_t n, Act act, float lo, float hi) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = y[i];
+template <typename I>
+__global__ void bias_activate(float* y, I n, I channels, const float* bias, int64_t bias_stride, Act act, float lo,
+                              float hi) {
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += I(gridDim.x) * I(blockDim.x)) {
+    float v = y[i];
+    if (bias) v += bias[int64_t(i % channels) * bias_stride];
     y[i] = act == Act::clamp ? pw::op::clamp(v, lo, hi) : act == Act::silu ? pw::op::silu(v) : pw::op::hardswish(v);
   }
 }
@@ -427,6 +433,7 @@ int conv(const amber_kernel_args* a) {
     xp = dst;
   }
   const float one = 1.0f, zero = 0.0f;
+  bool add_bias = false;
   {
     std::lock_guard lock(s->launch);
     CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
@@ -442,8 +449,9 @@ int conv(const amber_kernel_args* a) {
       CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
                                         s->y, yp));
     }
-    if (present(bias) && !(by_plan && s->plan_bias))
-      CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
+    // The bias, unless the plan added it: fused_conv2d adds it in its activation's pass.
+    add_bias = present(bias) && !(by_plan && s->plan_bias);
+    if (add_bias && Op != kFused) CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
   if constexpr (Op == kFused) {
     namespace at = op_attrs::fused_conv2d;
@@ -451,8 +459,15 @@ int conv(const amber_kernel_args* a) {
     const Act which = std::strcmp(act, "clamp") == 0  ? Act::clamp
                       : std::strcmp(act, "silu") == 0 ? Act::silu
                                                       : Act::hardswish;
-    activate<<<grid_for(numel(y)), 256, 0, stream_of(a)>>>(
-        static_cast<float*>(yp), numel(y), which, float(a->attrs[at::min_val].f), float(a->attrs[at::max_val].f));
+    const float lo = float(a->attrs[at::min_val].f), hi = float(a->attrs[at::max_val].f);
+    const float* b = add_bias ? static_cast<const float*>(bias.data) : nullptr;
+    const int64_t n = numel(y), bstride = add_bias ? bias.strides[0] : 0;
+    if (n <= int64_t(INT32_MAX))
+      bias_activate<uint32_t><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<float*>(yp), uint32_t(n), uint32_t(K),
+                                                                     b, bstride, which, lo, hi);
+    else
+      bias_activate<int64_t>
+          <<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<float*>(yp), n, int64_t(K), b, bstride, which, lo, hi);
   }
   if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
   return launched(a, op);
