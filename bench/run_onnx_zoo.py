@@ -174,10 +174,12 @@ def main():
                 lo, hi = min(r[precisions[0]]), max(r[precisions[0]])
                 line += f" {lo:4.2f}-{hi:4.2f}"
                 if int8:
-                    line += f" {x['int8'] / statistics.median(ortq):9.2f} {ort_diff:9.1e} {int8_err:9.1e}"
+                    rq = statistics.median([u / v for u, v in zip(am["int8"], ortq)])
+                    line += f" {rq:9.2f} {ort_diff:9.1e} {int8_err:9.1e}"
                 if with_torch:
                     z = statistics.median(tt)
-                    line += f" {z:9.3f}" + "".join(f" {x[p] / z:10.2f}" for p in precisions)
+                    line += f" {z:9.3f}" + "".join(
+                        f" {statistics.median([u / v for u, v in zip(am[p], tt)]):10.2f}" for p in precisions)
                 print(line, flush=True)
     return 0
 
