@@ -123,16 +123,21 @@ TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the dev
   const DeviceMemory m0 = device_memory(d);
   CHECK(m0.device_total_bytes > 0);
   CHECK(m0.device_free_bytes <= m0.device_total_bytes);
+  const uint64_t mib4 = uint64_t(4) << 20;
+  uint64_t with_a = 0;
   {
-    const Tensor a = ones({int64_t(1) << 20}, d);  // 4 MiB
+    const Tensor a = ones({int64_t(1) << 20}, d);  // 4 MiB (and whatever the fill's kernel keeps)
     const DeviceMemory m1 = device_memory(d);
-    CHECK(m1.held_bytes == m0.held_bytes + (uint64_t(4) << 20));
-    CHECK(m1.peak_held_bytes == m1.held_bytes);
+    with_a = m1.held_bytes;
+    CHECK(m1.held_bytes >= m0.held_bytes + mib4);
+    CHECK(m1.peak_held_bytes >= m1.held_bytes);
     synchronize(d);
   }
   const DeviceMemory m2 = device_memory(d);
-  CHECK(m2.held_bytes == m0.held_bytes);
-  CHECK(m2.peak_held_bytes == m0.held_bytes + (uint64_t(4) << 20));
+  CHECK(m2.held_bytes + mib4 <= with_a);  // the tensor's memory went back
+  CHECK(m2.peak_held_bytes >= with_a);
+  reset_peak_device_memory(d);
+  CHECK(device_memory(d).peak_held_bytes == device_memory(d).held_bytes);
 }
 
 // Runs as its own ctest entry (test_cuda_oom) under AMBER_CUDA_MEMORY_LIMIT=1G: the cap is
