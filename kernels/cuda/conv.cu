@@ -3,9 +3,10 @@
 // channels-last (other layouts copied through the workspace), FMA math (TF32 tensor cores only
 // under AMBER_PRECISION_TF32). conv2d
 // runs the backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy
-// API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one pass
-// over the channels-last output with the pointwise ops' own formulas (pointwise_math.h). The step's state owns handle,
-// descriptors, plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
+// API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one
+// pass over the channels-last output with the pointwise ops' own formulas
+// (pointwise_math.h). The step's state owns handle, descriptors, plan and packed weights;
+// calls share it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
