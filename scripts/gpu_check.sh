@@ -20,7 +20,9 @@
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
 # extended regex: only the checks whose names match run, the rest print SKIPPED; unpack,
 # configure and build always run), AMBER_GPU_STEP_TIMEOUT (seconds per step, default 900),
-# AMBER_GPU_EXTRA (a shell command run last, in the same environment: a profile, a bench).
+# AMBER_GPU_EXTRA (a shell command run last, in the same environment: a profile, a bench),
+# AMBER_GPU_TARGETS (ninja targets to build instead of everything, for a short device lease:
+# the checks that need a target left out fail).
 # Exit status 0 when every step passed. With the device tool: carry .gpu-debs and the build
 # is made there; the whole run takes about 10 minutes on an H100, so under a 10-minute limit
 # per command split it in two, first
@@ -34,7 +36,7 @@ build=${AMBER_GPU_BUILD:-build-gpu}
 jobs=${AMBER_GPU_JOBS:-$(nproc)}
 # What Amber builds and tests against that a CUDA image usually lacks (Debian 12 names).
 packages=(libdnnl-dev libdnnl2 libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
-  zlib1g-dev libxxhash-dev libxxhash0 catch2 nlohmann-json3-dev libzip-dev libzip4 libonnx-dev libonnx1)
+  zlib1g-dev libxxhash-dev libxxhash0 catch2 nlohmann-json3-dev libzip-dev libzip4 libonnx-dev libonnx1 libonnxifi)
 
 if [[ ${1:-} == --prepare ]]; then
   set -e
@@ -125,7 +127,9 @@ configure() {
     -DAMBER_CUBLAS_ROOT="$cublas_root"
 }
 step "configure ($build)" configure || exit 1
-step "build (-j$jobs)" cmake --build "$build" -j"$jobs" || exit 1
+targets=()
+for t in ${AMBER_GPU_TARGETS:-}; do targets+=(--target "$t"); done
+step "build (-j$jobs${AMBER_GPU_TARGETS:+: $AMBER_GPU_TARGETS})" cmake --build "$build" -j"$jobs" "${targets[@]}" || exit 1
 [[ ${1:-} == --build-only ]] && exit $status
 
 # ---- The GPU checks ----

@@ -11,6 +11,7 @@
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/devices.h"
+#include "amber/graph/text.h"
 #include "amber/loader/replicas.h"
 #include "models/small.h"
 #include "test_util.h"
@@ -113,6 +114,36 @@ TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
     });
   for (auto& th : threads) th.join();
   CHECK(bad == 0);
+}
+
+// One traced `fused` node on the GPU against the CPU: a dense input of odd length (four elements
+// a thread with 16-byte loads, and the tail), broadcast and strided operands, and a program
+// keeping more results alive than the kernel's slots (its one-element-a-thread form).
+TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results kept", "[cuda][gpu]") {
+  if (skip("fused programs")) return;
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  const LoadOptions on_gpu{.device = Device::cuda(0)};
+  auto check_fused = [&](auto fn, const std::vector<Tensor>& inputs, const char* what) {
+    const TracedModule traced = trace(fn, inputs, quiet);
+    INFO(what << ":\n" << graph::to_text(traced.graph()));
+    REQUIRE(traced.graph().num_nodes() == 1);
+    const std::vector<uint8_t> bytes = traced.save_to_bytes();
+    check_close(load(bytes, on_gpu).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
+  };
+  manual_seed(3);
+  check_fused([](const Tensor& x) { return relu(x * 2 + 1); }, {randn({4099})}, "dense, odd length");
+  check_fused([](const Tensor& a, const Tensor& b, const Tensor& c) { return sigmoid(a * b + c) - a; },
+              {randn({5, 37}), randn({37}), randn({5, 1})}, "broadcast");
+  check_fused(
+      [](const Tensor& a, const Tensor& b) {
+        std::vector<Tensor> kept;
+        for (int i = 0; i < 20; ++i) kept.push_back(a * float(i + 1) + b);
+        Tensor s = kept[0];
+        for (int i = 1; i < 20; ++i) s = s - kept[i];
+        return s;
+      },
+      {randn({3, 1001}), randn({1001})}, "20 results kept");
 }
 
 TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the device's memory", "[cuda][gpu]") {

@@ -509,65 +509,148 @@ struct ArangeKernel {  // arange(start, end, step, dtype): in double for floats,
 };
 
 // ---- fused: the program travels by value in the kernel's parameters ----
+// Each thread runs the program on kPerThread neighbouring elements, so an instruction is decoded
+// (its operand kinds, the switch on its opcode; uniform across the warp) once per four elements,
+// with 16-byte loads and stores where every operand is dense and aligned. The previous result
+// stays in registers; a result read again later is kept in one of kSlots slots (assigned on the
+// host by liveness), which the compiler places in local memory; a program that needs more slots
+// runs one element a thread with a slot per instruction.
 constexpr int kMaxInstrs = 64;
 constexpr int kMaxInputs = 8;
+constexpr int kPerThread = 4;
+constexpr int kSlots = 16;
+constexpr uint8_t kOperandPrev = 3;  // beside AMBER_OPERAND_*: the previous instruction's result
+constexpr uint8_t kNoSlot = 255;
 
 struct Code {
   int32_t n_instrs = 0;
   struct Instr {
-    uint8_t op, arity, kind[3], index[3];
+    uint8_t op, kind[3], index[3];  // index: an input, or a TEMP operand's slot
+    uint8_t slot;                   // where the result is kept for a later read, or kNoSlot
     float imm[3];
   } instrs[kMaxInstrs];
 };
 
 // One instruction of the given arity on its operand values.
 template <int Arity, typename F>
-__device__ float apply(const float* x, F f) {
+__device__ float apply(float x0, float x1, float x2, F f) {
   if constexpr (Arity == 1)
-    return f(x[0]);
+    return f(x0);
   else if constexpr (Arity == 2)
-    return f(x[0], x[1]);
+    return f(x0, x1);
   else
-    return f(x[0], x[1], x[2]);
+    return f(x0, x1, x2);
+}
+
+// The program on E elements: in[k][e] is input k of element e; the result is left in out.
+template <int K, int E, int Slots>
+__device__ void run_program(const Code& code, const float (&in)[K][E], float (&out)[E]) {
+  float kept[Slots][E];
+  float prev[E];
+  for (int i = 0; i < code.n_instrs; ++i) {
+    const Code::Instr& c = code.instrs[i];
+    float x[3][E];
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      const uint8_t kind = c.kind[j], index = c.index[j];
+      if (kind == kOperandPrev) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) x[j][e] = prev[e];
+      } else if (kind == AMBER_OPERAND_INPUT) {
+#pragma unroll
+        for (int k = 0; k < K; ++k)  // a run-time index into in[] would put it in local memory
+          if (index == k)
+#pragma unroll
+            for (int e = 0; e < E; ++e) x[j][e] = in[k][e];
+      } else if (kind == AMBER_OPERAND_TEMP) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) x[j][e] = kept[index][e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e) x[j][e] = c.imm[j];
+      }
+    }
+    if (c.op == AMBER_FUSED_POW && c.kind[1] == AMBER_OPERAND_IMM) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) prev[e] = pw::pow_scalar(x[0][e], x[1][e]);  // ATen's exact shortcuts
+    } else {
+      switch (c.op) {
+#define AMBER_FUSED_CASE(OPCODE, name, arity, kind)                                            \
+  case AMBER_FUSED_##OPCODE:                                                                   \
+    _Pragma("unroll") for (int e = 0; e < E; ++e) prev[e] =                                    \
+        apply<arity>(x[0][e], x[1][e], x[2][e], [](auto... v) { return pw::op::name(v...); }); \
+    break;
+        AMBER_FUSED_OPS(AMBER_FUSED_CASE)
+#undef AMBER_FUSED_CASE
+        default:
+#pragma unroll
+          for (int e = 0; e < E; ++e) prev[e] = 0;
+          break;
+      }
+    }
+    if (c.slot != kNoSlot)
+#pragma unroll
+      for (int e = 0; e < E; ++e) kept[c.slot][e] = prev[e];
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) out[e] = prev[e];
+}
+
+// Every operand's byte offset of element i, in one walk over the dims.
+template <int N>
+__device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = o.dense ? i * int64_t(sizeof(float)) : 0;
+  if (o.dense) return;
+  for (int d = o.ndim - 1; d >= 0; --d) {
+    const int64_t idx = i % o.sizes[d];
+    i /= o.sizes[d];
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += idx * o.bytes[k][d];
+  }
+}
+
+// vec: every operand dense and 16-byte aligned (E == 4). Registers bounded so that four blocks
+// of 256 (three from three inputs up, where four would spill) fit on an SM, keeping enough loads
+// in flight.
+template <int K, int E, int Slots>
+__global__ void __launch_bounds__(256, K <= 2 ? 4 : 3)
+    fused_map_kernel(int64_t n, Operands<K + 1> o, Code code, bool vec) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
+  for (int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E; base < n; base += step) {
+    float in[K][E], out[E];
+    int64_t out_off[E];
+    const bool wide = E == 4 && vec && base + E <= n;
+    if (wide) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const float4 v = *reinterpret_cast<const float4*>(o.ptr[k + 1] + base * int64_t(sizeof(float)));
+        in[k][0] = v.x, in[k][1 % E] = v.y, in[k][2 % E] = v.z, in[k][3 % E] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        int64_t off[K + 1];
+        offsets_of(o, base + e < n ? base + e : 0, off);  // past the end: element 0, not stored
+        out_off[e] = off[0];
+#pragma unroll
+        for (int k = 0; k < K; ++k) in[k][e] = *reinterpret_cast<const float*>(o.ptr[k + 1] + off[k + 1]);
+      }
+    }
+    run_program<K, E, Slots>(code, in, out);
+    if (wide) {
+      *reinterpret_cast<float4*>(o.ptr[0] + base * int64_t(sizeof(float))) =
+          make_float4(out[0], out[1 % E], out[2 % E], out[3 % E]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (base + e < n) *reinterpret_cast<float*>(o.ptr[0] + out_off[e]) = out[e];
+    }
+  }
 }
 
 template <int K>
-struct FusedF {
-  Code code;
-  __device__ void operator()(char* const* p) const {
-    float in[K > 0 ? K : 1];
-    for (int k = 0; k < K; ++k) in[k] = *reinterpret_cast<const float*>(p[k + 1]);
-    float t[kMaxInstrs];
-    for (int i = 0; i < code.n_instrs; ++i) {
-      const Code::Instr& c = code.instrs[i];
-      float x[3];
-      for (int j = 0; j < 3; ++j)
-        x[j] = c.kind[j] == AMBER_OPERAND_INPUT  ? in[c.index[j]]
-               : c.kind[j] == AMBER_OPERAND_TEMP ? t[c.index[j]]
-                                                 : c.imm[j];
-      float r = 0;
-      if (c.op == AMBER_FUSED_POW && c.kind[1] == AMBER_OPERAND_IMM) {
-        r = pw::pow_scalar(x[0], x[1]);  // ATen's exact shortcuts
-      } else {
-        switch (c.op) {
-#define AMBER_FUSED_CASE(OPCODE, name, arity, kind)                    \
-  case AMBER_FUSED_##OPCODE:                                           \
-    r = apply<arity>(x, [](auto... v) { return pw::op::name(v...); }); \
-    break;
-          AMBER_FUSED_OPS(AMBER_FUSED_CASE)
-#undef AMBER_FUSED_CASE
-          default:
-            break;
-        }
-      }
-      t[i] = r;
-    }
-    *reinterpret_cast<float*>(p[0]) = t[code.n_instrs - 1];
-  }
-};
-
-template <int K>
-int run_fused(const amber_kernel_args* a, const Code& code) {
+int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
   const amber_tensor_view* v[K + 1];
   int64_t items[K + 1];
   v[0] = &a->outputs[0];
@@ -576,7 +659,58 @@ int run_fused(const amber_kernel_args* a, const Code& code) {
     v[k + 1] = &a->inputs[k];
     items[k + 1] = sizeof(float);
   }
-  return map<K + 1>(a, v, items, FusedF<K>{code}, "fused kernel launch");
+  const int64_t n = numel(a->outputs[0]);
+  if (n == 0) return 0;
+  DeviceScope scope(a->device);
+  Operands<K + 1> o = operands<K + 1>(v, items);
+  simplify(o);
+  if (few_slots) {
+    bool vec = o.dense;
+    for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
+    fused_map_kernel<K, kPerThread, kSlots>
+        <<<grid_for((n + kPerThread - 1) / kPerThread), 256, 0, stream_of(a)>>>(n, o, code, vec);
+  } else {
+    fused_map_kernel<K, 1, kMaxInstrs><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code, false);
+  }
+  return launched(a, "fused kernel launch");
+}
+
+// Rewrites the program's TEMP operands: the previous instruction's result is read from registers
+// (kOperandPrev); a result read later than that is kept in a slot, reused after its last read.
+// Returns the number of slots needed; with slot_per_instr each result keeps its own.
+int assign_slots(Code& code, bool slot_per_instr) {
+  int last_read[kMaxInstrs];
+  for (int i = 0; i < code.n_instrs; ++i) last_read[i] = -1;
+  for (int i = 0; i < code.n_instrs; ++i)
+    for (int j = 0; j < 3; ++j) {
+      Code::Instr& c = code.instrs[i];
+      if (c.kind[j] != AMBER_OPERAND_TEMP) continue;
+      if (c.index[j] == i - 1)
+        c.kind[j] = kOperandPrev;
+      else if (last_read[c.index[j]] < i)
+        last_read[c.index[j]] = i;
+    }
+  int slot_of[kMaxInstrs];
+  bool busy[kMaxInstrs] = {};
+  int needed = 0;
+  for (int i = 0; i < code.n_instrs; ++i) {
+    Code::Instr& c = code.instrs[i];
+    for (int j = 0; j < 3; ++j)
+      if (c.kind[j] == AMBER_OPERAND_TEMP) c.index[j] = uint8_t(slot_of[c.index[j]]);
+    if (!slot_per_instr)  // free the slots whose last read is this instruction (read before the write)
+      for (int r = 0; r < i; ++r)
+        if (last_read[r] == i) busy[slot_of[r]] = false;
+    c.slot = kNoSlot;
+    slot_of[i] = -1;
+    if (last_read[i] < 0) continue;
+    int s = slot_per_instr ? i : 0;
+    while (busy[s]) ++s;
+    busy[s] = true;
+    slot_of[i] = s;
+    c.slot = uint8_t(s);
+    if (s + 1 > needed) needed = s + 1;
+  }
+  return needed;
 }
 
 int fused_kernel(const amber_kernel_args* a) {
@@ -589,7 +723,6 @@ int fused_kernel(const amber_kernel_args* a) {
     const amber_fused_instr& in = p->instrs[i];
     Code::Instr& c = code.instrs[i];
     c.op = uint8_t(in.op);
-    c.arity = uint8_t(in.arity);
     const amber_fused_operand* ops[3] = {&in.a, &in.b, &in.c};
     for (int j = 0; j < 3; ++j) {
       const bool used = j < in.arity;
@@ -599,28 +732,36 @@ int fused_kernel(const amber_kernel_args* a) {
         return fail(a, "fused: instruction %d reads input %d of %d", i, index, a->n_inputs);
       if (kind == AMBER_OPERAND_TEMP && (index < 0 || index >= i))
         return fail(a, "fused: instruction %d reads result %d before it exists", i, index);
+      if (kind != AMBER_OPERAND_INPUT && kind != AMBER_OPERAND_TEMP && kind != AMBER_OPERAND_IMM)
+        return fail(a, "fused: instruction %d has an operand of kind %d", i, kind);
       c.kind[j] = uint8_t(kind);
       c.index[j] = uint8_t(index);
       c.imm[j] = used ? ops[j]->imm : 0.0f;
     }
   }
+  Code per_instr = code;
+  const bool few_slots = assign_slots(code, false) <= kSlots;
+  if (!few_slots) {
+    assign_slots(per_instr, true);
+    code = per_instr;
+  }
   switch (a->n_inputs) {
     case 1:
-      return run_fused<1>(a, code);
+      return run_fused<1>(a, code, few_slots);
     case 2:
-      return run_fused<2>(a, code);
+      return run_fused<2>(a, code, few_slots);
     case 3:
-      return run_fused<3>(a, code);
+      return run_fused<3>(a, code, few_slots);
     case 4:
-      return run_fused<4>(a, code);
+      return run_fused<4>(a, code, few_slots);
     case 5:
-      return run_fused<5>(a, code);
+      return run_fused<5>(a, code, few_slots);
     case 6:
-      return run_fused<6>(a, code);
+      return run_fused<6>(a, code, few_slots);
     case 7:
-      return run_fused<7>(a, code);
+      return run_fused<7>(a, code, few_slots);
     case 8:
-      return run_fused<8>(a, code);
+      return run_fused<8>(a, code, few_slots);
   }
   return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
 }
