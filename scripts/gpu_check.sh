@@ -15,6 +15,12 @@
 #                                           ops and ResNet-18 benchmark), and prints one summary
 #   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
 #                                           (how the non-GPU half is tested on a CPU machine)
+#   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
+#                                           below need, runs every `gpu` test, every op on CUDA vs
+#                                           the CPU, the e2e matrix, memcheck on the e2e models, the
+#                                           bandwidth line and the benchmark for one round; not the
+#                                           whole suite nor the 15-run loops (about 280 s on an
+#                                           H100, 2026-11-28, besides the machine's start)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -30,6 +36,13 @@
 # then AMBER_GPU_ONLY='reference|benchmark|test_cuda'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+short_e2e=() short_bench=()  # what --short narrows: memcheck to the e2e models, the benchmark to a round
+if [[ ${1:-} == --short ]]; then
+  short_e2e=('[models]') short_bench=(--rounds 1 --seconds 1)
+  : "${AMBER_GPU_TARGETS:=amber_cuda test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark}"
+  : "${AMBER_GPU_STEP_TIMEOUT:=200}"
+fi
 debs=.gpu-debs
 prefix=${AMBER_GPU_PREFIX:-/tmp/amber-gpu-deps}
 build=${AMBER_GPU_BUILD:-build-gpu}
@@ -129,7 +142,8 @@ configure() {
 step "configure ($build)" configure || exit 1
 targets=()
 for t in ${AMBER_GPU_TARGETS:-}; do targets+=(--target "$t"); done
-step "build (-j$jobs${AMBER_GPU_TARGETS:+: $AMBER_GPU_TARGETS})" cmake --build "$build" -j"$jobs" "${targets[@]}" || exit 1
+build_targets() { cmake --build "$build" -j"$jobs" "${targets[@]}"; }  # a function: no step timeout
+step "build (-j$jobs${AMBER_GPU_TARGETS:+: $AMBER_GPU_TARGETS})" build_targets || exit 1
 [[ ${1:-} == --build-only ]] && exit $status
 
 # ---- The GPU checks ----
@@ -147,12 +161,12 @@ step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
   PATH=$PATH:/usr/local/cuda/bin
-  step "compute-sanitizer memcheck on test_e2e" compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$build/tests/test_e2e"
+  step "compute-sanitizer memcheck on test_e2e ${short_e2e[*]}" compute-sanitizer --tool memcheck \
+    --error-exitcode 1 "$build/tests/test_e2e" "${short_e2e[@]}"
 else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
-step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build"
+step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
 # until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
 # on 2026-11-23; never without them) is explained.
