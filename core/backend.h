@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 8
+#define AMBER_BACKEND_ABI_VERSION 9
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -225,7 +225,8 @@ typedef struct amber_backend {
    * with no other stream); capture_end stops the recording, destroys that stream and returns
    * the work as a graph that replays it on the same memory, or non-zero with last_error set
    * when something queued could not be recorded (nothing was run). graph_launch queues the
-   * graph on any stream of the device. Copies from host memory cannot be recorded. */
+   * graph on any stream of the device. Copies from host memory cannot be recorded, except from
+   * host_alloc's memory. */
   int (*capture_begin)(int32_t device, void** stream);
   int (*capture_end)(int32_t device, void* stream, void** graph);
   int (*graph_launch)(int32_t device, void* graph, void* stream);
@@ -233,6 +234,12 @@ typedef struct amber_backend {
   /* Fills *stats for device; with reset_peak, then starts the peak again from what is held
    * now. Returns 0 on success. NULL where memory is not tracked (the CPU's). */
   int (*memory_stats)(int32_t device, int reset_peak, amber_memory_stats* stats);
+  /* Page-locked host memory for device (CUDA: cudaHostAlloc): copies from it run
+   * asynchronously and, unlike copies from other host memory, can be recorded in a graph.
+   * host_alloc returns NULL with last_error set on failure; host_free takes what it returned.
+   * Both NULL where the device has none (the loader then copies from the caller's memory). */
+  void* (*host_alloc)(int32_t device, size_t nbytes);
+  void (*host_free)(int32_t device, void* ptr);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

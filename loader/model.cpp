@@ -275,9 +275,9 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // first real call finds code, caches, oneDNN's buffers and the output buffers warm. A model
 // whose call takes microseconds runs a few more times: its first calls are dominated by cold
 // caches and branch predictors, not by one-time setup; on a device with graphs, at least
-// twice (the second call records the graph), and on any device a last call with the zeros on
-// the host. A kernel rejecting zeros ends the warm-up quietly (real inputs may still be fine);
-// profile counters start from zero after.
+// twice (the second call records the graph), then as often with the zeros on the host (calls
+// from the host record a graph of their own). A kernel rejecting zeros ends the warm-up quietly
+// (real inputs may still be fine); profile counters start from zero after.
 void warm_up(const Model& m) {
   const graph::SymValues& sizes_at = m.traced_sizes();
   const Device device = m.device();
@@ -315,11 +315,11 @@ void warm_up(const Model& m) {
     else if (!device.is_cpu() && m.options().device_graphs)
       (void)m.forward(zeros, call);  // the second call records the device graph
     if (!device.is_cpu()) {
-      // Once more from the host, where a service's inputs usually are: the host-to-device copies
-      // (the driver's staging of pageable memory) are then set up before the first real call.
+      // From the host too, where a service's inputs usually are: calls whose inputs are all on
+      // the host have a graph of their own (recorded by the second, with the input copies).
       std::vector<Tensor> host;
       for (const Tensor& z : zeros) host.push_back(z.to(Device::cpu()));
-      (void)m.forward(host, call);
+      for (int i = 0; i < (m.options().device_graphs ? 2 : 1); ++i) (void)m.forward(host, call);
     }
   } catch (const Error&) {
   }

@@ -85,6 +85,8 @@ graph::Graph body_with_constants(const graph::Node& n, size_t k) {
 
 }  // namespace
 
+constexpr size_t kHostStagingMaxBytes = size_t(128) << 10;  // see the constructor
+
 struct Plan::Workspace {
   Device device;
   const amber_backend* backend = nullptr;
@@ -99,8 +101,16 @@ struct Plan::Workspace {
   std::vector<Storage> kept_outputs;
   int calls = 0;
   bool graph_refused = false;
+  // Calls whose inputs are all on the host: the page-locked block they are copied into, and a
+  // graph of their own that begins with the copies from it to the arena.
+  void* host_graph = nullptr;
+  void* pinned = nullptr;
+  int host_calls = 0;
+  bool host_graph_refused = false;
   ~Workspace() {
     if (graph) backend->graph_destroy(device.index, graph);
+    if (host_graph) backend->graph_destroy(device.index, host_graph);
+    if (pinned) backend->host_free(device.index, pinned);
     if (kept_arena_of) kept_arena_of->give(arena);
     if (stream) backend->stream_destroy(device.index, stream);
   }
@@ -116,6 +126,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   host_memory_ = (backend_->flags & AMBER_BACKEND_HOST_MEMORY) != 0;
   graphs_ = !host_memory_ && backend_->capture_begin && backend_->capture_end && backend_->graph_launch &&
             backend_->graph_destroy;
+  host_staging_ = graphs_ && backend_->host_alloc && backend_->host_free;
   graph::materialize_casts(graph_);
   const graph::MemoryPlan mp = graph::plan_memory(graph_);
 
@@ -272,9 +283,17 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   if (!host_memory_)
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
       input_staging_.push_back(bytes);
-      bytes += align_up(extent_bytes(values_[i].view));
+      input_bytes_.push_back(extent_bytes(values_[i].view));
+      bytes += align_up(input_bytes_.back());
     }
   scratch_offset_ = bytes;
+  // Staging through page-locked memory saves a call its separate copy (one graph launch does
+  // all) but copies the inputs twice, the second time unpipelined, where a copy from the
+  // caller's memory lets the driver overlap its own staging with the transfer: worth it for
+  // small inputs only, where a call's fixed costs dominate. 128 KiB is a reasoned bound, not
+  // yet a measured one (bench/README.md, GPU).
+  if (host_staging_ && (graph_.inputs().empty() || scratch_offset_ - input_staging_[0] > kHostStagingMaxBytes))
+    host_staging_ = false;
 
   // Kernel setup: each step's state, made once for the plan's life.
   std::vector<amber_tensor_view> setup_args = arg_templates_;
@@ -597,10 +616,21 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
   }
 }
 
-bool Plan::capture(Workspace& ws, const RunOptions& options) const {
+void Plan::copy_staged_inputs(Workspace& ws, void* stream) const {
+  for (size_t i = 0; i < input_bytes_.size(); ++i) {
+    const size_t at = input_staging_[i] - input_staging_[0];  // the block mirrors the arena's staging area
+    if (input_bytes_[i] &&
+        backend_->copy(static_cast<char*>(ws.arena.data) + input_staging_[i], int32_t(device_.type), device_.index,
+                       static_cast<char*>(ws.pinned) + at, int32_t(DeviceType::cpu), 0, input_bytes_[i], stream) != 0)
+      device_failure(str("copying input ", i, " (", input_bytes_[i], " bytes) to the arena").c_str());
+  }
+}
+
+bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host) const {
   void* recording = nullptr;
   if (backend_->capture_begin(device_.index, &recording) != 0) return false;
   try {
+    if (from_host) copy_staged_inputs(ws, recording);
     int64_t no_loops = 0;  // plans with loops never record a graph
     run_steps(ws, recording, options, no_loops);
   } catch (const Error&) {
@@ -612,7 +642,7 @@ bool Plan::capture(Workspace& ws, const RunOptions& options) const {
   }
   void* g = nullptr;
   if (backend_->capture_end(device_.index, recording, &g) != 0 || !g) return false;
-  ws.graph = g;
+  (from_host ? ws.host_graph : ws.graph) = g;
   return true;
 }
 
@@ -668,10 +698,27 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
   std::vector<const void*> input_data(inputs.size());
   std::vector<Storage> buffers(output_buffer_bytes_.size());
   std::vector<Tensor> out;
+  // Every input on the host: they go through the page-locked block, copied from there by the
+  // workspace's host graph (allocated on the first such call; without it, as other calls).
+  bool from_host = graph_mode && host_staging_ && !ws.host_graph_refused && !inputs.empty();
+  for (const Tensor& t : inputs) from_host = from_host && t.device().is_cpu();
+  if (from_host && !ws.pinned) {
+    ws.pinned = backend_->host_alloc(device_.index, scratch_offset_ - input_staging_[0]);
+    if (!ws.pinned) ws.host_graph_refused = from_host = false;  // page-locked memory is scarce: go without
+  }
   try {
     for (size_t i = 0; i < inputs.size(); ++i) {
       dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous(SrcLoc::none());
       input_data[i] = dense[i].data();
+      if (from_host) {
+        AMBER_ASSERT(dense[i].nbytes() == input_bytes_[i], "input ", i, ": ", dense[i].nbytes(), " bytes, planned for ",
+                     input_bytes_[i]);
+        if (input_bytes_[i])
+          std::memcpy(static_cast<char*>(ws.pinned) + (input_staging_[i] - input_staging_[0]), dense[i].data(),
+                      input_bytes_[i]);
+        input_data[i] = static_cast<char*>(ws.arena.data) + input_staging_[i];
+        continue;
+      }
       const bool on_device = dense[i].device() == device_;
       if (on_device) {
         // An eager contiguous() ran on the default stream: order it before this call's work.
@@ -696,12 +743,19 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       }
       bind(ws, input_data, ws.kept_outputs);
       // The first call runs the steps directly (kernels and libraries finish their lazy
-      // set-up), the second records them, later ones replay the recording.
-      if (!ws.graph && ws.calls > 0 && !capture(ws, options)) ws.graph_refused = true;
-      ++ws.calls;
-      if (ws.graph) {
-        if (backend_->graph_launch(device_.index, ws.graph, stream) != 0) device_failure("launching the graph");
+      // set-up), the second records them, later ones replay the recording. Calls from the
+      // host have a recording of their own, which copies the inputs in.
+      if (from_host) {
+        if (!ws.host_graph && ws.host_calls > 0 && !capture(ws, options, true)) ws.host_graph_refused = true;
+        ++ws.host_calls;
       } else {
+        if (!ws.graph && ws.calls > 0 && !capture(ws, options, false)) ws.graph_refused = true;
+        ++ws.calls;
+      }
+      if (void* g = from_host ? ws.host_graph : ws.graph) {
+        if (backend_->graph_launch(device_.index, g, stream) != 0) device_failure("launching the graph");
+      } else {
+        if (from_host) copy_staged_inputs(ws, stream);
         run_steps(ws, stream, options, trips_left);
       }
       if (options.outputs_on_host) {

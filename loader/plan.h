@@ -115,8 +115,11 @@ class Plan {
   // and predicates synchronises the stream) and copies the final state into the step's outputs.
   void run_control_flow_step(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
                              int64_t& trips_left) const;
-  // Graph mode: records the steps as the workspace's graph; false when the device refused.
-  bool capture(Workspace& ws, const RunOptions& options) const;
+  // Graph mode: records the steps as the workspace's graph (with from_host, the input copies
+  // from its page-locked block first, as its host graph); false when the device refused.
+  bool capture(Workspace& ws, const RunOptions& options, bool from_host) const;
+  // Queues the copies of the inputs from the workspace's page-locked block to the arena.
+  void copy_staged_inputs(Workspace& ws, void* stream) const;
   // The graph outputs as tensors over buffers (copied to the host with to_host).
   std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const;
   void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;
@@ -131,6 +134,9 @@ class Plan {
   const amber_backend* backend_ = nullptr;
   bool host_memory_ = true;  // the device's memory is host memory (AMBER_BACKEND_HOST_MEMORY)
   bool graphs_ = false;      // the backend records and replays graphs
+  // Graph mode from host inputs: each input copied into the workspace's page-locked block and
+  // from there to the arena by copies recorded in the graph (the backend has host_alloc).
+  bool host_staging_ = false;
   std::vector<PlanValue> values_;
   std::vector<Step> steps_;
   std::vector<amber_tensor_view> arg_templates_;  // inputs then outputs of each step
@@ -139,6 +145,7 @@ class Plan {
   std::vector<size_t> output_buffer_bytes_;        // buffers allocated per call (they escape)
   std::vector<int> outputs_;                       // the value of each graph output (in an output buffer)
   std::vector<size_t> input_staging_;              // arena offset of each input's copy from the host
+  std::vector<size_t> input_bytes_;                // each input's bytes (on devices)
   size_t scratch_offset_ = 0, scratch_bytes_ = 0;  // kernel workspace, in the arena
   size_t arena_bytes_ = 0;
   std::shared_ptr<ArenaPool> arenas_;

@@ -172,24 +172,72 @@ TEST_CASE("sim: device_memory counts what Amber holds on a device and its peak; 
 }
 
 TEST_CASE("sim: a steady-state call allocates nothing and uploads only its inputs", "[sim]") {
-  const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
   const Tensor x = lenet_input(1);
-  (void)dev.forward({x});
-  const amber_sim_counters before = sim::counters();
-  for (int i = 0; i < 5; ++i) (void)dev.forward({x});
-  const amber_sim_counters after = sim::counters();
-  std::printf(
-      "sim: 5 steady-state calls: %llu allocations, %llu uploads (%llu bytes; inputs %zu bytes each), %llu "
-      "kernels, %llu syncs\n",
-      (unsigned long long)(after.allocations - before.allocations),
-      (unsigned long long)(after.uploads - before.uploads),
-      (unsigned long long)(after.upload_bytes - before.upload_bytes), x.nbytes(),
-      (unsigned long long)(after.kernels - before.kernels), (unsigned long long)(after.syncs - before.syncs));
-  CHECK(after.allocations == before.allocations);
-  CHECK(after.uploads - before.uploads == 5);
-  CHECK(after.upload_bytes - before.upload_bytes == 5 * x.nbytes());
-  CHECK(after.syncs - before.syncs == 5);  // one per call, before it returns
-  CHECK(after.streams_created == before.streams_created);
+  // With device graphs (the default), a call from the host copies its input into the
+  // workspace's page-locked block and launches the graph, which uploads it: nothing else is
+  // queued. Without them, the one upload is queued by the call.
+  for (bool graphs : {true, false}) {
+    const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0), .device_graphs = graphs});
+    (void)dev.forward({x});
+    const amber_sim_counters before = sim::counters();
+    for (int i = 0; i < 5; ++i) (void)dev.forward({x});
+    const amber_sim_counters after = sim::counters();
+    std::printf(
+        "sim: 5 steady-state calls, graphs %s: %llu allocations, %llu uploads (%llu bytes; inputs %zu bytes each), "
+        "%llu graph launches, %llu kernels, %llu syncs\n",
+        graphs ? "on" : "off", (unsigned long long)(after.allocations - before.allocations),
+        (unsigned long long)(after.uploads - before.uploads),
+        (unsigned long long)(after.upload_bytes - before.upload_bytes), x.nbytes(),
+        (unsigned long long)(after.graph_launches - before.graph_launches),
+        (unsigned long long)(after.kernels - before.kernels), (unsigned long long)(after.syncs - before.syncs));
+    CHECK(after.allocations == before.allocations);
+    CHECK(after.uploads - before.uploads == (graphs ? 0 : 5));
+    CHECK(after.upload_bytes - before.upload_bytes == (graphs ? 0 : 5 * x.nbytes()));
+    CHECK(after.graph_launches - before.graph_launches == (graphs ? 5 : 0));
+    CHECK(after.syncs - before.syncs == 5);  // one per call, before it returns
+    CHECK(after.streams_created == before.streams_created);
+    CHECK(after.host_allocs_live == before.host_allocs_live);
+  }
+}
+
+TEST_CASE("sim: calls from the host stage their inputs in page-locked memory, copied in by the graph",
+          "[sim][graphs]") {
+  const Model cpu = load(lenet_archive());
+  const amber_sim_counters c0 = sim::counters();
+  {
+    const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+    const amber_sim_counters c1 = sim::counters();
+    CHECK(c1.host_allocs_live - c0.host_allocs_live == 1);  // the warm-up's workspace
+    // Each call's own data arrives, through the one block, in the replayed copies.
+    for (uint64_t i = 0; i < 3; ++i) {
+      const Tensor x = lenet_input(1, 200 + i);
+      check_equal(dev.forward({x})[0].to(Device::cpu()), cpu.forward({x})[0], str("call ", i));
+    }
+    // A non-contiguous host input is made dense first.
+    const Tensor strided = lenet_input(1, 9).transpose(2, 3);  // a view with swapped strides
+    REQUIRE(!strided.is_contiguous());
+    check_equal(dev.forward({strided})[0].to(Device::cpu()), cpu.forward({strided})[0], "a strided host input");
+    const amber_sim_counters c2 = sim::counters();
+    CHECK(c2.uploads == c1.uploads);  // every upload was a replayed copy
+    CHECK(c2.graphs_captured == c1.graphs_captured);
+    CHECK(c2.graph_launches - c1.graph_launches == 4);
+    // A call's failure leaves the block to the next call.
+    sim::fail(AMBER_SIM_FAIL_KERNEL, 1);
+    CHECK_THROWS(dev.forward({lenet_input(1, 5)}));
+    check_equal(dev.forward({lenet_input(1, 6)})[0].to(Device::cpu()), cpu.forward({lenet_input(1, 6)})[0],
+                "the call after a failure");
+  }
+  CHECK(sim::counters().host_allocs_live == c0.host_allocs_live);  // freed with the workspaces
+  // Inputs over 128 KiB are copied from the caller's memory, by the call (loader/plan.cpp).
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  const Tensor big = randn({40000});  // 160,000 bytes
+  const Model dev = load(trace([](const Tensor& t) { return relu(t * 2 + 1); }, {big}, quiet).save_to_bytes(),
+                         LoadOptions{.device = Device::sim(0)});
+  const amber_sim_counters c3 = sim::counters();
+  CHECK(c3.host_allocs_live == c0.host_allocs_live);
+  check_equal(dev.forward({big})[0].to(Device::cpu()), relu(big * 2 + 1), "a large input");
+  CHECK(sim::counters().uploads - c3.uploads == 1);
 }
 
 TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {
@@ -198,7 +246,9 @@ TEST_CASE("sim: device graphs are recorded once per call slot and replayed on ea
   {
     const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
     const amber_sim_counters c1 = sim::counters();
-    CHECK(c1.graphs_captured - c0.graphs_captured == 1);  // by the warm-up's second call
+    // By the warm-up's second call on device zeros, and its second from the host (calls whose
+    // inputs are all on the host have a graph of their own, which copies them in).
+    CHECK(c1.graphs_captured - c0.graphs_captured == 2);
     // Each replay reads its own inputs (copied into the arena) from either side, and what it
     // returns stays valid after later calls (copies out of the buffers the graph writes).
     std::vector<Tensor> got, want;

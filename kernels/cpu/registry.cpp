@@ -91,6 +91,8 @@ const amber_backend kCpuBackend = {
     nullptr,
     nullptr,
     nullptr,  // host memory is not tracked
+    nullptr,  // no page-locked staging: the device's memory is host memory
+    nullptr,
 };
 
 [[maybe_unused]] const bool registered = (register_backend(DeviceType::cpu, &kCpuBackend), true);

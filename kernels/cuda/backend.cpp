@@ -261,6 +261,22 @@ int memory_stats(int32_t device, int reset_peak, amber_memory_stats* stats) {
   return 0;
 }
 
+// Page-locked host memory, portable to every device (the loader's staging of host inputs).
+void* host_alloc(int32_t device, size_t nbytes) {
+  DeviceGuard guard(device);
+  void* p = nullptr;
+  if (!guard.ok() || !ok(cudaHostAlloc(&p, nbytes ? nbytes : 1, cudaHostAllocPortable),
+                         ("cudaHostAlloc of " + std::to_string(nbytes) + " bytes").c_str()))
+    return nullptr;
+  return p;
+}
+
+void host_free(int32_t device, void* ptr) {
+  DeviceGuard guard(device);
+  (void)cudaFreeHost(ptr);
+  (void)cudaGetLastError();
+}
+
 const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -281,6 +297,8 @@ const amber_backend kBackend = {
     graph_launch,
     graph_destroy,
     memory_stats,
+    host_alloc,
+    host_free,
 };
 
 }  // namespace

@@ -9,7 +9,8 @@
 // memory_stats), and can fail the k-th allocation (at once), copy (at enqueue) or kernel
 // (when it runs, like an asynchronous GPU error).
 // Graphs record what is queued on a capture stream and replay it on the same memory, refusing
-// copies from host memory as CUDA does. AMBER_SIM_DEVICES sets the device count (default 2).
+// copies from host memory as CUDA does, except from its page-locked host blocks (host_alloc:
+// ordinary memory it keeps a list of). AMBER_SIM_DEVICES sets the device count (default 2).
 // Control: sim_control.h.
 
 #include <sys/mman.h>
@@ -91,6 +92,16 @@ Alloc* find(const void* p, size_t n) {
   Alloc& al = it->second;
   if (a < uintptr_t(al.base) || a + n > uintptr_t(al.base) + al.bytes || a + n < a) return nullptr;
   return &al;
+}
+
+// host_alloc's blocks: base -> bytes. Caller holds g_mutex.
+std::map<uintptr_t, size_t> g_host_blocks;
+bool in_host_block(const void* p, size_t n) {
+  const auto a = uintptr_t(p);
+  auto it = g_host_blocks.upper_bound(a);
+  if (it == g_host_blocks.begin()) return false;
+  --it;
+  return a >= it->first && a + n <= it->first + it->second && a + n >= a;
 }
 
 // The allocations an operation may touch, opened (read-write) while it runs.
@@ -222,9 +233,9 @@ int sim_copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, i
     return 1;
   }
   if (nbytes == 0) return 0;
-  if (stream_of(device, stream)->recording && !(dst_sim && src_sim)) {
+  if (stream_of(device, stream)->recording && !(dst_sim && src_sim) && !in_host_block(dst_sim ? src : dst, nbytes)) {
     stream_of(device, stream)->spoiled = true;
-    t_error = "sim: a copy from or to host memory cannot be recorded in a graph";
+    t_error = "sim: a copy from or to host memory (other than host_alloc's) cannot be recorded in a graph";
     return 1;
   }
   Alloc* d = dst_sim ? find(dst, nbytes) : nullptr;
@@ -533,6 +544,28 @@ int sim_memory_stats(int32_t device, int reset_peak, amber_memory_stats* stats) 
   return 0;
 }
 
+void* sim_host_alloc(int32_t device, size_t nbytes) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return nullptr;
+  void* p = std::malloc(nbytes ? nbytes : 1);
+  if (!p) {
+    t_error = "sim: host_alloc of " + std::to_string(nbytes) + " bytes failed";
+    return nullptr;
+  }
+  g_host_blocks[uintptr_t(p)] = nbytes;
+  ++g_counters.host_allocs_live;
+  return p;
+}
+
+void sim_host_free(int32_t, void* ptr) {
+  if (!ptr) return;
+  std::lock_guard lock(g_mutex);
+  flush_all();  // queued or recorded-and-launched copies may still read it (cudaFreeHost waits too)
+  if (g_host_blocks.erase(uintptr_t(ptr)) != 1) std::abort();  // not host_alloc's: a bug in the caller
+  --g_counters.host_allocs_live;
+  std::free(ptr);
+}
+
 const amber_backend kSim = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -553,6 +586,8 @@ const amber_backend kSim = {
     sim_graph_launch,
     sim_graph_destroy,
     sim_memory_stats,
+    sim_host_alloc,
+    sim_host_free,
 };
 
 }  // namespace

@@ -13,6 +13,7 @@ struct amber_sim_counters {
   uint64_t uploads, upload_bytes, downloads, download_bytes, device_copies, fills;
   uint64_t kernels, syncs, streams_created, streams_live;
   uint64_t graphs_captured, graph_launches, graphs_live;
+  uint64_t host_allocs_live;  // page-locked host blocks (host_alloc) not yet freed
 };
 enum amber_sim_fault { AMBER_SIM_FAIL_ALLOCATION = 0, AMBER_SIM_FAIL_COPY = 1, AMBER_SIM_FAIL_KERNEL = 2 };
 }
