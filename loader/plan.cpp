@@ -94,22 +94,37 @@ struct Plan::Workspace {
   ArenaPool::Arena arena;  // borrowed from the model's pool while the workspace is out
   std::vector<amber_tensor_view> args;
   std::vector<char*> data;
-  // Graph mode: the recorded graph, the arena and output buffers it replays on (kept while
-  // the workspace lives), and how the recording went.
-  void* graph = nullptr;
+  // Graph mode: the arena (kept while the workspace lives), two sets of output buffers, each
+  // with its recordings, and how recording went. A set's buffers go to the caller as the call's
+  // outputs; a call uses a set whose buffers no caller holds any more (so a loop that keeps its
+  // last result alternates between the two), or, when both are held, runs without a recording
+  // on fresh buffers. Calls whose inputs are all on the host are copied into the page-locked
+  // block and have recordings of their own, which begin with the copies from it to the arena.
+  struct Recording {
+    void* graph = nullptr;
+    int calls = 0;  // the first runs the steps, the second records them
+  };
+  struct OutputSet {
+    std::vector<Storage> outputs;
+    Recording device, host;  // inputs anywhere, and all on the host
+  };
   std::shared_ptr<ArenaPool> kept_arena_of;  // set while the workspace keeps its arena
-  std::vector<Storage> kept_outputs;
-  int calls = 0;
-  bool graph_refused = false;
-  // Calls whose inputs are all on the host: the page-locked block they are copied into, and a
-  // graph of their own that begins with the copies from it to the arena.
-  void* host_graph = nullptr;
+  OutputSet sets[2];
+  bool graph_refused = false, host_graph_refused = false;
   void* pinned = nullptr;
-  int host_calls = 0;
-  bool host_graph_refused = false;
+  // A set whose buffers only this workspace holds, or nullptr.
+  OutputSet* free_set() {
+    for (OutputSet& s : sets) {
+      bool held = false;
+      for (const Storage& b : s.outputs) held = held || b.use_count() > 1;
+      if (!held) return &s;
+    }
+    return nullptr;
+  }
   ~Workspace() {
-    if (graph) backend->graph_destroy(device.index, graph);
-    if (host_graph) backend->graph_destroy(device.index, host_graph);
+    for (OutputSet& s : sets)
+      for (void* g : {s.device.graph, s.host.graph})
+        if (g) backend->graph_destroy(device.index, g);
     if (pinned) backend->host_free(device.index, pinned);
     if (kept_arena_of) kept_arena_of->give(arena);
     if (stream) backend->stream_destroy(device.index, stream);
@@ -626,7 +641,7 @@ void Plan::copy_staged_inputs(Workspace& ws, void* stream) const {
   }
 }
 
-bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host) const {
+bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host, void** graph) const {
   void* recording = nullptr;
   if (backend_->capture_begin(device_.index, &recording) != 0) return false;
   try {
@@ -642,7 +657,7 @@ bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host) con
   }
   void* g = nullptr;
   if (backend_->capture_end(device_.index, recording, &g) != 0 || !g) return false;
-  (from_host ? ws.host_graph : ws.graph) = g;
+  *graph = g;
   return true;
 }
 
@@ -734,45 +749,29 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
         device_failure(str("copying input ", i, " (", dense[i].nbytes(), " bytes) to the arena").c_str());
       input_data[i] = staging;
     }
-    if (graph_mode) {
-      if (!ws.kept_arena_of) {  // from now on the workspace keeps its memory
-        std::vector<Storage> kept(output_buffer_bytes_.size());
-        for (size_t i = 0; i < kept.size(); ++i) kept[i] = output_cache_->take(output_buffer_bytes_[i]);
-        ws.kept_outputs = std::move(kept);
-        ws.kept_arena_of = arenas_;
-      }
-      bind(ws, input_data, ws.kept_outputs);
+    Workspace::OutputSet* set = graph_mode ? ws.free_set() : nullptr;
+    if (set) {
+      ws.kept_arena_of = arenas_;  // from now on the workspace keeps its memory
+      if (set->outputs.empty())
+        for (size_t bytes : output_buffer_bytes_) set->outputs.push_back(output_cache_->take(bytes));
+      bind(ws, input_data, set->outputs);
       // The first call runs the steps directly (kernels and libraries finish their lazy
-      // set-up), the second records them, later ones replay the recording. Calls from the
-      // host have a recording of their own, which copies the inputs in.
-      if (from_host) {
-        if (!ws.host_graph && ws.host_calls > 0 && !capture(ws, options, true)) ws.host_graph_refused = true;
-        ++ws.host_calls;
-      } else {
-        if (!ws.graph && ws.calls > 0 && !capture(ws, options, false)) ws.graph_refused = true;
-        ++ws.calls;
-      }
-      if (void* g = from_host ? ws.host_graph : ws.graph) {
-        if (backend_->graph_launch(device_.index, g, stream) != 0) device_failure("launching the graph");
+      // set-up), the second records them, later ones replay the recording.
+      Workspace::Recording& r = from_host ? set->host : set->device;
+      if (!r.graph && r.calls > 0 && !capture(ws, options, from_host, &r.graph))
+        (from_host ? ws.host_graph_refused : ws.graph_refused) = true;
+      ++r.calls;
+      if (r.graph) {
+        if (backend_->graph_launch(device_.index, r.graph, stream) != 0) device_failure("launching the graph");
       } else {
         if (from_host) copy_staged_inputs(ws, stream);
         run_steps(ws, stream, options, trips_left);
       }
-      if (options.outputs_on_host) {
-        out = output_tensors(ws.kept_outputs, true, stream);
-      } else {  // the kept buffers are overwritten by the next call: the caller gets copies
-        for (size_t i = 0; i < buffers.size(); ++i) {
-          buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
-          if (output_buffer_bytes_[i] &&
-              backend_->copy(buffers[i].data(), int32_t(device_.type), device_.index, ws.kept_outputs[i].data(),
-                             int32_t(device_.type), device_.index, output_buffer_bytes_[i], stream) != 0)
-            device_failure("copying an output");
-        }
-        out = output_tensors(buffers, false, stream);
-      }
+      out = output_tensors(set->outputs, options.outputs_on_host, stream);  // the set's buffers, or host copies
     } else {
       for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
       bind(ws, input_data, buffers);
+      if (from_host) copy_staged_inputs(ws, stream);
       run_steps(ws, stream, options, trips_left);
       out = output_tensors(buffers, options.outputs_on_host, stream);
     }

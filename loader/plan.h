@@ -115,9 +115,9 @@ class Plan {
   // and predicates synchronises the stream) and copies the final state into the step's outputs.
   void run_control_flow_step(const Step& s, const amber_kernel_args& a, void* stream, const RunOptions& options,
                              int64_t& trips_left) const;
-  // Graph mode: records the steps as the workspace's graph (with from_host, the input copies
-  // from its page-locked block first, as its host graph); false when the device refused.
-  bool capture(Workspace& ws, const RunOptions& options, bool from_host) const;
+  // Graph mode: records the steps (with from_host, the input copies from the workspace's
+  // page-locked block first) into *graph; false when the device refused.
+  bool capture(Workspace& ws, const RunOptions& options, bool from_host, void** graph) const;
   // Queues the copies of the inputs from the workspace's page-locked block to the arena.
   void copy_staged_inputs(Workspace& ws, void* stream) const;
   // The graph outputs as tensors over buffers (copied to the host with to_host).

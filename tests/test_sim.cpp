@@ -249,8 +249,9 @@ TEST_CASE("sim: device graphs are recorded once per call slot and replayed on ea
     // By the warm-up's second call on device zeros, and its second from the host (calls whose
     // inputs are all on the host have a graph of their own, which copies them in).
     CHECK(c1.graphs_captured - c0.graphs_captured == 2);
-    // Each replay reads its own inputs (copied into the arena) from either side, and what it
-    // returns stays valid after later calls (copies out of the buffers the graph writes).
+    // Each call reads its own inputs (copied into the arena) from either side, and what it
+    // returns stays valid after later calls: a call writes output buffers no caller holds (one
+    // of the two sets a call slot keeps, or fresh ones when the caller holds both).
     std::vector<Tensor> got, want;
     for (uint64_t i = 0; i < 4; ++i) {
       const Tensor x = lenet_input(1, 100 + i);
@@ -261,9 +262,24 @@ TEST_CASE("sim: device graphs are recorded once per call slot and replayed on ea
     check_equal(dev.forward({lenet_input(1, 7)}, CallOptions{.outputs_on_host = true})[0],
                 cpu.forward({lenet_input(1, 7)})[0], "outputs on the host");
     for (size_t i = 0; i < got.size(); ++i) check_equal(got[i].to(Device::cpu()), want[i], str("call ", i));
+    got.clear();
+    // A loop that keeps its last result alternates between the two sets, each replaying its
+    // own recording, and hands the buffers themselves out: no copy of an output.
+    const amber_sim_counters c1b = sim::counters();
+    Tensor last, last_want;
+    for (uint64_t i = 0; i < 6; ++i) {
+      const Tensor x = lenet_input(1, 300 + i);
+      const Tensor y = dev.forward({x})[0];
+      if (last.defined()) check_equal(last.to(Device::cpu()), last_want, str("the result before call ", i));
+      last = y, last_want = cpu.forward({x})[0];
+      check_equal(last.to(Device::cpu()), last_want, str("loop call ", i));
+    }
     const amber_sim_counters c2 = sim::counters();
-    CHECK(c2.graphs_captured == c1.graphs_captured);
-    CHECK(c2.graph_launches - c1.graph_launches == 5);
+    CHECK(c2.graphs_captured - c1b.graphs_captured == 1);  // the second set's, on its second call
+    CHECK(c2.graph_launches - c1b.graph_launches == 5);    // all but the second set's first call
+    CHECK(c2.device_copies == c1b.device_copies);
+    CHECK(c2.uploads - c1b.uploads == 2);  // the second set's first call and its recording; replays copy within
+    last = Tensor();
     // A new batch size: a new plan, run directly on its first call, recorded on its second.
     const Tensor x5 = lenet_input(5);
     for (int i = 0; i < 3; ++i) check_equal(dev.forward({x5})[0].to(Device::cpu()), cpu.forward({x5})[0], "batch 5");
