@@ -161,7 +161,7 @@ step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
   PATH=$PATH:/usr/local/cuda/bin
-  step "compute-sanitizer memcheck on test_e2e ${short_e2e[*]}" compute-sanitizer --tool memcheck \
+  step "compute-sanitizer memcheck on test_e2e${short_e2e[*]:+ ${short_e2e[*]}}" compute-sanitizer --tool memcheck \
     --error-exitcode 1 "$build/tests/test_e2e" "${short_e2e[@]}"
 else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
