@@ -94,12 +94,13 @@ struct Plan::Workspace {
   ArenaPool::Arena arena;  // borrowed from the model's pool while the workspace is out
   std::vector<amber_tensor_view> args;
   std::vector<char*> data;
-  // Graph mode: the arena (kept while the workspace lives), two sets of output buffers, each
-  // with its recordings, and how recording went. A set's buffers go to the caller as the call's
-  // outputs; a call uses a set whose buffers no caller holds any more (so a loop that keeps its
-  // last result alternates between the two), or, when both are held, runs without a recording
-  // on fresh buffers. Calls whose inputs are all on the host are copied into the page-locked
-  // block and have recordings of their own, which begin with the copies from it to the arena.
+  // Graph mode: the arena (kept while the workspace lives), sets of output buffers, each with
+  // its recordings, and how recording went. The first two sets' buffers go to the caller as
+  // the call's outputs: a call uses one of them that no caller holds any more (so a loop that
+  // keeps its last result alternates between the two), or, when the caller holds both (it
+  // collects results), the third, whose buffers it copies the outputs out of. Calls whose
+  // inputs are all on the host are copied into the page-locked block and have recordings of
+  // their own, which begin with the copies from it to the arena.
   struct Recording {
     void* graph = nullptr;
     int calls = 0;  // the first runs the steps, the second records them
@@ -109,15 +110,15 @@ struct Plan::Workspace {
     Recording device, host;  // inputs anywhere, and all on the host
   };
   std::shared_ptr<ArenaPool> kept_arena_of;  // set while the workspace keeps its arena
-  OutputSet sets[2];
+  OutputSet sets[3];                         // two handed out, one copied out of
   bool graph_refused = false, host_graph_refused = false;
   void* pinned = nullptr;
-  // A set whose buffers only this workspace holds, or nullptr.
+  // A set to hand out whose buffers only this workspace holds, or nullptr.
   OutputSet* free_set() {
-    for (OutputSet& s : sets) {
+    for (int k = 0; k < 2; ++k) {
       bool held = false;
-      for (const Storage& b : s.outputs) held = held || b.use_count() > 1;
-      if (!held) return &s;
+      for (const Storage& b : sets[k].outputs) held = held || b.use_count() > 1;
+      if (!held) return &sets[k];
     }
     return nullptr;
   }
@@ -749,8 +750,10 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
         device_failure(str("copying input ", i, " (", dense[i].nbytes(), " bytes) to the arena").c_str());
       input_data[i] = staging;
     }
-    Workspace::OutputSet* set = graph_mode ? ws.free_set() : nullptr;
-    if (set) {
+    if (graph_mode) {
+      Workspace::OutputSet* set = ws.free_set();
+      const bool hand_out = set != nullptr;
+      if (!hand_out) set = &ws.sets[2];
       ws.kept_arena_of = arenas_;  // from now on the workspace keeps its memory
       if (set->outputs.empty())
         for (size_t bytes : output_buffer_bytes_) set->outputs.push_back(output_cache_->take(bytes));
@@ -767,11 +770,21 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
         if (from_host) copy_staged_inputs(ws, stream);
         run_steps(ws, stream, options, trips_left);
       }
-      out = output_tensors(set->outputs, options.outputs_on_host, stream);  // the set's buffers, or host copies
+      if (hand_out || options.outputs_on_host) {
+        out = output_tensors(set->outputs, options.outputs_on_host, stream);  // the set's buffers, or host copies
+      } else {  // the third set's buffers are overwritten by the next such call: the caller gets copies
+        for (size_t i = 0; i < buffers.size(); ++i) {
+          buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
+          if (output_buffer_bytes_[i] &&
+              backend_->copy(buffers[i].data(), int32_t(device_.type), device_.index, set->outputs[i].data(),
+                             int32_t(device_.type), device_.index, output_buffer_bytes_[i], stream) != 0)
+            device_failure("copying an output");
+        }
+        out = output_tensors(buffers, false, stream);
+      }
     } else {
       for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
       bind(ws, input_data, buffers);
-      if (from_host) copy_staged_inputs(ws, stream);
       run_steps(ws, stream, options, trips_left);
       out = output_tensors(buffers, options.outputs_on_host, stream);
     }

@@ -251,7 +251,8 @@ TEST_CASE("sim: device graphs are recorded once per call slot and replayed on ea
     CHECK(c1.graphs_captured - c0.graphs_captured == 2);
     // Each call reads its own inputs (copied into the arena) from either side, and what it
     // returns stays valid after later calls: a call writes output buffers no caller holds (one
-    // of the two sets a call slot keeps, or fresh ones when the caller holds both).
+    // of the two sets a call slot hands out, or, when the caller holds both, a third set whose
+    // buffers are copied out).
     std::vector<Tensor> got, want;
     for (uint64_t i = 0; i < 4; ++i) {
       const Tensor x = lenet_input(1, 100 + i);
@@ -262,6 +263,18 @@ TEST_CASE("sim: device graphs are recorded once per call slot and replayed on ea
     check_equal(dev.forward({lenet_input(1, 7)}, CallOptions{.outputs_on_host = true})[0],
                 cpu.forward({lenet_input(1, 7)})[0], "outputs on the host");
     for (size_t i = 0; i < got.size(); ++i) check_equal(got[i].to(Device::cpu()), want[i], str("call ", i));
+    // Collecting results: once both sets are held, calls use the third set and copy their
+    // outputs out (its recording from the host was made by the outputs-on-host call above,
+    // its second call from the host).
+    const amber_sim_counters c1a = sim::counters();
+    for (uint64_t i = 4; i < 8; ++i) {
+      const Tensor x = lenet_input(1, 100 + i);
+      want.push_back(cpu.forward({x})[0]);
+      got.push_back(dev.forward({x})[0]);
+    }
+    for (size_t i = 0; i < got.size(); ++i) check_equal(got[i].to(Device::cpu()), want[i], str("collected ", i));
+    CHECK(sim::counters().graph_launches - c1a.graph_launches == 4);
+    CHECK(sim::counters().device_copies - c1a.device_copies == 4);  // one output each
     got.clear();
     // A loop that keeps its last result alternates between the two sets, each replaying its
     // own recording, and hands the buffers themselves out: no copy of an output.
