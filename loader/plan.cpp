@@ -714,8 +714,9 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
   std::vector<const void*> input_data(inputs.size());
   std::vector<Storage> buffers(output_buffer_bytes_.size());
   std::vector<Tensor> out;
-  // Every input on the host: they go through the page-locked block, copied from there by the
-  // workspace's host graph (allocated on the first such call; without it, as other calls).
+  // Every input on the host: they go through the workspace's page-locked block (allocated on
+  // the first such call; without it, as other calls), copied from there by the recordings
+  // from the host.
   bool from_host = graph_mode && host_staging_ && !ws.host_graph_refused && !inputs.empty();
   for (const Tensor& t : inputs) from_host = from_host && t.device().is_cpu();
   if (from_host && !ws.pinned) {
