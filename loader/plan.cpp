@@ -755,7 +755,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       Workspace::OutputSet* set = ws.free_set();
       const bool hand_out = set != nullptr;
       if (!hand_out) set = &ws.sets[2];
-      ws.kept_arena_of = arenas_;  // from now on the workspace keeps its memory
+      if (!ws.kept_arena_of) ws.kept_arena_of = arenas_;  // from now on the workspace keeps its memory
       if (set->outputs.empty())
         for (size_t bytes : output_buffer_bytes_) set->outputs.push_back(output_cache_->take(bytes));
       bind(ws, input_data, set->outputs);
