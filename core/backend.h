@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 9
+#define AMBER_BACKEND_ABI_VERSION 10
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -108,7 +108,12 @@ typedef enum amber_precision {
   /* TF32: matrix products and convolutions may multiply on tensor cores with their f32
    * inputs rounded to TF32 (10 explicit mantissa bits) and f32 accumulation; all data stays
    * f32. Only backends with AMBER_BACKEND_TF32 are given it. */
-  AMBER_PRECISION_TF32 = 3
+  AMBER_PRECISION_TF32 = 3,
+  /* As AMBER_PRECISION_BF16 with IEEE half (f16: 11 significant bits, largest finite 65504)
+   * in place of bf16: weights converted once, at setup (a layer with a weight out of f16's
+   * range stays f32), activations as they enter; outputs f32. Only backends with
+   * AMBER_BACKEND_F16 are given it. */
+  AMBER_PRECISION_F16 = 4
 } amber_precision;
 
 /* The longest reduction (in_features, or in_channels/groups * kH * kW) an int8 product may
@@ -174,6 +179,7 @@ typedef struct amber_kernel {
 #define AMBER_BACKEND_BF16 2u        /* kernels honour AMBER_PRECISION_BF16 on this machine */
 #define AMBER_BACKEND_INT8 4u        /* kernels honour AMBER_PRECISION_DYNAMIC_INT8 on this machine */
 #define AMBER_BACKEND_TF32 8u        /* kernels honour AMBER_PRECISION_TF32 */
+#define AMBER_BACKEND_F16 16u        /* kernels honour AMBER_PRECISION_F16 on this machine */
 
 /* What a backend holds of one device's memory (amber_backend::memory_stats). Held bytes are
  * those allocate returned and deallocate has not taken back: tensors, arenas, weights,

@@ -109,6 +109,8 @@ amber_precision abi_precision(Precision p) {
       return AMBER_PRECISION_DYNAMIC_INT8;
     case Precision::tf32:
       return AMBER_PRECISION_TF32;
+    case Precision::f16:
+      return AMBER_PRECISION_F16;
   }
   return AMBER_PRECISION_F32;
 }
@@ -195,6 +197,8 @@ const char* precision_name(Precision p) {
       return "dynamic-int8";
     case Precision::tf32:
       return "tf32";
+    case Precision::f16:
+      return "f16";
   }
   return "?";
 }
@@ -221,7 +225,8 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
       case Precision::bf16:
         needs = AMBER_BACKEND_BF16;
         why = cpu ? " (it needs a processor with AVX512-BF16, which oneDNN uses natively; this one has none)"
-                  : " (its kernels have no bf16 path yet)";
+              : options.device.type == DeviceType::cuda ? " (it needs a GPU of compute capability 8.0 or later)"
+                                                        : " (its kernels have no bf16 path yet)";
         break;
       case Precision::dynamic_int8:
         needs = AMBER_BACKEND_INT8;
@@ -231,6 +236,12 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
       case Precision::tf32:
         needs = AMBER_BACKEND_TF32;
         why = " (TF32 is a format of NVIDIA GPUs' tensor cores: load on Device::cuda)";
+        break;
+      case Precision::f16:
+        needs = AMBER_BACKEND_F16;
+        why = options.device.type == DeviceType::cuda
+                  ? " (it needs a GPU of compute capability 7.0 or later)"
+                  : " (f16 products run on NVIDIA GPUs' tensor cores: load on Device::cuda)";
         break;
     }
     AMBER_CHECK((b.flags & needs) == needs, "load: precision ", precision_name(options.precision),

@@ -29,7 +29,8 @@ enum class Precision : uint8_t {
   // once, at load; activations as they enter each one), everything else in f32: about twice
   // the speed of f32 on processors with AVX512-BF16, outputs within about 1% (docs/guide.md's
   // precision section has the measured errors). Offered only where the device's backend
-  // computes bf16 natively; load says so otherwise.
+  // computes bf16 natively (the CPU with AVX512-BF16; CUDA on GPUs of compute capability 8.0
+  // and up, where a convolution's output is rounded to bf16 too); load says so otherwise.
   bf16,
   // Dynamic int8: linear layers and convolutions (not depthwise or transposed) multiply 8-bit
   // integers with int32 accumulation (weights quantized once, at load, a scale per output
@@ -45,6 +46,12 @@ enum class Precision : uint8_t {
   // e2e matrix's CUDA TF32 column bounds them at 1% of the output's largest magnitude).
   // Offered by the CUDA backend only; PyTorch's torch.backends.cuda.matmul.allow_tf32.
   tf32,
+  // As bf16 with IEEE half (f16: 11 significant bits where bf16 keeps 8, largest finite
+  // 65504) on the GPU's tensor cores: weights converted once, at load (a layer with a weight
+  // beyond f16's range stays f32), activations as they enter each product. A model whose
+  // activations leave f16's range gets Inf there (check_numerics names the node). Offered by
+  // the CUDA backend on GPUs with f16 tensor cores (compute capability 7.0 and up).
+  f16,  // the last: bench_amber_case walks 0..f16 by precision_name
 };
 const char* precision_name(Precision p);
 

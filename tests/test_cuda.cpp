@@ -4,10 +4,12 @@
 // e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
 // steady state that allocates nothing, device_memory's counts, an out-of-memory call that
 // fails alone (the next call works), weights that do not fit refused naming bytes, a bad
-// device index, and replicas over every GPU present.
+// device index, replicas over every GPU present, and Precision::bf16 / f16 on LeNet.
 
+#include <cmath>
 #include <cstdlib>
 #include <thread>
+#include <tuple>
 
 #include "amber/core/backend_registry.h"
 #include "amber/core/devices.h"
@@ -144,6 +146,49 @@ TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results ke
         return s;
       },
       {randn({3, 1001}), randn({1001})}, "20 results kept");
+}
+
+// Precision::bf16 and f16 (convolutions and linear layers in 16 bits, f32 accumulation): LeNet
+// within each one's bound of the CPU's f32 at three batches, and not equal to CUDA's f32 (the
+// 16-bit path ran); a linear layer with a weight beyond f16's range (1e5) keeps f32 under f16.
+TEST_CASE("cuda: bf16 and f16 products within their bounds; a weight beyond f16 keeps its layer f32", "[cuda][gpu]") {
+  if (skip("bf16 and f16 products")) return;
+  const Model cpu = load(lenet_archive());
+  const Model f32 = load(lenet_archive(), LoadOptions{.device = Device::cuda(0)});
+  const uint32_t flags = backend(Device::cuda(0)).flags;
+  for (const auto& [precision, flag, bound] :
+       {std::tuple{Precision::bf16, AMBER_BACKEND_BF16, 2e-2}, std::tuple{Precision::f16, AMBER_BACKEND_F16, 5e-3}}) {
+    if (!(flags & flag)) {
+      std::printf("SKIPPED: %s: this GPU has no such tensor cores\n", precision_name(precision));
+      continue;
+    }
+    const Model gpu = load(lenet_archive(), LoadOptions{.device = Device::cuda(0), .precision = precision});
+    for (int64_t batch : {1, 8, 3}) {
+      const Tensor x = input(batch), want = cpu.forward({x})[0];
+      double ref_max = 0;
+      for (double v : want.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
+      const Tensor got = gpu.forward({x}, CallOptions{.outputs_on_host = true})[0];
+      const test::Diff d = test::compare(got, want, bound * ref_max, 0);
+      INFO(precision_name(precision) << " batch " << batch << ": " << d.message);
+      CHECK(d.ok);
+      const Tensor plain = f32.forward({x}, CallOptions{.outputs_on_host = true})[0];
+      CHECK_FALSE(test::compare(got, plain, 0, 0).ok);
+    }
+  }
+  if (!(flags & AMBER_BACKEND_F16)) return;
+  manual_seed(5);
+  std::vector<float> wv = randn({7, 33}).to_vector<float>(SrcLoc::none());
+  wv[40] = 1e5f;
+  const Tensor w = tensor(wv, {7, 33}), b = randn({7}), x = randn({4, 33});
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  const std::vector<uint8_t> bytes =
+      trace([&](const Tensor& in) { return linear(in, w, b); }, {x}, quiet).save_to_bytes();
+  const Tensor want = load(bytes).forward({x})[0];
+  const Tensor got = load(bytes, LoadOptions{.device = Device::cuda(0), .precision = Precision::f16})
+                         .forward({x})[0]
+                         .to(Device::cpu());
+  check_close(got, want, "f16 with a weight of 1e5: the layer stays f32");
 }
 
 TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the device's memory", "[cuda][gpu]") {

@@ -7,13 +7,15 @@
 // on CPU in bf16 and in dynamic int8 (LoadOptions::precision, where the processor has
 // AVX512-BF16 and AVX512-VNNI) and calibrated int8 (quantize_int8 on the model's largest
 // batch), within kBf16Tolerance and kInt8Tolerance of the output's largest magnitude, and on
-// CUDA in TF32 (where a GPU exists) within kTf32Tolerance of it.
+// CUDA in TF32, bf16 and f16 (where a GPU with such tensor cores exists) within kTf32Tolerance,
+// kBf16Tolerance and kF16Tolerance of it.
 // Each model is traced once at batch 1 with a dynamic batch and that one archive serves every
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -38,11 +40,13 @@ enum Path {
   kLoadedSim,
   kLoadedCuda,
   kLoadedCudaTf32,
+  kLoadedCudaBf16,
+  kLoadedCudaF16,
   kPaths
 };
-const char* const kPathNames[kPaths] = {"eager",           "traced",          "loaded CPU",
-                                        "loaded CPU bf16", "loaded CPU int8", "CPU int8 calib.",
-                                        "loaded sim",      "loaded CUDA",     "loaded CUDA tf32"};
+const char* const kPathNames[kPaths] = {
+    "eager",      "traced",      "loaded CPU",       "loaded CPU bf16",  "loaded CPU int8", "CPU int8 calib.",
+    "loaded sim", "loaded CUDA", "loaded CUDA tf32", "loaded CUDA bf16", "loaded CUDA f16"};
 
 // The bf16 column's bound: max |amber - ref| <= kBf16Tolerance * max |ref| (bf16 keeps 8
 // significant bits, a relative rounding of 2^-9 per product input; measured here 0.1-0.4%).
@@ -55,6 +59,10 @@ constexpr double kInt8Tolerance = 4e-2;
 // The CUDA TF32 column's (Precision::tf32: matrix products and convolutions on tensor cores),
 // likewise: TF32 keeps 11 significant bits of each product input, a relative rounding of 2^-11.
 constexpr double kTf32Tolerance = 1e-2;
+// The CUDA f16 column's (Precision::f16: convolutions and linear layers in IEEE half), likewise:
+// f16 keeps 11 significant bits, as TF32, and the convolution's output is rounded to it too.
+// (The CUDA bf16 column is held to kBf16Tolerance.)
+constexpr double kF16Tolerance = 1e-2;
 
 struct Cell {
   bool run = false, ok = true;
@@ -102,6 +110,27 @@ std::string precision_skip_reason(Precision p) {
     return std::string(e.what());
   }
 }
+// Why a precision's CUDA column does not run here ("" when it does), once per precision.
+const std::string& cuda_precision_skip_reason(Precision p) {
+  static std::map<Precision, std::string> reasons;
+  auto it = reasons.find(p);
+  if (it == reasons.end()) {
+    std::string why = cuda_skip_reason();
+    if (why.empty()) {
+      try {
+        TraceOptions o;
+        o.print_warnings = false;
+        (void)load(trace(models::ten_mul, {ones({5})}, o).save_to_bytes(),
+                   LoadOptions{.device = Device::cuda(0), .precision = p});
+      } catch (const Error& e) {
+        why = e.what();
+      }
+    }
+    it = reasons.emplace(p, why).first;
+  }
+  return it->second;
+}
+
 const std::string& bf16_skip_reason() {
   static const std::string reason = precision_skip_reason(Precision::bf16);
   return reason;
@@ -173,10 +202,14 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
   traced.save(path);
   const Model cpu = load(path);
   const Model sim = load(path, LoadOptions{.device = Device::sim(1)});
-  Model cuda, cuda_tf32, bf16, int8, int8_calibrated;
+  Model cuda, cuda_tf32, cuda_bf16, cuda_f16, bf16, int8, int8_calibrated;
   if (cuda_skip_reason().empty()) {
     cuda = load(path, LoadOptions{.device = Device::cuda(0)});
     cuda_tf32 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::tf32});
+    if (lower_precision && cuda_precision_skip_reason(Precision::bf16).empty())
+      cuda_bf16 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::bf16});
+    if (lower_precision && cuda_precision_skip_reason(Precision::f16).empty())
+      cuda_f16 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::f16});
   }
   if (lower_precision && bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
   if (lower_precision && int8_skip_reason().empty())
@@ -189,7 +222,9 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     double ref_max = 0;
     for (double v : b.reference.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
     auto check = [&](Path p, const Tensor& got) {
-      const test::Diff d = p == kLoadedBf16 ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
+      const test::Diff d = p == kLoadedBf16 || p == kLoadedCudaBf16
+                               ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
+                           : p == kLoadedCudaF16 ? test::compare(got, b.reference, kF16Tolerance * ref_max, 0)
                            : p == kLoadedInt8 || p == kLoadedInt8Calibrated
                                ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
                            : p == kLoadedCudaTf32 ? test::compare(got, b.reference, kTf32Tolerance * ref_max, 0)
@@ -213,6 +248,8 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     CHECK(test::compare(on_sim.to(Device::cpu()), on_cpu, 0, 0).ok);  // the same kernels on the same threads
     if (cuda.defined()) check(kLoadedCuda, cuda.forward(b.inputs)[0].to(Device::cpu()));
     if (cuda_tf32.defined()) check(kLoadedCudaTf32, cuda_tf32.forward(b.inputs)[0].to(Device::cpu()));
+    if (cuda_bf16.defined()) check(kLoadedCudaBf16, cuda_bf16.forward(b.inputs)[0].to(Device::cpu()));
+    if (cuda_f16.defined()) check(kLoadedCudaF16, cuda_f16.forward(b.inputs)[0].to(Device::cpu()));
     matrix().push_back(row);
   }
   std::filesystem::remove(path);
@@ -392,9 +429,9 @@ TEST_CASE("the conformance matrix", "[e2e]") {
       "archive serving batch 8 (control-flow models: the batch column names the case, one archive for all);\nloaded "
       "CPU bf16 and int8 (LoadOptions::precision, dynamic int8), CPU int8 calibrated (quantize_int8 on the "
       "largest batch; skipped: nothing to quantize outside control-flow bodies, or another sequence "
-      "length than calibrated) and CUDA tf32: within "
-      "%g, %g and %g x max |ref| instead\n",
-      kBf16Tolerance, kInt8Tolerance, kTf32Tolerance);
+      "length than calibrated), CUDA tf32 and f16: within "
+      "%g, %g, %g and %g x max |ref| instead (CUDA bf16: as CPU bf16)\n",
+      kBf16Tolerance, kInt8Tolerance, kTf32Tolerance, kF16Tolerance);
   std::printf("%-14s %-9s %-14s", "model", "batch", "atol / rtol");
   for (const char* p : kPathNames) std::printf(" %-19s", p);
   std::printf("\n");
@@ -408,7 +445,11 @@ TEST_CASE("the conformance matrix", "[e2e]") {
     }
     std::printf("\n");
   }
-  if (!cuda_skip_reason().empty()) std::printf("loaded CUDA and CUDA tf32 skipped: %s\n", cuda_skip_reason().c_str());
+  if (!cuda_skip_reason().empty())
+    std::printf("loaded CUDA, CUDA tf32, bf16 and f16 skipped: %s\n", cuda_skip_reason().c_str());
+  for (Precision p : {Precision::bf16, Precision::f16})
+    if (cuda_skip_reason().empty() && !cuda_precision_skip_reason(p).empty())
+      std::printf("loaded CUDA %s skipped: %s\n", precision_name(p), cuda_precision_skip_reason(p).c_str());
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());
   if (!int8_skip_reason().empty()) std::printf("loaded CPU int8 skipped: %s\n", int8_skip_reason().c_str());
   // Every model of the matrix reported (a filtered run prints what it ran).

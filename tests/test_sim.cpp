@@ -128,6 +128,12 @@ TEST_CASE("sim: a loaded model equals the CPU, with inputs and outputs on either
                       "GPUs' tensor cores: load on Device::cuda): load with Precision::f32");
   AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.precision = Precision::tf32}),
                       "precision tf32 is not offered by the cpu backend");
+  // f16 likewise (the CUDA backend's flag on GPUs with f16 tensor cores).
+  AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.device = Device::sim(0), .precision = Precision::f16}),
+                      "precision f16 is not offered by the sim backend on this machine (f16 products run on NVIDIA "
+                      "GPUs' tensor cores: load on Device::cuda): load with Precision::f32");
+  AMBER_REQUIRE_ERROR(load(lenet_archive(), LoadOptions{.precision = Precision::f16}),
+                      "precision f16 is not offered by the cpu backend");
 }
 
 TEST_CASE("sim: device_memory counts what Amber holds on a device and its peak; synchronize waits", "[sim]") {

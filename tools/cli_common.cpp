@@ -95,8 +95,10 @@ LoadOptions load_options(const Args& a) {
     o.precision = Precision::dynamic_int8;
   else if (precision == "tf32")
     o.precision = Precision::tf32;
+  else if (precision == "f16")
+    o.precision = Precision::f16;
   else if (precision != "f32")
-    throw UsageError("--precision must be f32, bf16, dynamic-int8 or tf32, got '" + precision + "'");
+    throw UsageError("--precision must be f32, bf16, dynamic-int8, tf32 or f16, got '" + precision + "'");
   return o;
 }
 

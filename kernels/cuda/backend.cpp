@@ -277,11 +277,31 @@ void host_free(int32_t device, void* ptr) {
   (void)cudaGetLastError();
 }
 
+// The reduced precisions every visible GPU's tensor cores compute: f16 from compute
+// capability 7.0 (Volta), bf16 from 8.0 (Ampere). None when no GPU is found (loading on
+// CUDA then fails on the device count, naming why).
+uint32_t precision_flags() {
+  int n = 0, lowest = 1 << 30;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  for (int d = 0; d < n; ++d) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    lowest = std::min(lowest, major);
+  }
+  return (lowest >= 7 ? AMBER_BACKEND_F16 : 0u) | (lowest >= 8 ? AMBER_BACKEND_BF16 : 0u);
+}
+
 const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
     "cuda",
-    AMBER_BACKEND_TF32,
+    AMBER_BACKEND_TF32,  // with precision_flags() added at the first amber_backend_entry()
     device_count,
     allocate,
     deallocate,
@@ -305,5 +325,11 @@ const amber_backend kBackend = {
 }  // namespace amber::cuda
 
 extern "C" __attribute__((visibility("default"))) const amber_backend* amber_backend_entry() {
-  return &amber::cuda::kBackend;
+  // Built at the first call rather than at the library's load: the flags ask the driver.
+  static const amber_backend table = [] {
+    amber_backend t = amber::cuda::kBackend;
+    t.flags |= amber::cuda::precision_flags();
+    return t;
+  }();
+  return &table;
 }

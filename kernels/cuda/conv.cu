@@ -1,12 +1,14 @@
 // CUDA kernels for conv2d, fused_conv2d and conv_transpose2d on cuDNN 9 (the transposed one
 // as cuDNN's backward-data convolution): input, KRSC-packed weights and output in dense
 // channels-last (other layouts copied through the workspace), FMA math (TF32 tensor cores only
-// under AMBER_PRECISION_TF32). conv2d
-// runs the backend-API plan timed fastest at setup when asked (conv_plan.h), else the legacy
-// API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one
-// pass over the channels-last output with the pointwise ops' own formulas
-// (pointwise_math.h). The step's state owns handle, descriptors, plan and packed weights;
-// calls share it under a mutex (a handle holds one stream at a time).
+// under AMBER_PRECISION_TF32). Under AMBER_PRECISION_BF16 / F16 a convolution (not depthwise
+// or transposed) with immutable weights runs on tensor cores in 16 bits with f32 accumulation:
+// weights converted once at setup, the input as it enters, the 16-bit output widened to f32 in
+// the bias/activation pass. conv2d runs the backend-API plan timed fastest at setup when
+// asked (conv_plan.h; f32 only), else the legacy API's algorithm; fused_conv2d's bias (unless
+// the plan adds it) and activation are one pass over the channels-last output with the
+// pointwise ops' own formulas (pointwise_math.h). The step's state owns handle, descriptors,
+// plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -19,6 +21,7 @@
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
@@ -34,8 +37,9 @@ struct ConvState {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // conv_transpose2d's
   size_t workspace = 0;
-  float* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
+  void* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
   bool weights_packed = false;
+  int32_t half = -1;               // kBF16 / kF16 when the product is 16-bit (packed holds that type), else -1
   std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
   bool plan_bias = false;          // the plan adds the bias
   std::mutex launch;
@@ -319,21 +323,54 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   nhwc_strides(xd, xs);
   nchw_of(y, yd);
   nhwc_strides(yd, ys);
-  CUDNN_TRY(cudnnSetTensorNdDescriptor(s->x, CUDNN_DATA_FLOAT, 4, xd, xs));
-  CUDNN_TRY(cudnnSetTensorNdDescriptor(s->y, CUDNN_DATA_FLOAT, 4, yd, ys));
   // The filter as the forward convolution's [K, C / groups, R, S]: conv2d's weight, or
   // conv_transpose2d's [in, out / groups, R, S] (its input is that convolution's output).
   const int K = int(w.sizes[0]), C = int(w.sizes[1]), R = int(w.sizes[2]), S = int(w.sizes[3]);
-  CUDNN_TRY(cudnnSetFilter4dDescriptor(s->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, K, C, R, S));
   const int groups = int(a->attrs[at.groups].i);
-  CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, at.padding, 0), pair(a, at.padding, 1),
-                                            pair(a, at.stride, 0), pair(a, at.stride, 1), pair(a, at.dilation, 0),
-                                            pair(a, at.dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  CUDNN_TRY(cudnnSetConvolutionGroupCount(s->conv, groups));
   // FMA math unless the model was loaded with Precision::tf32 (tensor cores on TF32 inputs, as
-  // PyTorch's torch.backends.cudnn.allow_tf32).
+  // PyTorch's torch.backends.cudnn.allow_tf32); 16-bit data on tensor cores, f32 accumulation.
   const bool tf32 = a->precision == AMBER_PRECISION_TF32;
-  CUDNN_TRY(cudnnSetConvolutionMathType(s->conv, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  auto describe = [&](int32_t half) -> int {
+    const cudnnDataType_t io = half == kBF16 ? CUDNN_DATA_BFLOAT16 : half == kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    CUDNN_TRY(cudnnSetTensorNdDescriptor(s->x, io, 4, xd, xs));
+    CUDNN_TRY(cudnnSetTensorNdDescriptor(s->y, io, 4, yd, ys));
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(s->w, io, CUDNN_TENSOR_NHWC, K, C, R, S));
+    CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, at.padding, 0), pair(a, at.padding, 1),
+                                              pair(a, at.stride, 0), pair(a, at.stride, 1), pair(a, at.dilation, 0),
+                                              pair(a, at.dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_TRY(cudnnSetConvolutionGroupCount(s->conv, groups));
+    CUDNN_TRY(cudnnSetConvolutionMathType(s->conv, tf32 || half >= 0 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    return 0;
+  };
+  // 16-bit products (not depthwise: a few products per element loaded, as the CPU keeps them
+  // f32): the weights converted into KRSC now. Where that is refused (f16 beyond its range) or
+  // cuDNN has no algorithm for the shape in 16 bits, the convolution stays f32.
+  if (const int32_t half = Transposed || (groups > 1 && C == 1) ? -1 : half_product_type(a, w); half >= 0) {
+    const size_t hbytes = size_t(K) * C * R * S * 2;
+    if (cudaMalloc(&s->packed, hbytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return fail(a, "%s: out of memory converting %zu bytes of weights to 16 bits", op, hbytes);
+    }
+    amber_tensor_view krsc = w;
+    krsc.dtype = half;
+    krsc.data = s->packed;
+    krsc.cache_id = 0;
+    krsc.strides[0] = int64_t(R) * S * C;
+    krsc.strides[1] = 1;
+    krsc.strides[2] = int64_t(S) * C;
+    krsc.strides[3] = C;
+    const int rc = convert_weights(a, krsc, w);
+    if (rc > 0) return 1;
+    if (rc == 0 && describe(half) == 0 && choose_algo(s.get(), true)) {
+      s->half = half;
+      s->weights_packed = true;
+    } else {
+      cudaFree(s->packed);
+      s->packed = nullptr;
+      (void)cudaGetLastError();
+    }
+  }
+  if (s->half < 0 && describe(-1) != 0) return 1;
   if (present(bias)) {
     CUDNN_TRY(cudnnCreateTensorDescriptor(&s->b));
     const int oc = yd[1], bd[4] = {1, oc, 1, 1}, bs[4] = {oc * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
@@ -341,7 +378,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   }
   // Weights packed now when immutable; mutable ones are packed per call into the workspace.
   const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
-  if (w.cache_id != 0 && w.data) {
+  if (s->half < 0 && w.cache_id != 0 && w.data) {
     if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
       (void)cudaGetLastError();
       return fail(a, "%s: out of memory packing %zu bytes of weights", op, wbytes);
@@ -350,9 +387,9 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
       return launched(
           a, Transposed ? "conv_transpose2d: a stream to pack the weights" : "conv2d: a stream to pack the weights");
-    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(static_cast<const float*>(w.data),
-                                                                              s->packed, K, C, R, S, w.strides[0],
-                                                                              w.strides[1], w.strides[2], w.strides[3]);
+    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(
+        static_cast<const float*>(w.data), static_cast<float*>(s->packed), K, C, R, S, w.strides[0], w.strides[1],
+        w.strides[2], w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
     if (!Transposed && e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, at, xd, yd, packing);
     (void)cudaStreamDestroy(packing);
@@ -360,15 +397,21 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
       return launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights");
     s->weights_packed = true;
   }
-  if (!(Transposed ? choose_data_algo(s.get(), tf32) : choose_algo(s.get(), tf32)))
+  if (s->half < 0 && !(Transposed ? choose_data_algo(s.get(), tf32) : choose_algo(s.get(), tf32)))
     return fail(a,
                 "%s: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
                 "groups %d, output [%d, %d, %d, %d]",
                 op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
-  // Room for the inputs and the output to be copied to channels-last when they come in
-  // another layout (decided per call, as the strides may differ between calls).
-  s->workspace += padded(size_t(numel(x)) * sizeof(float)) + padded(size_t(numel(y)) * sizeof(float));
+  // Room for the input and the output to be copied to channels-last when they come in
+  // another layout (decided per call, as the strides may differ between calls); in 16 bits,
+  // for the input and the convolution's output in 16 bits, and the output in f32 when its
+  // layout is another.
+  if (s->half < 0)
+    s->workspace += padded(size_t(numel(x)) * sizeof(float)) + padded(size_t(numel(y)) * sizeof(float));
+  else
+    s->workspace +=
+        padded(size_t(numel(x)) * 2) + padded(size_t(numel(y)) * 2) + padded(size_t(numel(y)) * sizeof(float));
   if (!s->weights_packed) s->workspace += padded(wbytes);
   *workspace_bytes = s->workspace;
   *state = s.release();
@@ -377,19 +420,35 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
 
 void destroy(void* state) { delete static_cast<ConvState*>(state); }
 
-// fused_conv2d's bias (when the convolution did not add it; NULL otherwise) and activation
-// in one pass over n dense channels-last floats, in place: y = act(y + bias[i % channels]),
-// the two roundings cudnnAddTensor and a separate pass would make. I indexes: 32-bit where n
-// fits, since a 64-bit remainder costs tens of instructions an element.
-enum class Act { clamp, silu, hardswish };
-template <typename I>
-__global__ void bias_activate(float* y, I n, I channels, const float* bias, int64_t bias_stride, Act act, float lo,
-                              float hi) {
+// The pass after the convolution: fused_conv2d's bias (when the convolution did not add it;
+// NULL otherwise) and activation, and in 16 bits the widening to f32 (with conv2d's bias), over
+// n dense channels-last elements of src into y (in place when both are the f32 output):
+// y = act(src + bias[i % channels]), the one rounding where cudnnAddTensor and a separate pass
+// would make two. I indexes: 32-bit where n fits, since a 64-bit remainder costs tens of
+// instructions an element.
+enum class Act { none, clamp, silu, hardswish };
+template <typename T, typename I>
+__global__ void finish(const T* src, float* y, I n, I channels, const float* bias, int64_t bias_stride, Act act,
+                       float lo, float hi) {
   for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += I(gridDim.x) * I(blockDim.x)) {
-    float v = y[i];
+    float v = float(widen(src[i]));
     if (bias) v += bias[int64_t(i % channels) * bias_stride];
-    y[i] = act == Act::clamp ? pw::op::clamp(v, lo, hi) : act == Act::silu ? pw::op::silu(v) : pw::op::hardswish(v);
+    y[i] = act == Act::none    ? v
+           : act == Act::clamp ? pw::op::clamp(v, lo, hi)
+           : act == Act::silu  ? pw::op::silu(v)
+                               : pw::op::hardswish(v);
   }
+}
+template <typename T>
+void launch_finish(const amber_kernel_args* a, const void* src, void* y, int64_t n, int64_t channels, const float* bias,
+                   int64_t bias_stride, Act act, float lo, float hi) {
+  const T* from = static_cast<const T*>(src);
+  float* to = static_cast<float*>(y);
+  if (n <= int64_t(INT32_MAX))
+    finish<T, uint32_t><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, uint32_t(n), uint32_t(channels), bias,
+                                                               bias_stride, act, lo, hi);
+  else
+    finish<T, int64_t><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, n, channels, bias, bias_stride, act, lo, hi);
 }
 
 template <Kind Op>
@@ -403,7 +462,8 @@ int conv(const amber_kernel_args* a) {
   DeviceScope scope(a->device);
   const int K = int(w.sizes[0]), C = int(w.sizes[1]), R = int(w.sizes[2]), S = int(w.sizes[3]);
   // The workspace, from its end: packed weights (mutable weights only), the output and the
-  // input in channels-last (when they come in another layout), cuDNN's own at the start.
+  // input in channels-last (when they come in another layout; in 16 bits, always, and the
+  // output in f32 when its layout is another), cuDNN's own at the start.
   char* ws = static_cast<char*>(a->workspace);
   size_t ws_bytes = a->workspace_bytes;
   auto take = [&](size_t bytes) -> void* {
@@ -412,7 +472,7 @@ int conv(const amber_kernel_args* a) {
     ws_bytes -= room;
     return ws + ws_bytes;
   };
-  const float* wp = s->packed;
+  const void* wp = s->packed;
   if (!s->weights_packed) {
     const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
     auto* dst = static_cast<float*>(take(wbytes));
@@ -423,11 +483,19 @@ int conv(const amber_kernel_args* a) {
       return 1;
     wp = dst;
   }
-  void* yp = y.data;
+  void* yp = y.data;  // the f32 output in channels-last
   const bool y_direct = is_nhwc(y);
   if (!y_direct && !(yp = take(size_t(numel(y)) * sizeof(float)))) return fail(a, "%s: the workspace is too small", op);
   const void* xp = x.data;
-  if (!is_nhwc(x)) {
+  void* out = yp;  // what cuDNN writes: yp, or the output in 16 bits
+  if (s->half >= 0) {
+    void* dst = take(size_t(numel(x)) * 2);
+    if (!dst || !(out = take(size_t(numel(y)) * 2))) return fail(a, "%s: the workspace is too small", op);
+    amber_tensor_view x16 = nhwc_view(x, dst);
+    x16.dtype = s->half;
+    if (copy_convert(a, x16, x) != 0) return 1;
+    xp = dst;
+  } else if (!is_nhwc(x)) {
     void* dst = take(size_t(numel(x)) * sizeof(float));
     if (!dst) return fail(a, "%s: the workspace is too small", op);
     if (copy_convert(a, nhwc_view(x, dst), x) != 0) return 1;
@@ -441,34 +509,39 @@ int conv(const amber_kernel_args* a) {
     const bool by_plan = s->plan && ws_bytes >= s->plan->workspace_bytes() && aligned16(xp) && aligned16(yp) &&
                          aligned16(wp) && aligned16(ws) && (!s->plan_bias || aligned16(bias.data));
     if (by_plan) {
-      void* const buffers[4] = {const_cast<void*>(xp), const_cast<float*>(wp), yp, s->plan_bias ? bias.data : nullptr};
+      void* const buffers[4] = {const_cast<void*>(xp), const_cast<void*>(wp), yp, s->plan_bias ? bias.data : nullptr};
       CUDNN_TRY(s->plan->run(s->handle, buffers, ws));
     } else if constexpr (Transposed) {
       CUDNN_TRY(cudnnConvolutionBackwardData(s->handle, &one, s->w, wp, s->x, xp, s->conv, s->data_algo, ws, ws_bytes,
                                              &zero, s->y, yp));
     } else {
       CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
-                                        s->y, yp));
+                                        s->y, out));
     }
-    // The bias, unless the plan added it: fused_conv2d adds it in its activation's pass.
+    // The bias, unless the plan added it: fused_conv2d and 16-bit products add it in the
+    // pass after.
     add_bias = present(bias) && !(by_plan && s->plan_bias);
-    if (add_bias && Op != kFused) CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
+    if (add_bias && Op != kFused && out == yp)
+      CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
-  if constexpr (Op == kFused) {
-    namespace at = op_attrs::fused_conv2d;
-    const char* act = a->attrs[at::activation].str;
-    const Act which = std::strcmp(act, "clamp") == 0  ? Act::clamp
-                      : std::strcmp(act, "silu") == 0 ? Act::silu
-                                                      : Act::hardswish;
-    const float lo = float(a->attrs[at::min_val].f), hi = float(a->attrs[at::max_val].f);
+  if (Op == kFused || out != yp) {
+    Act which = Act::none;
+    float lo = 0, hi = 0;
+    if constexpr (Op == kFused) {
+      namespace at = op_attrs::fused_conv2d;
+      const char* act = a->attrs[at::activation].str;
+      which = std::strcmp(act, "clamp") == 0 ? Act::clamp : std::strcmp(act, "silu") == 0 ? Act::silu : Act::hardswish;
+      lo = float(a->attrs[at::min_val].f);
+      hi = float(a->attrs[at::max_val].f);
+    }
     const float* b = add_bias ? static_cast<const float*>(bias.data) : nullptr;
     const int64_t n = numel(y), bstride = add_bias ? bias.strides[0] : 0;
-    if (n <= int64_t(INT32_MAX))
-      bias_activate<uint32_t><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<float*>(yp), uint32_t(n), uint32_t(K),
-                                                                     b, bstride, which, lo, hi);
+    if (s->half == kBF16)
+      launch_finish<__nv_bfloat16>(a, out, yp, n, K, b, bstride, which, lo, hi);
+    else if (s->half == kF16)
+      launch_finish<__half>(a, out, yp, n, K, b, bstride, which, lo, hi);
     else
-      bias_activate<int64_t>
-          <<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<float*>(yp), n, int64_t(K), b, bstride, which, lo, hi);
+      launch_finish<float>(a, yp, yp, n, K, b, bstride, which, lo, hi);
   }
   if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
   return launched(a, op);

@@ -1,6 +1,7 @@
 // CUDA kernels for matrix products: mm, bmm, matmul (torch.matmul's broadcasting and 1-D
 // operands) and linear (bias in cuBLASLt's epilogue), on cuBLASLt in plain f32 (TF32 tensor cores
-// only under AMBER_PRECISION_TF32).
+// only under AMBER_PRECISION_TF32; a linear layer's product in bf16 or f16 with f32 accumulation
+// and output under AMBER_PRECISION_BF16 / F16: weights converted at setup, rows per call).
 // Row-major C = A B is computed as column-major C^T = B^T A^T, so an operand with a unit
 // column stride is used as is and one with a unit row stride through a transpose; an
 // operand with neither is copied to dense rows first (in the call's workspace). Batches whose
@@ -15,6 +16,7 @@
 
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
 
 namespace amber::cuda {
@@ -22,10 +24,17 @@ namespace {
 
 struct GemmState {
   cublasLtHandle_t handle = nullptr;
+  // A linear layer's weights in 16 bits ([out, in] dense, cudaMalloc'd) and their type (kBF16,
+  // kF16), under a reduced precision; -1 and NULL in f32.
+  int32_t half = -1;
+  void* weights = nullptr;
   ~GemmState() {
+    if (weights) cudaFree(weights);
     if (handle) cublasLtDestroy(handle);
   }
 };
+
+size_t padded(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   std::unique_lock no_capture(capture_lock());
@@ -41,20 +50,69 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     if (!present(v) || v.ndim < 2) continue;
     // (No rows == 1 shortcut: linear flattens leading dims into rows.)
     const int64_t cols = v.sizes[v.ndim - 1], rs = v.strides[v.ndim - 2], cs = v.strides[v.ndim - 1];
-    if (!(cs == 1 || cols == 1 || rs == 1)) bytes += (size_t(numel(v)) * sizeof(float) + 255) / 256 * 256;
+    if (!(cs == 1 || cols == 1 || rs == 1)) bytes += padded(size_t(numel(v)) * sizeof(float));
   }
   *workspace_bytes = bytes;
   *state = s.release();
   return 0;
 }
+
+// linear's setup: under AMBER_PRECISION_BF16 / F16 with immutable weights, the weights
+// converted once to dense [out, in] 16-bit (f16 refused for a weight beyond its range: the
+// layer stays f32), and room for each call's rows in 16 bits at the workspace's start.
+int linear_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  if (setup(a, state, workspace_bytes) != 0) return 1;
+  // Taken back until it succeeds: a failed setup leaves no state.
+  std::unique_ptr<GemmState> s(static_cast<GemmState*>(*state));
+  *state = nullptr;
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1];
+  const int32_t half = half_product_type(a, w);
+  if (half < 0 || x.dtype != kF32) {
+    *state = s.release();
+    return 0;
+  }
+  std::unique_lock no_capture(capture_lock());
+  DeviceScope scope(a->device);
+  const int64_t out_f = w.sizes[0], in_f = w.sizes[1];
+  const size_t wbytes = size_t(out_f * in_f) * 2;
+  const cudaError_t e = cudaMalloc(&s->weights, wbytes ? wbytes : 1);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    s->weights = nullptr;
+    return fail(a, "linear: out of memory converting %zu bytes of weights to 16 bits: %s", wbytes,
+                cudaGetErrorString(e));
+  }
+  amber_tensor_view dense = w;
+  dense.dtype = half;
+  dense.data = s->weights;
+  dense.cache_id = 0;
+  dense.strides[0] = in_f;
+  dense.strides[1] = 1;
+  const int rc = convert_weights(a, dense, w);
+  if (rc > 0) return 1;
+  if (rc < 0) {  // beyond f16's range: f32 products
+    cudaFree(s->weights);
+    s->weights = nullptr;
+  } else {
+    s->half = half;
+    *workspace_bytes += padded(size_t(numel(x)) * 2);  // the rows in 16 bits
+  }
+  *state = s.release();
+  return 0;
+}
 void destroy(void* state) { delete static_cast<GemmState*>(state); }
 
-// A batch of [rows, cols] f32 matrices: element strides, and each batch's element offset.
+// A batch of [rows, cols] matrices: element strides, and each batch's element offset; f32, or
+// 16-bit (kBF16, kF16: a linear layer's converted rows and weights, always dense).
 struct Mat {
-  const float* data;
+  const void* data;
   int64_t rows, cols, rs, cs;
   std::vector<int64_t> offsets;  // per batch
+  int32_t type = kF32;
+  const void* at(int64_t offset) const { return static_cast<const char*>(data) + offset * int64_t(itemsize(type)); }
 };
+
+cudaDataType_t cuda_type(int32_t code) { return code == kBF16 ? CUDA_R_16BF : code == kF16 ? CUDA_R_16F : CUDA_R_32F; }
 
 // Dense row copy of the matrices that have no unit stride (into dst); the matrix then views it.
 struct PackF {
@@ -68,7 +126,7 @@ int pack(const amber_kernel_args* a, Mat& m, float* dst) {
   const int64_t batches = int64_t(m.offsets.size());
   for (int64_t b = 0; b < batches; ++b) {
     amber_tensor_view src{}, out{};
-    src.data = const_cast<float*>(m.data + m.offsets[size_t(b)]);
+    src.data = const_cast<void*>(m.at(m.offsets[size_t(b)]));
     src.dtype = out.dtype = kF32;
     src.ndim = out.ndim = 2;
     src.sizes[0] = out.sizes[0] = m.rows;
@@ -114,7 +172,7 @@ cublasOperation_t describe(const Mat& m, int64_t batches, int64_t bstride, Layou
   const uint64_t rows = uint64_t(direct ? m.cols : m.rows), cols = uint64_t(direct ? m.rows : m.cols);
   int64_t ld = direct ? m.rs : m.cs;
   ld = std::max<int64_t>({ld, int64_t(rows), 1});
-  cublasLtMatrixLayoutCreate(&out.l, CUDA_R_32F, rows, cols, ld);
+  cublasLtMatrixLayoutCreate(&out.l, cuda_type(m.type), rows, cols, ld);
   if (batches > 1) {
     const int32_t count = int32_t(batches);
     cublasLtMatrixLayoutSetAttribute(out.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
@@ -123,14 +181,17 @@ cublasOperation_t describe(const Mat& m, int64_t batches, int64_t bstride, Layou
   return direct ? CUBLAS_OP_N : CUBLAS_OP_T;
 }
 
-// C[b] (rows m, dense, row stride ldc, batch stride cstride) = A[b] B[b] (+ bias[n]).
-int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_t cstride, const float* bias) {
+// C[b] (rows m, dense, row stride ldc, batch stride cstride) = A[b] B[b] (+ bias[n]), f32
+// (A and B both f32, or both 16-bit with f32 accumulation). The workspace's first `reserved`
+// bytes hold what the caller put there.
+int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_t cstride, const float* bias,
+         size_t reserved = 0) {
   const auto* st = static_cast<const GemmState*>(a->state);
   if (!st) return fail(a, "matmul: called without its setup");
   const int64_t m = A.rows, k = A.cols, n = B.cols, batches = int64_t(A.offsets.size());
   if (m == 0 || n == 0 || batches == 0) return 0;
   char* ws = static_cast<char*>(a->workspace);
-  size_t used = 0;
+  size_t used = reserved;
   for (Mat* x : {&A, &B})
     if (!usable(*x)) {
       const size_t need = size_t(batches * x->rows * x->cols) * sizeof(float);
@@ -144,9 +205,10 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
   const int64_t calls = one_call ? 1 : batches, per_call = one_call ? batches : 1;
 
   cublasLtMatmulDesc_t desc = nullptr;
-  // Plain f32 unless the model was loaded with Precision::tf32 (tensor cores on TF32 inputs).
+  // Plain f32 unless the model was loaded with Precision::tf32 (tensor cores on TF32 inputs);
+  // 16-bit operands accumulate in f32 (their products are exact in it).
   const cublasComputeType_t compute =
-      a->precision == AMBER_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      a->precision == AMBER_PRECISION_TF32 && A.type == kF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   if (cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
     return fail(a, "cublasLtMatmulDescCreate failed");
   struct DescGuard {
@@ -171,8 +233,8 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
   }
   const float one = 1.0f, zero = 0.0f;
   for (int64_t c = 0; c < calls; ++c) {
-    const float* ap = A.data + A.offsets[size_t(c)];
-    const float* bp = B.data + B.offsets[size_t(c)];
+    const void* ap = A.at(A.offsets[size_t(c)]);
+    const void* bp = B.at(B.offsets[size_t(c)]);
     float* cp = C + c * cstride;
     const cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
                                             nullptr, ws + used, a->workspace_bytes - used, stream_of(a));
@@ -238,13 +300,11 @@ struct AddBiasF {
   }
 };
 
-// linear(input, weight, bias): [*, in] x [out, in]^T + bias. The leading dims of input
-// become rows (one batch of rows when their strides allow, else one product per row).
-int linear_kernel(const amber_kernel_args* a) {
-  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &c = a->outputs[0];
+// linear's product in f32 (bias: the epilogue's, or NULL). The leading dims of the input become
+// rows: one batch of rows when their strides allow, else one product per row.
+int linear_f32(const amber_kernel_args* a, int64_t rows, const float* bias) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
-  int64_t rows = 1;
-  for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   int64_t rs = in_f;
   bool uniform = true;
   if (x.ndim >= 2) {
@@ -255,7 +315,7 @@ int linear_kernel(const amber_kernel_args* a) {
       expect *= x.sizes[d];
     }
   }
-  Mat A{static_cast<const float*>(x.data), rows, in_f, rs, x.strides[x.ndim - 1], {0}};
+  Mat A{x.data, rows, in_f, rs, x.strides[x.ndim - 1], {0}};
   if (!uniform) {  // one row per product, at each row's offset
     A.rows = 1;
     A.offsets.clear();
@@ -269,13 +329,44 @@ int linear_kernel(const amber_kernel_args* a) {
     }
   }
   // B = weight^T: [in, out] with strides (w.strides[1], w.strides[0]).
-  Mat B{static_cast<const float*>(w.data),        in_f, out_f, w.strides[1], w.strides[0],
-        std::vector<int64_t>(A.offsets.size(), 0)};
+  Mat B{w.data, in_f, out_f, w.strides[1], w.strides[0], std::vector<int64_t>(A.offsets.size(), 0)};
+  return gemm(a, A, B, static_cast<float*>(c.data), out_f, uniform ? 0 : out_f, bias);
+}
+
+// linear's product in 16 bits (linear_setup's weights): the input converted into the
+// workspace's start as dense rows, then one product with f32 accumulation and output.
+int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const float* bias) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
+  const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
+  const size_t row_bytes = padded(size_t(rows * in_f) * 2);
+  if (a->workspace_bytes < row_bytes) return fail(a, "linear: the workspace is too small for the 16-bit rows");
+  amber_tensor_view dense = x;
+  dense.dtype = st.half;
+  dense.data = a->workspace;
+  dense.cache_id = 0;
+  int64_t step = 1;
+  for (int d = x.ndim - 1; d >= 0; --d) {
+    dense.strides[d] = step;
+    step *= x.sizes[d];
+  }
+  if (rows * in_f > 0 && copy_convert(a, dense, x) != 0) return 1;
+  const Mat A{a->workspace, rows, in_f, in_f, 1, {0}, st.half};
+  const Mat B{st.weights, in_f, out_f, 1, in_f, {0}, st.half};  // weight^T of the dense [out, in]
+  return gemm(a, A, B, static_cast<float*>(c.data), out_f, 0, bias, row_bytes);
+}
+
+// linear(input, weight, bias): [*, in] x [out, in]^T + bias, the bias in cuBLASLt's epilogue
+// when dense, else added after.
+int linear_kernel(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &c = a->outputs[0];
+  const int64_t out_f = w.sizes[0];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   const bool dense_bias = present(bias) && (bias.ndim == 0 || bias.sizes[0] == 1 || bias.strides[0] == 1) &&
                           (bias.ndim == 1 && bias.sizes[0] == out_f);
-  float* out = static_cast<float*>(c.data);
-  const int rc =
-      gemm(a, A, B, out, out_f, uniform ? 0 : out_f, dense_bias ? static_cast<const float*>(bias.data) : nullptr);
+  const float* const epilogue_bias = dense_bias ? static_cast<const float*>(bias.data) : nullptr;
+  const auto* st = static_cast<const GemmState*>(a->state);
+  const int rc = st && st->half >= 0 ? linear_half(a, *st, rows, epilogue_bias) : linear_f32(a, rows, epilogue_bias);
   if (rc != 0 || !present(bias) || dense_bias) return rc;
   const amber_tensor_view* v[2] = {&c, &bias};
   const int64_t items[2] = {sizeof(float), sizeof(float)};
@@ -286,7 +377,7 @@ AMBER_CUDA_KERNELS(gemm) {
   register_kernel("mm", kF32, amber_kernel{mm_kernel, setup, destroy, nullptr});
   register_kernel("bmm", kF32, amber_kernel{bmm_kernel, setup, destroy, nullptr});
   register_kernel("matmul", kF32, amber_kernel{matmul_kernel, setup, destroy, nullptr});
-  register_kernel("linear", kF32, amber_kernel{linear_kernel, setup, destroy, nullptr});
+  register_kernel("linear", kF32, amber_kernel{linear_kernel, linear_setup, destroy, nullptr});
 }
 
 }  // namespace
