@@ -30,6 +30,7 @@ struct Args {
   bool optimize = false, no_verify = false;
   bool no_open = false;  // Amber: skip timing read_archive (exec + load + one call + exit runs)
   std::string device = "cpu";  // Amber: LoadOptions::device ("cuda:0", "sim:0")
+  std::string precision = "f32";  // Amber: LoadOptions::precision by its name (amber::precision_name)
 };
 
 inline Args parse(int argc, char** argv) {
@@ -51,6 +52,8 @@ inline Args parse(int argc, char** argv) {
       a.no_open = true;
     else if (s == "--device")
       a.device = value();
+    else if (s == "--precision")
+      a.precision = value();
     else
       a.positional.push_back(s);
   }

@@ -3,6 +3,7 @@
 
 Usage: python3 bench/run_vs_torch_cuda.py [--build DIR] [--device cuda:0] [--rounds R]
                                           [--seconds S] [--cases a,b] [--no-torch]
+                                          [--precisions tf32,bf16,f16]
 
 Writes the models (bench/gen_bench_models.py --gpu, with this python3's torch) and Amber's
 archives (make_bench_archives from DIR, default build-gpu) into DIR/bench-models-gpu, then for
@@ -12,6 +13,9 @@ cudnn.benchmark, channels_last where it applies, and CUDA-graphed). Each number 
 over rounds of a run's median. Ratios are Amber / PyTorch (below 1: Amber faster). GPU memory:
 the most Amber held at once (amber::device_memory) beside PyTorch's peak allocated. Then the
 fused elementwise bandwidth against the device's copy bandwidth (bench_device_bandwidth).
+--precisions: Amber's reduced load precisions (LoadOptions::precision) timed on the cases with
+convolutions or linear layers, a table of their own beside Amber's f32 (each run's median, one
+run a precision and round; "" skips it; a precision the GPU lacks prints its refusal).
 --no-torch runs Amber's side alone (--device sim:0 checks the harness without a GPU).
 """
 import argparse
@@ -40,6 +44,7 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--bandwidth-mib", type=float, default=256, help="bytes each bandwidth call reads (and writes)")
+    ap.add_argument("--precisions", default="tf32,bf16,f16")
     a = ap.parse_args()
     models = os.path.join(a.build, "bench-models-gpu")
     if not os.path.exists(os.path.join(models, "cases.json")):
@@ -90,12 +95,48 @@ def main():
               f"{am['max_abs_diff']:9.2g}")
     print("a MiB: the most device memory Amber held at once (weights, arenas, outputs); t MiB: PyTorch's peak "
           "allocated, CUDA-graphed run. Neither counts cuDNN's or cuBLAS's own memory.")
+    precision_table(a, amber, models, [c for c in cases if c != "ten_mul" and c != "lenet_b1"], res)
     bw = min((run_json([os.path.join(a.build, "bench", "bench_device_bandwidth"), "--device", a.device, "--mib",
                         str(a.bandwidth_mib)]) for _ in range(a.rounds)), key=lambda r: r["fused_ms"])
     print(f"\nfused elementwise (relu(2x + 1), one node, {bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
           f"{bw['fused_gbps']:.0f} GB/s = {100 * bw['fused_over_copy']:.0f}% of the device's copy "
           f"({bw['copy_gbps']:.0f} GB/s, the same bytes; target >= 80%)")
     return 0
+
+
+def precision_table(a, amber, models, cases, res):
+    precisions = [p for p in a.precisions.split(",") if p]
+    if not precisions or not cases:
+        return
+    got, refused = {}, {}
+    for r in range(a.rounds):
+        for c in cases:
+            for p in precisions:
+                if p in refused:
+                    continue
+                run = subprocess.run([amber, os.path.join(models, f"{c}.amber"), os.path.join(models, f"{c}.io.safetensors"),
+                                      "--device", a.device, "--seconds", str(a.seconds), "--no-open", "--precision", p],
+                                     capture_output=True, text=True)
+                if run.returncode != 0:
+                    refused[p] = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else f"exit {run.returncode}"
+                    continue
+                d = json.loads(run.stdout.strip().splitlines()[-1])
+                cur = got.setdefault((c, p), d)
+                if d["p50_ms"] < cur["p50_ms"]:
+                    got[(c, p)] = d
+    shown = [p for p in precisions if p not in refused]
+    print(f"\nAmber's reduced precisions on {a.device} (ms, min over {a.rounds} rounds; ratios against Amber f32 "
+          f"above; |a-ref|: against PyTorch's f32)")
+    print(f"{'case':16} {'f32':>9}" + "".join(f" {p:>9} {p + '/f32':>9} {'|a-ref|':>9}" for p in shown))
+    for c in cases:
+        f32 = res[(c, "amber")]["p50_ms"]
+        line = f"{c:16} {f32:9.4g}"
+        for p in shown:
+            d = got.get((c, p))
+            line += f" {d['p50_ms']:9.4g} {d['p50_ms'] / f32:9.2f} {d['max_abs_diff']:9.2g}" if d else f" {'-':>9}" * 3
+        print(line)
+    for p, why in refused.items():
+        print(f"{p}: not run: {why}")
 
 
 if __name__ == "__main__":
