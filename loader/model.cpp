@@ -286,10 +286,11 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // first real call finds code, caches, oneDNN's buffers and the output buffers warm. A model
 // whose call takes microseconds runs a few more times: its first calls are dominated by cold
 // caches and branch predictors, not by one-time setup; on a device with graphs, at least
-// twice (the second call records the graph), then as often with the zeros on the host (calls
-// from the host record a graph of their own). A kernel rejecting zeros ends the warm-up quietly
-// (real inputs may still be fine); profile counters start from zero after.
-void warm_up(const Model& m) {
+// twice (the second call records the graph), then as often with the zeros on the host where
+// such calls record a graph of their own (host_staged: the plan stages small host inputs),
+// else once from the host. A kernel rejecting zeros ends the warm-up quietly (real inputs may
+// still be fine); profile counters start from zero after.
+void warm_up(const Model& m, bool host_staged) {
   const graph::SymValues& sizes_at = m.traced_sizes();
   const Device device = m.device();
   std::vector<Tensor> zeros;
@@ -326,11 +327,12 @@ void warm_up(const Model& m) {
     else if (!device.is_cpu() && m.options().device_graphs)
       (void)m.forward(zeros, call);  // the second call records the device graph
     if (!device.is_cpu()) {
-      // From the host too, where a service's inputs usually are: calls whose inputs are all on
-      // the host have a graph of their own (recorded by the second, with the input copies).
+      // From the host too, where a service's inputs usually are: calls whose small inputs are
+      // all on the host have a graph of their own (recorded by the second, with the uploads);
+      // larger ones replay the graph above after their upload, which one call warms.
       std::vector<Tensor> host;
       for (const Tensor& z : zeros) host.push_back(z.to(Device::cpu()));
-      for (int i = 0; i < (m.options().device_graphs ? 2 : 1); ++i) (void)m.forward(host, call);
+      for (int i = 0; i < (m.options().device_graphs && host_staged ? 2 : 1); ++i) (void)m.forward(host, call);
     }
   } catch (const Error&) {
   }
@@ -352,7 +354,7 @@ ArchiveReadOptions read_options(const LoadOptions& options) {
 Model load(const std::string& path, const LoadOptions& options) {
   Model m;
   m.impl_ = make_model(read_archive(path, read_options(options)), options, path);
-  if (options.warm_up) warm_up(m);
+  if (options.warm_up) warm_up(m, m.impl_->default_plan->stages_host_inputs());
   return m;
 }
 
@@ -367,7 +369,7 @@ Model load(std::span<const uint8_t> bytes, const LoadOptions& options) {
   m.impl_ = make_model(
       read_archive({static_cast<const uint8_t*>(copy), bytes.size()}, keep, read_options(options), "<buffer>"), options,
       "<buffer>");
-  if (options.warm_up) warm_up(m);
+  if (options.warm_up) warm_up(m, m.impl_->default_plan->stages_host_inputs());
   return m;
 }
 

@@ -67,6 +67,9 @@ class Plan {
   Device device() const { return device_; }
   // Bytes of one call's arena: intermediates, host-input staging and kernel scratch.
   size_t arena_bytes() const { return arena_bytes_; }
+  // Whether calls whose inputs are all on the host copy them into page-locked memory and
+  // replay a device graph of their own that begins with the uploads (small inputs, graphs on).
+  bool stages_host_inputs() const { return host_staging_; }
   size_t num_steps() const { return steps_.size(); }
   // The node step i runs (null for the copy of an output that is an input or a constant), and
   // its counters.
