@@ -36,9 +36,11 @@
 # then AMBER_GPU_ONLY='reference|benchmark|test_cuda'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-short_e2e=() short_bench=()  # what --short narrows: memcheck to the e2e models, the benchmark to a round
+# What --short narrows: memcheck to the e2e models and one 16-bit CUDA column (bf16; f16 shares
+# its code), the benchmark to a round.
+short_e2e=() short_e2e_env=() short_bench=()
 if [[ ${1:-} == --short ]]; then
-  short_e2e=('[models]') short_bench=(--rounds 1 --seconds 1)
+  short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16) short_bench=(--rounds 1 --seconds 1)
   : "${AMBER_GPU_TARGETS:=amber_cuda test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
   : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark}"
   : "${AMBER_GPU_STEP_TIMEOUT:=200}"
@@ -161,8 +163,8 @@ step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
   PATH=$PATH:/usr/local/cuda/bin
-  step "compute-sanitizer memcheck on test_e2e${short_e2e[*]:+ ${short_e2e[*]}}" compute-sanitizer --tool memcheck \
-    --error-exitcode 1 "$build/tests/test_e2e" "${short_e2e[@]}"
+  step "compute-sanitizer memcheck on test_e2e${short_e2e[*]:+ ${short_e2e[*]}}" env "${short_e2e_env[@]}" \
+    compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_e2e" "${short_e2e[@]}"
 else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi

@@ -13,6 +13,7 @@
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -111,11 +112,17 @@ std::string precision_skip_reason(Precision p) {
   }
 }
 // Why a precision's CUDA column does not run here ("" when it does), once per precision.
+// AMBER_E2E_CUDA_PRECISIONS (a comma list, e.g. "bf16") narrows the bf16 and f16 columns
+// (scripts/gpu_check.sh --short under compute-sanitizer, where each load's cuDNN search is slow).
 const std::string& cuda_precision_skip_reason(Precision p) {
   static std::map<Precision, std::string> reasons;
   auto it = reasons.find(p);
   if (it == reasons.end()) {
     std::string why = cuda_skip_reason();
+    const char* only = std::getenv("AMBER_E2E_CUDA_PRECISIONS");
+    if (why.empty() && only &&
+        ("," + std::string(only) + ",").find(str(",", precision_name(p), ",")) == std::string::npos)
+      why = str("not in AMBER_E2E_CUDA_PRECISIONS=", only);
     if (why.empty()) {
       try {
         TraceOptions o;
