@@ -28,8 +28,8 @@ struct Args {
   int threads = 0;     // 0: the library's default
   int iters = 0;       // > 0: exactly this many timed calls
   bool optimize = false, no_verify = false;
-  bool no_open = false;  // Amber: skip timing read_archive (exec + load + one call + exit runs)
-  std::string device = "cpu";  // Amber: LoadOptions::device ("cuda:0", "sim:0")
+  bool no_open = false;           // Amber: skip timing read_archive (exec + load + one call + exit runs)
+  std::string device = "cpu";     // Amber: LoadOptions::device ("cuda:0", "sim:0")
   std::string precision = "f32";  // Amber: LoadOptions::precision by its name (amber::precision_name)
 };
 
