@@ -4,10 +4,12 @@
 // e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
 // steady state that allocates nothing, device_memory's counts, an out-of-memory call that
 // fails alone (the next call works), weights that do not fit refused naming bytes, a bad
-// device index, replicas over every GPU present, and Precision::bf16 / f16 on LeNet.
+// device index, replicas over every GPU present, and Precision::bf16 / f16 on LeNet and on
+// single layers of odd shapes.
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 #include <tuple>
 
@@ -189,6 +191,71 @@ TEST_CASE("cuda: bf16 and f16 products within their bounds; a weight beyond f16 
                          .forward({x})[0]
                          .to(Device::cpu());
   check_close(got, want, "f16 with a weight of 1e5: the layer stays f32");
+}
+
+// Precision::bf16 and f16 on single layers of odd shapes, each against the CPU's f32 within the
+// precision's bound: 3 input channels with stride and padding (ResNet's first layer), no bias
+// with dilation, fused_conv2d's three activations, an NCHW input (converted as it enters), a
+// linear layer on a transposed 3-D input; a depthwise convolution stays f32 (equal to CUDA's
+// f32). Where the channels are multiples of 8, the 16-bit path must have run (the result differs
+// from CUDA's f32); elsewhere cuDNN may keep a layer f32, and the case says which happened.
+TEST_CASE("cuda: 16-bit convolutions and linear layers on odd shapes", "[cuda][gpu]") {
+  if (skip("16-bit layers on odd shapes")) return;
+  const uint32_t flags = backend(Device::cuda(0)).flags;
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  manual_seed(21);
+  const Tensor w3 = randn({5, 3, 3, 3}), b5 = randn({5}), w8 = randn({16, 8, 3, 3}), b16 = randn({16}),
+               wd = randn({8, 1, 3, 3}), wl = randn({40, 29}), bl = randn({40});
+  struct Layer {
+    const char* what;
+    std::function<Tensor(const Tensor&)> fn;
+    Tensor x;
+    enum { may_stay_f32, runs_16_bit, stays_f32 } expect;
+  };
+  const std::vector<Layer> layers = {
+      {"conv2d, 3 input channels, bias, stride 2, padding 1",
+       [&](const Tensor& x) { return conv2d(x, w3, b5, {2}, {1}); }, randn({2, 3, 17, 15}), Layer::may_stay_f32},
+      {"conv2d without bias, padding 2, dilation 2", [&](const Tensor& x) { return conv2d(x, w8, {}, {1}, {2}, {2}); },
+       randn({1, 8, 13, 11}), Layer::runs_16_bit},
+      {"fused_conv2d clamp [0, 6]",
+       [&](const Tensor& x) { return fused_conv2d(x, w8, b16, {1}, {1}, {1}, 1, "clamp", 0.0, 6.0); },
+       randn({3, 8, 9, 9}), Layer::runs_16_bit},
+      {"fused_conv2d silu", [&](const Tensor& x) { return fused_conv2d(x, w8, b16, {1}, {1}, {1}, 1, "silu"); },
+       randn({1, 8, 7, 12}), Layer::runs_16_bit},
+      {"fused_conv2d hardswish, stride 2",
+       [&](const Tensor& x) { return fused_conv2d(x, w8, b16, {2}, {0}, {1}, 1, "hardswish"); }, randn({2, 8, 11, 9}),
+       Layer::runs_16_bit},
+      {"depthwise conv2d", [&](const Tensor& x) { return conv2d(x, wd, {}, {1}, {1}, {1}, 8); }, randn({1, 8, 10, 10}),
+       Layer::stays_f32},
+      {"linear on a transposed 3-D input", [&](const Tensor& x) { return linear(x.transpose(0, 1), wl, bl); },
+       randn({7, 3, 29}), Layer::runs_16_bit},
+  };
+  for (const auto& [precision, flag, bound] :
+       {std::tuple{Precision::bf16, AMBER_BACKEND_BF16, 2e-2}, std::tuple{Precision::f16, AMBER_BACKEND_F16, 5e-3}}) {
+    if (!(flags & flag)) {
+      std::printf("SKIPPED: %s: this GPU has no such tensor cores\n", precision_name(precision));
+      continue;
+    }
+    for (const Layer& l : layers) {
+      const std::vector<uint8_t> bytes = trace(l.fn, {l.x}, quiet).save_to_bytes();
+      const Tensor want = load(bytes).forward({l.x})[0];
+      const Tensor plain = load(bytes, LoadOptions{.device = Device::cuda(0)}).forward({l.x})[0].to(Device::cpu());
+      const Tensor got = load(bytes, LoadOptions{.device = Device::cuda(0), .precision = precision})
+                             .forward({l.x})[0]
+                             .to(Device::cpu());
+      double ref_max = 0;
+      for (double v : want.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
+      const test::Diff d = test::compare(got, want, bound * ref_max, 0);
+      const bool ran_16_bit = !test::compare(got, plain, 0, 0).ok;
+      std::printf("cuda %s: %s: max |diff| %.3g of max |ref| %.3g, %s\n", precision_name(precision), l.what, d.max_abs,
+                  ref_max, ran_16_bit ? "ran in 16 bits" : "stayed f32");
+      INFO(precision_name(precision) << ", " << l.what << ": " << d.message);
+      CHECK(d.ok);
+      if (l.expect == Layer::runs_16_bit) CHECK(ran_16_bit);
+      if (l.expect == Layer::stays_f32) check_close(got, plain, "stays f32");
+    }
+  }
 }
 
 TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the device's memory", "[cuda][gpu]") {
