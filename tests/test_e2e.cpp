@@ -100,12 +100,12 @@ const std::string& cuda_skip_reason() {
   return reason;
 }
 
-// Why a precision's column does not run here ("" when it does): probed on a tiny archive.
-std::string precision_skip_reason(Precision p) {
+// Why a precision's column does not run here on the device ("" when it does): probed on a tiny archive.
+std::string precision_skip_reason(Precision p, Device device = Device::cpu()) {
   try {
     TraceOptions o;
     o.print_warnings = false;
-    (void)load(trace(models::ten_mul, {ones({5})}, o).save_to_bytes(), LoadOptions{.precision = p});
+    (void)load(trace(models::ten_mul, {ones({5})}, o).save_to_bytes(), LoadOptions{.device = device, .precision = p});
     return std::string();
   } catch (const Error& e) {
     return std::string(e.what());
@@ -123,16 +123,7 @@ const std::string& cuda_precision_skip_reason(Precision p) {
     if (why.empty() && only &&
         ("," + std::string(only) + ",").find(str(",", precision_name(p), ",")) == std::string::npos)
       why = str("not in AMBER_E2E_CUDA_PRECISIONS=", only);
-    if (why.empty()) {
-      try {
-        TraceOptions o;
-        o.print_warnings = false;
-        (void)load(trace(models::ten_mul, {ones({5})}, o).save_to_bytes(),
-                   LoadOptions{.device = Device::cuda(0), .precision = p});
-      } catch (const Error& e) {
-        why = e.what();
-      }
-    }
+    if (why.empty()) why = precision_skip_reason(p, Device::cuda(0));
     it = reasons.emplace(p, why).first;
   }
   return it->second;

@@ -94,8 +94,6 @@ amber_tensor_view nhwc_view(const amber_tensor_view& v, void* data) {
   return o;
 }
 
-size_t padded(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // w[k, c, r, s] (any strides) -> out[k, r, s, c] dense.
 __global__ void pack_krsc(const float* w, float* out, int K, int C, int R, int S, int64_t sk, int64_t sc, int64_t sr,
                           int64_t ss) {

@@ -243,6 +243,9 @@ __global__ void map_kernel(int64_t n, Operands<N> o, F f) {
 // (pointwise.cu).
 int copy_convert(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src);
 
+// Bytes rounded up to 256: each piece of a kernel's workspace starts aligned for any access.
+inline size_t padded(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 inline unsigned grid_for(int64_t n, unsigned block = 256) {
   const int64_t blocks = (n + block - 1) / block;
   return unsigned(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);

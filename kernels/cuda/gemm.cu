@@ -34,8 +34,6 @@ struct GemmState {
   }
 };
 
-size_t padded(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   std::unique_lock no_capture(capture_lock());
   DeviceScope scope(a->device);
@@ -197,7 +195,7 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
       const size_t need = size_t(batches * x->rows * x->cols) * sizeof(float);
       if (used + need > a->workspace_bytes) return fail(a, "matmul: the workspace is too small to pack an operand");
       if (pack(a, *x, reinterpret_cast<float*>(ws + used)) != 0) return 1;
-      used += (need + 255) / 256 * 256;
+      used += padded(need);
     }
   DeviceScope scope(a->device);
   const int64_t sa = batch_stride(A.offsets), sb = batch_stride(B.offsets);
