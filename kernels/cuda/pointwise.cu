@@ -509,15 +509,24 @@ struct ArangeKernel {  // arange(start, end, step, dtype): in double for floats,
 };
 
 // ---- fused: the program travels by value in the kernel's parameters ----
-// Each thread runs the program on kPerThread neighbouring elements, so an instruction is decoded
-// (its operand kinds, the switch on its opcode; uniform across the warp) once per four elements,
-// with 16-byte loads and stores where every operand is dense and aligned. The previous result
+// Each thread runs the program on kPerThread neighbouring elements (kWidePerThread for dense,
+// aligned operands of one or two inputs), so an instruction is decoded (its operand kinds, the
+// switch on its opcode; uniform across the warp) once per four or eight elements, with 16-byte
+// loads and stores where every operand is dense and aligned. The previous result
 // stays in registers; a result read again later is kept in one of kSlots slots (assigned on the
 // host by liveness), which the compiler places in local memory; a program that needs more slots
 // runs one element a thread with a slot per instruction.
 constexpr int kMaxInstrs = 64;
 constexpr int kMaxInputs = 8;
 constexpr int kPerThread = 4;
+// Dense, aligned operands of programs with at most kWideInputs inputs: eight elements a thread,
+// two 16-byte loads an operand in flight before the program runs on each four (the bandwidth
+// line, one input, ran at 63% of a copy with four a thread on an H100). ptxas (sm_90): 48
+// registers with one input (62 at four before the dense kernel was split from the strided one),
+// 58 with two, no spills; three or four inputs at eight take 76-80 registers, and already keep
+// three to four times one input's loads in flight at four.
+constexpr int kWidePerThread = 8;
+constexpr int kWideInputs = 2;
 constexpr int kSlots = 16;
 constexpr uint8_t kOperandPrev = 3;  // beside AMBER_OPERAND_*: the previous instruction's result
 constexpr uint8_t kNoSlot = 255;
@@ -610,24 +619,61 @@ __device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N]) {
   }
 }
 
-// vec: every operand dense and 16-byte aligned (E == 4). Registers bounded so that four blocks
-// of 256 (three from three inputs up, where four would spill) fit on an SM, keeping enough loads
-// in flight.
-template <int K, int E, int Slots>
-__global__ void __launch_bounds__(256, K <= 2 ? 4 : 3)
-    fused_map_kernel(int64_t n, Operands<K + 1> o, Code code, bool vec) {
+// Vec: every operand dense and 16-byte aligned (E a multiple of 4): 16-byte loads and stores,
+// the last partial group element by element at dense offsets; else each element's offsets from
+// the dims. The two are separate kernels so that neither carries the other's registers.
+// Registers bounded so that four blocks of 256 (three from three inputs up, where four would
+// spill) fit on an SM, keeping enough loads in flight.
+template <int K, int E, int Slots, bool Vec>
+__global__ void __launch_bounds__(256, K <= 2 ? 4 : 3) fused_map_kernel(int64_t n, Operands<K + 1> o, Code code) {
+  static_assert(!Vec || E % 4 == 0);
   const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
   for (int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E; base < n; base += step) {
     float in[K][E], out[E];
-    int64_t out_off[E];
-    const bool wide = E == 4 && vec && base + E <= n;
-    if (wide) {
+    if constexpr (Vec) {
+      const bool whole = base + E <= n;
+      if (whole) {  // every 16-byte load of every operand issued before the program runs
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const float4 v = *reinterpret_cast<const float4*>(o.ptr[k + 1] + base * int64_t(sizeof(float)));
-        in[k][0] = v.x, in[k][1 % E] = v.y, in[k][2 % E] = v.z, in[k][3 % E] = v.w;
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+          for (int q = 0; q < E; q += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(o.ptr[k + 1] + (base + q) * int64_t(sizeof(float)));
+            in[k][q] = v.x, in[k][q + 1] = v.y, in[k][q + 2] = v.z, in[k][q + 3] = v.w;
+          }
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
+#pragma unroll
+          for (int k = 0; k < K; ++k)
+            in[k][e] = *reinterpret_cast<const float*>(o.ptr[k + 1] + i * int64_t(sizeof(float)));
+        }
+      }
+      // The program on groups of four (registers: its operands are four wide), the loads of
+      // every group in flight before the first runs.
+#pragma unroll
+      for (int g = 0; g < E; g += 4) {
+        float group_in[K][4], group_out[4];
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) group_in[k][e] = in[k][g + e];
+        run_program<K, 4, Slots>(code, group_in, group_out);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) out[g + e] = group_out[e];
+      }
+      if (whole) {
+#pragma unroll
+        for (int q = 0; q < E; q += 4)
+          *reinterpret_cast<float4*>(o.ptr[0] + (base + q) * int64_t(sizeof(float))) =
+              make_float4(out[q], out[q + 1], out[q + 2], out[q + 3]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (base + e < n) *reinterpret_cast<float*>(o.ptr[0] + (base + e) * int64_t(sizeof(float))) = out[e];
       }
     } else {
+      int64_t out_off[E];
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         int64_t off[K + 1];
@@ -636,12 +682,7 @@ __global__ void __launch_bounds__(256, K <= 2 ? 4 : 3)
 #pragma unroll
         for (int k = 0; k < K; ++k) in[k][e] = *reinterpret_cast<const float*>(o.ptr[k + 1] + off[k + 1]);
       }
-    }
-    run_program<K, E, Slots>(code, in, out);
-    if (wide) {
-      *reinterpret_cast<float4*>(o.ptr[0] + base * int64_t(sizeof(float))) =
-          make_float4(out[0], out[1 % E], out[2 % E], out[3 % E]);
-    } else {
+      run_program<K, E, Slots>(code, in, out);
 #pragma unroll
       for (int e = 0; e < E; ++e)
         if (base + e < n) *reinterpret_cast<float*>(o.ptr[0] + out_off[e]) = out[e];
@@ -664,14 +705,17 @@ int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
   DeviceScope scope(a->device);
   Operands<K + 1> o = operands<K + 1>(v, items);
   simplify(o);
-  if (few_slots) {
-    bool vec = o.dense;
-    for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
-    fused_map_kernel<K, kPerThread, kSlots>
-        <<<grid_for((n + kPerThread - 1) / kPerThread), 256, 0, stream_of(a)>>>(n, o, code, vec);
-  } else {
-    fused_map_kernel<K, 1, kMaxInstrs><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code, false);
-  }
+  bool vec = o.dense;
+  for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
+  constexpr int kVecPerThread = K <= kWideInputs ? kWidePerThread : kPerThread;
+  if (few_slots && vec)
+    fused_map_kernel<K, kVecPerThread, kSlots, true>
+        <<<grid_for((n + kVecPerThread - 1) / kVecPerThread), 256, 0, stream_of(a)>>>(n, o, code);
+  else if (few_slots)
+    fused_map_kernel<K, kPerThread, kSlots, false>
+        <<<grid_for((n + kPerThread - 1) / kPerThread), 256, 0, stream_of(a)>>>(n, o, code);
+  else
+    fused_map_kernel<K, 1, kMaxInstrs, false><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code);
   return launched(a, "fused kernel launch");
 }
 
