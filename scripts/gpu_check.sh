@@ -18,9 +18,11 @@
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
 #                                           below need, runs every `gpu` test, every op on CUDA vs
 #                                           the CPU, the e2e matrix, memcheck on the e2e models, the
-#                                           bandwidth line and the benchmark for one round; not the
+#                                           bandwidth line and the benchmark for one round, a
+#                                           per-node CUDA profile of three benchmark cases; not the
 #                                           whole suite nor the 15-run loops (about 280 s on an
-#                                           H100, 2026-11-28, besides the machine's start)
+#                                           H100, 2026-11-28, before the 16-bit columns and the
+#                                           profile; give it 560 s, besides the machine's start)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -41,8 +43,8 @@ cd "$(dirname "$0")/.."
 short_e2e=() short_e2e_env=() short_bench=()
 if [[ ${1:-} == --short ]]; then
   short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16) short_bench=(--rounds 1 --seconds 1)
-  : "${AMBER_GPU_TARGETS:=amber_cuda test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark}"
+  : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark|profile}"
   : "${AMBER_GPU_STEP_TIMEOUT:=200}"
 fi
 debs=.gpu-debs
@@ -169,6 +171,19 @@ else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
+# Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
+# node's time includes its launch): the cases furthest from their targets, on the benchmark's
+# archives (written by the step above).
+profile_cuda() {
+  local rc=0
+  for c in transformer_b8 resnet18_b1 resnet18_b64; do
+    "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda --profile --seconds 2 --iters 200 \
+      >/tmp/amber-profile.txt || rc=1
+    head -32 /tmp/amber-profile.txt
+  done
+  return $rc
+}
+step "per-node CUDA profile (transformer_b8, resnet18_b1, resnet18_b64)" profile_cuda
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
 # until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
 # on 2026-11-23; never without them) is explained.
