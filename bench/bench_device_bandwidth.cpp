@@ -1,7 +1,8 @@
 // Fused elementwise bandwidth against the device's own copy bandwidth ([cuda]'s target: a
 // fused pointwise node at >= 80% of a device-to-device copy). Both move the same bytes: read
 // N floats, write N floats. The copy is the backend's (cudaMemcpyAsync on CUDA); the fused
-// node is relu(x * 2 + 1) traced into one `fused` program, loaded on the device and called on
+// node is relu(x * 2 + 1) traced into one `fused` program (and, as a second line, relu(x * y + 1)
+// of two inputs: 2N read, N written, its GB/s against the copy's), loaded on the device and called on
 // a device input with device outputs, graphs off (a graphed call with device outputs copies
 // them out of the recording's buffers, which would count as traffic here). Every call ends
 // synchronised; each number is the median over rounds. Prints one JSON line.
@@ -58,24 +59,40 @@ int main(int argc, char** argv) {
     lo.device = dev;
     lo.device_graphs = false;
     const Model model = load(traced.save_to_bytes(), lo);
+    // Two inputs: relu(x * y + 1), 2N floats read and N written.
+    auto fn2 = [](const Tensor& a, const Tensor& b) { return relu(a * b + 1); };
+    const Tensor host2 = randn({n});
+    const Tensor x2 = host2.to(dev);
+    const TracedModule traced2 = trace(fn2, {host, host2}, quiet);
+    AMBER_CHECK(traced2.graph().num_nodes() == 1, "expected one fused node, got ", traced2.graph().num_nodes(),
+                " nodes:\n", graph::to_text(traced2.graph()));
+    const Model model2 = load(traced2.save_to_bytes(), lo);
 
     Tensor y;
     const double copy_s = amber::bench::median_seconds(
         [&] { copy_between_devices(copy_dst.mutable_data(), dev, x.data(), dev, bytes, "bench_device_bandwidth"); },
         reps);
     const double fused_s = amber::bench::median_seconds([&] { y = model.forward({x})[0]; }, reps);
-    // The answers, checked on the host: the copy is exact, the program is relu(2x + 1).
+    Tensor y2;
+    const double fused2_s = amber::bench::median_seconds([&] { y2 = model2.forward({x, x2})[0]; }, reps);
+    // The answers, checked on the host: the copy is exact, the programs relu(2x + 1) and
+    // relu(x * y + 1).
     const float copy_diff = (copy_dst.to(Device::cpu()) - host).abs().amax().item<float>();
     const float fused_diff = (y.to(Device::cpu()) - fn(host)).abs().amax().item<float>();
-    AMBER_CHECK(copy_diff == 0 && fused_diff <= 1e-6f, "wrong results: copy off by ", copy_diff, ", fused by ",
-                fused_diff);
+    const float fused2_diff = (y2.to(Device::cpu()) - fn2(host, host2)).abs().amax().item<float>();
+    AMBER_CHECK(copy_diff == 0 && fused_diff <= 1e-6f && fused2_diff <= 1e-5f, "wrong results: copy off by ", copy_diff,
+                ", fused by ", fused_diff, ", two-input fused by ", fused2_diff);
     const double moved = 2.0 * double(bytes);  // read once, written once
+    const double copy_gbps = moved / copy_s / 1e9, fused2_gbps = 3.0 * double(bytes) / fused2_s / 1e9;
     ::bench::report({{"mib", double(bytes) / (1024 * 1024)},
                      {"copy_ms", copy_s * 1e3},
-                     {"copy_gbps", moved / copy_s / 1e9},
+                     {"copy_gbps", copy_gbps},
                      {"fused_ms", fused_s * 1e3},
                      {"fused_gbps", moved / fused_s / 1e9},
-                     {"fused_over_copy", copy_s / fused_s}});
+                     {"fused_over_copy", copy_s / fused_s},
+                     {"fused2_ms", fused2_s * 1e3},
+                     {"fused2_gbps", fused2_gbps},
+                     {"fused2_over_copy", fused2_gbps / copy_gbps}});
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_device_bandwidth: %s\n", e.what());
     return 1;

@@ -101,6 +101,8 @@ def main():
     print(f"\nfused elementwise (relu(2x + 1), one node, {bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
           f"{bw['fused_gbps']:.0f} GB/s = {100 * bw['fused_over_copy']:.0f}% of the device's copy "
           f"({bw['copy_gbps']:.0f} GB/s, the same bytes; target >= 80%)")
+    print(f"fused elementwise, two inputs (relu(x * y + 1), {2 * bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
+          f"{bw['fused2_gbps']:.0f} GB/s = {100 * bw['fused2_over_copy']:.0f}% of the copy's GB/s")
     return 0
 
 
