@@ -120,23 +120,33 @@ TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
   CHECK(bad == 0);
 }
 
-// One traced `fused` node on the GPU against the CPU: a dense input of odd length (four elements
-// a thread with 16-byte loads, and the tail), broadcast and strided operands, and a program
-// keeping more results alive than the kernel's slots (its one-element-a-thread form).
+// One traced `fused` node on the GPU against the CPU: dense inputs of one and two operands at
+// every tail length (eight elements a thread with 16-byte loads, and the last partial group), a
+// source sliced one element in (not 16-byte aligned: the four-wide kernel), broadcast and strided
+// operands, and a program keeping more results alive than the kernel's slots (its
+// one-element-a-thread form).
 TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results kept", "[cuda][gpu]") {
   if (skip("fused programs")) return;
   TraceOptions quiet;
   quiet.print_warnings = false;
   const LoadOptions on_gpu{.device = Device::cuda(0)};
-  auto check_fused = [&](auto fn, const std::vector<Tensor>& inputs, const char* what) {
+  auto check_fused = [&](auto fn, const std::vector<Tensor>& inputs, const std::string& what, size_t nodes = 1) {
     const TracedModule traced = trace(fn, inputs, quiet);
     INFO(what << ":\n" << graph::to_text(traced.graph()));
-    REQUIRE(traced.graph().num_nodes() == 1);
+    REQUIRE(traced.graph().num_nodes() == nodes);
     const std::vector<uint8_t> bytes = traced.save_to_bytes();
     check_close(load(bytes, on_gpu).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
   };
   manual_seed(3);
   check_fused([](const Tensor& x) { return relu(x * 2 + 1); }, {randn({4099})}, "dense, odd length");
+  for (int64_t n : {3, 8, 4100, 4103})
+    check_fused([](const Tensor& a, const Tensor& b) { return relu(a * b + 1); }, {randn({n}), randn({n})},
+                str("two dense inputs, length ", n));
+  // add(i0, 1); mul(i0, i1); mul(t1, t0); sub(t2, i1): t0 is read two instructions on, from a slot.
+  check_fused([](const Tensor& a, const Tensor& b) { return (a * b) * (a + 1) - b; }, {randn({1027}), randn({1027})},
+              "two dense inputs, a result kept");
+  check_fused([](const Tensor& x) { return relu(x.slice(0, 1, 4098) * 2 + 1); }, {randn({4099})},
+              "a source one element in", 2);
   check_fused([](const Tensor& a, const Tensor& b, const Tensor& c) { return sigmoid(a * b + c) - a; },
               {randn({5, 37}), randn({37}), randn({5, 1})}, "broadcast");
   check_fused(
