@@ -1,9 +1,14 @@
-// CUDA kernel for scaled_dot_product_attention in f32, a fused kernel of Amber's own: one block
-// per (batch entry, query row) computes the row's scores q k^T / sqrt(E) into shared memory
-// (the mask or causal mask applied), their softmax, then the row of scores v. The scores of
-// a row live in shared memory, which bounds the key length (about 12k keys at 48 KiB); longer
-// sequences are refused with an error. Batch dims of q, k, v and the mask broadcast as on the
-// CPU. (cuDNN's fused attention, for the shapes it takes, is later work.)
+// CUDA kernels for scaled_dot_product_attention in f32, fused kernels of Amber's own. Heads of
+// up to 128 (E and Ev): a block takes 8 query rows of one batch entry (two a warp) and walks the
+// keys in tiles of 32 staged in shared memory (one key a lane), with a running softmax: each
+// tile's scores (the mask or causal mask applied) raise the row's maximum, the row's sum and
+// output so far are rescaled by exp(old max - new max), and the tile's weights times its values
+// are added; no score row is ever held whole, so any key length runs. Wider heads: one block per
+// (batch entry, query row) holding the row's scores in shared memory (about 12k keys at 48
+// KiB; longer sequences are refused with an error). Both give what the CPU's softmax gives on
+// special rows: a row whose every score is -inf (fully masked) or with a NaN or +inf score is
+// NaN, and no keys (S = 0) gives NaN. Batch dims of q, k, v and the mask broadcast as on the CPU.
+// (cuDNN's fused attention, for the shapes it takes, is later work.)
 
 #include <cmath>
 
@@ -106,6 +111,141 @@ __global__ void sdpa_kernel(View q, View k, View v, View mask, bool has_mask, bo
   }
 }
 
+constexpr int kTileRows = 8;  // query rows a block of the tiled kernel
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = kTileRows / kWarps;
+constexpr int kTileKeys = 32;  // keys a tile: one a lane
+constexpr int kMaxHead = 128;  // E and Ev the tiled kernel takes
+constexpr int kHeadSlices = kMaxHead / 32;
+static_assert(kTileRows % kWarps == 0);
+
+__device__ float warp_max(float x) {
+  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+__device__ float warp_sum(float x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Shared memory of the tiled kernel: the block's query rows, a tile of keys (rows of an odd
+// stride, so that lanes each reading their own key's row hit distinct banks) and of values.
+size_t tiled_smem(int64_t E, int64_t Ev) {
+  return size_t(kTileRows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sdpa_tiled_kernel(View q, View k, View v, View mask, bool has_mask, bool bool_mask, bool causal, Batch bt,
+                      float* out, int64_t L, int64_t S, int E, int Ev, float scale, int64_t row_tiles) {
+  extern __shared__ float smem[];
+  const int ks = E | 1;
+  float* qs = smem;                 // kTileRows x E
+  float* kt = qs + kTileRows * E;   // kTileKeys x ks
+  float* vt = kt + kTileKeys * ks;  // kTileKeys x Ev
+  const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kTileRows;
+  const int r = q.ndim, tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const float* qp = q.data + batch_offset(q, bt, b);
+  const float* kp = k.data + batch_offset(k, bt, b);
+  const float* vp = v.data + batch_offset(v, bt, b);
+  const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
+                vrs = v.strides[r - 2], vcs = v.strides[r - 1];
+  const int64_t mo = has_mask ? batch_offset(mask, bt, b) : 0;
+  const int64_t msr = has_mask && mask.ndim >= 2 && mask.sizes[mask.ndim - 2] != 1 ? mask.strides[mask.ndim - 2] : 0;
+  const int64_t msc = has_mask && mask.ndim >= 1 && mask.sizes[mask.ndim - 1] != 1 ? mask.strides[mask.ndim - 1] : 0;
+  for (int i = tid; i < kTileRows * E; i += kThreads) {  // rows past L: zeros, never stored
+    const int64_t row = row0 + i / E;
+    qs[i] = row < L ? qp[row * qrs + (i % E) * qcs] : 0.0f;
+  }
+  // Row rr of this warp is query row row0 + warp * kRowsPerWarp + rr; its running maximum m,
+  // sum l and output acc (element lane + 32 t).
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kHeadSlices];
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    m[rr] = -INFINITY;
+    l[rr] = 0;
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] = 0;
+  }
+  for (int64_t j0 = 0; j0 < S; j0 += kTileKeys) {
+    __syncthreads();  // the previous tile read (and the query rows written, the first time)
+    const int keys = int(S - j0 < kTileKeys ? S - j0 : kTileKeys);
+    for (int i = tid; i < kTileKeys * E; i += kThreads) {
+      const int j = i / E, e = i % E;
+      kt[j * ks + e] = j < keys ? kp[(j0 + j) * krs + e * kcs] : 0.0f;
+    }
+    for (int i = tid; i < kTileKeys * Ev; i += kThreads) {
+      const int j = i / Ev, e = i % Ev;
+      vt[i] = j < keys ? vp[(j0 + j) * vrs + e * vcs] : 0.0f;
+    }
+    __syncthreads();
+    // This lane's key against the warp's rows.
+    float s[kRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) s[rr] = 0;
+    for (int e = 0; e < E; ++e) {
+      const float kv = kt[lane * ks + e];
+#pragma unroll
+      for (int rr = 0; rr < kRowsPerWarp; ++rr) s[rr] += qs[(warp * kRowsPerWarp + rr) * E + e] * kv;
+    }
+    const int64_t key = j0 + lane;
+    float p[kRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      const int64_t row = row0 + warp * kRowsPerWarp + rr;
+      float x = s[rr] * scale;
+      if (lane >= keys) {
+        x = -INFINITY;  // past the keys: no weight
+      } else {
+        if (has_mask && row < L) {
+          const int64_t at = mo + row * msr + key * msc;
+          if (bool_mask)
+            x = reinterpret_cast<const bool*>(mask.data)[at] ? x : -INFINITY;
+          else
+            x += mask.data[at];
+        }
+        if (causal && key > row) x = -INFINITY;
+      }
+      // The running maximum ignores NaN (fmaxf) as the CPU's row maximum does; a NaN score then
+      // makes its weight, the sum and the row NaN. While every score so far is -inf the
+      // weights are taken against 0: exp(-inf) = 0 keeps the sum 0 (a fully masked row ends
+      // 0 / 0 = NaN, as the CPU's exp(-inf - -inf)), and a NaN score still gives NaN.
+      const float m_new = fmaxf(m[rr], warp_max(x));
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      p[rr] = lane < keys ? pw::exp_(x - m_use) : 0.0f;
+      const float corr = pw::exp_(m[rr] - m_use);
+      l[rr] = l[rr] * corr + warp_sum(p[rr]);
+      m[rr] = m_new;
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] *= corr;
+    }
+    for (int j = 0; j < keys; ++j) {  // the tile's weights times its values (keys: uniform in the warp)
+      float pj[kRowsPerWarp];
+#pragma unroll
+      for (int rr = 0; rr < kRowsPerWarp; ++rr) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) {
+        const int e = lane + 32 * t;
+        if (e < Ev) {
+          const float val = vt[j * Ev + e];
+#pragma unroll
+          for (int rr = 0; rr < kRowsPerWarp; ++rr) acc[rr][t] += pj[rr] * val;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int64_t row = row0 + warp * kRowsPerWarp + rr;
+    if (row >= L) continue;
+    float* orow = out + (b * L + row) * Ev;
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t) {
+      const int e = lane + 32 * t;
+      if (e < Ev) orow[e] = acc[rr][t] / l[rr];  // no keys: 0 / 0 = NaN
+    }
+  }
+}
+
 // scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal)
 int sdpa(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
@@ -116,16 +256,31 @@ int sdpa(const amber_kernel_args* a) {
   int64_t batches = 1;
   for (int d = 0; d < r - 2; ++d) batches *= (bt.sizes[d] = q.sizes[d]);
   if (L == 0 || Ev == 0 || batches == 0) return 0;
-  if (S > kMaxKeys)
-    return fail(a, "scaled_dot_product_attention: %lld keys is more than this CUDA kernel holds (%lld)", (long long)S,
-                (long long)kMaxKeys);
   const bool has_mask = present(mask);
+  const bool causal = a->attrs[op_attrs::scaled_dot_product_attention::is_causal].i != 0;
+  const float scale = float(1.0 / std::sqrt(double(E)));
+  if (E <= kMaxHead && Ev <= kMaxHead) {
+    DeviceScope scope(a->device);
+    const int64_t row_tiles = (L + kTileRows - 1) / kTileRows;
+    if (batches * row_tiles > int64_t(INT32_MAX))
+      return fail(a, "scaled_dot_product_attention: %lld blocks of query rows is more than a launch takes",
+                  (long long)(batches * row_tiles));
+    sdpa_tiled_kernel<<<unsigned(batches * row_tiles), kThreads, tiled_smem(E, Ev), stream_of(a)>>>(
+        view_of(q), view_of(k), view_of(v), has_mask ? view_of(mask) : View{}, has_mask,
+        has_mask && mask.dtype == kBool, causal, bt, static_cast<float*>(out.data), L, S, int(E), int(Ev), scale,
+        row_tiles);
+    return launched(a, "scaled_dot_product_attention");
+  }
+  if (S > kMaxKeys)
+    return fail(a,
+                "scaled_dot_product_attention: %lld keys is more than the CUDA kernel for heads wider than %d "
+                "(query %lld, value %lld) holds (%lld)",
+                (long long)S, kMaxHead, (long long)E, (long long)Ev, (long long)kMaxKeys);
   DeviceScope scope(a->device);
   const size_t smem = size_t(S + kThreads) * sizeof(float);
   sdpa_kernel<<<unsigned(batches * L), kThreads, smem, stream_of(a)>>>(
       view_of(q), view_of(k), view_of(v), has_mask ? view_of(mask) : View{}, has_mask, has_mask && mask.dtype == kBool,
-      a->attrs[op_attrs::scaled_dot_product_attention::is_causal].i != 0, bt, static_cast<float*>(out.data), L, S, E,
-      Ev, float(1.0 / std::sqrt(double(E))));
+      causal, bt, static_cast<float*>(out.data), L, S, E, Ev, scale);
   return launched(a, "scaled_dot_product_attention");
 }
 
