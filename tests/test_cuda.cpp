@@ -210,6 +210,32 @@ TEST_CASE("cuda: attention equals the CPU: key tiles, broadcast, masks, causal, 
   check_sdpa({randn({2, 5, 160}), randn({2, 40, 160}), randn({2, 40, 160})}, false, "heads of 160");
 }
 
+// Matrix products on the GPU against the CPU where cuBLASLt's heuristic must respect the
+// operands' alignment (a slice one element in: 4-byte aligned) and may use its workspace (a
+// short, deep product: split-K), traced alone. The harness was checked on sim:0.
+TEST_CASE("cuda: matrix products on misaligned and deep operands equal the CPU", "[cuda][gpu]") {
+  if (skip("matrix products")) return;
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  const LoadOptions on_gpu{.device = Device::cuda(0)};
+  auto check_traced = [&](const TraceFn& fn, const std::vector<Tensor>& inputs, const std::string& what) {
+    const TracedModule traced = trace_function(fn, inputs, quiet);
+    INFO(what << ":\n" << graph::to_text(traced.graph()));
+    const std::vector<uint8_t> bytes = traced.save_to_bytes();
+    check_close(load(bytes, on_gpu).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
+  };
+  manual_seed(9);
+  const Tensor w = randn({33, 65}), b = randn({33});
+  check_traced([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{linear(in[0].slice(1, 1, 66), w, b)}; },
+               {randn({37, 66})}, "linear on a slice one element in");
+  check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0].slice(0, 1, 30), in[1])}; },
+               {randn({30, 17}), randn({17, 9})}, "mm on a slice one row in");
+  check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{bmm(in[0], in[1].slice(2, 1, 12))}; },
+               {randn({3, 5, 7}), randn({3, 7, 12})}, "bmm on a slice one column in");
+  check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0], in[1])}; },
+               {randn({8, 4096}), randn({4096, 16})}, "a short, deep product");
+}
+
 // Precision::bf16 and f16 (convolutions and linear layers in 16 bits, f32 accumulation): LeNet
 // within each one's bound of the CPU's f32 at three batches, and not equal to CUDA's f32 (the
 // 16-bit path ran); a linear layer with a weight beyond f16's range (1e5) keeps f32 under f16.

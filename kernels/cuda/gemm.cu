@@ -5,8 +5,9 @@
 // Row-major C = A B is computed as column-major C^T = B^T A^T, so an operand with a unit
 // column stride is used as is and one with a unit row stride through a transpose; an
 // operand with neither is copied to dense rows first (in the call's workspace). Batches whose
-// offsets follow one stride run as one strided-batched product, others one product each.
-// The step's state holds the cuBLASLt handle.
+// offsets follow one stride run as one strided-batched product, others one product each, on
+// the algorithm cuBLASLt's heuristic ranks first with up to 4 MiB of workspace and the
+// operands' alignment. The step's state holds the cuBLASLt handle.
 
 #include <cublasLt.h>
 
@@ -21,6 +22,12 @@
 
 namespace amber::cuda {
 namespace {
+
+// Workspace offered to cuBLASLt's heuristic for each product (its split-K and other algorithms
+// that need one; without it, as with an algo of NULL, only workspace-free ones are eligible):
+// 4 MiB, NVIDIA's recommendation before Hopper (32 MiB there) and PyTorch's on large Ampere
+// GPUs. A plan's steps share one scratch area, so a model holds it once per call in flight.
+constexpr size_t kLtWorkspace = size_t(4) << 20;
 
 struct GemmState {
   cublasLtHandle_t handle = nullptr;
@@ -50,7 +57,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     const int64_t cols = v.sizes[v.ndim - 1], rs = v.strides[v.ndim - 2], cs = v.strides[v.ndim - 1];
     if (!(cs == 1 || cols == 1 || rs == 1)) bytes += padded(size_t(numel(v)) * sizeof(float));
   }
-  *workspace_bytes = bytes;
+  *workspace_bytes = bytes + kLtWorkspace;
   *state = s.release();
   return 0;
 }
@@ -145,6 +152,14 @@ int pack(const amber_kernel_args* a, Mat& m, float* dst) {
   return 0;
 }
 
+// The largest power of two up to 256 that divides p's address (cuBLASLt's alignment preferences).
+uint32_t alignment(const void* p) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 1;
+  while (a < 256 && x % (uintptr_t(a) * 2) == 0) a *= 2;
+  return a;
+}
+
 bool usable(const Mat& m) { return (m.cs == 1 || m.cols == 1) || (m.rs == 1 || m.rows == 1); }
 
 // The stride between consecutive batches when the offsets follow one, else -1.
@@ -229,13 +244,38 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
     cublasLtMatrixLayoutSetAttribute(lc.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
     cublasLtMatrixLayoutSetAttribute(lc.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &cstride, sizeof cstride);
   }
+  // cuBLASLt's first choice for the product with the workspace left and the operands' actual
+  // alignment (its preferences assume 256-byte aligned buffers); none found: its implicit choice.
+  const size_t room = a->workspace_bytes - used;
+  uint32_t align_a = 256, align_b = 256, align_c = 256;  // cuBLASLt's A is our B, its B our A
+  for (int64_t c = 0; c < calls; ++c) {
+    align_a = std::min(align_a, alignment(B.at(B.offsets[size_t(c)])));
+    align_b = std::min(align_b, alignment(A.at(A.offsets[size_t(c)])));
+    align_c = std::min(align_c, alignment(C + c * cstride));
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulHeuristicResult_t chosen{};
+  int found = 0;
+  if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
+    const uint64_t max_ws = room;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof align_a);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof align_b);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c);
+    if (cublasLtMatmulAlgoGetHeuristic(st->handle, desc, lb.l, la.l, lc.l, lc.l, pref, 1, &chosen, &found) !=
+            CUBLAS_STATUS_SUCCESS ||
+        chosen.state != CUBLAS_STATUS_SUCCESS || chosen.workspaceSize > room)
+      found = 0;
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
   const float one = 1.0f, zero = 0.0f;
   for (int64_t c = 0; c < calls; ++c) {
     const void* ap = A.at(A.offsets[size_t(c)]);
     const void* bp = B.at(B.offsets[size_t(c)]);
     float* cp = C + c * cstride;
     const cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
-                                            nullptr, ws + used, a->workspace_bytes - used, stream_of(a));
+                                            found > 0 ? &chosen.algo : nullptr, ws + used, room, stream_of(a));
     if (s != CUBLAS_STATUS_SUCCESS)
       return fail(a, "cublasLtMatmul failed (status %d) for [%lld, %lld] x [%lld, %lld]", int(s), (long long)m,
                   (long long)k, (long long)k, (long long)n);
