@@ -288,8 +288,9 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // caches and branch predictors, not by one-time setup; on a device with graphs, at least
 // twice (the second call records the graph), then as often with the zeros on the host where
 // such calls record a graph of their own (host_staged: the plan stages small host inputs),
-// else once from the host. A kernel rejecting zeros ends the warm-up quietly (real inputs may
-// still be fine); profile counters start from zero after.
+// else once from the host; then the same again with the last call's outputs held, for the call
+// slot's second set of output buffers. A kernel rejecting zeros ends the warm-up quietly (real
+// inputs may still be fine); profile counters start from zero after.
 void warm_up(const Model& m, bool host_staged) {
   const graph::SymValues& sizes_at = m.traced_sizes();
   const Device device = m.device();
@@ -332,7 +333,19 @@ void warm_up(const Model& m, bool host_staged) {
       // larger ones replay the graph above after their upload, which one call warms.
       std::vector<Tensor> host;
       for (const Tensor& z : zeros) host.push_back(z.to(Device::cpu()));
-      for (int i = 0; i < (m.options().device_graphs && host_staged ? 2 : 1); ++i) (void)m.forward(host, call);
+      const bool graphs = m.options().device_graphs;
+      std::vector<Tensor> held;  // the last call's outputs (a held result keeps its set busy)
+      const int host_calls = graphs && host_staged ? 2 : 1;
+      for (int i = 0; i + 1 < host_calls; ++i) (void)m.forward(host, call);
+      held = m.forward(host, call);
+      // A call slot hands out two sets of output buffers, each with its own recordings: a
+      // loop that keeps its last result (y = m.forward(x)) alternates between them. With the
+      // first set's outputs held, the same calls again record the second's, so that such a
+      // loop's second and fourth calls do not run node by node and record (loader/plan.cpp).
+      if (graphs) {
+        for (int i = 0; i < 2; ++i) (void)m.forward(zeros, call);
+        for (int i = 0; i < (host_staged ? 2 : 0); ++i) (void)m.forward(host, call);
+      }
     }
   } catch (const Error&) {
   }

@@ -81,10 +81,13 @@ struct LoadOptions {
   bool outputs_on_host = false;
   // Calls the model on zeros at the end of load (at the traced batch size; four times when a
   // call takes under 1 ms), so the first call costs what later ones do: load takes a call
-  // longer. A model whose kernels reject zeros loads all the same, only without the warm-up.
+  // longer. On devices with graphs it also records the first call slot's graphs, for inputs
+  // on the device and from the host, and for both sets of output buffers it hands out (a few
+  // more calls). A model whose kernels reject zeros loads all the same, only without the warm-up.
   bool warm_up = true;
   // On devices with graphs (CUDA graphs): each concurrent call slot of each batch size's plan
-  // records its kernels once, on its second call (the warm-up's, with warm_up), and later calls
+  // records its kernels once per set of output buffers, on the set's second call (the
+  // warm-up's, with warm_up, for the first slot's two sets), and later calls
   // replay that one graph: a steady-state call is the input copies, one launch and the output
   // copies. A slot then keeps its intermediate memory (and output buffers) rather than
   // returning it to the model's pool between calls. Ignored on the CPU, and for calls made with
