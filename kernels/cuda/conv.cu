@@ -402,14 +402,16 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                 op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
   // Room for the input and the output to be copied to channels-last when they come in
-  // another layout (decided per call, as the strides may differ between calls); in 16 bits,
-  // for the input and the convolution's output in 16 bits, and the output in f32 when its
-  // layout is another.
+  // another layout (a step's calls have its setup's strides: core/backend.h; a call that
+  // broke that would fail on the room, not compute wrongly); in 16 bits, for the input and the
+  // convolution's output in 16 bits, and the output in f32 when its layout is another. (Room
+  // for both whatever their layouts made ResNet-18's first convolution at batch 64 ask for
+  // about 244 MB, the largest scratch of its steps, which every call slot's arena holds.)
+  const size_t y_room = is_nhwc(y) ? 0 : padded(size_t(numel(y)) * sizeof(float));
   if (s->half < 0)
-    s->workspace += padded(size_t(numel(x)) * sizeof(float)) + padded(size_t(numel(y)) * sizeof(float));
+    s->workspace += (is_nhwc(x) ? 0 : padded(size_t(numel(x)) * sizeof(float))) + y_room;
   else
-    s->workspace +=
-        padded(size_t(numel(x)) * 2) + padded(size_t(numel(y)) * 2) + padded(size_t(numel(y)) * sizeof(float));
+    s->workspace += padded(size_t(numel(x)) * 2) + padded(size_t(numel(y)) * 2) + y_room;
   if (!s->weights_packed) s->workspace += padded(wbytes);
   *workspace_bytes = s->workspace;
   *state = s.release();
