@@ -67,6 +67,22 @@ void check_close(const Tensor& got, const Tensor& want, const std::string& what)
   CHECK(d.ok);
 }
 
+TraceOptions quiet() {
+  TraceOptions o;
+  o.print_warnings = false;
+  return o;
+}
+
+// A traced graph loaded on cuda:0 and on the CPU: its first outputs on `inputs` agree.
+void check_loaded(const TracedModule& traced, const std::vector<Tensor>& inputs, const std::string& what) {
+  INFO(what << ":\n" << graph::to_text(traced.graph()));
+  const std::vector<uint8_t> bytes = traced.save_to_bytes();
+  check_close(load(bytes, {.device = Device::cuda(0)}).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
+}
+void check_traced(const TraceFn& fn, const std::vector<Tensor>& inputs, const std::string& what) {
+  check_loaded(trace_function(fn, inputs, quiet()), inputs, what);
+}
+
 }  // namespace
 
 TEST_CASE("cuda: without a GPU, one clear error and the CPU unaffected", "[cuda][gpu]") {
@@ -127,15 +143,11 @@ TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
 // one-element-a-thread form).
 TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results kept", "[cuda][gpu]") {
   if (skip("fused programs")) return;
-  TraceOptions quiet;
-  quiet.print_warnings = false;
-  const LoadOptions on_gpu{.device = Device::cuda(0)};
   auto check_fused = [&](auto fn, const std::vector<Tensor>& inputs, const std::string& what, size_t nodes = 1) {
-    const TracedModule traced = trace(fn, inputs, quiet);
+    const TracedModule traced = trace(fn, inputs, quiet());
     INFO(what << ":\n" << graph::to_text(traced.graph()));
     REQUIRE(traced.graph().num_nodes() == nodes);
-    const std::vector<uint8_t> bytes = traced.save_to_bytes();
-    check_close(load(bytes, on_gpu).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
+    check_loaded(traced, inputs, what);
   };
   manual_seed(3);
   check_fused([](const Tensor& x) { return relu(x * 2 + 1); }, {randn({4099})}, "dense, odd length");
@@ -168,15 +180,6 @@ TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results ke
 // heads of 160 (the one-row-a-block kernel). The harness was checked on sim:0.
 TEST_CASE("cuda: attention equals the CPU: key tiles, broadcast, masks, causal, special rows", "[cuda][gpu]") {
   if (skip("attention")) return;
-  TraceOptions quiet;
-  quiet.print_warnings = false;
-  const LoadOptions on_gpu{.device = Device::cuda(0)};
-  auto check_traced = [&](const TraceFn& fn, const std::vector<Tensor>& inputs, const std::string& what) {
-    const TracedModule traced = trace_function(fn, inputs, quiet);
-    INFO(what << ":\n" << graph::to_text(traced.graph()));
-    const std::vector<uint8_t> bytes = traced.save_to_bytes();
-    check_close(load(bytes, on_gpu).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
-  };
   auto check_sdpa = [&](const std::vector<Tensor>& qkvm, bool causal, const std::string& what) {
     const bool masked = qkvm.size() == 4;
     check_traced(
@@ -215,15 +218,6 @@ TEST_CASE("cuda: attention equals the CPU: key tiles, broadcast, masks, causal, 
 // short, deep product: split-K), traced alone. The harness was checked on sim:0.
 TEST_CASE("cuda: matrix products on misaligned and deep operands equal the CPU", "[cuda][gpu]") {
   if (skip("matrix products")) return;
-  TraceOptions quiet;
-  quiet.print_warnings = false;
-  const LoadOptions on_gpu{.device = Device::cuda(0)};
-  auto check_traced = [&](const TraceFn& fn, const std::vector<Tensor>& inputs, const std::string& what) {
-    const TracedModule traced = trace_function(fn, inputs, quiet);
-    INFO(what << ":\n" << graph::to_text(traced.graph()));
-    const std::vector<uint8_t> bytes = traced.save_to_bytes();
-    check_close(load(bytes, on_gpu).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
-  };
   manual_seed(9);
   const Tensor w = randn({33, 65}), b = randn({33});
   check_traced([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{linear(in[0].slice(1, 1, 66), w, b)}; },
@@ -268,10 +262,8 @@ TEST_CASE("cuda: bf16 and f16 products within their bounds; a weight beyond f16 
   std::vector<float> wv = randn({7, 33}).to_vector<float>(SrcLoc::none());
   wv[40] = 1e5f;
   const Tensor w = tensor(wv, {7, 33}), b = randn({7}), x = randn({4, 33});
-  TraceOptions quiet;
-  quiet.print_warnings = false;
   const std::vector<uint8_t> bytes =
-      trace([&](const Tensor& in) { return linear(in, w, b); }, {x}, quiet).save_to_bytes();
+      trace([&](const Tensor& in) { return linear(in, w, b); }, {x}, quiet()).save_to_bytes();
   const Tensor want = load(bytes).forward({x})[0];
   const Tensor got = load(bytes, LoadOptions{.device = Device::cuda(0), .precision = Precision::f16})
                          .forward({x})[0]
@@ -288,8 +280,6 @@ TEST_CASE("cuda: bf16 and f16 products within their bounds; a weight beyond f16 
 TEST_CASE("cuda: 16-bit convolutions and linear layers on odd shapes", "[cuda][gpu]") {
   if (skip("16-bit layers on odd shapes")) return;
   const uint32_t flags = backend(Device::cuda(0)).flags;
-  TraceOptions quiet;
-  quiet.print_warnings = false;
   manual_seed(21);
   const Tensor w3 = randn({5, 3, 3, 3}), b5 = randn({5}), w8 = randn({16, 8, 3, 3}), b16 = randn({16}),
                wd = randn({8, 1, 3, 3}), wl = randn({40, 29}), bl = randn({40});
@@ -324,7 +314,7 @@ TEST_CASE("cuda: 16-bit convolutions and linear layers on odd shapes", "[cuda][g
       continue;
     }
     for (const Layer& l : layers) {
-      const std::vector<uint8_t> bytes = trace(l.fn, {l.x}, quiet).save_to_bytes();
+      const std::vector<uint8_t> bytes = trace(l.fn, {l.x}, quiet()).save_to_bytes();
       const Tensor want = load(bytes).forward({l.x})[0];
       const Tensor plain = load(bytes, LoadOptions{.device = Device::cuda(0)}).forward({l.x})[0].to(Device::cpu());
       const Tensor got = load(bytes, LoadOptions{.device = Device::cuda(0), .precision = precision})

@@ -52,6 +52,30 @@ __device__ int64_t batch_offset(const View& v, const Batch& bt, int64_t b) {
   return off;
 }
 
+// The mask of one batch entry (when there is one): its offset and its row and column strides
+// (0 where a dim of size 1 broadcasts); applied to the score of (row, key), a bool mask's false
+// gives -inf, a float mask adds.
+struct MaskAt {
+  const void* data = nullptr;
+  bool is_bool = false;
+  int64_t base = 0, rs = 0, cs = 0;
+  __device__ float apply(float x, int64_t row, int64_t key) const {
+    if (!data) return x;
+    const int64_t at = base + row * rs + key * cs;
+    return is_bool ? (static_cast<const bool*>(data)[at] ? x : -INFINITY) : x + static_cast<const float*>(data)[at];
+  }
+};
+__device__ MaskAt mask_at(const View& mask, bool has_mask, bool bool_mask, const Batch& bt, int64_t b) {
+  MaskAt m;
+  if (!has_mask) return m;
+  m.data = mask.data;
+  m.is_bool = bool_mask;
+  m.base = batch_offset(mask, bt, b);
+  m.rs = mask.ndim >= 2 && mask.sizes[mask.ndim - 2] != 1 ? mask.strides[mask.ndim - 2] : 0;
+  m.cs = mask.ndim >= 1 && mask.sizes[mask.ndim - 1] != 1 ? mask.strides[mask.ndim - 1] : 0;
+  return m;
+}
+
 __global__ void sdpa_kernel(View q, View k, View v, View mask, bool has_mask, bool bool_mask, bool causal, Batch bt,
                             float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
   extern __shared__ float smem[];
@@ -62,22 +86,13 @@ __global__ void sdpa_kernel(View q, View k, View v, View mask, bool has_mask, bo
   const float* qp = q.data + batch_offset(q, bt, b) + row * q.strides[r - 2];
   const float* kp = k.data + batch_offset(k, bt, b);
   const float* vp = v.data + batch_offset(v, bt, b);
-  const int64_t mo = has_mask ? batch_offset(mask, bt, b) : 0;
-  const int64_t msr = has_mask && mask.ndim >= 2 && mask.sizes[mask.ndim - 2] != 1 ? mask.strides[mask.ndim - 2] : 0;
-  const int64_t msc = has_mask && mask.ndim >= 1 && mask.sizes[mask.ndim - 1] != 1 ? mask.strides[mask.ndim - 1] : 0;
+  const MaskAt mk = mask_at(mask, has_mask, bool_mask, bt, b);
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
     const float* kr = kp + j * k.strides[r - 2];
     float s = 0;
     for (int64_t e = 0; e < E; ++e) s += qp[e * q.strides[r - 1]] * kr[e * k.strides[r - 1]];
-    s *= scale;
-    if (has_mask) {
-      const int64_t m = mo + row * msr + j * msc;
-      if (bool_mask)
-        s = reinterpret_cast<const bool*>(mask.data)[m] ? s : -INFINITY;
-      else
-        s += mask.data[m];
-    }
+    s = mk.apply(s * scale, row, j);
     if (causal && j > row) s = -INFINITY;
     scores[j] = s;
     mx = fmaxf(mx, s);
@@ -149,9 +164,7 @@ __global__ void __launch_bounds__(kThreads)
   const float* vp = v.data + batch_offset(v, bt, b);
   const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
                 vrs = v.strides[r - 2], vcs = v.strides[r - 1];
-  const int64_t mo = has_mask ? batch_offset(mask, bt, b) : 0;
-  const int64_t msr = has_mask && mask.ndim >= 2 && mask.sizes[mask.ndim - 2] != 1 ? mask.strides[mask.ndim - 2] : 0;
-  const int64_t msc = has_mask && mask.ndim >= 1 && mask.sizes[mask.ndim - 1] != 1 ? mask.strides[mask.ndim - 1] : 0;
+  const MaskAt mk = mask_at(mask, has_mask, bool_mask, bt, b);
   for (int i = tid; i < kTileRows * E; i += kThreads) {  // rows past L: zeros, never stored
     const int64_t row = row0 + i / E;
     qs[i] = row < L ? qp[row * qrs + (i % E) * qcs] : 0.0f;
@@ -196,13 +209,7 @@ __global__ void __launch_bounds__(kThreads)
       if (lane >= keys) {
         x = -INFINITY;  // past the keys: no weight
       } else {
-        if (has_mask && row < L) {
-          const int64_t at = mo + row * msr + key * msc;
-          if (bool_mask)
-            x = reinterpret_cast<const bool*>(mask.data)[at] ? x : -INFINITY;
-          else
-            x += mask.data[at];
-        }
+        if (row < L) x = mk.apply(x, row, key);
         if (causal && key > row) x = -INFINITY;
       }
       // The running maximum ignores NaN (fmaxf) as the CPU's row maximum does; a NaN score then
