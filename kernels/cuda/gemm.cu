@@ -7,12 +7,14 @@
 // operand with neither is copied to dense rows first (in the call's workspace). Batches whose
 // offsets follow one stride run as one strided-batched product, others one product each, on
 // the algorithm cuBLASLt's heuristic ranks first with up to 4 MiB of workspace and the
-// operands' alignment. The step's state holds the cuBLASLt handle.
+// operands' alignment. The step's state holds the cuBLASLt handle and the heuristic's choices.
 
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "amber/kernels/cuda/capture_lock.h"
@@ -29,8 +31,21 @@ namespace {
 // GPUs. A plan's steps share one scratch area, so a model holds it once per call in flight.
 constexpr size_t kLtWorkspace = size_t(4) << 20;
 
+// Everything cuBLASLt's heuristic sees of one product: shapes, strides, batching, types,
+// compute type, the bias epilogue (by its alignment), the operands' alignments and the room.
+using ChoiceKey = std::array<int64_t, 20>;
+struct Choice {
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;  // false: no algorithm found, cuBLASLt's implicit choice (algo NULL)
+};
+constexpr size_t kMaxChoices = 16;  // a step sees one geometry, a few with matmul's batches
+
 struct GemmState {
   cublasLtHandle_t handle = nullptr;
+  // cuBLASLt's choice per geometry, asked once: later calls of the step that run node by node
+  // (loop bodies, graphs off, eager calls) skip the query. Calls of many threads share it.
+  mutable std::mutex choices_mutex;
+  mutable std::vector<std::pair<ChoiceKey, Choice>> choices;  // at most kMaxChoices
   // A linear layer's weights in 16 bits ([out, in] dense, cudaMalloc'd) and their type (kBF16,
   // kF16), under a reduced precision; -1 and NULL in f32.
   int32_t half = -1;
@@ -253,21 +268,38 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
     align_b = std::min(align_b, alignment(A.at(A.offsets[size_t(c)])));
     align_c = std::min(align_c, alignment(C + c * cstride));
   }
+  const ChoiceKey key = {
+      m,       n,       k,       per_call,     sa,   sb,     cstride,          ldc,
+      A.rs,    A.cs,    A.type,  B.rs,         B.cs, B.type, int64_t(compute), bias ? int64_t(alignment(bias)) : 0,
+      align_a, align_b, align_c, int64_t(room)};
+  Choice choice;
+  bool known = false;
+  {
+    std::lock_guard lock(st->choices_mutex);
+    for (const auto& [k2, c] : st->choices)
+      if (k2 == key) {
+        choice = c;
+        known = true;
+        break;
+      }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulHeuristicResult_t chosen{};
-  int found = 0;
-  if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
+  if (!known && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
     const uint64_t max_ws = room;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof align_a);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof align_b);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c);
-    if (cublasLtMatmulAlgoGetHeuristic(st->handle, desc, lb.l, la.l, lc.l, lc.l, pref, 1, &chosen, &found) !=
-            CUBLAS_STATUS_SUCCESS ||
-        chosen.state != CUBLAS_STATUS_SUCCESS || chosen.workspaceSize > room)
-      found = 0;
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    choice.found = cublasLtMatmulAlgoGetHeuristic(st->handle, desc, lb.l, la.l, lc.l, lc.l, pref, 1, &result,
+                                                  &returned) == CUBLAS_STATUS_SUCCESS &&
+                   returned > 0 && result.state == CUBLAS_STATUS_SUCCESS && result.workspaceSize <= room;
+    if (choice.found) choice.algo = result.algo;
     cublasLtMatmulPreferenceDestroy(pref);
+    std::lock_guard lock(st->choices_mutex);
+    if (st->choices.size() < kMaxChoices) st->choices.emplace_back(key, choice);
   }
   const float one = 1.0f, zero = 0.0f;
   for (int64_t c = 0; c < calls; ++c) {
@@ -275,7 +307,7 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
     const void* bp = B.at(B.offsets[size_t(c)]);
     float* cp = C + c * cstride;
     const cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
-                                            found > 0 ? &chosen.algo : nullptr, ws + used, room, stream_of(a));
+                                            choice.found ? &choice.algo : nullptr, ws + used, room, stream_of(a));
     if (s != CUBLAS_STATUS_SUCCESS)
       return fail(a, "cublasLtMatmul failed (status %d) for [%lld, %lld] x [%lld, %lld]", int(s), (long long)m,
                   (long long)k, (long long)k, (long long)n);
