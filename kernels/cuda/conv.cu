@@ -470,8 +470,7 @@ void launch_finish(const amber_kernel_args* a, const void* src, void* y, int64_t
                    int64_t bias_stride, Act act, float lo, float hi) {
   const T* from = static_cast<const T*>(src);
   float* to = static_cast<float*>(y);
-  const bool by_four = channels % 4 == 0 && n / 4 <= int64_t(UINT32_MAX) && n <= int64_t(UINT32_MAX) &&
-                       reinterpret_cast<uintptr_t>(y) % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0;
+  const bool by_four = channels % 4 == 0 && n <= int64_t(UINT32_MAX) && aligned16(y) && aligned16(src);
   if (by_four)  // n is a multiple of the channels, so of four
     finish4<T><<<grid_for(n / 4), 256, 0, stream_of(a)>>>(from, to, uint32_t(n / 4), uint32_t(channels), bias,
                                                           bias_stride, act, lo, hi);
