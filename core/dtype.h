@@ -85,6 +85,8 @@ std::ostream& operator<<(std::ostream& os, DTypeSet s);
 
 namespace dtypes {
 inline constexpr DTypeSet floating{DType::f32, DType::f64};
+// The 16-bit floats, which every op computing in f32 also computes in (schema/via_f32.h).
+inline constexpr DTypeSet half{DType::f16, DType::bf16};
 inline constexpr DTypeSet integral{DType::i64, DType::i32, DType::i16, DType::i8, DType::u8};
 inline constexpr DTypeSet numeric = floating | integral;
 inline constexpr DTypeSet comparable = numeric | DTypeSet{DType::b8};  // comparisons' inputs

@@ -24,6 +24,7 @@
 #include "amber/core/small_vector.h"
 #include "amber/schema/fused_program.h"
 #include "amber/schema/op_cost.h"
+#include "amber/schema/via_f32.h"
 
 namespace amber {
 namespace {
@@ -174,13 +175,16 @@ const amber_kernel& resolve_kernel(const OpSchema& op, Device device, DType dtyp
   if (k) [[likely]]
     return *k;
   const amber_backend& b = backend(device);
-  if (const std::string_view ns = op_namespace(op.name); !ns.empty()) {  // an op library's op
-    k = library_kernel(op, device.type, dtype);
+  const std::string_view ns = op_namespace(op.name);  // non-empty: an op library's op
+  auto lookup = [&](DType t) {
+    return ns.empty() ? b.lookup_kernel(op.name.c_str(), op.version, int32_t(t)) : library_kernel(op, device.type, t);
+  };
+  k = lookup(dtype);
+  if (!k && dtypes::half.contains(dtype) && op.dtypes.contains(dtype))  // 16 bits through the f32 kernel
+    if (const amber_kernel* f = lookup(DType::f32); f && f->run) k = &kernel_via_f32(op, device, dtype, *f);
+  if (!ns.empty())
     AMBER_CHECK(k, op.name, ": op library ", ns, " (", op_library_origin(ns), ") has no ",
                 device_type_name(device.type), " kernel for dtype ", dtype, " (its op lists ", op.dtypes, ")");
-  } else {
-    k = b.lookup_kernel(op.name.c_str(), op.version, int32_t(dtype));
-  }
   AMBER_CHECK(k && k->run, op.name, ": no ", b.name, " kernel for dtype ", dtype, " (the op table lists ", op.dtypes,
               ")");
   slot.store(k, std::memory_order_release);

@@ -299,7 +299,9 @@ std::unique_ptr<OpSchema> parse_op(const OpDef& def) {
   op->signature = def.signature;
   SigParser(def.signature).parse(*op);
   op->version = def.version;
-  op->dtypes = def.dtypes;
+  // An op that computes in f32 computes in f16 and bf16 too: through its f32 kernel where a
+  // backend has none of its own at 16 bits (schema/via_f32.h).
+  op->dtypes = def.dtypes.contains(DType::f32) ? def.dtypes | dtypes::half : def.dtypes;
   op->flags = def.flags;
   op->infer = def.infer;
   op->view = def.view;

@@ -137,7 +137,9 @@ struct OpSchema {
   std::vector<ArgSpec> args;
   std::vector<std::string> outputs;  // output names
   bool list_output = false;          // one Tensor[] output of inferred length
-  DTypeSet dtypes;                   // compute dtypes the kernels implement
+  // Compute dtypes the kernels implement: OpDef::dtypes, plus f16 and bf16 where it lists f32
+  // (a backend without its own 16-bit kernel runs the f32 one between conversions).
+  DTypeSet dtypes;
   uint32_t flags = 0;
   InferFn infer = nullptr;
   ViewFn view = nullptr;

@@ -1431,6 +1431,48 @@ case("quantized_add_f32", "quantized_add", quantized_add, [In([2, 3]), u8_levels
      attrs={"output_scale": 0.1}, error="self and other must be u8, got f32 and u8")
 
 
+# ---- 16-bit floats: every op that computes in f32 computes in f16 and bf16 too (docs/OPS.md,
+# "16-bit floats"): in f32 on the widened inputs, each output rounded once. Derived from the first
+# two f32 cases of each op, with their float inputs in 16 bits; the reference widens them,
+# runs the f32 case and rounds (PyTorch 1.13's CPU lacks most f16 kernels; its bf16 ones
+# compute the same way). Appended after every other case, so their inputs stay as they were.
+HALF_ULP = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}  # the largest relative step of each format
+
+
+def widened(fn, half):
+    def run(*args, **kw):
+        out = fn(*[a.float() if a is not None and a.dtype == half else a for a in args], **kw)
+        rnd = lambda t: t.to(half) if t.dtype == torch.float32 else t  # noqa: E731
+        return type(out)(rnd(t) for t in out) if isinstance(out, (tuple, list)) else rnd(out)
+    return run
+
+
+def half_input(inp, dtype):
+    if inp is None or inp.dtype != "f32":
+        return inp
+    if isinstance(inp, Fixed):
+        return Fixed(inp.value.to(DTYPES[dtype]), inp.layout)
+    return In(inp.shape, dtype, inp.kind, inp.layout)
+
+
+def half_cases():
+    taken = {}
+    for c in list(CASES):
+        # fused programs compute and store f32 by definition; quantized ops take f32 scales.
+        if c["error"] or c["op"] in ("to", "fused") or c["op"].startswith("quantized"):
+            continue
+        if not any(i is not None and i.dtype == "f32" for i in c["inputs"]) or taken.get(c["op"], 0) == 2:
+            continue
+        taken[c["op"]] = taken.get(c["op"], 0) + 1
+        for dtype, ulp in HALF_ULP.items():
+            case(f"{c['name']}.{dtype}", c["op"], widened(c["fn"], DTYPES[dtype]),
+                 [half_input(i, dtype) for i in c["inputs"]], c["attrs"], atol=max(c["atol"], 1e-6),
+                 rtol=c["rtol"] + ulp)
+
+
+half_cases()
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

@@ -1,7 +1,7 @@
 // Prints the op x device coverage table straight from the op table and the backends'
 // kernel lookup, and fails if an op lists a dtype its CPU kernels do not implement (no
-// stubs). The CUDA column reports whatever libamber_cuda.so provides when it loads (also on
-// a machine without a GPU, where the library loads but has no device).
+// stubs; a 16-bit dtype counts as implemented by the f32 kernel, schema/via_f32.h). The CUDA column reports whatever
+// libamber_cuda.so provides when it loads (also on a machine without a GPU, where the library loads but has no device).
 
 #include <cstdio>
 #include <fstream>
@@ -36,24 +36,31 @@ TEST_CASE("op x device coverage", "[coverage]") {
     } else if (op->is_maybe_view()) {
       cpu_col = cuda_col = "(view, else clone kernel)";
     } else {
+      // A 16-bit dtype without a kernel of its own runs the f32 one (schema/via_f32.h): "~".
+      auto mark = [&](const amber_backend* b, DType t) -> const char* {
+        if (b->lookup_kernel(op->name.c_str(), op->version, int32_t(t))) return "";
+        if (dtypes::half.contains(t) && b->lookup_kernel(op->name.c_str(), op->version, int32_t(DType::f32)))
+          return "~";
+        return "!";
+      };
       op->dtypes.for_each([&](DType t) {
-        const bool has = cpu->lookup_kernel(op->name.c_str(), op->version, int32_t(t)) != nullptr;
-        cpu_col += str(has ? "" : "!", dtype_name(t), " ");
-        if (!has) {
+        const char* m = mark(cpu, t);
+        cpu_col += str(m, dtype_name(t), " ");
+        if (*m == '!') {
           ++missing;
           UNSCOPED_INFO(op->name << ": no CPU kernel for listed dtype " << t);
         }
-        if (cuda)
-          cuda_col +=
-              str(cuda->lookup_kernel(op->name.c_str(), op->version, int32_t(t)) ? "" : "!", dtype_name(t), " ");
+        if (cuda) cuda_col += str(mark(cuda, t), dtype_name(t), " ");
       });
       if (!cuda) cuda_col = "-";
     }
     std::printf("%-13s %-6s %-32s %-32s %s\n", op->name.c_str(), kind.c_str(), cpu_col.c_str(), cuda_col.c_str(),
                 op->signature.c_str());
   }
-  std::printf("%d ops. '!' marks a listed dtype without a kernel. view*: a view when strides allow, else a copy.\n",
-              ops);
+  std::printf(
+      "%d ops. '!' marks a listed dtype without a kernel, '~' a 16-bit one run by the f32 kernel. view*: a view when "
+      "strides allow, else a copy.\n",
+      ops);
   if (!cuda_note.empty())
     std::printf("cuda: no device here (%s)%s\n", cuda_note.c_str(),
                 cuda ? "; the column lists libamber_cuda.so's kernels" : "");
