@@ -2,7 +2,7 @@
 // on the case's inputs (first call, then steady state), and print one JSON line (load,
 // first call, p50, p99, throughput, peak RSS, |amber - torch|). Links only amber_runtime.
 // Usage: bench_amber_case CASE.amber CASE.io.safetensors [--seconds S] [--iters N] [--threads N]
-//        [--no-verify] [--no-open] [--device cuda:0] [--precision f32|bf16|dynamic-int8|tf32|f16]
+//        [--no-verify] [--no-open] [--device cuda:0] [--precision f32|bf16|dynamic-int8|tf32|f16|bf16-model|f16-model]
 // On a device the inputs come from the host and the outputs stay on the device, as a service
 // would run; every call ends synchronised, so each timing is the call's whole latency. There
 // it also reports the most device memory Amber held at once (device_mib: weights, arenas,
@@ -24,16 +24,12 @@ int main(int argc, char** argv) {
     options.num_threads = args.threads;
     options.verify_checksums = !args.no_verify;
     options.device = amber::Device::parse(args.device);
-    bool named = false;  // --precision: one of the names amber::precision_name gives
-    for (int i = 0; i <= int(amber::Precision::f16) && !named; ++i)
-      if (args.precision == amber::precision_name(amber::Precision(i))) {
-        options.precision = amber::Precision(i);
-        named = true;
-      }
-    if (!named) {
+    const std::optional<amber::Precision> precision = amber::precision_from_name(args.precision);
+    if (!precision) {
       std::fprintf(stderr, "bench_amber_case: unknown --precision '%s'\n", args.precision.c_str());
       return 2;
     }
+    options.precision = *precision;
     auto t0 = bench::Clock::now();
     const amber::Model model = amber::load(args.positional[0], options);
     const double load_ms = bench::ms_since(t0);

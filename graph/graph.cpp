@@ -313,6 +313,11 @@ void Graph::replace_uses(Value* from, Value* to) {
     if (v == from) v = to;
 }
 
+void Graph::set_output(size_t i, Value* v) {
+  AMBER_ASSERT(i < outputs_.size() && v, "graph: set_output(", i, ") of ", outputs_.size(), " outputs");
+  outputs_[i].second = v;
+}
+
 void Graph::set_input(Node* n, size_t i, Value* v) {
   Value* old = n->inputs[i];
   if (old) {

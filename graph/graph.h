@@ -156,6 +156,8 @@ class Graph {
   Node* insert_node(Node* before, const OpSchema* op, std::vector<Value*> inputs, std::vector<Attr> attrs,
                     const std::vector<std::pair<std::string, ValueType>>& outputs);
   void add_output(std::string name, Value* v);
+  // Makes graph output i (in outputs() order) v, keeping its name.
+  void set_output(size_t i, Value* v);
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& constants() const { return constants_; }

@@ -55,6 +55,14 @@ void pool_before_cat(Graph& g);
 // static graph (the loader runs it on each instantiation).
 void materialize_casts(Graph& g);
 
+// The whole model in a 16-bit float (f16 or bf16; LoadOptions::precision bf16_model and
+// f16_model): f32 weights rounded to it once, f32 inputs converted as they enter and outputs
+// back to f32 as they leave (the signature is unchanged), and every value the model computed
+// in f32 computed and stored in it, each node's types from the op table's inference. Explicit
+// `to` nodes stay as written; a node that cannot take it (control flow, an op not listing it)
+// runs in f32 between conversions. Needs the graph's constants' data.
+void half_model(Graph& g, DType half);
+
 // The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention,
 // layer-norm and pointwise fusion, DCE.
 void optimize(Graph& g);

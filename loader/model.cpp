@@ -17,6 +17,7 @@
 #include "amber/core/backend_registry.h"
 #include "amber/core/hot.h"
 #include "amber/core/parallel.h"
+#include "amber/graph/passes.h"
 #include "amber/graph/text.h"
 #include "amber/loader/plan.h"
 #include "amber/schema/op_library.h"
@@ -98,8 +99,8 @@ void add_profile(std::vector<NodeProfile>& into, std::map<std::string, size_t>& 
   }
 }
 
-// The kernels' amber_kernel_args::precision for a load precision.
-amber_precision abi_precision(Precision p) {
+// The kernels' amber_kernel_args::precision for a load precision on a backend with these flags.
+amber_precision abi_precision(Precision p, uint32_t backend_flags) {
   switch (p) {
     case Precision::f32:
       break;
@@ -111,6 +112,12 @@ amber_precision abi_precision(Precision p) {
       return AMBER_PRECISION_TF32;
     case Precision::f16:
       return AMBER_PRECISION_F16;
+    // The whole model in 16 bits: a convolution or product run by its f32 kernel on widened
+    // 16-bit values multiplies them in 16 bits where the backend can, losing nothing more.
+    case Precision::bf16_model:
+      return backend_flags & AMBER_BACKEND_BF16 ? AMBER_PRECISION_BF16 : AMBER_PRECISION_F32;
+    case Precision::f16_model:
+      return backend_flags & AMBER_BACKEND_F16 ? AMBER_PRECISION_F16 : AMBER_PRECISION_F32;
   }
   return AMBER_PRECISION_F32;
 }
@@ -127,9 +134,9 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(const graph::SymValues& n)
   }
   // Compiled outside the lock: other sizes keep running meanwhile.
   const graph::Graph& g = uploaded ? device_graph : graph;
-  auto p = std::make_shared<const loader::Plan>(g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device,
-                                                total_threads, arenas, output_buffers, abi_precision(options.precision),
-                                                options.max_loop_trips);
+  auto p = std::make_shared<const loader::Plan>(
+      g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads, arenas, output_buffers,
+      abi_precision(options.precision, backend(options.device).flags), options.max_loop_trips);
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
   it->second.last_use = ++tick;
@@ -199,8 +206,18 @@ const char* precision_name(Precision p) {
       return "tf32";
     case Precision::f16:
       return "f16";
+    case Precision::bf16_model:
+      return "bf16-model";
+    case Precision::f16_model:
+      return "f16-model";
   }
   return "?";
+}
+
+std::optional<Precision> precision_from_name(std::string_view name) {
+  for (int i = 0; i <= int(Precision::f16_model); ++i)
+    if (name == precision_name(Precision(i))) return Precision(i);
+  return std::nullopt;
 }
 
 namespace {
@@ -237,6 +254,9 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
         needs = AMBER_BACKEND_TF32;
         why = " (TF32 is a format of NVIDIA GPUs' tensor cores: load on Device::cuda)";
         break;
+      case Precision::bf16_model:
+      case Precision::f16_model:
+        break;  // every backend: through the f32 kernels where there is no 16-bit one
       case Precision::f16:
         needs = AMBER_BACKEND_F16;
         why = options.device.type == DeviceType::cuda
@@ -252,6 +272,13 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   impl->graph = std::move(archive.graph);
   impl->info = std::move(archive.info);
   impl->options = options;
+  if (options.precision == Precision::bf16_model || options.precision == Precision::f16_model) {
+    try {
+      graph::half_model(impl->graph, options.precision == Precision::bf16_model ? DType::bf16 : DType::f16);
+    } catch (const Error& e) {
+      throw Error(str(source, ": ", e.what()));
+    }
+  }
   impl->total_threads = options.num_threads > 0 ? options.num_threads : available_cores();
   impl->arenas = std::make_shared<loader::ArenaPool>(options.device, workspace_limit(options));
   impl->output_buffers = std::make_shared<loader::BufferCache>(options.device);

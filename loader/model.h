@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "amber/core/tensor.h"
@@ -51,9 +53,23 @@ enum class Precision : uint8_t {
   // beyond f16's range stays f32), activations as they enter each product. A model whose
   // activations leave f16's range gets Inf there (check_numerics names the node). Offered by
   // the CUDA backend on GPUs with f16 tensor cores (compute capability 7.0 and up).
-  f16,  // the last: bench_amber_case walks 0..f16 by precision_name
+  f16,
+  // The whole model in bf16 (model.to(torch.bfloat16)): weights rounded once, at load; inputs
+  // converted as they enter and outputs back to f32 as they leave (the model's signature is
+  // unchanged); every value computed in f32 stored in bf16, each op computing in f32 on the
+  // widened values and rounding its result once (docs/OPS.md, "16-bit floats"). Offered by
+  // every backend: ops without a 16-bit kernel of their own run their f32 one between
+  // conversions, so on the CPU it costs more than f32 and serves to see what a GPU's 16-bit
+  // model will compute; where the backend multiplies bf16 natively (AMBER_BACKEND_BF16),
+  // convolutions and matrix products do so. Explicit conversions in the model (`to`) stay as
+  // written; control flow runs in f32 between conversions.
+  bf16_model,
+  // The same in IEEE half (f16): values beyond 65504 become Inf (anomaly_mode names the node).
+  f16_model,  // the last: precision_from_name walks them all
 };
-const char* precision_name(Precision p);
+const char* precision_name(Precision p);  // "f32", "bf16", "dynamic-int8", "tf32", "f16", "bf16-model", "f16-model"
+// The precision precision_name calls name, or nullopt.
+std::optional<Precision> precision_from_name(std::string_view name);
 
 struct LoadOptions {
   // Where the model runs: the CPU (weights stay zero-copy views of the archive's mapping) or

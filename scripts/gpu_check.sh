@@ -158,7 +158,7 @@ step "nvidia-smi" nvidia-smi
 step "gpu-labelled tests (ctest -L gpu)" ctest --test-dir "$build" -L gpu --output-on-failure -V
 step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
 step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
-step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16)" "$build/tests/test_e2e"
+step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" "$build/tests/test_e2e"
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.

@@ -106,7 +106,7 @@ prof = json.loads(run("bench", golden, "--iters", "3", "--json", "--profile").st
 check(len(prof.get("profile", [])) > 0 and all(n["calls"] == 3 for n in prof["profile"]), "bench --profile counts")
 check("per node" in run("bench", golden, "--iters", "2", "--profile").stdout, "bench --profile table")
 # Every --precision runs, or (a processor without the instructions) is refused in one line.
-for precision in ["f32", "bf16", "dynamic-int8", "tf32", "f16"]:
+for precision in ["f32", "bf16", "dynamic-int8", "tf32", "f16", "bf16-model", "f16-model"]:
     p = subprocess.run([amber, "bench", golden, "--iters", "2", "--json", "--precision", precision],
                        capture_output=True, text=True)
     if p.returncode == 0:
@@ -124,7 +124,7 @@ run("bench", golden, "--iters", "abc", expect=2)
 run("bench", golden, "--iters", "0", expect=2)
 run("run", golden, "--inputs", inputs, "--batch", "2", expect=2)
 run("run", golden, "--device", "tpu", expect=2)
-check("--precision must be f32, bf16, dynamic-int8, tf32 or f16" in run("run", golden, "--precision", "f8", expect=2).stderr,
+check("--precision must be f32, bf16, dynamic-int8, tf32, f16, bf16-model or f16-model" in run("run", golden, "--precision", "f8", expect=2).stderr,
       "bad --precision message")
 # Bad archives and inputs: exit 1, one line naming the problem.
 check("cannot open" in run("inspect", os.path.join(work, "missing.amber"), expect=1).stderr, "missing file message")

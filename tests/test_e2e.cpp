@@ -8,7 +8,9 @@
 // AVX512-BF16 and AVX512-VNNI) and calibrated int8 (quantize_int8 on the model's largest
 // batch), within kBf16Tolerance and kInt8Tolerance of the output's largest magnitude, and on
 // CUDA in TF32, bf16 and f16 (where a GPU with such tensor cores exists) within kTf32Tolerance,
-// kBf16Tolerance and kF16Tolerance of it.
+// kBf16Tolerance and kF16Tolerance of it; and the whole model in bf16 and f16 (bf16_model,
+// f16_model) on CPU and CUDA within kBf16ModelTolerance and kF16ModelTolerance, the f16 one on
+// the simulated device equal to the CPU's bit for bit.
 // Each model is traced once at batch 1 with a dynamic batch and that one archive serves every
 // batch; programs that cannot generalise must be refused at trace time. Prints the matrix.
 
@@ -43,11 +45,16 @@ enum Path {
   kLoadedCudaTf32,
   kLoadedCudaBf16,
   kLoadedCudaF16,
+  kLoadedBf16Model,
+  kLoadedF16Model,
+  kLoadedCudaBf16Model,
+  kLoadedCudaF16Model,
   kPaths
 };
 const char* const kPathNames[kPaths] = {
-    "eager",      "traced",      "loaded CPU",       "loaded CPU bf16",  "loaded CPU int8", "CPU int8 calib.",
-    "loaded sim", "loaded CUDA", "loaded CUDA tf32", "loaded CUDA bf16", "loaded CUDA f16"};
+    "eager",           "traced",         "loaded CPU",    "loaded CPU bf16",  "loaded CPU int8",
+    "CPU int8 calib.", "loaded sim",     "loaded CUDA",   "loaded CUDA tf32", "loaded CUDA bf16",
+    "loaded CUDA f16", "CPU bf16-model", "CPU f16-model", "CUDA bf16-model",  "CUDA f16-model"};
 
 // The bf16 column's bound: max |amber - ref| <= kBf16Tolerance * max |ref| (bf16 keeps 8
 // significant bits, a relative rounding of 2^-9 per product input; measured here 0.1-0.4%).
@@ -64,6 +71,11 @@ constexpr double kTf32Tolerance = 1e-2;
 // f16 keeps 11 significant bits, as TF32, and the convolution's output is rounded to it too.
 // (The CUDA bf16 column is held to kBf16Tolerance.)
 constexpr double kF16Tolerance = 1e-2;
+// The whole model in 16 bits (Precision::bf16_model, f16_model: every weight and every value
+// between ops rounded), likewise, on the CPU and on CUDA. Measured on the CPU: bf16 at most 1.8%
+// of max |ref| (the transformer; ResNet-18 0.46%), f16 at most 0.30% (the transformer).
+constexpr double kBf16ModelTolerance = 4e-2;
+constexpr double kF16ModelTolerance = 1e-2;
 
 struct Cell {
   bool run = false, ok = true;
@@ -112,7 +124,7 @@ std::string precision_skip_reason(Precision p, Device device = Device::cpu()) {
   }
 }
 // Why a precision's CUDA column does not run here ("" when it does), once per precision.
-// AMBER_E2E_CUDA_PRECISIONS (a comma list, e.g. "bf16") narrows the bf16 and f16 columns
+// AMBER_E2E_CUDA_PRECISIONS (a comma list, e.g. "bf16") narrows the bf16, f16 and 16-bit model columns
 // (scripts/gpu_check.sh --short under compute-sanitizer, where each load's cuDNN search is slow).
 const std::string& cuda_precision_skip_reason(Precision p) {
   static std::map<Precision, std::string> reasons;
@@ -195,7 +207,7 @@ bool like_calibration(const std::vector<Tensor>& inputs, const DimVec& calibrate
 // Runs every path of one model on every batch and appends the rows. `traced` was traced at
 // the first batch; it is saved to a file and loaded back by the runtime.
 void conform(const std::string& name, double atol, double rtol, const EagerFn& eager, const TracedModule& traced,
-             const std::vector<Batch>& batches, bool lower_precision = true) {
+             const std::vector<Batch>& batches, bool lower_precision = true, bool half_model = false) {
   const std::string path = "e2e_" + name + ".amber";
   traced.save(path);
   const Model cpu = load(path);
@@ -208,6 +220,16 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
       cuda_bf16 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::bf16});
     if (lower_precision && cuda_precision_skip_reason(Precision::f16).empty())
       cuda_f16 = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::f16});
+  }
+  Model bf16_model, f16_model, sim_f16_model, cuda_bf16_model, cuda_f16_model;
+  if (half_model) {
+    bf16_model = load(path, LoadOptions{.precision = Precision::bf16_model});
+    f16_model = load(path, LoadOptions{.precision = Precision::f16_model});
+    sim_f16_model = load(path, LoadOptions{.device = Device::sim(1), .precision = Precision::f16_model});
+    if (cuda_skip_reason().empty() && cuda_precision_skip_reason(Precision::bf16_model).empty())
+      cuda_bf16_model = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::bf16_model});
+    if (cuda_skip_reason().empty() && cuda_precision_skip_reason(Precision::f16_model).empty())
+      cuda_f16_model = load(path, LoadOptions{.device = Device::cuda(0), .precision = Precision::f16_model});
   }
   if (lower_precision && bf16_skip_reason().empty()) bf16 = load(path, LoadOptions{.precision = Precision::bf16});
   if (lower_precision && int8_skip_reason().empty())
@@ -223,6 +245,10 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
       const test::Diff d = p == kLoadedBf16 || p == kLoadedCudaBf16
                                ? test::compare(got, b.reference, kBf16Tolerance * ref_max, 0)
                            : p == kLoadedCudaF16 ? test::compare(got, b.reference, kF16Tolerance * ref_max, 0)
+                           : p == kLoadedBf16Model || p == kLoadedCudaBf16Model
+                               ? test::compare(got, b.reference, kBf16ModelTolerance * ref_max, 0)
+                           : p == kLoadedF16Model || p == kLoadedCudaF16Model
+                               ? test::compare(got, b.reference, kF16ModelTolerance * ref_max, 0)
                            : p == kLoadedInt8 || p == kLoadedInt8Calibrated
                                ? test::compare(got, b.reference, kInt8Tolerance * ref_max, 0)
                            : p == kLoadedCudaTf32 ? test::compare(got, b.reference, kTf32Tolerance * ref_max, 0)
@@ -248,6 +274,15 @@ void conform(const std::string& name, double atol, double rtol, const EagerFn& e
     if (cuda_tf32.defined()) check(kLoadedCudaTf32, cuda_tf32.forward(b.inputs)[0].to(Device::cpu()));
     if (cuda_bf16.defined()) check(kLoadedCudaBf16, cuda_bf16.forward(b.inputs)[0].to(Device::cpu()));
     if (cuda_f16.defined()) check(kLoadedCudaF16, cuda_f16.forward(b.inputs)[0].to(Device::cpu()));
+    if (half_model) {
+      check(kLoadedBf16Model, bf16_model.forward(b.inputs)[0]);
+      const Tensor f16_on_cpu = f16_model.forward(b.inputs)[0];
+      check(kLoadedF16Model, f16_on_cpu);
+      INFO(name << " batch " << b.label << ": f16-model on sim vs on the CPU");
+      CHECK(test::compare(sim_f16_model.forward(b.inputs)[0].to(Device::cpu()), f16_on_cpu, 0, 0).ok);
+    }
+    if (cuda_bf16_model.defined()) check(kLoadedCudaBf16Model, cuda_bf16_model.forward(b.inputs)[0].to(Device::cpu()));
+    if (cuda_f16_model.defined()) check(kLoadedCudaF16Model, cuda_f16_model.forward(b.inputs)[0].to(Device::cpu()));
     matrix().push_back(row);
   }
   std::filesystem::remove(path);
@@ -295,7 +330,7 @@ void conform_model(const std::string& name, M& model, double atol, double rtol, 
   model.eval();
   const TracedModule traced = trace(model, batches[0].inputs, trace_options(true, batch_dim));
   conform(
-      name, atol, rtol, [&](const std::vector<Tensor>& in) { return model(in[0]); }, traced, batches);
+      name, atol, rtol, [&](const std::vector<Tensor>& in) { return model(in[0]); }, traced, batches, true, true);
 }
 
 }  // namespace
@@ -365,7 +400,8 @@ TEST_CASE("the transformer encoder traced once at [1, 128] serves any batch and 
   CHECK(traced.graph().inputs()[0]->type.shape ==
         graph::SymShape{graph::SymInt::symbol('N'), graph::SymInt::symbol('T'), graph::SymInt(256)});
   conform(
-      "transformer", 1e-5, 1e-4, [&](const std::vector<Tensor>& in) { return encoder(in[0]); }, traced, batches);
+      "transformer", 1e-5, 1e-4, [&](const std::vector<Tensor>& in) { return encoder(in[0]); }, traced, batches, true,
+      true);
 }
 
 TEST_CASE("a U-Net-style decoder (transposed convolutions, group norm, upsampling) traced at batch 1 serves batch 8",
@@ -390,34 +426,36 @@ TEST_CASE("control flow (loop, while_loop, cond) against torch.jit.script, one a
   };
   // Each model is traced once, on its first case; the others run other lengths through the
   // same archive (its loop's count, the decoder's stop, the block's predicate are data).
-  auto run = [&](const std::string& name, size_t num_inputs, const EagerFn& eager, bool lower_precision) {
+  auto run = [&](const std::string& name, size_t num_inputs, const EagerFn& eager, bool lower_precision,
+                 bool half_model) {
     const std::vector<Batch> bs = batches(name, num_inputs);
     const TracedModule traced = trace(eager, bs[0].inputs, trace_options(false));
     size_t control = 0;
     for (const graph::Node* n : traced.graph().nodes()) control += n->op->is_control_flow();
     CHECK(control == 1);
-    conform(name, 1e-5, 1e-4, eager, traced, bs, lower_precision);
+    conform(name, 1e-5, 1e-4, eager, traced, bs, lower_precision, half_model);
   };
+  // Squaring n times multiplies a relative rounding by 2^n: the 16-bit models do not run it.
   run(
-      "square_n", 2, [](const std::vector<Tensor>& in) { return models::square_n(in[0], in[1]); }, true);
+      "square_n", 2, [](const std::vector<Tensor>& in) { return models::square_n(in[0], in[1]); }, true, false);
   const models::LoopElman elman{w("loop_elman", "W_h"), w("loop_elman", "U_h"), w("loop_elman", "b_h"),
                                 w("loop_elman", "W_y"), w("loop_elman", "b_y")};
   run(
-      "loop_elman", 2, [&](const std::vector<Tensor>& in) { return elman.forward(in[0], in[1]); }, true);
+      "loop_elman", 2, [&](const std::vector<Tensor>& in) { return elman.forward(in[0], in[1]); }, true, true);
   const models::LoopGRU gru{w("loop_gru", "weight_ih"), w("loop_gru", "weight_hh"), w("loop_gru", "bias_ih"),
                             w("loop_gru", "bias_hh")};
   run(
-      "loop_gru", 2, [&](const std::vector<Tensor>& in) { return gru.forward(in[0], in[1]); }, true);
+      "loop_gru", 2, [&](const std::vector<Tensor>& in) { return gru.forward(in[0], in[1]); }, true, true);
   const models::GreedyDecoder decoder{w("greedy_decoder", "embedding"), w("greedy_decoder", "U"),
                                       w("greedy_decoder", "out"),
                                       ref.tensor("greedy_decoder.end_token").item<int64_t>()};
   // Tokens are argmaxes: lower precision may pick another one, so only f32 columns run.
   run(
-      "greedy_decoder", 2, [&](const std::vector<Tensor>& in) { return decoder.forward(in[0], in[1]); }, false);
+      "greedy_decoder", 2, [&](const std::vector<Tensor>& in) { return decoder.forward(in[0], in[1]); }, false, false);
   const models::SkipBlock block{w("skip_block", "w1"), w("skip_block", "b1"), w("skip_block", "w2"),
                                 w("skip_block", "b2")};
   run(
-      "skip_block", 1, [&](const std::vector<Tensor>& in) { return block.forward(in[0]); }, true);
+      "skip_block", 1, [&](const std::vector<Tensor>& in) { return block.forward(in[0]); }, true, true);
 }
 
 TEST_CASE("the conformance matrix", "[e2e]") {
@@ -428,8 +466,9 @@ TEST_CASE("the conformance matrix", "[e2e]") {
       "CPU bf16 and int8 (LoadOptions::precision, dynamic int8), CPU int8 calibrated (quantize_int8 on the "
       "largest batch; skipped: nothing to quantize outside control-flow bodies, or another sequence "
       "length than calibrated), CUDA tf32 and f16: within "
-      "%g, %g, %g and %g x max |ref| instead (CUDA bf16: as CPU bf16)\n",
-      kBf16Tolerance, kInt8Tolerance, kTf32Tolerance, kF16Tolerance);
+      "%g, %g, %g and %g x max |ref| instead (CUDA bf16: as CPU bf16); the whole model in bf16 and f16 "
+      "(bf16-model, f16-model; CPU and CUDA) within %g and %g x max |ref|\n",
+      kBf16Tolerance, kInt8Tolerance, kTf32Tolerance, kF16Tolerance, kBf16ModelTolerance, kF16ModelTolerance);
   std::printf("%-14s %-9s %-14s", "model", "batch", "atol / rtol");
   for (const char* p : kPathNames) std::printf(" %-19s", p);
   std::printf("\n");
@@ -444,8 +483,9 @@ TEST_CASE("the conformance matrix", "[e2e]") {
     std::printf("\n");
   }
   if (!cuda_skip_reason().empty())
-    std::printf("loaded CUDA, CUDA tf32, bf16 and f16 skipped: %s\n", cuda_skip_reason().c_str());
-  for (Precision p : {Precision::bf16, Precision::f16})
+    std::printf("loaded CUDA, CUDA tf32, bf16, f16, bf16-model and f16-model skipped: %s\n",
+                cuda_skip_reason().c_str());
+  for (Precision p : {Precision::bf16, Precision::f16, Precision::bf16_model, Precision::f16_model})
     if (cuda_skip_reason().empty() && !cuda_precision_skip_reason(p).empty())
       std::printf("loaded CUDA %s skipped: %s\n", precision_name(p), cuda_precision_skip_reason(p).c_str());
   if (!bf16_skip_reason().empty()) std::printf("loaded CPU bf16 skipped: %s\n", bf16_skip_reason().c_str());

@@ -749,3 +749,39 @@ TEST_CASE("type promotion becomes explicit `to` nodes", "[graph][passes]") {
   )TXT",
              {tensor({1.f, 2.f, 3.f}), tensor(std::vector<int64_t>{4, 5, 6})});
 }
+
+TEST_CASE("the whole model in bf16: weights rounded, values stored in 16 bits, signature unchanged",
+          "[graph][passes]") {
+  // linear and fused take bf16; the explicit conversion to f32 stays, so add promotes to f32
+  // and its result is stored in bf16 again; argmax's i64 output keeps its type; outputs leave in
+  // f32.
+  check_pass(R"TXT(
+    graph(%x : f32[N, 3]) {
+      const %w : f32[2, 3] = [1.0, -2.5, 0.1, 0.3, 2.0, -1.0]
+      const %b : f32[2] = [0.5, -0.5]
+      %1 : f32[N, 2] = linear(%x, %w, %b)
+      %2 : f32[N, 2] = fused([%1], program="relu(i0)")
+      %3 : f32[N, 2] = to(%2, dtype=f32)
+      %4 : f32[N, 2] = add(%2, %3, alpha=1)
+      %5 : i64[N] = argmax(%4, dim=1, keepdim=false)
+      return (y = %4, i = %5, z = %2)
+    }
+  )TXT",
+             [](Graph& g) { half_model(g, DType::bf16); }, R"TXT(
+    graph(%x : f32[N, 3]) {
+      const %w : bf16[2, 3] = [1.0, -2.5, 0.10009765625, 0.30078125, 2.0, -1.0]
+      const %b : bf16[2] = [0.5, -0.5]
+      %6 : bf16[N, 3] = to(%x, dtype=bf16)
+      %1 : bf16[N, 2] = linear(%6, %w, %b)
+      %2 : bf16[N, 2] = fused([%1], program="relu(i0)")
+      %3 : f32[N, 2] = to(%2, dtype=f32)
+      %4 : f32[N, 2] = add(%2, %3, alpha=1)
+      %7 : bf16[N, 2] = to(%4, dtype=bf16)
+      %5 : i64[N] = argmax(%7, dim=1, keepdim=false)
+      %8 : f32[N, 2] = to(%7, dtype=f32)
+      %9 : f32[N, 2] = to(%2, dtype=f32)
+      return (y = %8, i = %5, z = %9)
+    }
+  )TXT",
+             {tensor({0.1f, 0.2f, 0.3f, -1.f, 2.f, 0.5f}).reshape({2, 3})}, 2e-2);
+}

@@ -41,14 +41,16 @@ options of every command:
   --threads N                     intra-op threads per call (default: all cores)
   --no-verify                     skip the XXH3 checksums of the weights when loading
   --op-library LIB.so             load an op library (custom ops) first; repeatable
-  --precision f32|bf16|dynamic-int8|tf32|f16
+  --precision f32|bf16|dynamic-int8|tf32|f16|bf16-model|f16-model
                                   bf16: convolutions and linear layers in bf16 with f32
                                   accumulation (processors with AVX512-BF16, GPUs of compute
                                   capability 8.0+); dynamic-int8: linear layers and
                                   convolutions in int8, sources quantized per call (processors
                                   with AVX512-VNNI); tf32 (CUDA): matrix products and
                                   convolutions on TF32 tensor cores; f16 (CUDA): as bf16 in
-                                  IEEE half; default f32
+                                  IEEE half; bf16-model, f16-model: the whole model in 16 bits
+                                  (weights rounded once, every value stored in 16 bits, each
+                                  op computing in f32; any device); default f32
 
 exit codes: 0 success, 1 the archive, inputs or run failed, 2 bad command line,
             3 a file could not be written

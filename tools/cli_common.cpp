@@ -89,16 +89,14 @@ LoadOptions load_options(const Args& a) {
   o.verify_checksums = !a.flag("no-verify");
   o.op_libraries = a.op_libraries();
   const std::string precision = a.get("precision", "f32");
-  if (precision == "bf16")
-    o.precision = Precision::bf16;
-  else if (precision == "dynamic-int8")
-    o.precision = Precision::dynamic_int8;
-  else if (precision == "tf32")
-    o.precision = Precision::tf32;
-  else if (precision == "f16")
-    o.precision = Precision::f16;
-  else if (precision != "f32")
-    throw UsageError("--precision must be f32, bf16, dynamic-int8, tf32 or f16, got '" + precision + "'");
+  const std::optional<Precision> p = precision_from_name(precision);
+  if (!p) {
+    std::string names;
+    for (int i = 0; i <= int(Precision::f16_model); ++i)
+      names += std::string(i ? (i == int(Precision::f16_model) ? " or " : ", ") : "") + precision_name(Precision(i));
+    throw UsageError("--precision must be " + names + ", got '" + precision + "'");
+  }
+  o.precision = *p;
   return o;
 }
 
