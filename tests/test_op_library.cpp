@@ -74,6 +74,14 @@ TEST_CASE("an op library's op runs eagerly, traces, prints, parses, saves and lo
   CHECK(test::compare(traced.forward({x})[0], want, 0, 0).ok);
   CHECK(test::compare(loaded.forward({x})[0], want, 0, 0).ok);
 
+  // 16 bits through the library's f32 kernel (docs/OPS.md, "16-bit floats"): the op lists f32,
+  // so it lists f16 and bf16; computed in f32 on the widened values, rounded once.
+  CHECK(op->dtypes.contains(DType::bf16));
+  const Tensor xh = x.t().to(DType::bf16);
+  const Tensor yh = affine(xh, 2.0, 0.5);
+  CHECK(yh.dtype() == DType::bf16);
+  CHECK(test::compare(yh, (xh.to(DType::f32) * 2.0 + 0.5).to(DType::bf16), 0, 0).ok);
+
   // A dtype the op lists but the library has no kernel for, and a device it has none for.
   AMBER_REQUIRE_ERROR(affine(x.to(DType::f64), 1, 0),
                       "testops::affine: op library testops (this test) has no cpu kernel for dtype f64");
