@@ -61,8 +61,8 @@ Tensor input(int64_t batch, uint64_t seed = 11) {
   return randn({batch, 1, 32, 32});
 }
 
-void check_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  const test::Diff d = test::compare(got.to(Device::cpu()), want, 1e-5, 1e-4);
+void check_close(const Tensor& got, const Tensor& want, const std::string& what, double rtol = 1e-4) {
+  const test::Diff d = test::compare(got.to(Device::cpu()), want, 1e-5, rtol);
   INFO(what << ": " << d.message);
   CHECK(d.ok);
 }
@@ -73,14 +73,22 @@ TraceOptions quiet() {
   return o;
 }
 
-// A traced graph loaded on cuda:0 and on the CPU: its first outputs on `inputs` agree.
-void check_loaded(const TracedModule& traced, const std::vector<Tensor>& inputs, const std::string& what) {
-  INFO(what << ":\n" << graph::to_text(traced.graph()));
+// A traced graph loaded on cuda:0 and on the CPU at `precision`: its first outputs on `inputs`
+// agree (for a model in 16 bits, within one 16-bit step: both compute in f32 and round once,
+// and the f32 results may straddle a rounding boundary).
+void check_loaded(const TracedModule& traced, const std::vector<Tensor>& inputs, const std::string& what,
+                  Precision precision = Precision::f32) {
+  INFO(what << " (" << precision_name(precision) << "):\n" << graph::to_text(traced.graph()));
   const std::vector<uint8_t> bytes = traced.save_to_bytes();
-  check_close(load(bytes, {.device = Device::cuda(0)}).forward(inputs)[0], load(bytes).forward(inputs)[0], what);
+  const double rtol = precision == Precision::bf16_model  ? 1e-4 + 0x1p-7
+                      : precision == Precision::f16_model ? 1e-4 + 0x1p-10
+                                                          : 1e-4;
+  check_close(load(bytes, {.device = Device::cuda(0), .precision = precision}).forward(inputs)[0],
+              load(bytes, {.precision = precision}).forward(inputs)[0], what, rtol);
 }
-void check_traced(const TraceFn& fn, const std::vector<Tensor>& inputs, const std::string& what) {
-  check_loaded(trace_function(fn, inputs, quiet()), inputs, what);
+void check_traced(const TraceFn& fn, const std::vector<Tensor>& inputs, const std::string& what,
+                  Precision precision = Precision::f32) {
+  check_loaded(trace_function(fn, inputs, quiet()), inputs, what, precision);
 }
 
 }  // namespace
@@ -141,13 +149,17 @@ TEST_CASE("cuda: 8 threads x calls on one model", "[cuda][gpu][threads]") {
 // source sliced one element in (not 16-byte aligned: the four-wide kernel), broadcast and strided
 // operands, and a program keeping more results alive than the kernel's slots (its
 // one-element-a-thread form).
-TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results kept", "[cuda][gpu]") {
+// Each program also in a model loaded in bf16 and f16, where the fused kernel reads and writes
+// 16-bit values (eight a thread dense, four strided) and the CPU runs its f32 kernel between
+// conversions.
+TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results kept, 16-bit", "[cuda][gpu]") {
   if (skip("fused programs")) return;
   auto check_fused = [&](auto fn, const std::vector<Tensor>& inputs, const std::string& what, size_t nodes = 1) {
     const TracedModule traced = trace(fn, inputs, quiet());
     INFO(what << ":\n" << graph::to_text(traced.graph()));
     REQUIRE(traced.graph().num_nodes() == nodes);
-    check_loaded(traced, inputs, what);
+    for (Precision p : {Precision::f32, Precision::bf16_model, Precision::f16_model})
+      check_loaded(traced, inputs, what, p);
   };
   manual_seed(3);
   check_fused([](const Tensor& x) { return relu(x * 2 + 1); }, {randn({4099})}, "dense, odd length");
@@ -214,20 +226,27 @@ TEST_CASE("cuda: attention equals the CPU: key tiles, broadcast, masks, causal, 
 }
 
 // Matrix products on the GPU against the CPU where cuBLASLt's heuristic must respect the
-// operands' alignment (a slice one element in: 4-byte aligned) and may use its workspace (a
-// short, deep product: split-K), traced alone. The harness was checked on sim:0.
-TEST_CASE("cuda: matrix products on misaligned and deep operands equal the CPU", "[cuda][gpu]") {
+// operands' alignment (a slice one element in: 4-byte aligned, 2-byte in 16 bits) and may use
+// its workspace (a short, deep product: split-K), traced alone; each also in a model loaded in
+// bf16 and f16, where cuBLASLt multiplies the 16-bit operands and rounds its output once. The
+// harness was checked on sim:0.
+TEST_CASE("cuda: matrix products on misaligned and deep operands equal the CPU, also in 16 bits", "[cuda][gpu]") {
   if (skip("matrix products")) return;
   manual_seed(9);
   const Tensor w = randn({33, 65}), b = randn({33});
-  check_traced([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{linear(in[0].slice(1, 1, 66), w, b)}; },
-               {randn({37, 66})}, "linear on a slice one element in");
-  check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0].slice(0, 1, 30), in[1])}; },
-               {randn({30, 17}), randn({17, 9})}, "mm on a slice one row in");
-  check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{bmm(in[0], in[1].slice(2, 1, 12))}; },
-               {randn({3, 5, 7}), randn({3, 7, 12})}, "bmm on a slice one column in");
-  check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0], in[1])}; },
-               {randn({8, 4096}), randn({4096, 16})}, "a short, deep product");
+  const Tensor x1 = randn({37, 66}), x2 = randn({30, 17}), y2 = randn({17, 9}), x3 = randn({3, 5, 7}),
+               y3 = randn({3, 7, 12}), x4 = randn({8, 4096}), y4 = randn({4096, 16});
+  for (Precision p : {Precision::f32, Precision::bf16_model, Precision::f16_model}) {
+    check_traced(
+        [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{linear(in[0].slice(1, 1, 66), w, b)}; }, {x1},
+        "linear on a slice one element in", p);
+    check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0].slice(0, 1, 30), in[1])}; },
+                 {x2, y2}, "mm on a slice one row in", p);
+    check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{bmm(in[0], in[1].slice(2, 1, 12))}; },
+                 {x3, y3}, "bmm on a slice one column in", p);
+    check_traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0], in[1])}; }, {x4, y4},
+                 "a short, deep product", p);
+  }
 }
 
 // Precision::bf16 and f16 (convolutions and linear layers in 16 bits, f32 accumulation): LeNet

@@ -1,7 +1,9 @@
 // CUDA kernels for matrix products: mm, bmm, matmul (torch.matmul's broadcasting and 1-D
 // operands) and linear (bias in cuBLASLt's epilogue), on cuBLASLt in plain f32 (TF32 tensor cores
 // only under AMBER_PRECISION_TF32; a linear layer's product in bf16 or f16 with f32 accumulation
-// and output under AMBER_PRECISION_BF16 / F16: weights converted at setup, rows per call).
+// and output under AMBER_PRECISION_BF16 / F16: weights converted at setup, rows per call), and on
+// bf16 or f16 operands (a model in 16 bits) with f32 accumulation, the bias added in f32 and the
+// output rounded once to the operands' type.
 // Row-major C = A B is computed as column-major C^T = B^T A^T, so an operand with a unit
 // column stride is used as is and one with a unit row stride through a transpose; an
 // operand with neither is copied to dense rows first (in the call's workspace). Batches whose
@@ -123,7 +125,7 @@ int linear_setup(const amber_kernel_args* a, void** state, size_t* workspace_byt
 void destroy(void* state) { delete static_cast<GemmState*>(state); }
 
 // A batch of [rows, cols] matrices: element strides, and each batch's element offset; f32, or
-// 16-bit (kBF16, kF16: a linear layer's converted rows and weights, always dense).
+// 16-bit (kBF16, kF16: a linear layer's converted rows and weights, or a 16-bit op's operands).
 struct Mat {
   const void* data;
   int64_t rows, cols, rs, cs;
@@ -135,19 +137,18 @@ struct Mat {
 cudaDataType_t cuda_type(int32_t code) { return code == kBF16 ? CUDA_R_16BF : code == kF16 ? CUDA_R_16F : CUDA_R_32F; }
 
 // Dense row copy of the matrices that have no unit stride (into dst); the matrix then views it.
+template <typename W>  // the element's width
 struct PackF {
-  __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<float*>(p[0]) = *reinterpret_cast<const float*>(p[1]);
-  }
+  __device__ void operator()(char* const* p) const { *reinterpret_cast<W*>(p[0]) = *reinterpret_cast<const W*>(p[1]); }
 };
 
-int pack(const amber_kernel_args* a, Mat& m, float* dst) {
+int pack(const amber_kernel_args* a, Mat& m, char* dst) {
   // Every batch's matrix copied to dst in order, as [batches, rows, cols] dense.
-  const int64_t batches = int64_t(m.offsets.size());
+  const int64_t batches = int64_t(m.offsets.size()), item = int64_t(itemsize(m.type));
   for (int64_t b = 0; b < batches; ++b) {
     amber_tensor_view src{}, out{};
     src.data = const_cast<void*>(m.at(m.offsets[size_t(b)]));
-    src.dtype = out.dtype = kF32;
+    src.dtype = out.dtype = m.type;
     src.ndim = out.ndim = 2;
     src.sizes[0] = out.sizes[0] = m.rows;
     src.sizes[1] = out.sizes[1] = m.cols;
@@ -155,10 +156,12 @@ int pack(const amber_kernel_args* a, Mat& m, float* dst) {
     src.strides[1] = m.cs;
     out.strides[0] = m.cols;
     out.strides[1] = 1;
-    out.data = dst + b * m.rows * m.cols;
+    out.data = dst + b * m.rows * m.cols * item;
     const amber_tensor_view* v[2] = {&out, &src};
-    const int64_t items[2] = {sizeof(float), sizeof(float)};
-    if (map<2>(a, v, items, PackF{}, "matmul: packing an operand") != 0) return 1;
+    const int64_t items[2] = {item, item};
+    const int rc = item == 2 ? map<2>(a, v, items, PackF<uint16_t>{}, "matmul: packing an operand")
+                             : map<2>(a, v, items, PackF<uint32_t>{}, "matmul: packing an operand");
+    if (rc != 0) return 1;
   }
   m.data = dst;
   m.rs = m.cols;
@@ -209,11 +212,20 @@ cublasOperation_t describe(const Mat& m, int64_t batches, int64_t bstride, Layou
   return direct ? CUBLAS_OP_N : CUBLAS_OP_T;
 }
 
-// C[b] (rows m, dense, row stride ldc, batch stride cstride) = A[b] B[b] (+ bias[n]), f32
-// (A and B both f32, or both 16-bit with f32 accumulation). The workspace's first `reserved`
-// bytes hold what the caller put there.
-int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_t cstride, const float* bias,
-         size_t reserved = 0) {
+// The output of a product: its data and type (kF32, or the 16-bit operands' type), row stride
+// ldc and batch stride cstride in elements.
+struct Out {
+  void* data;
+  int32_t type;
+  int64_t ldc, cstride;
+  void* at(int64_t c) const { return static_cast<char*>(data) + c * cstride * int64_t(itemsize(type)); }
+};
+
+// C[b] (rows m, dense) = A[b] B[b] (+ bias[n], of C's type), accumulated in f32: A and B both
+// f32 (C f32), or both 16-bit (C f32, or of their type, rounded once). The workspace's first
+// `reserved` bytes hold what the caller put there.
+int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bias, size_t reserved = 0) {
+  const int64_t ldc = C.ldc, cstride = C.cstride;
   const auto* st = static_cast<const GemmState*>(a->state);
   if (!st) return fail(a, "matmul: called without its setup");
   const int64_t m = A.rows, k = A.cols, n = B.cols, batches = int64_t(A.offsets.size());
@@ -222,9 +234,9 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
   size_t used = reserved;
   for (Mat* x : {&A, &B})
     if (!usable(*x)) {
-      const size_t need = size_t(batches * x->rows * x->cols) * sizeof(float);
+      const size_t need = size_t(batches * x->rows * x->cols) * itemsize(x->type);
       if (used + need > a->workspace_bytes) return fail(a, "matmul: the workspace is too small to pack an operand");
-      if (pack(a, *x, reinterpret_cast<float*>(ws + used)) != 0) return 1;
+      if (pack(a, *x, ws + used) != 0) return 1;
       used += padded(need);
     }
   DeviceScope scope(a->device);
@@ -253,7 +265,7 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
   }
-  cublasLtMatrixLayoutCreate(&lc.l, CUDA_R_32F, uint64_t(n), uint64_t(m), std::max<int64_t>(ldc, n));
+  cublasLtMatrixLayoutCreate(&lc.l, cuda_type(C.type), uint64_t(n), uint64_t(m), std::max<int64_t>(ldc, n));
   if (per_call > 1) {
     const int32_t count = int32_t(per_call);
     cublasLtMatrixLayoutSetAttribute(lc.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
@@ -266,11 +278,12 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
   for (int64_t c = 0; c < calls; ++c) {
     align_a = std::min(align_a, alignment(B.at(B.offsets[size_t(c)])));
     align_b = std::min(align_b, alignment(A.at(A.offsets[size_t(c)])));
-    align_c = std::min(align_c, alignment(C + c * cstride));
+    align_c = std::min(align_c, alignment(C.at(c)));
   }
+  const int64_t types = int64_t(compute) * 16 + C.type;  // with A.type and B.type below
   const ChoiceKey key = {
-      m,       n,       k,       per_call,     sa,   sb,     cstride,          ldc,
-      A.rs,    A.cs,    A.type,  B.rs,         B.cs, B.type, int64_t(compute), bias ? int64_t(alignment(bias)) : 0,
+      m,       n,       k,       per_call,     sa,   sb,     cstride, ldc,
+      A.rs,    A.cs,    A.type,  B.rs,         B.cs, B.type, types,   bias ? int64_t(alignment(bias)) : 0,
       align_a, align_b, align_c, int64_t(room)};
   Choice choice;
   bool known = false;
@@ -305,7 +318,7 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
   for (int64_t c = 0; c < calls; ++c) {
     const void* ap = A.at(A.offsets[size_t(c)]);
     const void* bp = B.at(B.offsets[size_t(c)]);
-    float* cp = C + c * cstride;
+    void* cp = C.at(c);
     const cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
                                             choice.found ? &choice.algo : nullptr, ws + used, room, stream_of(a));
     if (s != CUBLAS_STATUS_SUCCESS)
@@ -317,12 +330,12 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, float* C, int64_t ldc, int64_
 
 Mat mat_of(const amber_tensor_view& v) {
   const int r = v.ndim;
-  return {static_cast<const float*>(v.data), v.sizes[r - 2], v.sizes[r - 1], v.strides[r - 2], v.strides[r - 1], {0}};
+  return {v.data, v.sizes[r - 2], v.sizes[r - 1], v.strides[r - 2], v.strides[r - 1], {0}, v.dtype};
 }
 
 int mm_kernel(const amber_kernel_args* a) {
   const amber_tensor_view& c = a->outputs[0];
-  return gemm(a, mat_of(a->inputs[0]), mat_of(a->inputs[1]), static_cast<float*>(c.data), c.strides[0], 0, nullptr);
+  return gemm(a, mat_of(a->inputs[0]), mat_of(a->inputs[1]), Out{c.data, c.dtype, c.strides[0], 0}, nullptr);
 }
 
 int bmm_kernel(const amber_kernel_args* a) {
@@ -334,7 +347,7 @@ int bmm_kernel(const amber_kernel_args* a) {
     A.offsets.push_back(i * x.strides[0]);
     B.offsets.push_back(i * y.strides[0]);
   }
-  return gemm(a, A, B, static_cast<float*>(c.data), c.strides[1], c.strides[0], nullptr);
+  return gemm(a, A, B, Out{c.data, c.dtype, c.strides[1], c.strides[0]}, nullptr);
 }
 
 // torch.matmul: a 1-D left operand is a row [1, k], a 1-D right operand a column [k, 1];
@@ -343,9 +356,9 @@ int matmul_kernel(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &y = a->inputs[1], &c = a->outputs[0];
   const int64_t k = x.sizes[x.ndim - 1];
   const int64_t n = x.ndim >= 2 ? x.sizes[x.ndim - 2] : 1, m = y.ndim >= 2 ? y.sizes[y.ndim - 1] : 1;
-  Mat A{static_cast<const float*>(x.data), n, k, x.ndim >= 2 ? x.strides[x.ndim - 2] : k, x.strides[x.ndim - 1], {}};
-  Mat B{static_cast<const float*>(y.data),       k, m, y.ndim >= 2 ? y.strides[y.ndim - 2] : y.strides[0],
-        y.ndim >= 2 ? y.strides[y.ndim - 1] : 1, {}};
+  Mat A{x.data, n, k, x.ndim >= 2 ? x.strides[x.ndim - 2] : k, x.strides[x.ndim - 1], {}, x.dtype};
+  Mat B{y.data, k,      m, y.ndim >= 2 ? y.strides[y.ndim - 2] : y.strides[0], y.ndim >= 2 ? y.strides[y.ndim - 1] : 1,
+        {},     y.dtype};
   const int obatch = std::max(0, c.ndim - (x.ndim >= 2 ? 1 : 0) - (y.ndim >= 2 ? 1 : 0));
   int64_t batches = 1;
   for (int d = 0; d < obatch; ++d) batches *= c.sizes[d];
@@ -361,18 +374,23 @@ int matmul_kernel(const amber_kernel_args* a) {
     A.offsets.push_back(xo);
     B.offsets.push_back(yo);
   }
-  return gemm(a, A, B, static_cast<float*>(c.data), m, n * m, nullptr);
+  return gemm(a, A, B, Out{c.data, c.dtype, m, n * m}, nullptr);
 }
 
+// A bias that the epilogue cannot take (not dense) added after the product: in 16 bits the
+// output is then rounded twice, where the epilogue's sum is rounded once.
+template <typename T>
 struct AddBiasF {
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<float*>(p[0]) += *reinterpret_cast<const float*>(p[1]);
+    T& y = *reinterpret_cast<T*>(p[0]);
+    y = cast_value<T>(float(widen(y)) + float(widen(*reinterpret_cast<const T*>(p[1]))));
   }
 };
 
-// linear's product in f32 (bias: the epilogue's, or NULL). The leading dims of the input become
-// rows: one batch of rows when their strides allow, else one product per row.
-int linear_f32(const amber_kernel_args* a, int64_t rows, const float* bias) {
+// linear's product on its operands as they are, f32 or 16-bit (bias: the epilogue's, or NULL).
+// The leading dims of the input become rows: one batch of rows when their strides allow, else
+// one product per row.
+int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   int64_t rs = in_f;
@@ -385,7 +403,7 @@ int linear_f32(const amber_kernel_args* a, int64_t rows, const float* bias) {
       expect *= x.sizes[d];
     }
   }
-  Mat A{x.data, rows, in_f, rs, x.strides[x.ndim - 1], {0}};
+  Mat A{x.data, rows, in_f, rs, x.strides[x.ndim - 1], {0}, x.dtype};
   if (!uniform) {  // one row per product, at each row's offset
     A.rows = 1;
     A.offsets.clear();
@@ -399,13 +417,13 @@ int linear_f32(const amber_kernel_args* a, int64_t rows, const float* bias) {
     }
   }
   // B = weight^T: [in, out] with strides (w.strides[1], w.strides[0]).
-  Mat B{w.data, in_f, out_f, w.strides[1], w.strides[0], std::vector<int64_t>(A.offsets.size(), 0)};
-  return gemm(a, A, B, static_cast<float*>(c.data), out_f, uniform ? 0 : out_f, bias);
+  Mat B{w.data, in_f, out_f, w.strides[1], w.strides[0], std::vector<int64_t>(A.offsets.size(), 0), w.dtype};
+  return gemm(a, A, B, Out{c.data, c.dtype, out_f, uniform ? 0 : out_f}, bias);
 }
 
 // linear's product in 16 bits (linear_setup's weights): the input converted into the
 // workspace's start as dense rows, then one product with f32 accumulation and output.
-int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const float* bias) {
+int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const void* bias) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   const size_t row_bytes = padded(size_t(rows * in_f) * 2);
@@ -422,7 +440,7 @@ int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, c
   if (rows * in_f > 0 && copy_convert(a, dense, x) != 0) return 1;
   const Mat A{a->workspace, rows, in_f, in_f, 1, {0}, st.half};
   const Mat B{st.weights, in_f, out_f, 1, in_f, {0}, st.half};  // weight^T of the dense [out, in]
-  return gemm(a, A, B, static_cast<float*>(c.data), out_f, 0, bias, row_bytes);
+  return gemm(a, A, B, Out{c.data, c.dtype, out_f, 0}, bias, row_bytes);
 }
 
 // linear(input, weight, bias): [*, in] x [out, in]^T + bias, the bias in cuBLASLt's epilogue
@@ -434,20 +452,29 @@ int linear_kernel(const amber_kernel_args* a) {
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   const bool dense_bias = present(bias) && (bias.ndim == 0 || bias.sizes[0] == 1 || bias.strides[0] == 1) &&
                           (bias.ndim == 1 && bias.sizes[0] == out_f);
-  const float* const epilogue_bias = dense_bias ? static_cast<const float*>(bias.data) : nullptr;
+  const void* const epilogue_bias = dense_bias ? bias.data : nullptr;
   const auto* st = static_cast<const GemmState*>(a->state);
-  const int rc = st && st->half >= 0 ? linear_half(a, *st, rows, epilogue_bias) : linear_f32(a, rows, epilogue_bias);
+  const int rc = st && st->half >= 0 ? linear_half(a, *st, rows, epilogue_bias) : linear_direct(a, rows, epilogue_bias);
   if (rc != 0 || !present(bias) || dense_bias) return rc;
   const amber_tensor_view* v[2] = {&c, &bias};
-  const int64_t items[2] = {sizeof(float), sizeof(float)};
-  return map<2>(a, v, items, AddBiasF{}, "linear: adding the bias");
+  const int64_t item = int64_t(itemsize(c.dtype)), items[2] = {item, item};
+  switch (c.dtype) {
+    case kBF16:
+      return map<2>(a, v, items, AddBiasF<__nv_bfloat16>{}, "linear: adding the bias");
+    case kF16:
+      return map<2>(a, v, items, AddBiasF<__half>{}, "linear: adding the bias");
+    default:
+      return map<2>(a, v, items, AddBiasF<float>{}, "linear: adding the bias");
+  }
 }
 
 AMBER_CUDA_KERNELS(gemm) {
-  register_kernel("mm", kF32, amber_kernel{mm_kernel, setup, destroy, nullptr});
-  register_kernel("bmm", kF32, amber_kernel{bmm_kernel, setup, destroy, nullptr});
-  register_kernel("matmul", kF32, amber_kernel{matmul_kernel, setup, destroy, nullptr});
-  register_kernel("linear", kF32, amber_kernel{linear_kernel, linear_setup, destroy, nullptr});
+  for (int32_t t : {kF32, kBF16, kF16}) {  // 16-bit operands: a model in 16 bits
+    register_kernel("mm", t, amber_kernel{mm_kernel, setup, destroy, nullptr});
+    register_kernel("bmm", t, amber_kernel{bmm_kernel, setup, destroy, nullptr});
+    register_kernel("matmul", t, amber_kernel{matmul_kernel, setup, destroy, nullptr});
+    register_kernel("linear", t, amber_kernel{linear_kernel, linear_setup, destroy, nullptr});
+  }
 }
 
 }  // namespace

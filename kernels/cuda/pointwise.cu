@@ -1,9 +1,9 @@
 // CUDA kernels for elementwise ops: unary (every unary op of the instruction list,
 // core/fused_ops.h, with its dtypes; clamp, hardtanh, pow.Scalar, gelu), binary (add, sub, mul, div, pow and their
 // scalar forms, rsub.Scalar), comparisons, where, to (dtype conversion), clone, full, arange, and the generic kernel of
-// `fused` nodes. The formulas are the CPU kernels' own (kernels/arith.h,
-// kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0
-// here (the CPU reports an error; checking would need a device-to-host read per call).
+// `fused` nodes (f32, and f16/bf16 storage computed in f32: a model in 16 bits). The formulas are the CPU kernels' own
+// (kernels/arith.h, kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0 here (the
+// CPU reports an error; checking would need a device-to-host read per call).
 
 #include <cstring>
 
@@ -605,11 +605,11 @@ __device__ void run_program(const Code& code, const float (&in)[K][E], float (&o
   for (int e = 0; e < E; ++e) out[e] = prev[e];
 }
 
-// Every operand's byte offset of element i, in one walk over the dims.
+// Every operand's byte offset of element i (elements of `item` bytes), in one walk over the dims.
 template <int N>
-__device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N]) {
+__device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N], int64_t item) {
 #pragma unroll
-  for (int k = 0; k < N; ++k) off[k] = o.dense ? i * int64_t(sizeof(float)) : 0;
+  for (int k = 0; k < N; ++k) off[k] = o.dense ? i * item : 0;
   if (o.dense) return;
   for (int d = o.ndim - 1; d >= 0; --d) {
     const int64_t idx = i % o.sizes[d];
@@ -619,34 +619,79 @@ __device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N]) {
   }
 }
 
-// Vec: every operand dense and 16-byte aligned (E a multiple of 4): 16-byte loads and stores,
-// the last partial group element by element at dense offsets; else each element's offsets from
-// the dims. The two are separate kernels so that neither carries the other's registers.
-// Registers bounded so that four blocks of 256 (three from three inputs up, where four would
-// spill) fit on an SM, keeping enough loads in flight.
-template <int K, int E, int Slots, bool Vec>
+// Elements as the program sees them: S is the operands' storage (float, or __nv_bfloat16 /
+// __half for a model in 16 bits, docs/OPS.md "16-bit floats"), widened on load and rounded to
+// nearest even on store; the program runs in f32 either way.
+template <typename S>
+__device__ inline float load_elem(const char* p) {
+  return float(widen(*reinterpret_cast<const S*>(p)));
+}
+template <typename S>
+__device__ inline void store_elem(char* p, float v) {
+  *reinterpret_cast<S*>(p) = cast_value<S>(v);
+}
+// A 16-bit element from its bits, and the bits of an f32 rounded to it.
+template <typename S>
+__device__ inline float from_bits(uint32_t b) {
+  if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __uint_as_float(b << 16);
+  else
+    return __half2float(__ushort_as_half(uint16_t(b)));
+}
+template <typename S>
+__device__ inline uint32_t to_bits(float v) {
+  if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  else
+    return __half_as_ushort(__float2half_rn(v));
+}
+// Four elements starting at p (16 bytes of f32 or 8 of 16-bit values, aligned so), widened; and
+// four stored.
+template <typename S>
+__device__ inline void load4(const char* p, float* v) {
+  if constexpr (std::is_same_v<S, float>) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else {
+    const uint2 x = *reinterpret_cast<const uint2*>(p);
+    v[0] = from_bits<S>(x.x & 0xffffu), v[1] = from_bits<S>(x.x >> 16);
+    v[2] = from_bits<S>(x.y & 0xffffu), v[3] = from_bits<S>(x.y >> 16);
+  }
+}
+template <typename S>
+__device__ inline void store4(char* p, const float* v) {
+  if constexpr (std::is_same_v<S, float>)
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  else
+    *reinterpret_cast<uint2*>(p) =
+        make_uint2(to_bits<S>(v[0]) | to_bits<S>(v[1]) << 16, to_bits<S>(v[2]) | to_bits<S>(v[3]) << 16);
+}
+
+// Vec: every operand dense and 16-byte aligned (E a multiple of 4): 16-byte loads and stores
+// (8-byte ones of four 16-bit values), the last partial group element by element at dense
+// offsets; else each element's offsets from the dims. The two are separate kernels so that
+// neither carries the other's registers. Registers bounded so that four blocks of 256 (three
+// from three inputs up, where four would spill) fit on an SM, keeping enough loads in flight.
+template <typename S, int K, int E, int Slots, bool Vec>
 __global__ void __launch_bounds__(256, K <= 2 ? 4 : 3) fused_map_kernel(int64_t n, Operands<K + 1> o, Code code) {
   static_assert(!Vec || E % 4 == 0);
+  constexpr int64_t kItem = sizeof(S);
   const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
   for (int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E; base < n; base += step) {
     float in[K][E], out[E];
     if constexpr (Vec) {
       const bool whole = base + E <= n;
-      if (whole) {  // every 16-byte load of every operand issued before the program runs
+      if (whole) {  // every load of every operand issued before the program runs
 #pragma unroll
         for (int k = 0; k < K; ++k)
 #pragma unroll
-          for (int q = 0; q < E; q += 4) {
-            const float4 v = *reinterpret_cast<const float4*>(o.ptr[k + 1] + (base + q) * int64_t(sizeof(float)));
-            in[k][q] = v.x, in[k][q + 1] = v.y, in[k][q + 2] = v.z, in[k][q + 3] = v.w;
-          }
+          for (int q = 0; q < E; q += 4) load4<S>(o.ptr[k + 1] + (base + q) * kItem, &in[k][q]);
       } else {
 #pragma unroll
         for (int e = 0; e < E; ++e) {
           const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
 #pragma unroll
-          for (int k = 0; k < K; ++k)
-            in[k][e] = *reinterpret_cast<const float*>(o.ptr[k + 1] + i * int64_t(sizeof(float)));
+          for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
         }
       }
       // The program on groups of four (registers: its operands are four wide), the loads of
@@ -664,41 +709,39 @@ __global__ void __launch_bounds__(256, K <= 2 ? 4 : 3) fused_map_kernel(int64_t 
       }
       if (whole) {
 #pragma unroll
-        for (int q = 0; q < E; q += 4)
-          *reinterpret_cast<float4*>(o.ptr[0] + (base + q) * int64_t(sizeof(float))) =
-              make_float4(out[q], out[q + 1], out[q + 2], out[q + 3]);
+        for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
       } else {
 #pragma unroll
         for (int e = 0; e < E; ++e)
-          if (base + e < n) *reinterpret_cast<float*>(o.ptr[0] + (base + e) * int64_t(sizeof(float))) = out[e];
+          if (base + e < n) store_elem<S>(o.ptr[0] + (base + e) * kItem, out[e]);
       }
     } else {
       int64_t out_off[E];
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         int64_t off[K + 1];
-        offsets_of(o, base + e < n ? base + e : 0, off);  // past the end: element 0, not stored
+        offsets_of(o, base + e < n ? base + e : 0, off, kItem);  // past the end: element 0, not stored
         out_off[e] = off[0];
 #pragma unroll
-        for (int k = 0; k < K; ++k) in[k][e] = *reinterpret_cast<const float*>(o.ptr[k + 1] + off[k + 1]);
+        for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + off[k + 1]);
       }
       run_program<K, E, Slots>(code, in, out);
 #pragma unroll
       for (int e = 0; e < E; ++e)
-        if (base + e < n) *reinterpret_cast<float*>(o.ptr[0] + out_off[e]) = out[e];
+        if (base + e < n) store_elem<S>(o.ptr[0] + out_off[e], out[e]);
     }
   }
 }
 
-template <int K>
+template <typename S, int K>
 int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
   const amber_tensor_view* v[K + 1];
   int64_t items[K + 1];
   v[0] = &a->outputs[0];
-  items[0] = sizeof(float);
+  items[0] = sizeof(S);
   for (int k = 0; k < K; ++k) {
     v[k + 1] = &a->inputs[k];
-    items[k + 1] = sizeof(float);
+    items[k + 1] = sizeof(S);
   }
   const int64_t n = numel(a->outputs[0]);
   if (n == 0) return 0;
@@ -709,13 +752,13 @@ int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
   for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
   constexpr int kVecPerThread = K <= kWideInputs ? kWidePerThread : kPerThread;
   if (few_slots && vec)
-    fused_map_kernel<K, kVecPerThread, kSlots, true>
+    fused_map_kernel<S, K, kVecPerThread, kSlots, true>
         <<<grid_for((n + kVecPerThread - 1) / kVecPerThread), 256, 0, stream_of(a)>>>(n, o, code);
   else if (few_slots)
-    fused_map_kernel<K, kPerThread, kSlots, false>
+    fused_map_kernel<S, K, kPerThread, kSlots, false>
         <<<grid_for((n + kPerThread - 1) / kPerThread), 256, 0, stream_of(a)>>>(n, o, code);
   else
-    fused_map_kernel<K, 1, kMaxInstrs, false><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code);
+    fused_map_kernel<S, K, 1, kMaxInstrs, false><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code);
   return launched(a, "fused kernel launch");
 }
 
@@ -757,6 +800,8 @@ int assign_slots(Code& code, bool slot_per_instr) {
   return needed;
 }
 
+// S: the storage of every operand (the op table's inference gives a fused node one dtype).
+template <typename S>
 int fused_kernel(const amber_kernel_args* a) {
   const amber_fused_program* p = a->program;
   if (!p || p->n_instrs < 1 || p->n_instrs > kMaxInstrs || p->n_inputs != a->n_inputs || a->n_inputs > kMaxInputs)
@@ -791,21 +836,21 @@ int fused_kernel(const amber_kernel_args* a) {
   }
   switch (a->n_inputs) {
     case 1:
-      return run_fused<1>(a, code, few_slots);
+      return run_fused<S, 1>(a, code, few_slots);
     case 2:
-      return run_fused<2>(a, code, few_slots);
+      return run_fused<S, 2>(a, code, few_slots);
     case 3:
-      return run_fused<3>(a, code, few_slots);
+      return run_fused<S, 3>(a, code, few_slots);
     case 4:
-      return run_fused<4>(a, code, few_slots);
+      return run_fused<S, 4>(a, code, few_slots);
     case 5:
-      return run_fused<5>(a, code, few_slots);
+      return run_fused<S, 5>(a, code, few_slots);
     case 6:
-      return run_fused<6>(a, code, few_slots);
+      return run_fused<S, 6>(a, code, few_slots);
     case 7:
-      return run_fused<7>(a, code, few_slots);
+      return run_fused<S, 7>(a, code, few_slots);
     case 8:
-      return run_fused<8>(a, code, few_slots);
+      return run_fused<S, 8>(a, code, few_slots);
   }
   return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
 }
@@ -858,7 +903,9 @@ AMBER_CUDA_KERNELS(pointwise) {
   register_typed<CloneKernel, AMBER_CUDA_ALL>("clone");
   register_typed<FullKernel, AMBER_CUDA_ALL>("full");
   register_typed<ArangeKernel, AMBER_CUDA_NUMERIC>("arange");
-  register_kernel("fused", kF32, &fused_kernel);
+  register_kernel("fused", kF32, &fused_kernel<float>);
+  register_kernel("fused", kBF16, &fused_kernel<__nv_bfloat16>);
+  register_kernel("fused", kF16, &fused_kernel<__half>);
 }
 
 }  // namespace
