@@ -157,6 +157,14 @@ void Module::load_state(const SafetensorsFile& file) {
   }
 }
 
+void Module::to(DType dtype) {
+  AMBER_CHECK(is_floating(dtype), "Module::to: expected a floating dtype, got ", dtype);
+  for (auto* slots : {&params_, &buffers_})
+    for (const auto& [n, t] : *slots)
+      if (t->defined() && is_floating(t->dtype())) *t = t->to(dtype, SrcLoc::none());
+  for (const auto& [n, child] : children_) child->to(dtype);
+}
+
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
   for (Layer& l : layers_) y = l.call(y);

@@ -49,6 +49,11 @@ class Module {
   // mapping (no copy).
   void load_state(const std::string& path);
   void load_state(const SafetensorsFile& file);
+  // Converts every floating parameter and buffer of this module and its children to dtype (a
+  // floating one), as PyTorch's module.to(dtype): module.to(DType::bf16) with inputs in bf16
+  // runs the model in 16 bits (docs/OPS.md, "16-bit floats"); integer and bool tensors stay.
+  // A later load_state converts what it reads to these dtypes.
+  void to(DType dtype);
 
   // The name this module was registered under in its parent ("" for a root).
   const std::string& scope_name() const { return name_; }

@@ -80,6 +80,47 @@ TEST_CASE("a U-Net-style decoder (transposed convolutions, group norm, upsamplin
   check_model("decoder", decoder, {1, 8});
 }
 
+// module.to(DType::bf16) and f16 (PyTorch's model.to(dtype)): LeNet and ResNet-18 run eagerly in
+// 16 bits within 16-bit rounding of PyTorch's f32 output (each op computes in f32 and rounds
+// once: docs/OPS.md, "16-bit floats"), traced, saved and loaded within the same bound of eager
+// (the loaded model's convolutions pack their weights and may sum in another order, and one
+// f32 ulp of difference can move a result by a 16-bit step).
+TEST_CASE("models in bf16 and f16: module.to(dtype), eager == traced == loaded", "[models][half]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
+  auto run = [&](const char* name, auto& model, double bound) {
+    SafetensorsFile io = SafetensorsFile::open(dir + "/" + name + "_io.safetensors");
+    const Tensor x = io.tensor("input.b8"), ref = io.tensor("output.b8");
+    double ref_max = 0;
+    for (double v : ref.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
+    for (DType t : {DType::bf16, DType::f16}) {
+      model.load_state(dir + "/" + name + ".safetensors");
+      model.eval();
+      model.to(t);
+      const Tensor xt = x.to(t);
+      const Tensor eager = model(xt);
+      REQUIRE(eager.dtype() == t);
+      const test::Diff d = test::compare(eager.to(DType::f32), ref, bound * ref_max, 0);
+      std::printf("%-9s in %-4s: max |diff| / max |ref| %.3g\n", name, std::string(dtype_name(t)).c_str(),
+                  d.max_abs / ref_max);
+      INFO(name << " in " << t << ": " << d.message);
+      CHECK(d.ok);
+      TraceOptions o;
+      o.print_warnings = false;
+      const TracedModule traced = trace(model, {xt}, o);
+      CHECK(test::compare(traced.forward({xt})[0], eager, bound * ref_max, 0).ok);
+      const Tensor loaded = load(traced.save_to_bytes()).forward({xt})[0];
+      REQUIRE(loaded.dtype() == t);
+      CHECK(test::compare(loaded, eager, bound * ref_max, 0).ok);
+      model.to(DType::f32);
+    }
+  };
+  models::LeNet lenet;
+  run("lenet", lenet, 2e-2);
+  models::ResNet18 resnet;
+  run("resnet18", resnet, 4e-2);
+}
+
 TEST_CASE("load_state lists every missing, unexpected and mis-shaped key", "[models][errors]") {
   const std::string dir = test::refdata_dir();
   if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest");
