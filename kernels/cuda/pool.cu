@@ -1,6 +1,7 @@
 // CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
 // propagates, dilation, ceil_mode through the output size; with or without indices; of u8 too), avg_pool2d
-// (count_include_pad, divisor_override), adaptive_avg_pool2d and max_unpool2d. One thread per output element, channels
+// (count_include_pad, divisor_override), adaptive_avg_pool2d and max_unpool2d, in f32, f64 and 16 bits (a window
+// compared and summed in f32, the average rounded once). One thread per output element, channels
 // fastest for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than cuDNN's pooling,
 // which has no dilation and other rounding rules.
 
@@ -61,8 +62,14 @@ struct Indices {  // max_pool2d_with_indices' second output (p null for the othe
   int64_t on, oc, osh, osw;
 };
 
+// What a window is compared and summed in: f32 for 16-bit values (a model in 16 bits: the
+// maximum is exact, an average rounded once), else the element type.
+template <typename T>
+using Compute = std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, T>;
+
 template <typename T, Kind K>
 __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) {
+  using C = Compute<T>;
   const int64_t total = g.n * g.c * g.oh * g.ow;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, c = 0;
@@ -80,17 +87,17 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) 
     }
     const int64_t n = rest;
     const T* base = x + n * g.sn + c * g.sc;
-    T out;
+    C out;
     if constexpr (K == Kind::max) {
       int64_t h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
       const int64_t h1 = min(h0 + (p.kh - 1) * p.dh + 1, g.h), w1 = min(w0 + (p.kw - 1) * p.dw + 1, g.w);
       while (h0 < 0) h0 += p.dh;
       while (w0 < 0) w0 += p.dw;
-      T m = lowest<T>();
+      C m = lowest<C>();
       int64_t at = h0 * g.w + w0;
       for (int64_t r = h0; r < h1; r += p.dh)
         for (int64_t s = w0; s < w1; s += p.dw) {
-          const T v = base[r * g.sh + s * g.sw];
+          const C v = C(widen(base[r * g.sh + s * g.sw]));
           if (v > m || v != v) m = v, at = r * g.w + s;
         }
       out = m;
@@ -118,12 +125,12 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) 
         w1 = ((ow + 1) * g.w + g.ow - 1) / g.ow;
         div = double((h1 - h0) * (w1 - w0));
       }
-      T acc = 0;
+      C acc = 0;
       for (int64_t r = h0; r < h1; ++r)
-        for (int64_t s = w0; s < w1; ++s) acc += base[r * g.sh + s * g.sw];
-      out = (h0 >= h1 || w0 >= w1 || div == 0) ? T(0) : acc / T(div);
+        for (int64_t s = w0; s < w1; ++s) acc += C(widen(base[r * g.sh + s * g.sw]));
+      out = (h0 >= h1 || w0 >= w1 || div == 0) ? C(0) : acc / C(div);
     }
-    y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = out;
+    y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = cast_value<T>(out);
   }
 }
 
@@ -201,7 +208,7 @@ __global__ void unpool_zero_kernel(T* y, Geometry g) {
   const int64_t total = g.n * g.c * g.oh * g.ow;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ow = i % g.ow, oh = i / g.ow % g.oh, c = i / (g.ow * g.oh) % g.c, n = i / (g.ow * g.oh * g.c);
-    y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = T(0);
+    y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = cast_value<T>(0.0f);
   }
 }
 template <typename T>
@@ -236,9 +243,11 @@ struct AdaptiveAvgPoolKernel {  // adaptive_avg_pool2d(self, output_size)
 };
 
 template <template <typename> class K>
-void register_floats(const char* op) {
+void register_floats(const char* op) {  // f16 and bf16: a model in 16 bits
   register_kernel(op, kF32, &K<float>::run);
   register_kernel(op, kF64, &K<double>::run);
+  register_kernel(op, kF16, &K<__half>::run);
+  register_kernel(op, kBF16, &K<__nv_bfloat16>::run);
 }
 
 AMBER_CUDA_KERNELS(pool) {
