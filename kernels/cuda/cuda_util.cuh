@@ -132,6 +132,16 @@ __host__ __device__ inline To cast_value(From from) {
   }
 }
 
+// What a kernel computes in for elements of type T: f32 for the 16-bit floats (a model in 16
+// bits: each op computes in f32 and rounds its result once, docs/OPS.md), else T.
+template <typename T>
+using compute_t = std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, T>;
+// An element of type T in its compute type.
+template <typename T>
+__device__ inline compute_t<T> load_as_compute(const T& v) {
+  return compute_t<T>(widen(v));
+}
+
 // A Scalar attribute converted to T exactly as PyTorch converts a Python number.
 template <typename T>
 inline T attr_scalar(const amber_kernel_args* a, int i) {

@@ -62,14 +62,11 @@ struct Indices {  // max_pool2d_with_indices' second output (p null for the othe
   int64_t on, oc, osh, osw;
 };
 
-// What a window is compared and summed in: f32 for 16-bit values (a model in 16 bits: the
-// maximum is exact, an average rounded once), else the element type.
-template <typename T>
-using Compute = std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, T>;
-
+// Windows compared and summed in compute_t<T> (f32 for 16-bit values: the maximum is exact, an
+// average rounded once).
 template <typename T, Kind K>
 __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) {
-  using C = Compute<T>;
+  using C = compute_t<T>;
   const int64_t total = g.n * g.c * g.oh * g.ow;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, c = 0;
@@ -97,7 +94,7 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) 
       int64_t at = h0 * g.w + w0;
       for (int64_t r = h0; r < h1; r += p.dh)
         for (int64_t s = w0; s < w1; s += p.dw) {
-          const C v = C(widen(base[r * g.sh + s * g.sw]));
+          const C v = load_as_compute(base[r * g.sh + s * g.sw]);
           if (v > m || v != v) m = v, at = r * g.w + s;
         }
       out = m;
@@ -127,7 +124,7 @@ __global__ void pool_kernel(const T* x, T* y, Geometry g, Params p, Indices yi) 
       }
       C acc = 0;
       for (int64_t r = h0; r < h1; ++r)
-        for (int64_t s = w0; s < w1; ++s) acc += C(widen(base[r * g.sh + s * g.sw]));
+        for (int64_t s = w0; s < w1; ++s) acc += load_as_compute(base[r * g.sh + s * g.sw]);
       out = (h0 >= h1 || w0 >= w1 || div == 0) ? C(0) : acc / C(div);
     }
     y[n * g.on + c * g.oc + oh * g.osh + ow * g.osw] = cast_value<T>(out);

@@ -258,36 +258,37 @@ struct ArgExtremum {
   };
 };
 
-// ---- softmax, log_softmax ----
+// ---- softmax, log_softmax (16-bit rows computed in f32, each output rounded once) ----
 template <typename T, bool Log>
 __global__ void softmax_kernel(const T* x, T* y, Rows r) {
-  __shared__ T part[kThreads];
+  using C = compute_t<T>;
+  __shared__ C part[kThreads];
   for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
     int64_t ib, ob;
     row_base(r, row, ib, ob);
-    T mx = -INFINITY;
+    C mx = -INFINITY;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      const T v = x[ib + io];
+      const C v = load_as_compute(x[ib + io]);
       mx = (v > mx || v != v) ? v : mx;
     }
     part[threadIdx.x] = mx;
     __syncthreads();
     for (int s = kThreads / 2; s > 0; s /= 2) {
       if (int(threadIdx.x) < s) {
-        const T o = part[threadIdx.x + s];
+        const C o = part[threadIdx.x + s];
         if (o > part[threadIdx.x] || o != o) part[threadIdx.x] = o;
       }
       __syncthreads();
     }
     mx = part[0];
     __syncthreads();
-    T sum = 0;
+    C sum = 0;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      sum += pw::exp_(x[ib + io] - mx);
+      sum += pw::exp_(load_as_compute(x[ib + io]) - mx);
     }
     part[threadIdx.x] = sum;
     __syncthreads();
@@ -297,12 +298,12 @@ __global__ void softmax_kernel(const T* x, T* y, Rows r) {
     }
     sum = part[0];
     __syncthreads();
-    const T shift = mx + pw::log_(sum), inv = T(1) / sum;
+    const C shift = mx + pw::log_(sum), inv = C(1) / sum;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      const T v = x[ib + io];
-      y[ob + oo] = Log ? v - shift : pw::exp_(v - mx) * inv;
+      const C v = load_as_compute(x[ib + io]);
+      y[ob + oo] = cast_value<T>(Log ? v - shift : pw::exp_(v - mx) * inv);
     }
   }
 }
@@ -326,9 +327,10 @@ struct Softmax {
   };
 };
 
-// ---- layer_norm(input, weight, bias, normalized_shape, eps) ----
+// ---- layer_norm(input, weight, bias, normalized_shape, eps); 16-bit rows normalised in f32 ----
 template <typename T>
 __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows r, Rows wr, double eps) {
+  using C = compute_t<T>;
   __shared__ double part[kThreads];
   for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
     int64_t ib, ob;
@@ -337,7 +339,7 @@ __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      s += double(x[ib + io]);
+      s += double(load_as_compute(x[ib + io]));
     }
     part[threadIdx.x] = s;
     __syncthreads();
@@ -351,7 +353,7 @@ __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      const double d = double(x[ib + io]) - mu;
+      const double d = double(load_as_compute(x[ib + io])) - mu;
       q += d * d;
     }
     part[threadIdx.x] = q;
@@ -360,17 +362,17 @@ __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows
       if (int(threadIdx.x) < k) part[threadIdx.x] += part[threadIdx.x + k];
       __syncthreads();
     }
-    const T rstd = T(1.0 / sqrt(part[0] / double(r.len) + eps));
-    const T m = T(mu);
+    const C rstd = C(1.0 / sqrt(part[0] / double(r.len) + eps));
+    const C m = C(mu);
     __syncthreads();
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo, wo, unused;
       elem_offset(r, j, io, oo);
       elem_offset(wr, j, wo, unused);
-      T v = (x[ib + io] - m) * rstd;
-      if (w) v = v * w[wo];
-      if (b) v = v + b[wo];
-      y[ob + oo] = v;
+      C v = (load_as_compute(x[ib + io]) - m) * rstd;
+      if (w) v = v * load_as_compute(w[wo]);
+      if (b) v = v + load_as_compute(b[wo]);
+      y[ob + oo] = cast_value<T>(v);
     }
   }
 }
@@ -563,9 +565,10 @@ AMBER_CUDA_KERNELS(reduce) {
   register_typed<Extremum<false>::Kernel, AMBER_CUDA_NUMERIC>("amin");
   register_typed<ArgExtremum<true>::Kernel, AMBER_CUDA_NUMERIC>("argmax");
   register_typed<ArgExtremum<false>::Kernel, AMBER_CUDA_NUMERIC>("argmin");
-  register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING>("softmax");
-  register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING>("log_softmax");
-  register_typed<LayerNormKernel, AMBER_CUDA_FLOATING>("layer_norm");
+  // Softmax and layer norm also in 16 bits (a model in 16 bits), computed in f32.
+  register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("softmax");
+  register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("log_softmax");
+  register_typed<LayerNormKernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("layer_norm");
   register_typed<BatchNormKernel, AMBER_CUDA_FLOATING>("batch_norm");
 }
 
