@@ -3,7 +3,7 @@
 
 Usage: python3 bench/run_vs_torch_cuda.py [--build DIR] [--device cuda:0] [--rounds R]
                                           [--seconds S] [--cases a,b] [--no-torch]
-                                          [--precisions tf32,bf16,f16]
+                                          [--precisions tf32,bf16,f16,bf16-model,f16-model]
 
 Writes the models (bench/gen_bench_models.py --gpu, with this python3's torch) and Amber's
 archives (make_bench_archives from DIR, default build-gpu) into DIR/bench-models-gpu, then for
@@ -15,7 +15,9 @@ the most Amber held at once (amber::device_memory) beside PyTorch's peak allocat
 fused elementwise bandwidth against the device's copy bandwidth (bench_device_bandwidth).
 --precisions: Amber's reduced load precisions (LoadOptions::precision) timed on the cases with
 convolutions or linear layers, a table of their own beside Amber's f32 (each run's median, one
-run a precision and round; "" skips it; a precision the GPU lacks prints its refusal).
+run a precision and round; "" skips it; a precision the GPU lacks prints its refusal); the whole
+model in 16 bits (bf16-model, f16-model) also against PyTorch's model.to(dtype), eager and
+CUDA-graphed (torch_cuda_case.py --dtype).
 --no-torch runs Amber's side alone (--device sim:0 checks the harness without a GPU).
 """
 import argparse
@@ -44,7 +46,7 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--bandwidth-mib", type=float, default=256, help="bytes each bandwidth call reads (and writes)")
-    ap.add_argument("--precisions", default="tf32,bf16,f16")
+    ap.add_argument("--precisions", default="tf32,bf16,f16,bf16-model,f16-model")
     a = ap.parse_args()
     models = os.path.join(a.build, "bench-models-gpu")
     if not os.path.exists(os.path.join(models, "cases.json")):
@@ -139,6 +141,35 @@ def precision_table(a, amber, models, cases, res):
         print(line)
     for p, why in refused.items():
         print(f"{p}: not run: {why}")
+    # The whole model in 16 bits against PyTorch's model.to(dtype).
+    peers = {"bf16-model": "bfloat16", "f16-model": "float16"}
+    halves = [p for p in shown if p in peers]
+    if a.no_torch or not halves:
+        return
+    torch16 = {}
+    for r in range(a.rounds):
+        for c in cases:
+            for p in halves:
+                t = run_json([sys.executable, os.path.join(ROOT, "bench", "torch_cuda_case.py"), models, c,
+                              "--seconds", str(a.seconds), "--dtype", peers[p]])
+                for variant in ("eager", "eager_cl", "graphed"):
+                    if variant in t:
+                        cur = torch16.setdefault((c, p, variant), t[variant])
+                        if t[variant]["p50_ms"] < cur["p50_ms"]:
+                            torch16[(c, p, variant)] = t[variant]
+    print(f"\nthe whole model in 16 bits: Amber against PyTorch's model.to(dtype) (ms, min over {a.rounds} rounds; "
+          f"eager: the better of eager and channels_last)")
+    print(f"{'case':16} {'precision':11} {'amber':>9} {'eager':>9} {'graphed':>9} {'a/eager':>8} {'a/graph':>8} "
+          f"{'|t-ref|':>9}")
+    for c in cases:
+        for p in halves:
+            d = got.get((c, p))
+            eager = [torch16[(c, p, v)]["p50_ms"] for v in ("eager", "eager_cl") if (c, p, v) in torch16]
+            g = torch16.get((c, p, "graphed"))
+            if not d or not eager or not g:
+                continue
+            print(f"{c:16} {p:11} {d['p50_ms']:9.4g} {min(eager):9.4g} {g['p50_ms']:9.4g} "
+                  f"{d['p50_ms'] / min(eager):8.2f} {d['p50_ms'] / g['p50_ms']:8.2f} {g['max_abs_diff']:9.2g}")
 
 
 if __name__ == "__main__":

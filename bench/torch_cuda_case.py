@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's side of the GPU benchmark (bench/run_vs_torch_cuda.py), for one case.
 
-Usage: python3 bench/torch_cuda_case.py MODELS_DIR CASE [--seconds S]
+Usage: python3 bench/torch_cuda_case.py MODELS_DIR CASE [--seconds S] [--dtype bfloat16|float16]
 
 Builds the case's model exactly as bench/gen_bench_models.py does (same seeds, so the same
 weights as the Amber archive), on cuda:0, and times whole calls from host inputs to outputs
@@ -10,8 +10,9 @@ ready on the GPU (synchronised), as Amber's bench_amber_case --device cuda:0 doe
   eager_cl    the same with the model and 4-D inputs in channels_last (where it applies)
   graphed     the eager model captured as a CUDA graph (torch.cuda.graphs), the input copied
               into the graph's static input each call
-Prints one JSON line: per variant first-call ms, p50 and p99 ms, peak GPU memory MiB, and
-max |output - the case's expected output|.
+With --dtype, the model and its floating inputs in that dtype (model.to(dtype), the peer of
+Amber's Precision::bf16_model and f16_model). Prints one JSON line: per variant first-call ms,
+p50 and p99 ms, peak GPU memory MiB, and max |output - the case's expected output|.
 """
 import json
 import os
@@ -47,10 +48,14 @@ def timed(fn, seconds):
 
 def main():
     args = sys.argv[1:]
-    seconds = 2.0
+    seconds, dtype = 2.0, None
     if "--seconds" in args:
         i = args.index("--seconds")
         seconds = float(args[i + 1])
+        del args[i:i + 2]
+    if "--dtype" in args:
+        i = args.index("--dtype")
+        dtype = getattr(torch, args[i + 1])
         del args[i:i + 2]
     models_dir, case = args
     cases = {c["case"]: c for c in json.load(open(os.path.join(models_dir, "cases.json")))}
@@ -60,6 +65,8 @@ def main():
     holder = torch.jit.load(os.path.join(models_dir, f"{case}.inputs.pt"))
     buffers = dict(holder.named_buffers())
     inputs = [buffers[f"input{i}"] for i in range(len(cases[case]["inputs"]))]
+    if dtype is not None:
+        inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
     expected = buffers["expected0"]
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -70,6 +77,8 @@ def main():
         if cl and not any(t.dim() == 4 for t in inputs):
             continue
         model = models[name].eval().cuda()
+        if dtype is not None:
+            model = model.to(dtype)
         if cl:
             model = model.to(memory_format=torch.channels_last)
         torch.cuda.reset_peak_memory_stats()
