@@ -39,10 +39,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # What --short narrows: memcheck to the e2e models and one 16-bit CUDA column (bf16; f16 shares
-# its code), the benchmark to a round.
+# its code), the benchmark to a round and the bf16 precisions (tf32, bf16, bf16-model).
 short_e2e=() short_e2e_env=() short_bench=()
 if [[ ${1:-} == --short ]]; then
-  short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16) short_bench=(--rounds 1 --seconds 1)
+  short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16) short_bench=(--rounds 1 --seconds 1 --precisions tf32,bf16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
   : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark|profile}"
   : "${AMBER_GPU_STEP_TIMEOUT:=200}"
