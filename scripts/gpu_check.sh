@@ -39,10 +39,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # What --short narrows: memcheck to the e2e models and one 16-bit CUDA column (bf16; f16 shares
-# its code), the benchmark to a round and the bf16 precisions (tf32, bf16, bf16-model).
-short_e2e=() short_e2e_env=() short_bench=()
+# its code), the e2e matrix's whole-model 16-bit CUDA columns to bf16-model, the benchmark to a
+# round and the bf16 precisions (tf32, bf16, bf16-model).
+short_e2e=() short_e2e_env=() short_matrix_env=() short_bench=()
 if [[ ${1:-} == --short ]]; then
   short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16) short_bench=(--rounds 1 --seconds 1 --precisions tf32,bf16,bf16-model)
+  short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
   : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark|profile}"
   : "${AMBER_GPU_STEP_TIMEOUT:=200}"
@@ -158,7 +160,8 @@ step "nvidia-smi" nvidia-smi
 step "gpu-labelled tests (ctest -L gpu)" ctest --test-dir "$build" -L gpu --output-on-failure -V
 step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
 step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
-step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" "$build/tests/test_e2e"
+step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" env "${short_matrix_env[@]}" \
+  "$build/tests/test_e2e"
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.
