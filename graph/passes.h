@@ -60,7 +60,8 @@ void materialize_casts(Graph& g);
 // back to f32 as they leave (the signature is unchanged), and every value the model computed
 // in f32 computed and stored in it, each node's types from the op table's inference. Explicit
 // `to` nodes stay as written; a node that cannot take it (control flow, an op not listing it)
-// runs in f32 between conversions. Needs the graph's constants' data.
+// runs in f32 between conversions; under f16 a weight with a finite value beyond f16's range
+// stays f32 (its readers compute in f32). Needs the graph's constants' data.
 void half_model(Graph& g, DType half);
 
 // The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention,

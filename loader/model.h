@@ -64,7 +64,9 @@ enum class Precision : uint8_t {
   // convolutions and matrix products do so. Explicit conversions in the model (`to`) stay as
   // written; control flow runs in f32 between conversions.
   bf16_model,
-  // The same in IEEE half (f16): values beyond 65504 become Inf (anomaly_mode names the node).
+  // The same in IEEE half (f16): a weight with a value beyond f16's range (65504) stays f32 and
+  // the ops reading it compute in f32; activations beyond it become Inf (anomaly_mode names the
+  // node).
   f16_model,  // the last: precision_from_name walks them all
 };
 const char* precision_name(Precision p);  // "f32", "bf16", "dynamic-int8", "tf32", "f16", "bf16-model", "f16-model"

@@ -785,3 +785,32 @@ TEST_CASE("the whole model in bf16: weights rounded, values stored in 16 bits, s
   )TXT",
              {tensor({0.1f, 0.2f, 0.3f, -1.f, 2.f, 0.5f}).reshape({2, 3})}, 2e-2);
 }
+
+TEST_CASE("the whole model in f16: a weight beyond f16's range stays f32, its reader computes in f32",
+          "[graph][passes]") {
+  // %w holds 1e5 (f16 would make it Inf): it stays f32, and its linear runs in f32 between
+  // conversions; %v becomes f16 as usual.
+  check_pass(R"TXT(
+    graph(%x : f32[N, 2]) {
+      const %w : f32[2, 2] = [100000.0, 0.5, -0.25, 1.0]
+      const %v : f32[2, 2] = [1.0, 2.0, 3.0, 4.0]
+      %1 : f32[N, 2] = linear(%x, %w, None)
+      %2 : f32[N, 2] = linear(%1, %v, None)
+      return (y = %2)
+    }
+  )TXT",
+             [](Graph& g) { half_model(g, DType::f16); }, R"TXT(
+    graph(%x : f32[N, 2]) {
+      const %w : f32[2, 2] = [1e+05, 0.5, -0.25, 1.0]
+      const %v : f16[2, 2] = [1.0, 2.0, 3.0, 4.0]
+      %3 : f16[N, 2] = to(%x, dtype=f16)
+      %4 : f32[N, 2] = to(%3, dtype=f32)
+      %1 : f32[N, 2] = linear(%4, %w, None)
+      %5 : f16[N, 2] = to(%1, dtype=f16)
+      %2 : f16[N, 2] = linear(%5, %v, None)
+      %6 : f32[N, 2] = to(%2, dtype=f32)
+      return (y = %6)
+    }
+  )TXT",
+             {tensor({1e-3f, 2.f, -1e-3f, 0.5f}).reshape({2, 2})}, 1e-2);
+}

@@ -2,12 +2,26 @@
 // f32 inputs converted as they enter and f32 outputs as they leave, and every value the model
 // computed in f32 computed in the 16-bit dtype instead, node by node in order, with the op
 // table's inference giving each node's new types. Nodes that cannot take the 16-bit dtype
-// (control flow, ops that do not list it) run in f32 between conversions.
+// (control flow, ops that do not list it, readers of an f32 weight kept because f16 cannot hold
+// it) run in f32 between conversions.
 
 #include "amber/graph/passes.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace amber::graph {
 namespace {
+
+// True when t (f32) holds a finite value that f16 rounds to Inf (|x| >= 65520).
+bool beyond_f16(const Tensor& t) {
+  if (!t.defined()) return false;
+  const Tensor c = t.contiguous(SrcLoc::none());
+  const float* p = static_cast<const float*>(c.data());
+  for (int64_t i = 0; i < c.numel(); ++i)
+    if (std::isfinite(p[i]) && std::fabs(p[i]) >= 65520.0f) return true;
+  return false;
+}
 
 class Converter {
  public:
@@ -25,9 +39,16 @@ class Converter {
         if (out->type.dtype == DType::f32) was_f32.insert(out);
     std::vector<DType> output_types;
     for (const auto& [name, v] : g_.outputs()) output_types.push_back(v->type.dtype);
-    // Weights: rounded once.
+    // Weights: rounded once. Under f16 a weight holding a finite value beyond its range stays
+    // f32 (rounded it would be Inf): the nodes reading it run in f32, and their results are
+    // stored in f16 as every other's.
+    std::set<const Value*> kept_f32;
     for (Value* c : g_.constants())
       if (c->type.dtype == DType::f32) {
+        if (half_ == DType::f16 && beyond_f16(c->data)) {
+          kept_f32.insert(c);
+          continue;
+        }
         if (c->data.defined()) c->data = c->data.to(half_);
         c->type.dtype = half_;
       }
@@ -38,7 +59,9 @@ class Converter {
     for (size_t i = 0; i < nodes.size(); ++i) {
       Node* n = nodes[i];
       if (n->op == &to_op_) continue;  // an explicit conversion stays as written
-      if (n->op->is_control_flow() || !n->op->dtypes.contains(half_)) {
+      const bool reads_kept =
+          std::any_of(n->inputs.begin(), n->inputs.end(), [&](const Value* v) { return v && kept_f32.count(v); });
+      if (n->op->is_control_flow() || !n->op->dtypes.contains(half_) || reads_kept) {
         // f32 between conversions; control-flow bodies keep their f32 signatures.
         for (size_t k = 0; k < n->inputs.size(); ++k)
           if (Value* v = n->inputs[k]; v && v->type.dtype == half_) g_.set_input(n, k, as_f32(n, v));
