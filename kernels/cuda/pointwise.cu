@@ -624,7 +624,7 @@ __device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N], i
 // nearest even on store; the program runs in f32 either way.
 template <typename S>
 __device__ inline float load_elem(const char* p) {
-  return float(widen(*reinterpret_cast<const S*>(p)));
+  return load_as_compute(*reinterpret_cast<const S*>(p));  // cuda_util.cuh: f32 for all three
 }
 template <typename S>
 __device__ inline void store_elem(char* p, float v) {
