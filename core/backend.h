@@ -143,7 +143,9 @@ typedef struct amber_kernel_args {
   /* From the kernel's setup (NULL when it has none or it was not run). */
   void* state;
   /* Device scratch memory of at least workspace_bytes, for this call only (what setup asked
-   * for; NULL and 0 when nothing was asked or setup was not run). */
+   * for; NULL and 0 when nothing was asked or setup was not run). It starts at a multiple of
+   * 256 bytes into a device allocation: as aligned as the allocation, up to 256 bytes (what
+   * cuBLASLt and cuDNN assume of a workspace). */
   void* workspace;
   size_t workspace_bytes;
   /* The program of a `fused` node, else NULL. */

@@ -24,6 +24,7 @@ namespace amber::loader {
 namespace {
 
 constexpr size_t kAlign = 64;
+constexpr size_t kScratchAlign = 256;  // a kernel's workspace (core/backend.h)
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 std::string describe(const graph::Node& n) {
@@ -302,6 +303,8 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
       input_bytes_.push_back(extent_bytes(values_[i].view));
       bytes += align_up(input_bytes_.back());
     }
+  // Kernel scratch starts 256 bytes in from the arena's start (core/backend.h's promise).
+  bytes = (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
   scratch_offset_ = bytes;
   // Staging through page-locked memory saves a call its separate copy (one graph launch does
   // all) but copies the inputs twice, the second time unpipelined, where a copy from the

@@ -319,8 +319,24 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
     const void* ap = A.at(A.offsets[size_t(c)]);
     const void* bp = B.at(B.offsets[size_t(c)]);
     void* cp = C.at(c);
-    const cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
-                                            choice.found ? &choice.algo : nullptr, ws + used, room, stream_of(a));
+    cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
+                                      choice.found ? &choice.algo : nullptr, ws + used, room, stream_of(a));
+    if (s != CUBLAS_STATUS_SUCCESS && choice.found) {
+      // The heuristic's algorithm refused (nothing was queued): cuBLASLt's implicit choice,
+      // from now on for this geometry.
+      const cublasStatus_t first = s;
+      s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l, nullptr, ws + used,
+                         room, stream_of(a));
+      if (s != CUBLAS_STATUS_SUCCESS)
+        return fail(a,
+                    "cublasLtMatmul failed (status %d with the heuristic's algorithm, %d with the implicit one) for "
+                    "[%lld, %lld] x [%lld, %lld]",
+                    int(first), int(s), (long long)m, (long long)k, (long long)k, (long long)n);
+      choice.found = false;
+      std::lock_guard lock(st->choices_mutex);
+      for (auto& [k2, c2] : st->choices)
+        if (k2 == key) c2.found = false;
+    }
     if (s != CUBLAS_STATUS_SUCCESS)
       return fail(a, "cublasLtMatmul failed (status %d) for [%lld, %lld] x [%lld, %lld]", int(s), (long long)m,
                   (long long)k, (long long)k, (long long)n);
