@@ -12,7 +12,8 @@ device, each call synchronised) and PyTorch (bench/torch_cuda_case.py: eager wit
 cudnn.benchmark, channels_last where it applies, and CUDA-graphed). Each number is the minimum
 over rounds of a run's median. Ratios are Amber / PyTorch (below 1: Amber faster). GPU memory:
 the most Amber held at once (amber::device_memory) beside PyTorch's peak allocated. Then the
-fused elementwise bandwidth against the device's copy bandwidth (bench_device_bandwidth).
+fused elementwise bandwidth against the device's copy bandwidth (bench_device_bandwidth), then
+the precisions (below): the tables a short device lease cares most about come first.
 --precisions: Amber's reduced load precisions (LoadOptions::precision) timed on the cases with
 convolutions or linear layers, a table of their own beside Amber's f32 (each run's median, one
 run a precision and round; "" skips it; a precision the GPU lacks prints its refusal); the whole
@@ -97,7 +98,6 @@ def main():
               f"{am['max_abs_diff']:9.2g}")
     print("a MiB: the most device memory Amber held at once (weights, arenas, outputs); t MiB: PyTorch's peak "
           "allocated, CUDA-graphed run. Neither counts cuDNN's or cuBLAS's own memory.")
-    precision_table(a, amber, models, [c for c in cases if c != "ten_mul" and c != "lenet_b1"], res)
     bw = min((run_json([os.path.join(a.build, "bench", "bench_device_bandwidth"), "--device", a.device, "--mib",
                         str(a.bandwidth_mib)]) for _ in range(a.rounds)), key=lambda r: r["fused_ms"])
     print(f"\nfused elementwise (relu(2x + 1), one node, {bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
@@ -105,6 +105,7 @@ def main():
           f"({bw['copy_gbps']:.0f} GB/s, the same bytes; target >= 80%)")
     print(f"fused elementwise, two inputs (relu(x * y + 1), {2 * bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
           f"{bw['fused2_gbps']:.0f} GB/s = {100 * bw['fused2_over_copy']:.0f}% of the copy's GB/s")
+    precision_table(a, amber, models, [c for c in cases if c != "ten_mul" and c != "lenet_b1"], res)
     return 0
 
 

@@ -17,12 +17,14 @@
 #                                           (how the non-GPU half is tested on a CPU machine)
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
 #                                           below need, runs every `gpu` test, every op on CUDA vs
-#                                           the CPU, the e2e matrix, memcheck on the e2e models, the
-#                                           bandwidth line and the benchmark for one round, a
-#                                           per-node CUDA profile of three benchmark cases; not the
-#                                           whole suite nor the 15-run loops (about 280 s on an
-#                                           H100, 2026-11-28, before the 16-bit columns and the
-#                                           profile; give it 560 s, besides the machine's start)
+#                                           the CPU, the e2e matrix, many threads, memcheck on the
+#                                           e2e models, the benchmark for one round (the bandwidth
+#                                           line right after its first table), a per-node CUDA
+#                                           profile of four benchmark runs, and the convolution
+#                                           plans (test_cuda 5 times, the e2e models, ResNet-18);
+#                                           not the whole suite nor the default 15-run loop
+#                                           (2026-11-28 on an H200, before the profile and the
+#                                           plans joined it: 486 s; give it 560 s)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -38,16 +40,21 @@
 # then AMBER_GPU_ONLY='reference|benchmark|test_cuda'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# What --short narrows: memcheck to the e2e models and one 16-bit CUDA column (bf16; f16 shares
-# its code), the e2e matrix's whole-model 16-bit CUDA columns to bf16-model, the benchmark to a
-# round and the bf16 precisions (tf32, bf16, bf16-model).
-short_e2e=() short_e2e_env=() short_matrix_env=() short_bench=()
+# What --short narrows: memcheck to the e2e models and one 16-bit CUDA column (bf16-model: the
+# native 16-bit kernels; the other 16-bit columns share their code with it or with f32), the e2e
+# matrix's whole-model 16-bit CUDA columns to bf16-model, the benchmark to a round of half a
+# second a case and the precision measured least (bf16-model), the profile to one call count,
+# the convolution plans' runs to 5 of test_cuda and the e2e models. On an H200 (2026-11-28) the
+# build took 142 s and these checks without the profile and the plans about 330 s.
+short=0 short_e2e=() short_e2e_env=() short_matrix_env=() short_bench=()
 if [[ ${1:-} == --short ]]; then
-  short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16) short_bench=(--rounds 1 --seconds 1 --precisions tf32,bf16,bf16-model)
+  short=1
+  short_e2e=('[models]') short_e2e_env=(AMBER_E2E_CUDA_PRECISIONS=bf16-model)
+  short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|sanitizer|benchmark|profile}"
-  : "${AMBER_GPU_STEP_TIMEOUT:=200}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|many|sanitizer|benchmark|profile|CONV_PLANS}"
+  : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
 prefix=${AMBER_GPU_PREFIX:-/tmp/amber-gpu-deps}
@@ -178,15 +185,15 @@ step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.p
 # node's time includes its launch): the cases furthest from their targets, on the benchmark's
 # archives (written by the step above).
 profile_cuda() {
-  local rc=0
-  for c in transformer_b8 resnet18_b1 resnet18_b64; do
-    "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda --profile --seconds 2 --iters 200 \
-      >/tmp/amber-profile.txt || rc=1
+  local rc=0 iters=$((short ? 50 : 200))
+  for c in transformer_b8:f32 resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
+    "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda --profile --seconds 2 \
+      --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
     head -32 /tmp/amber-profile.txt
   done
   return $rc
 }
-step "per-node CUDA profile (transformer_b8, resnet18_b1, resnet18_b64)" profile_cuda
+step "per-node CUDA profile (transformer_b8, resnet18_b1, resnet18_b64; b64 also bf16-model)" profile_cuda
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
 # until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
 # on 2026-11-23; never without them) is explained.
@@ -205,29 +212,36 @@ symbolize() {  # the FRAME lines of a crash report, with file:line where addr2li
     echo "  $(basename "$file") $offset $symbol $where"
   done
 }
+runs=$((short ? 5 : 15))
 repeat_test_cuda() {
   local crashes=0
-  for _ in $(seq 15); do
+  for _ in $(seq "$runs"); do
     LD_PRELOAD=$crash_reporter "$build/tests/test_cuda" >/tmp/amber-test-cuda.log 2>&1 || {
       crashes=$((crashes + 1))
       symbolize /tmp/amber-test-cuda.log
     }
   done
-  echo "test_cuda failed $crashes of 15 runs (AMBER_CUDA_CONV_PLANS=${AMBER_CUDA_CONV_PLANS:-unset})"
+  echo "test_cuda failed $crashes of $runs runs (AMBER_CUDA_CONV_PLANS=${AMBER_CUDA_CONV_PLANS:-unset})"
   ((crashes == 0))
 }
-step "test_cuda 15 times (default convolutions)" repeat_test_cuda
+step "test_cuda $runs times (default convolutions)" repeat_test_cuda
 conv_plans() {
   export AMBER_CUDA_CONV_PLANS=1
   local rc=0
   repeat_test_cuda || rc=1
-  "$build/tests/test_e2e" || rc=1
-  "$build/tests/test_ops" "[devices]" || rc=1
-  "$python" bench/run_vs_torch_cuda.py --build "$build" --cases resnet18_b1,resnet18_b64 --rounds 1 || rc=1
+  if ((short)); then
+    "$build/tests/test_e2e" "[models]" || rc=1
+    timeout "$step_timeout" "$python" bench/run_vs_torch_cuda.py --build "$build" --cases resnet18_b1,resnet18_b64 \
+      --rounds 1 --seconds 0.5 --precisions "" || rc=1
+  else
+    "$build/tests/test_e2e" || rc=1
+    "$build/tests/test_ops" "[devices]" || rc=1
+    "$python" bench/run_vs_torch_cuda.py --build "$build" --cases resnet18_b1,resnet18_b64 --rounds 1 || rc=1
+  fi
   unset AMBER_CUDA_CONV_PLANS
   return $rc
 }
-step "AMBER_CUDA_CONV_PLANS=1: test_cuda x15, e2e, ops, ResNet-18 bench" conv_plans
+step "AMBER_CUDA_CONV_PLANS=1: test_cuda x$runs, e2e, ResNet-18 bench" conv_plans
 if [[ -n ${AMBER_GPU_EXTRA:-} ]]; then
   only=""
   step "AMBER_GPU_EXTRA" bash -c "$AMBER_GPU_EXTRA"
