@@ -4,8 +4,8 @@
 // e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
 // steady state that allocates nothing, device_memory's counts, an out-of-memory call that
 // fails alone (the next call works), weights that do not fit refused naming bytes, a bad
-// device index, replicas over every GPU present, and Precision::bf16 / f16 on LeNet and on
-// single layers of odd shapes.
+// device index, replicas over every GPU present, Precision::bf16 / f16 on LeNet and on
+// single layers of odd shapes, and convolutions on 16-bit tensors (models in 16 bits, eager).
 
 #include <cmath>
 #include <cstdlib>
@@ -350,6 +350,68 @@ TEST_CASE("cuda: 16-bit convolutions and linear layers on odd shapes", "[cuda][g
       if (l.expect == Layer::runs_16_bit) CHECK(ran_16_bit);
       if (l.expect == Layer::stays_f32) check_close(got, plain, "stays f32");
     }
+  }
+}
+
+// conv2d and fused_conv2d on 16-bit tensors (conv.cu's own 16-bit path). Loaded whole in bf16
+// and f16 (bf16-model, f16-model: cuDNN on the 16-bit tensors, its output rounded, then bias and
+// activation, rounded again) against the CPU's model in 16 bits within 2e-2 / 5e-3 of max |ref|:
+// an NCHW input (copied to channels-last as it enters), a channels-last one (the previous
+// layer's output), odd channels (cuDNN may keep those in f32, the kernel's other path), each
+// activation. And eager calls on bf16 / f16 CUDA tensors, weight and bias given per call (the
+// f32 path: widened, convolved in f32, rounded once) within one 16-bit step of the CPU's: 4-D
+// with bias, fused silu, an unbatched 3-D input. The harness was checked on sim:0.
+TEST_CASE("cuda: convolutions on 16-bit tensors", "[cuda][gpu]") {
+  if (skip("convolutions on 16-bit tensors")) return;
+  manual_seed(23);
+  const Tensor w3 = randn({5, 3, 3, 3}), b5 = randn({5}), w5 = randn({16, 5, 3, 3}), w8 = randn({16, 8, 3, 3}),
+               b16 = randn({16}), w16 = randn({8, 16, 1, 1}), b8 = randn({8});
+  const TraceFn odd = [&](const std::vector<Tensor>& in) {
+    const Tensor h = conv2d(in[0], w3, b5, {2}, {1});
+    return std::vector<Tensor>{fused_conv2d(h, w5, b16, {1}, {1}, {1}, 1, "silu")};
+  };
+  const TraceFn by_eight = [&](const std::vector<Tensor>& in) {
+    const Tensor h = fused_conv2d(in[0], w8, b16, {1}, {1}, {1}, 1, "clamp", 0.0, 6.0);
+    const Tensor g = fused_conv2d(h, w16, b8, {1}, {0}, {1}, 1, "hardswish");
+    return std::vector<Tensor>{conv2d(g, w8, {}, {1}, {2}, {2})};
+  };
+  const uint32_t flags = backend(Device::cuda(0)).flags;
+  for (const auto& [precision, flag, bound] : {std::tuple{Precision::bf16_model, AMBER_BACKEND_BF16, 2e-2},
+                                               std::tuple{Precision::f16_model, AMBER_BACKEND_F16, 5e-3}}) {
+    if (!(flags & flag)) {
+      std::printf("SKIPPED: %s: this GPU has no such tensor cores\n", precision_name(precision));
+      continue;
+    }
+    for (const auto& [what, fn, x] :
+         {std::tuple{"3 -> 5 -> 16 channels, stride 2, silu", odd, randn({2, 3, 17, 15})},
+          std::tuple{"8 -> 16 -> 8 -> 16 channels, clamp, hardswish, dilation 2", by_eight, randn({3, 8, 13, 11})}}) {
+      const std::vector<uint8_t> bytes = trace_function(fn, {x}, quiet()).save_to_bytes();
+      const Tensor want = load(bytes, {.precision = precision}).forward({x})[0];
+      const Tensor got =
+          load(bytes, {.device = Device::cuda(0), .precision = precision}).forward({x})[0].to(Device::cpu());
+      double ref_max = 0;
+      for (double v : want.to_vector<double>(SrcLoc::none())) ref_max = std::max(ref_max, std::fabs(v));
+      const test::Diff d = test::compare(got, want, bound * ref_max, 0);
+      std::printf("cuda %s: %s: max |diff| %.3g of max |ref| %.3g\n", precision_name(precision), what, d.max_abs,
+                  ref_max);
+      INFO(precision_name(precision) << ", " << what << ": " << d.message);
+      CHECK(d.ok);
+    }
+  }
+  for (const auto& [dtype, step] : {std::pair{DType::bf16, 0x1p-7}, std::pair{DType::f16, 0x1p-10}}) {
+    const Tensor x = randn({2, 8, 9, 10}).to(dtype), w = w8.to(dtype), b = b16.to(dtype),
+                 u = randn({8, 7, 6}).to(dtype);
+    const Device g = Device::cuda(0);
+    const auto same = [&](const Tensor& got, const Tensor& want, const char* what) {
+      const test::Diff d = test::compare(got.to(Device::cpu()).to(DType::f32), want.to(DType::f32), 1e-5, 1e-4 + step);
+      INFO(dtype << " eager, " << what << ": " << d.message);
+      CHECK(d.ok);
+      CHECK(got.dtype() == dtype);
+    };
+    same(conv2d(x.to(g), w.to(g), b.to(g), {1}, {1}), conv2d(x, w, b, {1}, {1}), "conv2d with bias");
+    same(fused_conv2d(x.to(g), w.to(g), b.to(g), {2}, {1}, {1}, 1, "silu"),
+         fused_conv2d(x, w, b, {2}, {1}, {1}, 1, "silu"), "fused_conv2d silu, stride 2");
+    same(conv2d(u.to(g), w.to(g), {}, {1}, {0}), conv2d(u, w, {}, {1}, {0}), "an unbatched input, no bias");
   }
 }
 

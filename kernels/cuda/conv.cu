@@ -4,11 +4,15 @@
 // under AMBER_PRECISION_TF32). Under AMBER_PRECISION_BF16 / F16 a convolution (not depthwise
 // or transposed) with immutable weights runs on tensor cores in 16 bits with f32 accumulation:
 // weights converted once at setup, the input as it enters, the 16-bit output widened to f32 in
-// the bias/activation pass. conv2d runs the backend-API plan timed fastest at setup when
-// asked (conv_plan.h; f32 only), else the legacy API's algorithm; fused_conv2d's bias (unless
-// the plan adds it) and activation are one pass over the channels-last output with the
-// pointwise ops' own formulas (pointwise_math.h). The step's state owns handle, descriptors,
-// plan and packed weights; calls share it under a mutex (a handle holds one stream at a time).
+// the bias/activation pass. conv2d and fused_conv2d also take bf16 and f16 tensors (a model in
+// 16 bits): under the matching precision on tensor cores in that type (cuDNN's output rounded,
+// then bias and activation in f32 and one more rounding, as the f32 kernel's 16-bit path and
+// PyTorch's CUDA convolutions do), else widened to f32 and rounded once at the end. conv2d runs
+// the backend-API plan timed fastest at setup when asked (conv_plan.h; f32 only), else the legacy
+// API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one pass over
+// the channels-last output with the pointwise ops' own formulas (pointwise_math.h). The step's
+// state owns handle, descriptors, plan and packed weights; calls share it under a mutex (a
+// handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -40,12 +44,15 @@ struct ConvState {
   void* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
   bool weights_packed = false;
   int32_t half = -1;               // kBF16 / kF16 when the product is 16-bit (packed holds that type), else -1
+  int32_t io = kF32;               // the input's and output's dtype (kBF16 / kF16: a model in 16 bits)
+  float* bias32 = nullptr;         // a 16-bit immutable bias widened to f32 (cudaMalloc'd), else NULL
   std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
   bool plan_bias = false;          // the plan adds the bias
   std::mutex launch;
   ~ConvState() {
     plan.reset();  // its descriptors refer to the handle: they go first
     if (packed) cudaFree(packed);
+    if (bias32) cudaFree(bias32);
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (b) cudnnDestroyTensorDescriptor(b);
@@ -91,6 +98,29 @@ amber_tensor_view nhwc_view(const amber_tensor_view& v, void* data) {
   nhwc_strides(d, s);
   const int lead = v.ndim == 4 ? 0 : 1;
   for (int i = lead; i < 4; ++i) o.strides[i - lead] = s[i];
+  return o;
+}
+
+// w's shape as dense [K, R, S, C] (KRSC) of dtype at data.
+amber_tensor_view krsc_view(const amber_tensor_view& w, void* data, int32_t dtype) {
+  amber_tensor_view o = w;
+  o.dtype = dtype;
+  o.data = data;
+  o.cache_id = 0;
+  o.strides[0] = w.sizes[2] * w.sizes[3] * w.sizes[1];
+  o.strides[1] = 1;
+  o.strides[2] = w.sizes[3] * w.sizes[1];
+  o.strides[3] = w.sizes[1];
+  return o;
+}
+
+// A dense 1-D f32 view of v's elements at data (a bias widened from 16 bits).
+amber_tensor_view dense_f32(const amber_tensor_view& v, void* data) {
+  amber_tensor_view o = v;
+  o.dtype = kF32;
+  o.data = data;
+  o.cache_id = 0;
+  o.strides[0] = 1;
   return o;
 }
 
@@ -343,21 +373,23 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   // 16-bit products (not depthwise: a few products per element loaded, as the CPU keeps them
   // f32): the weights converted into KRSC now. Where that is refused (f16 beyond its range) or
   // cuDNN has no algorithm for the shape in 16 bits, the convolution stays f32.
-  if (const int32_t half = Transposed || (groups > 1 && C == 1) ? -1 : half_product_type(a, w); half >= 0) {
+  // 16-bit tensors (a model in 16 bits) multiply in their own type under the matching
+  // precision when the weights are immutable; otherwise they are widened and the product is f32.
+  s->io = x.dtype;
+  const bool depthwise = groups > 1 && C == 1;
+  const bool own_type = (s->io == kBF16 && a->precision == AMBER_PRECISION_BF16) ||
+                        (s->io == kF16 && a->precision == AMBER_PRECISION_F16);
+  const int32_t wanted = Transposed || depthwise                 ? -1
+                         : s->io == kF32                         ? half_product_type(a, w)
+                         : own_type && w.cache_id != 0 && w.data ? s->io
+                                                                 : -1;
+  if (const int32_t half = wanted; half >= 0) {
     const size_t hbytes = size_t(K) * C * R * S * 2;
     if (cudaMalloc(&s->packed, hbytes) != cudaSuccess) {
       (void)cudaGetLastError();
       return fail(a, "%s: out of memory converting %zu bytes of weights to 16 bits", op, hbytes);
     }
-    amber_tensor_view krsc = w;
-    krsc.dtype = half;
-    krsc.data = s->packed;
-    krsc.cache_id = 0;
-    krsc.strides[0] = int64_t(R) * S * C;
-    krsc.strides[1] = 1;
-    krsc.strides[2] = int64_t(S) * C;
-    krsc.strides[3] = C;
-    const int rc = convert_weights(a, krsc, w);
+    const int rc = convert_weights(a, krsc_view(w, s->packed, half), w);
     if (rc > 0) return 1;
     if (rc == 0 && describe(half) == 0 && choose_algo(s.get(), true)) {
       s->half = half;
@@ -374,9 +406,29 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     const int oc = yd[1], bd[4] = {1, oc, 1, 1}, bs[4] = {oc * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
     CUDNN_TRY(cudnnSetTensorNdDescriptor(s->b, CUDNN_DATA_FLOAT, 4, bd, bs));
   }
+  // A 16-bit immutable bias widened to f32 now (the pass after the convolution adds in f32);
+  // a mutable one per call, into the workspace.
+  const bool bias16 = present(bias) && bias.dtype != kF32;
+  if (bias16 && bias.cache_id != 0 && bias.data) {
+    const size_t bbytes = size_t(numel(bias)) * sizeof(float);
+    if (cudaMalloc(&s->bias32, bbytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      s->bias32 = nullptr;
+      return fail(a, "%s: out of memory widening %zu bytes of bias", op, bbytes);
+    }
+    if (convert_weights(a, dense_f32(bias, s->bias32), bias) != 0) return 1;
+  }
   // Weights packed now when immutable; mutable ones are packed per call into the workspace.
   const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
-  if (s->half < 0 && w.cache_id != 0 && w.data) {
+  if (s->half < 0 && w.cache_id != 0 && w.data && w.dtype != kF32) {  // 16-bit weights, f32 products
+    if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      s->packed = nullptr;
+      return fail(a, "%s: out of memory packing %zu bytes of weights", op, wbytes);
+    }
+    if (convert_weights(a, krsc_view(w, s->packed, kF32), w) != 0) return 1;
+    s->weights_packed = true;
+  } else if (s->half < 0 && w.cache_id != 0 && w.data) {
     if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
       (void)cudaGetLastError();
       return fail(a, "%s: out of memory packing %zu bytes of weights", op, wbytes);
@@ -407,11 +459,20 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   // convolution's output in 16 bits, and the output in f32 when its layout is another. (Room
   // for both whatever their layouts made ResNet-18's first convolution at batch 64 ask for
   // about 244 MB, the largest scratch of its steps, which every call slot's arena holds.)
-  const size_t y_room = is_nhwc(y) ? 0 : padded(size_t(numel(y)) * sizeof(float));
-  if (s->half < 0)
-    s->workspace += (is_nhwc(x) ? 0 : padded(size_t(numel(x)) * sizeof(float))) + y_room;
+  // 16-bit tensors (conv_16): cuDNN's input (a channels-last copy, in f32 unless the product
+  // is 16-bit) and output (channels-last, in its type), the output's channels-last copy when its
+  // layout is another, a mutable bias in f32.
+  const size_t nx = size_t(numel(x)), ny = size_t(numel(y));
+  const size_t y_room = is_nhwc(y) ? 0 : padded(ny * sizeof(float));
+  if (s->io != kF32 && s->half >= 0)
+    s->workspace += (is_nhwc(x) ? 0 : padded(nx * 2)) + padded(ny * 2) + (is_nhwc(y) ? 0 : padded(ny * 2));
+  else if (s->io != kF32)
+    s->workspace += padded(nx * sizeof(float)) + padded(ny * sizeof(float)) + (is_nhwc(y) ? 0 : padded(ny * 2));
+  else if (s->half < 0)
+    s->workspace += (is_nhwc(x) ? 0 : padded(nx * sizeof(float))) + y_room;
   else
-    s->workspace += padded(size_t(numel(x)) * 2) + padded(size_t(numel(y)) * 2) + y_room;
+    s->workspace += padded(nx * 2) + padded(ny * 2) + y_room;
+  if (bias16 && !s->bias32) s->workspace += padded(size_t(numel(bias)) * sizeof(float));
   if (!s->weights_packed) s->workspace += padded(wbytes);
   *workspace_bytes = s->workspace;
   *state = s.release();
@@ -422,7 +483,8 @@ void destroy(void* state) { delete static_cast<ConvState*>(state); }
 
 // The pass after the convolution: fused_conv2d's bias (when the convolution did not add it;
 // NULL otherwise) and activation, and in 16 bits the widening to f32 (with conv2d's bias), over
-// n dense channels-last elements of src into y (in place when both are the f32 output):
+// n dense channels-last elements of src into y (in place when both are the f32 output; y of
+// type D: f32, or the 16-bit type of a model in 16 bits, rounded once):
 // y = act(src + bias[i % channels]), the one rounding where cudnnAddTensor and a separate pass
 // would make two. I indexes: 32-bit where n fits, since a 64-bit remainder costs tens of
 // instructions an element.
@@ -433,13 +495,13 @@ __device__ float apply_act(float v, Act act, float lo, float hi) {
          : act == Act::silu  ? pw::op::silu(v)
                              : pw::op::hardswish(v);
 }
-template <typename T, typename I>
-__global__ void finish(const T* src, float* y, I n, I channels, const float* bias, int64_t bias_stride, Act act,
-                       float lo, float hi) {
+template <typename T, typename I, typename D = float>
+__global__ void finish(const T* src, D* y, I n, I channels, const float* bias, int64_t bias_stride, Act act, float lo,
+                       float hi) {
   for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += I(gridDim.x) * I(blockDim.x)) {
     float v = float(widen(src[i]));
     if (bias) v += bias[int64_t(i % channels) * bias_stride];
-    y[i] = apply_act(v, act, lo, hi);
+    y[i] = cast_value<D>(apply_act(v, act, lo, hi));
   }
 }
 // The same four elements a thread (channels a multiple of four, src and y aligned for whole
@@ -465,20 +527,103 @@ __global__ void finish4(const T* src, float* y, uint32_t groups, uint32_t channe
     reinterpret_cast<float4*>(y)[g] = make_float4(v[0], v[1], v[2], v[3]);
   }
 }
-template <typename T>
+template <typename T, typename D = float>
 void launch_finish(const amber_kernel_args* a, const void* src, void* y, int64_t n, int64_t channels, const float* bias,
                    int64_t bias_stride, Act act, float lo, float hi) {
   const T* from = static_cast<const T*>(src);
-  float* to = static_cast<float*>(y);
-  const bool by_four = channels % 4 == 0 && n <= int64_t(UINT32_MAX) && aligned16(y) && aligned16(src);
-  if (by_four)  // n is a multiple of the channels, so of four
-    finish4<T><<<grid_for(n / 4), 256, 0, stream_of(a)>>>(from, to, uint32_t(n / 4), uint32_t(channels), bias,
-                                                          bias_stride, act, lo, hi);
-  else if (n <= int64_t(INT32_MAX))
-    finish<T, uint32_t><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, uint32_t(n), uint32_t(channels), bias,
-                                                               bias_stride, act, lo, hi);
+  D* to = static_cast<D*>(y);
+  const bool by_four =
+      std::is_same_v<D, float> && channels % 4 == 0 && n <= int64_t(UINT32_MAX) && aligned16(y) && aligned16(src);
+  if constexpr (std::is_same_v<D, float>)
+    if (by_four) {  // n is a multiple of the channels, so of four
+      finish4<T><<<grid_for(n / 4), 256, 0, stream_of(a)>>>(from, to, uint32_t(n / 4), uint32_t(channels), bias,
+                                                            bias_stride, act, lo, hi);
+      return;
+    }
+  if (n <= int64_t(INT32_MAX))
+    finish<T, uint32_t, D><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, uint32_t(n), uint32_t(channels), bias,
+                                                                  bias_stride, act, lo, hi);
   else
-    finish<T, int64_t><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, n, channels, bias, bias_stride, act, lo, hi);
+    finish<T, int64_t, D><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, n, channels, bias, bias_stride, act, lo, hi);
+}
+
+// fused_conv2d's activation and its bounds (Act::none for the other ops).
+template <Kind Op>
+Act activation_of(const amber_kernel_args* a, float& lo, float& hi) {
+  lo = hi = 0;
+  if constexpr (Op == kFused) {
+    namespace at = op_attrs::fused_conv2d;
+    const char* act = a->attrs[at::activation].str;
+    lo = float(a->attrs[at::min_val].f);
+    hi = float(a->attrs[at::max_val].f);
+    return std::strcmp(act, "clamp") == 0 ? Act::clamp : std::strcmp(act, "silu") == 0 ? Act::silu : Act::hardswish;
+  }
+  return Act::none;
+}
+
+// conv2d and fused_conv2d on 16-bit tensors of type T (s->io): cuDNN in T on tensor cores when
+// the product is 16-bit (s->half), else in f32 on widened copies; then bias and activation in
+// f32 and the output rounded to T in one pass (into y, or a channels-last copy of it). carve
+// gives the workspace from its end (cuDNN's own room stays at its start).
+template <Kind Op, typename T, typename Carve>
+int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, size_t& ws_bytes) {
+  const char* const op = attrs_of<Op>().name;
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
+  const int K = int(w.sizes[0]);
+  const bool half = s->half >= 0;
+  const int32_t ct = half ? s->io : kF32;  // what cuDNN reads and writes
+  const size_t item = half ? 2 : sizeof(float);
+  const void* wp = s->packed;
+  if (!s->weights_packed) {  // mutable weights (f32 products only): widened into KRSC here
+    void* dst = carve(size_t(numel(w)) * sizeof(float));
+    if (!dst) return fail(a, "%s: the workspace is too small", op);
+    if (copy_convert(a, krsc_view(w, dst, kF32), w) != 0) return 1;
+    wp = dst;
+  }
+  const float* b = nullptr;
+  int64_t bstride = 0;
+  if (present(bias)) {
+    b = s->bias32, bstride = 1;
+    if (!b && bias.dtype == kF32) {
+      b = static_cast<const float*>(bias.data), bstride = bias.strides[0];
+    } else if (!b) {  // a mutable 16-bit bias
+      void* dst = carve(size_t(numel(bias)) * sizeof(float));
+      if (!dst) return fail(a, "%s: the workspace is too small", op);
+      if (copy_convert(a, dense_f32(bias, dst), bias) != 0) return 1;
+      b = static_cast<const float*>(dst);
+    }
+  }
+  const void* xp = x.data;
+  if (!half || !is_nhwc(x)) {
+    void* dst = carve(size_t(numel(x)) * item);
+    if (!dst) return fail(a, "%s: the workspace is too small", op);
+    amber_tensor_view v = nhwc_view(x, dst);
+    v.dtype = ct;
+    if (copy_convert(a, v, x) != 0) return 1;
+    xp = dst;
+  }
+  void* out = carve(size_t(numel(y)) * item);  // cuDNN's output, channels-last
+  const bool y_direct = is_nhwc(y);
+  void* yp = y_direct ? y.data : carve(size_t(numel(y)) * 2);
+  if (!out || !yp) return fail(a, "%s: the workspace is too small", op);
+  {
+    const float one = 1.0f, zero = 0.0f;
+    std::lock_guard lock(s->launch);
+    CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
+    CUDNN_TRY(
+        cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero, s->y, out));
+  }
+  float lo, hi;
+  const Act which = activation_of<Op>(a, lo, hi);
+  if (half)
+    launch_finish<T, T>(a, out, yp, numel(y), K, b, bstride, which, lo, hi);
+  else
+    launch_finish<float, T>(a, out, yp, numel(y), K, b, bstride, which, lo, hi);
+  if (!y_direct) {
+    amber_tensor_view v = nhwc_view(y, yp);
+    if (copy_convert(a, y, v) != 0) return 1;
+  }
+  return launched(a, op);
 }
 
 template <Kind Op>
@@ -502,6 +647,10 @@ int conv(const amber_kernel_args* a) {
     ws_bytes -= room;
     return ws + ws_bytes;
   };
+  if constexpr (!Transposed) {  // registered for 16-bit tensors too
+    if (s->io == kBF16) return conv_16<Op, __nv_bfloat16>(a, s, take, ws, ws_bytes);
+    if (s->io == kF16) return conv_16<Op, __half>(a, s, take, ws, ws_bytes);
+  }
   const void* wp = s->packed;
   if (!s->weights_packed) {
     const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
@@ -555,15 +704,8 @@ int conv(const amber_kernel_args* a) {
       CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
   if (Op == kFused || out != yp) {
-    Act which = Act::none;
-    float lo = 0, hi = 0;
-    if constexpr (Op == kFused) {
-      namespace at = op_attrs::fused_conv2d;
-      const char* act = a->attrs[at::activation].str;
-      which = std::strcmp(act, "clamp") == 0 ? Act::clamp : std::strcmp(act, "silu") == 0 ? Act::silu : Act::hardswish;
-      lo = float(a->attrs[at::min_val].f);
-      hi = float(a->attrs[at::max_val].f);
-    }
+    float lo, hi;
+    const Act which = activation_of<Op>(a, lo, hi);
     const float* b = add_bias ? static_cast<const float*>(bias.data) : nullptr;
     const int64_t n = numel(y), bstride = add_bias ? bias.strides[0] : 0;
     if (s->half == kBF16)
@@ -578,8 +720,10 @@ int conv(const amber_kernel_args* a) {
 }
 
 AMBER_CUDA_KERNELS(conv) {
-  register_kernel("conv2d", kF32, amber_kernel{conv<kConv>, setup<kConv>, destroy, nullptr});
-  register_kernel("fused_conv2d", kF32, amber_kernel{conv<kFused>, setup<kFused>, destroy, nullptr});
+  for (const int32_t t : {kF32, kBF16, kF16}) {
+    register_kernel("conv2d", t, amber_kernel{conv<kConv>, setup<kConv>, destroy, nullptr});
+    register_kernel("fused_conv2d", t, amber_kernel{conv<kFused>, setup<kFused>, destroy, nullptr});
+  }
   register_kernel("conv_transpose2d", kF32, amber_kernel{conv<kTransposed>, setup<kTransposed>, destroy, nullptr});
 }
 

@@ -23,7 +23,9 @@ int32_t half_product_type(const amber_kernel_args* a, const amber_tensor_view& w
 }
 
 int convert_weights(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src) {
-  const char* const what = dst.dtype == kF16 ? "converting weights to f16" : "converting weights to bf16";
+  const char* const what = dst.dtype == kF16    ? "converting weights to f16"
+                           : dst.dtype == kBF16 ? "converting weights to bf16"
+                                                : "widening 16-bit weights to f32";
   cudaStream_t stream = nullptr;  // its own: the setup waits for nothing else
   cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return fail(a, "%s: a stream: %s", what, cudaGetErrorString(e));

@@ -14,8 +14,9 @@ namespace amber::cuda {
 // its weights w are immutable f32 (converted once, at setup); -1 (f32 products) otherwise.
 int32_t half_product_type(const amber_kernel_args* a, const amber_tensor_view& w);
 
-// At setup: dst (dtype kBF16 or kF16, dense in some dim order, as a packed layout is) = src's f32 values
-// rounded to nearest even, on a stream of the conversion's own that is waited for. Returns 0;
+// At setup: dst (dtype kBF16 or kF16, dense in some dim order, as a packed layout is) = src's values
+// rounded to nearest even (or dst kF32: a 16-bit src widened, exactly), on a stream of the
+// conversion's own that is waited for. Returns 0;
 // 1 with the args' error set on a CUDA failure; -1, with nothing reported, when dst is f16 and
 // a converted weight is not finite (src beyond f16's largest, 65504, or not finite itself).
 int convert_weights(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src);
