@@ -189,40 +189,43 @@ TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results ke
 // kernel), float masks broadcast over the batch dims and rows, causal with more and fewer
 // queries than keys, a head-split input as a transformer makes it (a transposed view), a bool
 // mask with a fully masked row (NaN on both devices), a NaN in one query (its row NaN), and
-// heads of 160 (the one-row-a-block kernel). The harness was checked on sim:0.
+// heads of 160 (the one-row-a-block kernel); each also in a model loaded in bf16 and f16, where
+// the kernels read and write 16-bit values and compute in f32. The harness was checked on sim:0.
 TEST_CASE("cuda: attention equals the CPU: key tiles, broadcast, masks, causal, special rows", "[cuda][gpu]") {
   if (skip("attention")) return;
-  auto check_sdpa = [&](const std::vector<Tensor>& qkvm, bool causal, const std::string& what) {
-    const bool masked = qkvm.size() == 4;
-    check_traced(
-        [&](const std::vector<Tensor>& in) {
-          return std::vector<Tensor>{
-              scaled_dot_product_attention(in[0], in[1], in[2], masked ? in[3] : Tensor(), 0.0, causal)};
+  for (Precision p : {Precision::f32, Precision::bf16_model, Precision::f16_model}) {
+    auto check_sdpa = [&](const std::vector<Tensor>& qkvm, bool causal, const std::string& what) {
+      const bool masked = qkvm.size() == 4;
+      check_traced(
+          [&](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{
+                scaled_dot_product_attention(in[0], in[1], in[2], masked ? in[3] : Tensor(), 0.0, causal)};
+          },
+          qkvm, what, p);
+    };
+    manual_seed(5);
+    check_sdpa({randn({2, 3, 37, 64}), randn({2, 3, 77, 64}), randn({2, 3, 77, 48})}, false, "E 64, 77 keys");
+    check_sdpa({randn({2, 4, 19, 64}), randn({2, 4, 40, 64}), randn({2, 4, 40, 64}), randn({19, 40})}, false,
+               "a float mask over the batch dims");
+    check_sdpa({randn({2, 4, 19, 64}), randn({2, 4, 40, 64}), randn({2, 4, 40, 64}), randn({2, 1, 1, 40})}, false,
+               "a float mask per batch entry, over the heads and rows");
+    check_sdpa({randn({1, 2, 45, 32}), randn({1, 2, 33, 32}), randn({1, 2, 33, 32})}, true, "causal, 45 queries");
+    check_sdpa({randn({1, 2, 20, 32}), randn({1, 2, 70, 32}), randn({1, 2, 70, 32})}, true, "causal, 20 queries");
+    check_traced(  // [B, T, H * E] split into heads inside the graph: [B, H, T, E] views with strides
+        [](const std::vector<Tensor>& in) {
+          const Tensor heads = in[0].reshape({2, 50, 4, 64}).transpose(1, 2);
+          return std::vector<Tensor>{scaled_dot_product_attention(heads, heads, heads, Tensor(), 0.0, false)};
         },
-        qkvm, what);
-  };
-  manual_seed(5);
-  check_sdpa({randn({2, 3, 37, 64}), randn({2, 3, 77, 64}), randn({2, 3, 77, 48})}, false, "E 64, 77 keys");
-  check_sdpa({randn({2, 4, 19, 64}), randn({2, 4, 40, 64}), randn({2, 4, 40, 64}), randn({19, 40})}, false,
-             "a float mask over the batch dims");
-  check_sdpa({randn({2, 4, 19, 64}), randn({2, 4, 40, 64}), randn({2, 4, 40, 64}), randn({2, 1, 1, 40})}, false,
-             "a float mask per batch entry, over the heads and rows");
-  check_sdpa({randn({1, 2, 45, 32}), randn({1, 2, 33, 32}), randn({1, 2, 33, 32})}, true, "causal, 45 queries");
-  check_sdpa({randn({1, 2, 20, 32}), randn({1, 2, 70, 32}), randn({1, 2, 70, 32})}, true, "causal, 20 queries");
-  check_traced(  // [B, T, H * E] split into heads inside the graph: [B, H, T, E] views with strides
-      [](const std::vector<Tensor>& in) {
-        const Tensor heads = in[0].reshape({2, 50, 4, 64}).transpose(1, 2);
-        return std::vector<Tensor>{scaled_dot_product_attention(heads, heads, heads, Tensor(), 0.0, false)};
-      },
-      {randn({2, 50, 4 * 64})}, "head-split views");
-  Tensor keep = gt(randn({2, 9, 40}), -0.5);
-  bool* kp = keep.data_ptr<bool>();
-  for (int64_t j = 0; j < 40; ++j) kp[3 * 40 + j] = false;  // row 3 of entry 0: every key masked
-  check_sdpa({randn({2, 9, 16}), randn({2, 40, 16}), randn({2, 40, 16}), keep}, false, "a fully masked row");
-  Tensor q = randn({1, 6, 16});
-  q.data_ptr<float>()[2 * 16 + 5] = std::nanf("");
-  check_sdpa({q, randn({1, 50, 16}), randn({1, 50, 16})}, false, "a NaN in query row 2");
-  check_sdpa({randn({2, 5, 160}), randn({2, 40, 160}), randn({2, 40, 160})}, false, "heads of 160");
+        {randn({2, 50, 4 * 64})}, "head-split views", p);
+    Tensor keep = gt(randn({2, 9, 40}), -0.5);
+    bool* kp = keep.data_ptr<bool>();
+    for (int64_t j = 0; j < 40; ++j) kp[3 * 40 + j] = false;  // row 3 of entry 0: every key masked
+    check_sdpa({randn({2, 9, 16}), randn({2, 40, 16}), randn({2, 40, 16}), keep}, false, "a fully masked row");
+    Tensor q = randn({1, 6, 16});
+    q.data_ptr<float>()[2 * 16 + 5] = std::nanf("");
+    check_sdpa({q, randn({1, 50, 16}), randn({1, 50, 16})}, false, "a NaN in query row 2");
+    check_sdpa({randn({2, 5, 160}), randn({2, 40, 160}), randn({2, 40, 160})}, false, "heads of 160");
+  }
 }
 
 // Matrix products on the GPU against the CPU where cuBLASLt's heuristic must respect the

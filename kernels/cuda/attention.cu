@@ -1,4 +1,6 @@
-// CUDA kernels for scaled_dot_product_attention in f32, fused kernels of Amber's own. Heads of
+// CUDA kernels for scaled_dot_product_attention, fused kernels of Amber's own, on f32, bf16 and f16
+// tensors (computing in f32 throughout, a 16-bit output rounded once, as the CPU's route through
+// its f32 kernel). Heads of
 // up to 128 (E and Ev): a block takes 8 query rows of one batch entry (two a warp) and walks the
 // keys in tiles of 32 staged in shared memory (one key a lane), with a running softmax: each
 // tile's scores (the mask or causal mask applied) raise the row's maximum, the row's sum and
@@ -23,13 +25,15 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int64_t kMaxKeys = (48 * 1024) / sizeof(float) - 2 * kThreads;
 
+template <typename T>
 struct View {
-  const float* data;
+  const T* data;
   int ndim;
   int64_t sizes[AMBER_MAX_DIMS], strides[AMBER_MAX_DIMS];
 };
-View view_of(const amber_tensor_view& v) {
-  View r{static_cast<const float*>(v.data), v.ndim, {}, {}};
+template <typename T>
+View<T> view_of(const amber_tensor_view& v) {
+  View<T> r{static_cast<const T*>(v.data), v.ndim, {}, {}};
   for (int d = 0; d < v.ndim; ++d) r.sizes[d] = v.sizes[d], r.strides[d] = v.strides[d];
   return r;
 }
@@ -41,7 +45,8 @@ struct Batch {
 
 // The offset of batch entry b in v, whose last two dims are matrices and whose batch dims
 // broadcast against bsizes (right-aligned; size-1 dims repeat).
-__device__ int64_t batch_offset(const View& v, const Batch& bt, int64_t b) {
+template <typename T>
+__device__ int64_t batch_offset(const View<T>& v, const Batch& bt, int64_t b) {
   int64_t off = 0;
   for (int d = bt.nb - 1; d >= 0; --d) {
     const int64_t i = b % bt.sizes[d];
@@ -54,7 +59,8 @@ __device__ int64_t batch_offset(const View& v, const Batch& bt, int64_t b) {
 
 // The mask of one batch entry (when there is one): its offset and its row and column strides
 // (0 where a dim of size 1 broadcasts); applied to the score of (row, key), a bool mask's false
-// gives -inf, a float mask adds.
+// gives -inf, a float mask (of the query's type T) adds.
+template <typename T>
 struct MaskAt {
   const void* data = nullptr;
   bool is_bool = false;
@@ -62,11 +68,13 @@ struct MaskAt {
   __device__ float apply(float x, int64_t row, int64_t key) const {
     if (!data) return x;
     const int64_t at = base + row * rs + key * cs;
-    return is_bool ? (static_cast<const bool*>(data)[at] ? x : -INFINITY) : x + static_cast<const float*>(data)[at];
+    return is_bool ? (static_cast<const bool*>(data)[at] ? x : -INFINITY)
+                   : x + float(widen(static_cast<const T*>(data)[at]));
   }
 };
-__device__ MaskAt mask_at(const View& mask, bool has_mask, bool bool_mask, const Batch& bt, int64_t b) {
-  MaskAt m;
+template <typename T>
+__device__ MaskAt<T> mask_at(const View<T>& mask, bool has_mask, bool bool_mask, const Batch& bt, int64_t b) {
+  MaskAt<T> m;
   if (!has_mask) return m;
   m.data = mask.data;
   m.is_bool = bool_mask;
@@ -76,22 +84,24 @@ __device__ MaskAt mask_at(const View& mask, bool has_mask, bool bool_mask, const
   return m;
 }
 
-__global__ void sdpa_kernel(View q, View k, View v, View mask, bool has_mask, bool bool_mask, bool causal, Batch bt,
-                            float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
+template <typename T>
+__global__ void sdpa_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
+                            Batch bt, T* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
   extern __shared__ float smem[];
   float* scores = smem;   // S
   float* red = smem + S;  // kThreads
   const int64_t b = blockIdx.x / L, row = blockIdx.x % L;
   const int r = q.ndim;
-  const float* qp = q.data + batch_offset(q, bt, b) + row * q.strides[r - 2];
-  const float* kp = k.data + batch_offset(k, bt, b);
-  const float* vp = v.data + batch_offset(v, bt, b);
-  const MaskAt mk = mask_at(mask, has_mask, bool_mask, bt, b);
+  const T* qp = q.data + batch_offset(q, bt, b) + row * q.strides[r - 2];
+  const T* kp = k.data + batch_offset(k, bt, b);
+  const T* vp = v.data + batch_offset(v, bt, b);
+  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
-    const float* kr = kp + j * k.strides[r - 2];
+    const T* kr = kp + j * k.strides[r - 2];
     float s = 0;
-    for (int64_t e = 0; e < E; ++e) s += qp[e * q.strides[r - 1]] * kr[e * k.strides[r - 1]];
+    for (int64_t e = 0; e < E; ++e)
+      s += float(widen(qp[e * q.strides[r - 1]])) * float(widen(kr[e * k.strides[r - 1]]));
     s = mk.apply(s * scale, row, j);
     if (causal && j > row) s = -INFINITY;
     scores[j] = s;
@@ -118,11 +128,11 @@ __global__ void sdpa_kernel(View q, View k, View v, View mask, bool has_mask, bo
     __syncthreads();
   }
   const float inv = 1.0f / red[0];
-  float* orow = out + (b * L + row) * Ev;
+  T* orow = out + (b * L + row) * Ev;
   for (int64_t e = threadIdx.x; e < Ev; e += blockDim.x) {
     float acc = 0;
-    for (int64_t j = 0; j < S; ++j) acc += scores[j] * vp[j * v.strides[r - 2] + e * v.strides[r - 1]];
-    orow[e] = S == 0 ? NAN : acc * inv;
+    for (int64_t j = 0; j < S; ++j) acc += scores[j] * float(widen(vp[j * v.strides[r - 2] + e * v.strides[r - 1]]));
+    orow[e] = cast_value<T>(S == 0 ? NAN : acc * inv);
   }
 }
 
@@ -149,9 +159,10 @@ size_t tiled_smem(int64_t E, int64_t Ev) {
   return size_t(kTileRows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    sdpa_tiled_kernel(View q, View k, View v, View mask, bool has_mask, bool bool_mask, bool causal, Batch bt,
-                      float* out, int64_t L, int64_t S, int E, int Ev, float scale, int64_t row_tiles) {
+    sdpa_tiled_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
+                      Batch bt, T* out, int64_t L, int64_t S, int E, int Ev, float scale, int64_t row_tiles) {
   extern __shared__ float smem[];
   const int ks = E | 1;
   float* qs = smem;                 // kTileRows x E
@@ -159,15 +170,15 @@ __global__ void __launch_bounds__(kThreads)
   float* vt = kt + kTileKeys * ks;  // kTileKeys x Ev
   const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kTileRows;
   const int r = q.ndim, tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const float* qp = q.data + batch_offset(q, bt, b);
-  const float* kp = k.data + batch_offset(k, bt, b);
-  const float* vp = v.data + batch_offset(v, bt, b);
+  const T* qp = q.data + batch_offset(q, bt, b);
+  const T* kp = k.data + batch_offset(k, bt, b);
+  const T* vp = v.data + batch_offset(v, bt, b);
   const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
                 vrs = v.strides[r - 2], vcs = v.strides[r - 1];
-  const MaskAt mk = mask_at(mask, has_mask, bool_mask, bt, b);
+  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
   for (int i = tid; i < kTileRows * E; i += kThreads) {  // rows past L: zeros, never stored
     const int64_t row = row0 + i / E;
-    qs[i] = row < L ? qp[row * qrs + (i % E) * qcs] : 0.0f;
+    qs[i] = row < L ? float(widen(qp[row * qrs + (i % E) * qcs])) : 0.0f;
   }
   // Row rr of this warp is query row row0 + warp * kRowsPerWarp + rr; its running maximum m,
   // sum l and output acc (element lane + 32 t).
@@ -184,11 +195,11 @@ __global__ void __launch_bounds__(kThreads)
     const int keys = int(S - j0 < kTileKeys ? S - j0 : kTileKeys);
     for (int i = tid; i < kTileKeys * E; i += kThreads) {
       const int j = i / E, e = i % E;
-      kt[j * ks + e] = j < keys ? kp[(j0 + j) * krs + e * kcs] : 0.0f;
+      kt[j * ks + e] = j < keys ? float(widen(kp[(j0 + j) * krs + e * kcs])) : 0.0f;
     }
     for (int i = tid; i < kTileKeys * Ev; i += kThreads) {
       const int j = i / Ev, e = i % Ev;
-      vt[i] = j < keys ? vp[(j0 + j) * vrs + e * vcs] : 0.0f;
+      vt[i] = j < keys ? float(widen(vp[(j0 + j) * vrs + e * vcs])) : 0.0f;
     }
     __syncthreads();
     // This lane's key against the warp's rows.
@@ -244,16 +255,17 @@ __global__ void __launch_bounds__(kThreads)
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t row = row0 + warp * kRowsPerWarp + rr;
     if (row >= L) continue;
-    float* orow = out + (b * L + row) * Ev;
+    T* orow = out + (b * L + row) * Ev;
 #pragma unroll
     for (int t = 0; t < kHeadSlices; ++t) {
       const int e = lane + 32 * t;
-      if (e < Ev) orow[e] = acc[rr][t] / l[rr];  // no keys: 0 / 0 = NaN
+      if (e < Ev) orow[e] = cast_value<T>(acc[rr][t] / l[rr]);  // no keys: 0 / 0 = NaN
     }
   }
 }
 
-// scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal)
+// scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal) on T tensors.
+template <typename T>
 int sdpa(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
   const amber_tensor_view& out = a->outputs[0];
@@ -272,9 +284,9 @@ int sdpa(const amber_kernel_args* a) {
     if (batches * row_tiles > int64_t(INT32_MAX))
       return fail(a, "scaled_dot_product_attention: %lld blocks of query rows is more than a launch takes",
                   (long long)(batches * row_tiles));
-    sdpa_tiled_kernel<<<unsigned(batches * row_tiles), kThreads, tiled_smem(E, Ev), stream_of(a)>>>(
-        view_of(q), view_of(k), view_of(v), has_mask ? view_of(mask) : View{}, has_mask,
-        has_mask && mask.dtype == kBool, causal, bt, static_cast<float*>(out.data), L, S, int(E), int(Ev), scale,
+    sdpa_tiled_kernel<T><<<unsigned(batches * row_tiles), kThreads, tiled_smem(E, Ev), stream_of(a)>>>(
+        view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,
+        has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), L, S, int(E), int(Ev), scale,
         row_tiles);
     return launched(a, "scaled_dot_product_attention");
   }
@@ -285,13 +297,17 @@ int sdpa(const amber_kernel_args* a) {
                 (long long)S, kMaxHead, (long long)E, (long long)Ev, (long long)kMaxKeys);
   DeviceScope scope(a->device);
   const size_t smem = size_t(S + kThreads) * sizeof(float);
-  sdpa_kernel<<<unsigned(batches * L), kThreads, smem, stream_of(a)>>>(
-      view_of(q), view_of(k), view_of(v), has_mask ? view_of(mask) : View{}, has_mask, has_mask && mask.dtype == kBool,
-      causal, bt, static_cast<float*>(out.data), L, S, E, Ev, scale);
+  sdpa_kernel<T><<<unsigned(batches * L), kThreads, smem, stream_of(a)>>>(
+      view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,
+      has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), L, S, E, Ev, scale);
   return launched(a, "scaled_dot_product_attention");
 }
 
-AMBER_CUDA_KERNELS(attention) { register_kernel("scaled_dot_product_attention", kF32, &sdpa); }
+AMBER_CUDA_KERNELS(attention) {
+  register_kernel("scaled_dot_product_attention", kF32, &sdpa<float>);
+  register_kernel("scaled_dot_product_attention", kBF16, &sdpa<__nv_bfloat16>);
+  register_kernel("scaled_dot_product_attention", kF16, &sdpa<__half>);
+}
 
 }  // namespace
 }  // namespace amber::cuda
