@@ -44,6 +44,10 @@ void fuse_gelu(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
+// fuse_pointwise, and each lone f32 pointwise node a one-node `fused` node too (half_model:
+// `fused` reads and writes 16-bit values itself on every device, where a lone op's kernel would
+// run in f32 between conversions).
+void fuse_pointwise_all(Graph& g);
 // conv2d whose output only an activation reads (relu, relu6, hardtanh or clamp with bounds
 // in order, silu, hardswish, or a one-input fused program spelling one) becomes fused_conv2d.
 void fuse_conv_activation(Graph& g);
@@ -61,7 +65,9 @@ void materialize_casts(Graph& g);
 // in f32 computed and stored in it, each node's types from the op table's inference. Explicit
 // `to` nodes stay as written; a node that cannot take it (control flow, an op not listing it)
 // runs in f32 between conversions; under f16 a weight with a finite value beyond f16's range
-// stays f32 (its readers compute in f32). Needs the graph's constants' data.
+// stays f32 (its readers compute in f32). Lone f32 pointwise nodes become one-node `fused`
+// programs first (fuse_pointwise_all): the same arithmetic, rounded once. Needs the graph's
+// constants' data.
 void half_model(Graph& g, DType half);
 
 // The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention,

@@ -752,9 +752,9 @@ TEST_CASE("type promotion becomes explicit `to` nodes", "[graph][passes]") {
 
 TEST_CASE("the whole model in bf16: weights rounded, values stored in 16 bits, signature unchanged",
           "[graph][passes]") {
-  // linear and fused take bf16; the explicit conversion to f32 stays, so add promotes to f32
-  // and its result is stored in bf16 again; argmax's i64 output keeps its type; outputs leave in
-  // f32.
+  // linear and fused take bf16; the lone add becomes a one-node fused program first; the
+  // explicit conversion to f32 stays, so that program's inputs are mixed, it gives f32, and its
+  // result is stored in bf16 again; argmax's i64 output keeps its type; outputs leave in f32.
   check_pass(R"TXT(
     graph(%x : f32[N, 3]) {
       const %w : f32[2, 3] = [1.0, -2.5, 0.1, 0.3, 2.0, -1.0]
@@ -771,16 +771,16 @@ TEST_CASE("the whole model in bf16: weights rounded, values stored in 16 bits, s
     graph(%x : f32[N, 3]) {
       const %w : bf16[2, 3] = [1.0, -2.5, 0.10009765625, 0.30078125, 2.0, -1.0]
       const %b : bf16[2] = [0.5, -0.5]
-      %6 : bf16[N, 3] = to(%x, dtype=bf16)
-      %1 : bf16[N, 2] = linear(%6, %w, %b)
+      %7 : bf16[N, 3] = to(%x, dtype=bf16)
+      %1 : bf16[N, 2] = linear(%7, %w, %b)
       %2 : bf16[N, 2] = fused([%1], program="relu(i0)")
       %3 : f32[N, 2] = to(%2, dtype=f32)
-      %4 : f32[N, 2] = add(%2, %3, alpha=1)
-      %7 : bf16[N, 2] = to(%4, dtype=bf16)
-      %5 : i64[N] = argmax(%7, dim=1, keepdim=false)
-      %8 : f32[N, 2] = to(%7, dtype=f32)
-      %9 : f32[N, 2] = to(%2, dtype=f32)
-      return (y = %8, i = %5, z = %9)
+      %6 : f32[N, 2] = fused([%2, %3], program="add(i0, i1)")
+      %8 : bf16[N, 2] = to(%6, dtype=bf16)
+      %5 : i64[N] = argmax(%8, dim=1, keepdim=false)
+      %9 : f32[N, 2] = to(%8, dtype=f32)
+      %10 : f32[N, 2] = to(%2, dtype=f32)
+      return (y = %9, i = %5, z = %10)
     }
   )TXT",
              {tensor({0.1f, 0.2f, 0.3f, -1.f, 2.f, 0.5f}).reshape({2, 3})}, 2e-2);

@@ -130,9 +130,8 @@ bool fusible(const Node& n) {
   return translate(n, dummy, probe);
 }
 
-}  // namespace
-
-void fuse_pointwise(Graph& g) {
+// Groups of at least min_nodes nodes become `fused` nodes.
+void fuse_groups(Graph& g, size_t min_nodes) {
   std::set<const Value*> graph_outputs;
   for (const auto& [name, v] : g.outputs()) graph_outputs.insert(v);
   std::vector<Node*> nodes = g.nodes();
@@ -184,7 +183,7 @@ void fuse_pointwise(Graph& g) {
 
   const OpSchema& fused_op = op_schema("fused");
   for (std::vector<Node*>& members : groups) {
-    if (members.size() < 2) continue;
+    if (members.size() < min_nodes) continue;
     std::sort(members.begin(), members.end(), [&](const Node* a, const Node* b) { return order[a] < order[b]; });
     const std::vector<Value*> ext = external_inputs(members);
     std::map<const Value*, FusedOperand> operand;
@@ -213,5 +212,10 @@ void fuse_pointwise(Graph& g) {
     for (auto it = members.rbegin(); it != members.rend(); ++it) g.remove_node(*it);
   }
 }
+
+}  // namespace
+
+void fuse_pointwise(Graph& g) { fuse_groups(g, 2); }
+void fuse_pointwise_all(Graph& g) { fuse_groups(g, 1); }
 
 }  // namespace amber::graph

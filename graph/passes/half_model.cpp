@@ -3,7 +3,8 @@
 // computed in f32 computed in the 16-bit dtype instead, node by node in order, with the op
 // table's inference giving each node's new types. Nodes that cannot take the 16-bit dtype
 // (control flow, ops that do not list it, readers of an f32 weight kept because f16 cannot hold
-// it) run in f32 between conversions.
+// it) run in f32 between conversions. Lone pointwise nodes become one-node `fused` programs
+// first, which read and write 16-bit values themselves on every device.
 
 #include "amber/graph/passes.h"
 
@@ -143,6 +144,7 @@ class Converter {
 
 void half_model(Graph& g, DType half) {
   AMBER_CHECK(dtypes::half.contains(half), "half_model: expected f16 or bf16, got ", half);
+  fuse_pointwise_all(g);  // a lone pointwise op as a `fused` node: 16-bit values in and out
   Converter(g, half).run();
 }
 
