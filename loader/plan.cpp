@@ -303,7 +303,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
       input_bytes_.push_back(extent_bytes(values_[i].view));
       bytes += align_up(input_bytes_.back());
     }
-  // Kernel scratch starts 256 bytes in from the arena's start (core/backend.h's promise).
+  // Kernel scratch starts a multiple of 256 bytes into the arena (core/backend.h's promise).
   bytes = (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
   scratch_offset_ = bytes;
   // Staging through page-locked memory saves a call its separate copy (one graph launch does

@@ -367,8 +367,8 @@ bool open_call(Opened& open, const amber_tensor_view* views, int n, void* worksp
       error = "sim:" + std::to_string(device) + ": " + label + ": the workspace is not memory of this device";
       return false;
     }
-    // The ABI's promise (core/backend.h): a workspace starts 256 bytes into an allocation at
-    // a multiple of 256, as cuBLASLt and cuDNN expect of theirs.
+    // The ABI's promise (core/backend.h): a workspace starts a multiple of 256 bytes into its
+    // allocation, as cuBLASLt and cuDNN expect of theirs.
     if ((static_cast<char*>(workspace) - a->base) % 256 != 0) {
       error = "sim:" + std::to_string(device) + ": " + label + ": the workspace starts " +
               std::to_string(static_cast<char*>(workspace) - a->base) +
