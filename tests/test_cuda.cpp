@@ -401,7 +401,9 @@ TEST_CASE("cuda: convolutions on 16-bit tensors", "[cuda][gpu]") {
       CHECK(d.ok);
     }
   }
-  for (const auto& [dtype, step] : {std::pair{DType::bf16, 0x1p-7}, std::pair{DType::f16, 0x1p-10}}) {
+  for (const auto& dtype_step : {std::pair{DType::bf16, 0x1p-7}, std::pair{DType::f16, 0x1p-10}}) {
+    const DType dtype = dtype_step.first;  // (clang 14's lambdas cannot capture structured bindings)
+    const double step = dtype_step.second;
     const Tensor x = randn({2, 8, 9, 10}).to(dtype), w = w8.to(dtype), b = b16.to(dtype),
                  u = randn({8, 7, 6}).to(dtype);
     const Device g = Device::cuda(0);
