@@ -183,12 +183,12 @@ fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
 # Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
 # node's time includes its launch): the cases furthest from their targets, on the benchmark's
-# archives (written by the step above).
+# archives (written by the step above); each convolution's cuDNN choice printed at load.
 profile_cuda() {
   local rc=0 iters=$((short ? 50 : 200))
   for c in transformer_b8:f32 resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
-    "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda --profile --seconds 2 \
-      --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
+    AMBER_CUDA_CONV_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
+      --profile --seconds 2 --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
     head -32 /tmp/amber-profile.txt
   done
   return $rc

@@ -17,6 +17,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -41,6 +42,7 @@ struct ConvState {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // conv_transpose2d's
   size_t workspace = 0;
+  float algo_ms = -1;      // the legacy algorithm's time in cudnnFind at setup (-1: not timed)
   void* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
   bool weights_packed = false;
   int32_t half = -1;               // kBF16 / kF16 when the product is 16-bit (packed holds that type), else -1
@@ -205,6 +207,26 @@ bool conv_plans_asked() {
   return v && std::strcmp(v, "1") == 0;
 }
 
+// AMBER_CUDA_CONV_LOG=1: each convolution's choice printed to stderr at setup (shapes, the
+// type it multiplies in, cuDNN's legacy algorithm and its time in cudnnFind, the plan's engine),
+// for a GPU session's diagnostics (scripts/gpu_check.sh's profile).
+void log_choice(const char* op, const ConvState& s, const int xd[4], const int w[4], const int yd[4], bool tf32,
+                bool transposed) {
+  const char* v = std::getenv("AMBER_CUDA_CONV_LOG");
+  if (!v || std::strcmp(v, "1") != 0) return;
+  const char* type = s.half == kBF16 ? "bf16" : s.half == kF16 ? "f16" : tf32 ? "tf32" : "f32";
+  std::fprintf(stderr,
+               "amber cuda: %s x [%d, %d, %d, %d] w [%d, %d, %d, %d] y [%d, %d, %d, %d] in %s: cuDNN %s algo %d, "
+               "%.1f us in cudnnFind, workspace %zu B",
+               op, xd[0], xd[1], xd[2], xd[3], w[0], w[1], w[2], w[3], yd[0], yd[1], yd[2], yd[3], type,
+               transposed ? "backward-data" : "forward", transposed ? int(s.data_algo) : int(s.algo),
+               double(s.algo_ms) * 1000.0, s.workspace);
+  if (s.plan)
+    std::fprintf(stderr, "; plan: engine %lld, %.1f us%s", static_cast<long long>(s.plan->engine()),
+                 double(s.plan->microseconds()), s.plan_bias ? ", bias fused" : "");
+  std::fprintf(stderr, "\n");
+}
+
 // Builds the backend-API plan for the step (ConvState::plan) when the weights are packed
 // (immutable) and scratch input and output buffers can be had to time the engines on; the
 // bias is fused when it is immutable, dense and aligned. Leaves no plan (and no error) when
@@ -256,8 +278,8 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
 
 // Picks cuDNN's fastest algorithm from its timed list (find), or failing that from its heuristic
 // ranking (rank): the first with FMA math (any math with tf32) whose workspace (workspace_of)
-// can be sized; keep records it. Timing runs every algorithm on this shape once, as PyTorch's
-// cudnn.benchmark.
+// can be sized; keep records it (with its timed milliseconds, -1 for a heuristic pick). Timing
+// runs every algorithm on this shape once, as PyTorch's cudnn.benchmark.
 template <typename Perf, int Count, typename Find, typename Rank, typename WorkspaceOf, typename Keep>
 bool choose_fastest(bool tf32, Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
   Perf perf[Count];
@@ -266,19 +288,20 @@ bool choose_fastest(bool tf32, Find find, Rank rank, WorkspaceOf workspace_of, K
     (void)cudaGetLastError();
     found = 0;
   }
-  bool chosen = false;
+  bool chosen = false, timed = true;
   auto choose = [&](bool fma_only) {
     for (int i = 0; i < found && !chosen; ++i) {
       size_t bytes = 0;
       if (perf[i].status != CUDNN_STATUS_SUCCESS || (fma_only && perf[i].mathType != CUDNN_FMA_MATH) ||
           workspace_of(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
         continue;
-      keep(perf[i].algo, padded(bytes));
+      keep(perf[i].algo, padded(bytes), timed ? perf[i].time : -1.0f);
       chosen = true;
     }
   };
   choose(!tf32);
   if (!chosen && rank(perf, &found) == CUDNN_STATUS_SUCCESS) {
+    timed = false;
     choose(!tf32);
     choose(false);
   }
@@ -302,7 +325,9 @@ bool choose_algo(ConvState* s, bool tf32) {
       [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
         return cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->w, s->conv, s->y, algo, bytes);
       },
-      [&](cudnnConvolutionFwdAlgo_t algo, size_t bytes) { s->algo = algo, s->workspace = bytes; });
+      [&](cudnnConvolutionFwdAlgo_t algo, size_t bytes, float ms) {
+        s->algo = algo, s->workspace = bytes, s->algo_ms = ms;
+      });
 }
 
 // conv_transpose2d's algorithm (s->data_algo, s->workspace): cuDNN's backward-data convolution
@@ -322,7 +347,9 @@ bool choose_data_algo(ConvState* s, bool tf32) {
       [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(s->handle, s->w, s->x, s->conv, s->y, algo, bytes);
       },
-      [&](cudnnConvolutionBwdDataAlgo_t algo, size_t bytes) { s->data_algo = algo, s->workspace = bytes; });
+      [&](cudnnConvolutionBwdDataAlgo_t algo, size_t bytes, float ms) {
+        s->data_algo = algo, s->workspace = bytes, s->algo_ms = ms;
+      });
 }
 
 template <Kind Op>
@@ -453,6 +480,8 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                 "groups %d, output [%d, %d, %d, %d]",
                 op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
+  const int wd[4] = {K, C, R, S};
+  log_choice(op, *s, xd, wd, yd, tf32, Transposed);  // cuDNN's workspace, before the copies' room
   // Room for the input and the output to be copied to channels-last when they come in
   // another layout (a step's calls have its setup's strides: core/backend.h; a call that
   // broke that would fail on the room, not compute wrongly); in 16 bits, for the input and the
