@@ -34,6 +34,15 @@
 namespace amber::cuda {
 namespace {
 
+// The backend-API plans are opt-in (AMBER_CUDA_CONV_PLANS=1) until a crash seen with them is
+// gone: test_cuda's 8-threads-on-one-model case segfaults in cudnnSetStream (in cuEventRecord)
+// in 7 of 25 runs on an H100, 1 of 15 and 4 of 40 on an H200, never without them; README's GPU
+// section. On the H200 they took ResNet-18 in f32 from 1.45 to 1.20 ms at batch 1.
+bool conv_plans_asked() {
+  const char* v = std::getenv("AMBER_CUDA_CONV_PLANS");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 struct ConvState {
   cudnnHandle_t handle = nullptr;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
@@ -47,6 +56,7 @@ struct ConvState {
   bool weights_packed = false;
   int32_t half = -1;               // kBF16 / kF16 when the product is 16-bit (packed holds that type), else -1
   int32_t io = kF32;               // the input's and output's dtype (kBF16 / kF16: a model in 16 bits)
+  int cpad = 0;                    // 16-bit products: input channels zero-padded to this (0: none)
   float* bias32 = nullptr;         // a 16-bit immutable bias widened to f32 (cudaMalloc'd), else NULL
   std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
   bool plan_bias = false;          // the plan adds the bias
@@ -90,30 +100,48 @@ bool is_nhwc(const amber_tensor_view& v) {
   return true;
 }
 
-// The same shape as v, dense channels-last at data.
-amber_tensor_view nhwc_view(const amber_tensor_view& v, void* data) {
+// The same shape as v, dense channels-last at data; with channels, each pixel's channels
+// spaced as that many (the rest of them padding).
+amber_tensor_view nhwc_view(const amber_tensor_view& v, void* data, int channels = 0) {
   amber_tensor_view o = v;
   o.data = data;
   o.cache_id = 0;
   int d[4], s[4];
   nchw_of(v, d);
+  if (channels) d[1] = channels;
   nhwc_strides(d, s);
   const int lead = v.ndim == 4 ? 0 : 1;
   for (int i = lead; i < 4; ++i) o.strides[i - lead] = s[i];
   return o;
 }
 
-// w's shape as dense [K, R, S, C] (KRSC) of dtype at data.
-amber_tensor_view krsc_view(const amber_tensor_view& w, void* data, int32_t dtype) {
+// w's shape as dense [K, R, S, C] (KRSC) of dtype at data; with channels, C spaced as that
+// many (the rest of them padding).
+amber_tensor_view krsc_view(const amber_tensor_view& w, void* data, int32_t dtype, int64_t channels = 0) {
   amber_tensor_view o = w;
   o.dtype = dtype;
   o.data = data;
   o.cache_id = 0;
-  o.strides[0] = w.sizes[2] * w.sizes[3] * w.sizes[1];
+  const int64_t c = channels ? channels : w.sizes[1];
+  o.strides[0] = w.sizes[2] * w.sizes[3] * c;
   o.strides[1] = 1;
-  o.strides[2] = w.sizes[3] * w.sizes[1];
-  o.strides[3] = w.sizes[1];
+  o.strides[2] = w.sizes[3] * c;
+  o.strides[3] = c;
   return o;
+}
+
+// The input copied into dense channels-last at dst in dtype, its channels padded to s->cpad
+// with zeros when set (the padding written on every call: the workspace is shared).
+int input_copy(const amber_kernel_args* a, const ConvState* s, void* dst, int32_t dtype) {
+  const amber_tensor_view& x = a->inputs[0];
+  amber_tensor_view v = nhwc_view(x, dst, s->cpad);
+  v.dtype = dtype;
+  if (s->cpad) {
+    const size_t bytes = size_t(numel(x) / x.sizes[x.ndim - 3]) * size_t(s->cpad) * itemsize(dtype);
+    if (cudaMemsetAsync(dst, 0, bytes, stream_of(a)) != cudaSuccess)
+      return launched(a, "a convolution's input: zeroing its padded channels");
+  }
+  return copy_convert(a, v, x);
 }
 
 // A dense 1-D f32 view of v's elements at data (a bias widened from 16 bits).
@@ -197,14 +225,6 @@ float time_bias_add(ConvState* s, const amber_tensor_view& bias, void* y, cudaSt
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
   return best;
-}
-
-// The backend-API plans are opt-in (AMBER_CUDA_CONV_PLANS=1) until a crash seen with them is
-// explained: on an H100, test_cuda's 8-threads-on-one-model case segfaulted in 7 of 25 runs
-// with them on and in none of 15 without; README's GPU section.
-bool conv_plans_asked() {
-  const char* v = std::getenv("AMBER_CUDA_CONV_PLANS");
-  return v && std::strcmp(v, "1") == 0;
 }
 
 // AMBER_CUDA_CONV_LOG=1: each convolution's choice printed to stderr at setup (shapes, the
@@ -385,11 +405,13 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   // FMA math unless the model was loaded with Precision::tf32 (tensor cores on TF32 inputs, as
   // PyTorch's torch.backends.cudnn.allow_tf32); 16-bit data on tensor cores, f32 accumulation.
   const bool tf32 = a->precision == AMBER_PRECISION_TF32;
-  auto describe = [&](int32_t half) -> int {
+  auto describe = [&](int32_t half, int cin) -> int {
     const cudnnDataType_t io = half == kBF16 ? CUDNN_DATA_BFLOAT16 : half == kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    CUDNN_TRY(cudnnSetTensorNdDescriptor(s->x, io, 4, xd, xs));
+    int xdc[4] = {xd[0], cin == C ? xd[1] : cin, xd[2], xd[3]}, xsc[4];
+    nhwc_strides(xdc, xsc);
+    CUDNN_TRY(cudnnSetTensorNdDescriptor(s->x, io, 4, xdc, xsc));
     CUDNN_TRY(cudnnSetTensorNdDescriptor(s->y, io, 4, yd, ys));
-    CUDNN_TRY(cudnnSetFilter4dDescriptor(s->w, io, CUDNN_TENSOR_NHWC, K, C, R, S));
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(s->w, io, CUDNN_TENSOR_NHWC, K, cin, R, S));
     CUDNN_TRY(cudnnSetConvolution2dDescriptor(s->conv, pair(a, at.padding, 0), pair(a, at.padding, 1),
                                               pair(a, at.stride, 0), pair(a, at.stride, 1), pair(a, at.dilation, 0),
                                               pair(a, at.dilation, 1), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -410,24 +432,32 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                          : s->io == kF32                         ? half_product_type(a, w)
                          : own_type && w.cache_id != 0 && w.data ? s->io
                                                                  : -1;
+  // Input channels not a multiple of 8 (an image's 3) leave cuDNN no tensor-core algorithm in
+  // 16 bits: its fallback took ResNet-18's first convolution 1.04 ms of the 7.4 at batch 64 on an
+  // H200. They are padded with zeros to the next multiple (weights now, the input's copy at each
+  // call): the same sums, every added product zero.
+  const int cin = groups == 1 && C % 8 != 0 ? (C + 7) / 8 * 8 : C;
   if (const int32_t half = wanted; half >= 0) {
-    const size_t hbytes = size_t(K) * C * R * S * 2;
+    const size_t hbytes = size_t(K) * cin * R * S * 2;
     if (cudaMalloc(&s->packed, hbytes) != cudaSuccess) {
       (void)cudaGetLastError();
       return fail(a, "%s: out of memory converting %zu bytes of weights to 16 bits", op, hbytes);
     }
-    const int rc = convert_weights(a, krsc_view(w, s->packed, half), w);
+    if (cin != C && (cudaMemset(s->packed, 0, hbytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess))
+      return launched(a, "a convolution's weights: zeroing their padded channels");
+    const int rc = convert_weights(a, krsc_view(w, s->packed, half, cin), w);
     if (rc > 0) return 1;
-    if (rc == 0 && describe(half) == 0 && choose_algo(s.get(), true)) {
+    if (rc == 0 && describe(half, cin) == 0 && choose_algo(s.get(), true)) {
       s->half = half;
       s->weights_packed = true;
+      if (cin != C) s->cpad = cin;
     } else {
       cudaFree(s->packed);
       s->packed = nullptr;
       (void)cudaGetLastError();
     }
   }
-  if (s->half < 0 && describe(-1) != 0) return 1;
+  if (s->half < 0 && describe(-1, C) != 0) return 1;
   if (present(bias)) {
     CUDNN_TRY(cudnnCreateTensorDescriptor(&s->b));
     const int oc = yd[1], bd[4] = {1, oc, 1, 1}, bs[4] = {oc * int(bias.strides[0]), int(bias.strides[0]), 1, 1};
@@ -469,6 +499,10 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
         w.strides[2], w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
     if (!Transposed && e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, at, xd, yd, packing);
+    // Timing the plans set the handle's stream to `packing`: the legacy stream again before that
+    // one goes, so the handle never holds a destroyed stream (cudnnSetStream touches the one it
+    // replaces).
+    if (cudnnSetStream(s->handle, nullptr) != CUDNN_STATUS_SUCCESS && e == cudaSuccess) e = cudaErrorUnknown;
     (void)cudaStreamDestroy(packing);
     if (e != cudaSuccess)
       return launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights");
@@ -491,16 +525,19 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   // 16-bit tensors (conv_16): cuDNN's input (a channels-last copy, in f32 unless the product
   // is 16-bit) and output (channels-last, in its type), the output's channels-last copy when its
   // layout is another, a mutable bias in f32.
+  // A padded input is always copied, at its padded size.
   const size_t nx = size_t(numel(x)), ny = size_t(numel(y));
   const size_t y_room = is_nhwc(y) ? 0 : padded(ny * sizeof(float));
+  const size_t nx_copy = s->cpad ? nx / size_t(C) * size_t(s->cpad) : nx;
   if (s->io != kF32 && s->half >= 0)
-    s->workspace += (is_nhwc(x) ? 0 : padded(nx * 2)) + padded(ny * 2) + (is_nhwc(y) ? 0 : padded(ny * 2));
+    s->workspace +=
+        (is_nhwc(x) && !s->cpad ? 0 : padded(nx_copy * 2)) + padded(ny * 2) + (is_nhwc(y) ? 0 : padded(ny * 2));
   else if (s->io != kF32)
     s->workspace += padded(nx * sizeof(float)) + padded(ny * sizeof(float)) + (is_nhwc(y) ? 0 : padded(ny * 2));
   else if (s->half < 0)
     s->workspace += (is_nhwc(x) ? 0 : padded(nx * sizeof(float))) + y_room;
   else
-    s->workspace += padded(nx * 2) + padded(ny * 2) + y_room;
+    s->workspace += padded(nx_copy * 2) + padded(ny * 2) + y_room;
   if (bias16 && !s->bias32) s->workspace += padded(size_t(numel(bias)) * sizeof(float));
   if (!s->weights_packed) s->workspace += padded(wbytes);
   *workspace_bytes = s->workspace;
@@ -623,12 +660,10 @@ int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, si
     }
   }
   const void* xp = x.data;
-  if (!half || !is_nhwc(x)) {
-    void* dst = carve(size_t(numel(x)) * item);
+  if (!half || !is_nhwc(x) || s->cpad) {
+    void* dst = carve(size_t(s->cpad ? numel(x) / x.sizes[x.ndim - 3] * s->cpad : numel(x)) * item);
     if (!dst) return fail(a, "%s: the workspace is too small", op);
-    amber_tensor_view v = nhwc_view(x, dst);
-    v.dtype = ct;
-    if (copy_convert(a, v, x) != 0) return 1;
+    if (input_copy(a, s, dst, ct) != 0) return 1;
     xp = dst;
   }
   void* out = carve(size_t(numel(y)) * item);  // cuDNN's output, channels-last
@@ -697,11 +732,9 @@ int conv(const amber_kernel_args* a) {
   const void* xp = x.data;
   void* out = yp;  // what cuDNN writes: yp, or the output in 16 bits
   if (s->half >= 0) {
-    void* dst = take(size_t(numel(x)) * 2);
+    void* dst = take(size_t(s->cpad ? numel(x) / x.sizes[x.ndim - 3] * s->cpad : numel(x)) * 2);
     if (!dst || !(out = take(size_t(numel(y)) * 2))) return fail(a, "%s: the workspace is too small", op);
-    amber_tensor_view x16 = nhwc_view(x, dst);
-    x16.dtype = s->half;
-    if (copy_convert(a, x16, x) != 0) return 1;
+    if (input_copy(a, s, dst, s->half) != 0) return 1;
     xp = dst;
   } else if (!is_nhwc(x)) {
     void* dst = take(size_t(numel(x)) * sizeof(float));
