@@ -17,6 +17,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +81,7 @@ struct ConvState {
   float* bias32 = nullptr;         // a 16-bit immutable bias widened to f32 (cudaMalloc'd), else NULL
   std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
   bool plan_bias = false;          // the plan adds the bias
+  bool plan_clamp = false;         // the plan clamps too (fused_conv2d's clamp): no pass after it
   std::mutex launch;
   ~ConvState() {
     PlanTurn turn;
@@ -218,6 +220,23 @@ constexpr ConvAttrs attrs_of() {
   }
 }
 
+// fused_conv2d's activation (the pass after the convolution applies it: apply_act).
+enum class Act { none, clamp, silu, hardswish };
+
+// fused_conv2d's activation and its bounds (Act::none for the other ops).
+template <Kind Op>
+Act activation_of(const amber_kernel_args* a, float& lo, float& hi) {
+  lo = hi = 0;
+  if constexpr (Op == kFused) {
+    namespace at = op_attrs::fused_conv2d;
+    const char* act = a->attrs[at::activation].str;
+    lo = float(a->attrs[at::min_val].f);
+    hi = float(a->attrs[at::max_val].f);
+    return std::strcmp(act, "clamp") == 0 ? Act::clamp : std::strcmp(act, "silu") == 0 ? Act::silu : Act::hardswish;
+  }
+  return Act::none;
+}
+
 int pair(const amber_kernel_args* a, int i, int which) {
   const amber_attr& at = a->attrs[i];
   return int(at.count > which ? at.ints[which] : at.ints[0]);
@@ -264,16 +283,20 @@ void log_choice(const char* op, const ConvState& s, const int xd[4], const int w
                double(s.algo_ms) * 1000.0, s.workspace);
   if (s.plan)
     std::fprintf(stderr, "; plan: engine %lld, %.1f us%s", static_cast<long long>(s.plan->engine()),
-                 double(s.plan->microseconds()), s.plan_bias ? ", bias fused" : "");
+                 double(s.plan->microseconds()),
+                 s.plan_clamp  ? ", bias and clamp fused"
+                 : s.plan_bias ? ", bias fused"
+                               : "");
   std::fprintf(stderr, "\n");
 }
 
 // Builds the backend-API plan for the step (ConvState::plan) when the weights are packed
 // (immutable) and scratch input and output buffers can be had to time the engines on; the
-// bias is fused when it is immutable, dense and aligned. Leaves no plan (and no error) when
-// cuDNN offers none: the legacy API then runs the step. Returns only CUDA failures.
+// bias is fused when it is immutable, dense and aligned (with fused_conv2d's clamp too, where
+// faster). Leaves no plan (and no error) when cuDNN offers none: the legacy API then runs the
+// step. Returns only CUDA failures.
 cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4],
-                     cudaStream_t stream) {
+                     Act act, float lo, float hi, cudaStream_t stream) {
   const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
   ConvShape shape{};
   for (int i = 0; i < 4; ++i) shape.x[i] = xd[i], shape.y[i] = yd[i], shape.w[i] = w.sizes[i];
@@ -297,14 +320,29 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
     // With a bias, the plan adding it and the plain one followed by cudnnAddTensor are both
     // timed: which is faster depends on the shape (on an H100, ResNet-18's 3x3 convolutions
     // at batch 64 ran up to 1.3x slower with the bias fused; at batch 1 some ran faster).
+    // fused_conv2d's clamp with a finite lower bound (ReLU, ReLU6) can join them (cuDNN's ReLU
+    // with clips, NaN propagated as the clamp does): a third plan, timed against the better of
+    // the other two plus the pass after, which cudnnAddTensor's time stands for.
     void* const buffers[4] = {x, s->packed, y, shape.bias ? bias.data : nullptr};
-    auto fused = std::make_unique<ConvPlan>(), plain = std::make_unique<ConvPlan>();
+    auto full = std::make_unique<ConvPlan>(), fused = std::make_unique<ConvPlan>(),
+         plain = std::make_unique<ConvPlan>();
+    bool have_full = false;
+    if (shape.bias && act == Act::clamp && std::isfinite(lo) && !std::isnan(hi) && lo <= hi) {
+      ConvShape clamped = shape;
+      clamped.clamp = true, clamped.lo = lo, clamped.hi = hi;
+      have_full = full->build(s->handle, clamped, buffers, stream).empty();
+    }
     const bool have_fused = shape.bias && fused->build(s->handle, shape, buffers, stream).empty();
     shape.bias = false;
     const bool have_plain = plain->build(s->handle, shape, buffers, stream).empty();
-    float plain_us = have_plain ? plain->microseconds() : 0;
-    if (have_plain && present(bias)) plain_us += time_bias_add(s, bias, y, stream);
-    if (have_fused && (!have_plain || fused->microseconds() <= plain_us)) {
+    const float pass_us = present(bias) && (have_plain || have_full) ? time_bias_add(s, bias, y, stream) : 0;
+    const float plain_us = have_plain ? plain->microseconds() + pass_us : 0;
+    const float fused_us = have_fused ? fused->microseconds() + (have_full ? pass_us : 0) : 0;
+    if (have_full && (!have_fused || full->microseconds() <= fused_us) &&
+        (!have_plain || full->microseconds() <= plain_us)) {
+      s->plan = std::move(full);
+      s->plan_bias = s->plan_clamp = true;
+    } else if (have_fused && (!have_plain || fused->microseconds() <= plain_us)) {
       s->plan = std::move(fused);
       s->plan_bias = true;
     } else if (have_plain) {
@@ -520,7 +558,11 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
         static_cast<const float*>(w.data), static_cast<float*>(s->packed), K, C, R, S, w.strides[0], w.strides[1],
         w.strides[2], w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
-    if (!Transposed && e == cudaSuccess && conv_plans_asked()) e = try_plan(s.get(), a, at, xd, yd, packing);
+    if (!Transposed && e == cudaSuccess && conv_plans_asked()) {
+      float lo, hi;
+      const Act act = activation_of<Op>(a, lo, hi);
+      e = try_plan(s.get(), a, at, xd, yd, act, lo, hi, packing);
+    }
     // Timing the plans set the handle's stream to `packing`: the legacy stream again before that
     // one goes, so the handle never holds a destroyed stream (cudnnSetStream touches the one it
     // replaces).
@@ -576,7 +618,6 @@ void destroy(void* state) { delete static_cast<ConvState*>(state); }
 // y = act(src + bias[i % channels]), the one rounding where cudnnAddTensor and a separate pass
 // would make two. I indexes: 32-bit where n fits, since a 64-bit remainder costs tens of
 // instructions an element.
-enum class Act { none, clamp, silu, hardswish };
 __device__ float apply_act(float v, Act act, float lo, float hi) {
   return act == Act::none    ? v
          : act == Act::clamp ? pw::op::clamp(v, lo, hi)
@@ -633,20 +674,6 @@ void launch_finish(const amber_kernel_args* a, const void* src, void* y, int64_t
                                                                   bias_stride, act, lo, hi);
   else
     finish<T, int64_t, D><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, n, channels, bias, bias_stride, act, lo, hi);
-}
-
-// fused_conv2d's activation and its bounds (Act::none for the other ops).
-template <Kind Op>
-Act activation_of(const amber_kernel_args* a, float& lo, float& hi) {
-  lo = hi = 0;
-  if constexpr (Op == kFused) {
-    namespace at = op_attrs::fused_conv2d;
-    const char* act = a->attrs[at::activation].str;
-    lo = float(a->attrs[at::min_val].f);
-    hi = float(a->attrs[at::max_val].f);
-    return std::strcmp(act, "clamp") == 0 ? Act::clamp : std::strcmp(act, "silu") == 0 ? Act::silu : Act::hardswish;
-  }
-  return Act::none;
 }
 
 // conv2d and fused_conv2d on 16-bit tensors of type T (s->io): cuDNN in T on tensor cores when
@@ -766,7 +793,7 @@ int conv(const amber_kernel_args* a) {
     xp = dst;
   }
   const float one = 1.0f, zero = 0.0f;
-  bool add_bias = false;
+  bool add_bias = false, finished = false;  // finished: the plan added the bias and clamped
   {
     PlanTurn turn;
     std::lock_guard lock(s->launch);
@@ -786,10 +813,11 @@ int conv(const amber_kernel_args* a) {
     // The bias, unless the plan added it: fused_conv2d and 16-bit products add it in the
     // pass after.
     add_bias = present(bias) && !(by_plan && s->plan_bias);
+    finished = by_plan && s->plan_clamp;
     if (add_bias && Op != kFused && out == yp)
       CUDNN_TRY(cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, yp));
   }
-  if (Op == kFused || out != yp) {
+  if ((Op == kFused && !finished) || out != yp) {
     float lo, hi;
     const Act which = activation_of<Op>(a, lo, hi);
     const float* b = add_bias ? static_cast<const float*>(bias.data) : nullptr;

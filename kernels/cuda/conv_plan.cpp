@@ -1,17 +1,19 @@
-// ConvPlan (conv_plan.h): the cuDNN backend-API operation graph for conv2d (+ bias), its
+// ConvPlan (conv_plan.h): the cuDNN backend-API operation graph for conv2d (+ bias, + clamp), its
 // engine configs from heuristics mode A and the fallback list, tensor-core (TF32) and
 // down-converting engines dropped, the rest timed with CUDA events on the caller's buffers.
 
 #include "amber/kernels/cuda/conv_plan.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <set>
 
 namespace amber::cuda {
 namespace {
 
-constexpr int64_t kX = 1, kW = 2, kY = 3, kB = 4, kConvOut = 5;  // tensor unique ids
-constexpr int kMaxCandidates = 12;                               // engine configs timed at most
+constexpr int64_t kX = 1, kW = 2, kY = 3, kB = 4, kConvOut = 5, kBiased = 6;  // tensor unique ids
+constexpr int kMaxCandidates = 12;                                            // engine configs timed at most
 constexpr int kTimedRuns = 3;
 
 struct Fail {
@@ -64,7 +66,9 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
     };
     const int64_t bias_dims[4] = {1, s.y[1], 1, 1};
     cudnnBackendDescriptor_t x = tensor(kX, s.x, false), w = tensor(kW, s.w, false), y = tensor(kY, s.y, false);
-    cudnnBackendDescriptor_t conv_out = s.bias ? tensor(kConvOut, s.y, true) : y;
+    // conv -> [+ bias] -> [clamp] -> y; the tensors between them virtual.
+    cudnnBackendDescriptor_t conv_out = s.bias || s.clamp ? tensor(kConvOut, s.y, true) : y;
+    cudnnBackendDescriptor_t biased = s.bias && s.clamp ? tensor(kBiased, s.y, true) : y;
 
     cudnnBackendDescriptor_t conv = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -101,8 +105,29 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
       set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &add, "bias op");
       set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out, "bias op x");
       set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b, "bias op b");
-      set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "bias op y");
+      set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &biased, "bias op y");
       check(cudnnBackendFinalize(op), "finalizing the bias operation");
+      ops.push_back(op);
+    }
+    if (s.clamp) {
+      // fused_conv2d's clamp (pw::op::clamp): below lo -> lo, above hi -> hi, NaN kept.
+      cudnnBackendDescriptor_t relu = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+      const cudnnPointwiseMode_t pw = CUDNN_POINTWISE_RELU_FWD;
+      const cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;
+      const double lower = s.lo, upper = std::isinf(s.hi) ? double(FLT_MAX) : double(s.hi), slope = 0.0;
+      set(relu, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &pw, "clamp mode");
+      set(relu, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32, "clamp precision");
+      set(relu, CUDNN_ATTR_POINTWISE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION, 1, &nan, "clamp NaN");
+      set(relu, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lower, "clamp lower bound");
+      set(relu, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &upper, "clamp upper bound");
+      set(relu, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1, &slope, "clamp slope");
+      check(cudnnBackendFinalize(relu), "finalizing the clamp");
+      cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+      cudnnBackendDescriptor_t in = s.bias ? biased : conv_out;
+      set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &relu, "clamp op");
+      set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in, "clamp op x");
+      set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "clamp op y");
+      check(cudnnBackendFinalize(op), "finalizing the clamp operation");
       ops.push_back(op);
     }
     cudnnBackendDescriptor_t graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);

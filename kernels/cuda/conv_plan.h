@@ -1,4 +1,5 @@
-// A convolution (with its bias added in the same kernel where an engine allows) as a cuDNN 9
+// A convolution (with its bias added, and a clamp applied, in the same kernel where an engine
+// allows) as a cuDNN 9
 // backend-API execution plan: the operation graph is built once, every FP32 engine config that
 // cuDNN's heuristics (mode A, then the fallback list) offer without tensor cores (with them too
 // under ConvShape::tf32) is timed on
@@ -18,7 +19,9 @@ namespace amber::cuda {
 struct ConvShape {
   int64_t x[4], w[4], y[4];  // N, C, H, W; K, C / groups, R, S; N, K, P, Q (all dense NHWC/KRSC)
   int64_t pad[2], stride[2], dilation[2];
-  bool bias = false;  // adds a [K] bias (dense, 16-byte aligned) in the plan
+  bool bias = false;   // adds a [K] bias (dense, 16-byte aligned) in the plan
+  bool clamp = false;  // then clamps to [lo, hi] (lo finite; cuDNN's ReLU with clips, NaN propagated)
+  float lo = 0, hi = 0;
   bool tf32 = false;  // tensor-core engines (TF32 inputs) are candidates too
 };
 
