@@ -248,6 +248,15 @@ typedef struct amber_backend {
    * Both NULL where the device has none (the loader then copies from the caller's memory). */
   void* (*host_alloc)(int32_t device, size_t nbytes);
   void (*host_free)(int32_t device, void* ptr);
+  /* Timing marks on the device, for profiles (CUDA: events): event_create returns one (NULL
+   * with last_error set on failure), event_record queues it on stream, event_elapsed sets *ms
+   * to the milliseconds between two recorded marks once both have run (non-zero with
+   * last_error set before that or on failure), event_destroy frees one. All four NULL where
+   * the device has none (the CPU): a profile there has host times only. */
+  void* (*event_create)(int32_t device);
+  int (*event_record)(int32_t device, void* event, void* stream);
+  int (*event_elapsed)(int32_t device, void* start, void* end, float* ms);
+  void (*event_destroy)(int32_t device, void* event);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

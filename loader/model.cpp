@@ -95,6 +95,7 @@ void add_profile(std::vector<NodeProfile>& into, std::map<std::string, size_t>& 
     NodeProfile& t = into[it->second];
     t.calls += s.calls.load(std::memory_order_relaxed);
     t.total_ms += double(s.nanoseconds.load(std::memory_order_relaxed)) * 1e-6;
+    t.device_ms += double(s.device_nanoseconds.load(std::memory_order_relaxed)) * 1e-6;
     t.bytes += s.bytes.load(std::memory_order_relaxed);
   }
 }

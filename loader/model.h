@@ -145,8 +145,9 @@ struct NodeProfile {
   std::string op;      // "conv2d"
   std::string source;  // "model.cpp:21 @layer1.0.conv1", or ""
   uint64_t calls = 0;
-  double total_ms = 0;
-  uint64_t bytes = 0;  // bytes of outputs written, over all calls
+  double total_ms = 0;   // host time: the launch, the kernel and, on devices with streams, a synchronisation
+  double device_ms = 0;  // the device's time for the node (between timing marks), 0 where not measured (the CPU)
+  uint64_t bytes = 0;    // bytes of outputs written, over all calls
 };
 
 // Per call choices of Model::forward.

@@ -374,6 +374,7 @@ void Plan::reset_stats() const {
     stats_[i].calls = 0;
     stats_[i].nanoseconds = 0;
     stats_[i].bytes = 0;
+    stats_[i].device_nanoseconds = 0;
   }
 }
 
@@ -587,6 +588,22 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
   char* scratch = static_cast<char*>(ws.arena.data) + scratch_offset_;
   const bool timed = options.profile;
   const bool sync_each = timed && stream != nullptr;
+  // Profiled on a device with timing marks: one before and one after each step, so its time on
+  // the device is known apart from the launch and the synchronisation the host time includes.
+  struct Marks {
+    const amber_backend* b;
+    int32_t device;
+    void* m[2] = {nullptr, nullptr};
+    ~Marks() {
+      for (void* e : m)
+        if (e) b->event_destroy(device, e);
+    }
+  } marks{backend_, device_.index};
+  if (sync_each && backend_->event_create && backend_->event_record && backend_->event_elapsed &&
+      backend_->event_destroy)
+    for (void*& e : marks.m)
+      if (!(e = backend_->event_create(device_.index))) device_failure("creating a timing mark");
+  const bool marked = marks.m[1] != nullptr;
   char error[512];
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
@@ -614,11 +631,14 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
     a.label = s.label.c_str();
     a.precision = precision_;
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (marked && backend_->event_record(device_.index, marks.m[0], stream) != 0) device_failure(s.label.c_str());
     int rc = 0;
     if (!s.bodies.empty())
       run_control_flow_step(s, a, stream, options, trips_left);
     else
       rc = s.kernel->run(&a);
+    if (rc == 0 && marked && backend_->event_record(device_.index, marks.m[1], stream) != 0)
+      device_failure(s.label.c_str());
     if (rc == 0 && sync_each && backend_->synchronize(device_.index, stream) != 0) device_failure(s.label.c_str());
     if (timed) {
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
@@ -626,6 +646,11 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
       st.calls.fetch_add(1, std::memory_order_relaxed);
       st.nanoseconds.fetch_add(uint64_t(ns.count()), std::memory_order_relaxed);
       st.bytes.fetch_add(s.out_bytes, std::memory_order_relaxed);
+      float ms = 0;
+      if (rc == 0 && marked) {
+        if (backend_->event_elapsed(device_.index, marks.m[0], marks.m[1], &ms) != 0) device_failure(s.label.c_str());
+        st.device_nanoseconds.fetch_add(uint64_t(double(ms) * 1e6), std::memory_order_relaxed);
+      }
     }
     if (rc != 0) {
       error[sizeof error - 1] = '\0';

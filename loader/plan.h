@@ -26,6 +26,7 @@ namespace amber::loader {
 // Per node counters of a plan's calls (profiling).
 struct StepStats {
   std::atomic<uint64_t> calls{0}, nanoseconds{0}, bytes{0};
+  std::atomic<uint64_t> device_nanoseconds{0};  // between timing marks around the step (devices with them)
 };
 
 struct RunOptions {

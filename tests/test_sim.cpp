@@ -448,6 +448,43 @@ TEST_CASE("sim: anomaly mode and the profile work through the backend", "[sim]")
   CHECK(profile[0].calls >= 1);
 }
 
+TEST_CASE("sim: a profile on a device with timing marks has each node's device time", "[sim][profile]") {
+  const Model m = load(lenet_archive(), LoadOptions{.device = Device::sim(0), .profile = true});
+  for (int i = 0; i < 3; ++i) (void)m.forward({lenet_input(2)});
+  const auto profile = m.profile();
+  REQUIRE(!profile.empty());
+  for (const NodeProfile& n : profile) {
+    INFO(n.node);
+    CHECK(n.calls == 3);
+    CHECK(n.device_ms > 0);
+    CHECK(n.device_ms <= n.total_ms);  // the marks run inside the host's window (at its synchronisation)
+  }
+  // The marks as the backend table gives them: elapsed only once both have run.
+  const amber_backend& b = backend(Device::sim(0));
+  REQUIRE(b.event_create);
+  void* start = b.event_create(0);
+  void* end = b.event_create(0);
+  REQUIRE((start && end));
+  void* stream = nullptr;
+  REQUIRE(b.stream_create(0, &stream) == 0);
+  CHECK(b.event_record(0, start, stream) == 0);
+  CHECK(b.event_record(0, end, stream) == 0);
+  float ms = -1;
+  CHECK(b.event_elapsed(0, start, end, &ms) != 0);
+  CHECK_THAT(b.last_error(), Catch::Matchers::Contains("before both marks have run"));
+  REQUIRE(b.synchronize(0, stream) == 0);
+  CHECK(b.event_elapsed(0, start, end, &ms) == 0);
+  CHECK(ms >= 0);
+  b.event_destroy(0, start);
+  b.event_destroy(0, end);
+  b.stream_destroy(0, stream);
+  // The CPU has none: its profile's host times are the kernels' own.
+  CHECK(backend(Device::cpu()).event_create == nullptr);
+  const Model cpu = load(lenet_archive(), LoadOptions{.profile = true});
+  (void)cpu.forward({lenet_input(2)});
+  for (const NodeProfile& n : cpu.profile()) CHECK(n.device_ms == 0);
+}
+
 TEST_CASE("sim: replicas over sim:0 and sim:1 equal one device", "[sim][replicas]") {
   const Model one = load(lenet_archive());
   ReplicaOptions ro;

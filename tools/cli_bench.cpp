@@ -75,8 +75,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
   for (double x : lat) sum += x;
   const double throughput = double(lat.size()) * double(batch) / (sum / 1000.0);
   const std::vector<NodeProfile> prof = o.profile ? m.profile() : std::vector<NodeProfile>{};
-  double prof_total = 0;
-  for (const NodeProfile& p : prof) prof_total += p.total_ms;
+  // On a device with timing marks the nodes' own device times lead (the host times add each
+  // node's launch and synchronisation); elsewhere the host times are the kernels' times.
+  double prof_total = 0, device_total = 0;
+  for (const NodeProfile& p : prof) prof_total += p.total_ms, device_total += p.device_ms;
+  const bool device_timed = device_total > 0;
 
   if (json) {
     nlohmann::ordered_json j;
@@ -106,6 +109,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
                          {"source", p.source},
                          {"calls", p.calls},
                          {"total_ms", p.total_ms},
+                         {"device_ms", p.device_ms},
                          {"bytes", p.bytes}});
       j["profile"] = nodes;
     }
@@ -126,16 +130,33 @@ int cmd_bench(const std::vector<std::string>& argv) {
   std::printf("peak memory    %10.1f MiB (resident)\n", peak_rss_mib());
   if (o.profile) {
     std::vector<NodeProfile> sorted = prof;
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const NodeProfile& x, const NodeProfile& y) { return x.total_ms > y.total_ms; });
-    std::printf("\nper node (timed calls), slowest first:\n");
-    std::printf("%-28s %-22s %8s %10s %7s %10s %10s  %s\n", "node", "op", "calls", "total ms", "share", "avg us",
-                "out MiB", "source");
-    for (const NodeProfile& p : sorted)
-      std::printf("%-28s %-22s %8llu %10.3f %6.1f%% %10.2f %10.2f  %s\n", p.node.c_str(), p.op.c_str(),
-                  static_cast<unsigned long long>(p.calls), p.total_ms,
-                  prof_total > 0 ? 100.0 * p.total_ms / prof_total : 0.0,
-                  p.calls ? 1000.0 * p.total_ms / double(p.calls) : 0.0, double(p.bytes) / (1 << 20), p.source.c_str());
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const NodeProfile& x, const NodeProfile& y) {
+      return device_timed ? x.device_ms > y.device_ms : x.total_ms > y.total_ms;
+    });
+    if (device_timed) {
+      std::printf(
+          "\nper node (timed calls), slowest on the device first (device: between timing marks around the "
+          "node; host: with its launch and a synchronisation):\n");
+      std::printf("%-28s %-22s %8s %10s %7s %10s %10s %10s  %s\n", "node", "op", "calls", "device ms", "share",
+                  "device us", "host us", "out MiB", "source");
+      for (const NodeProfile& p : sorted)
+        std::printf("%-28s %-22s %8llu %10.3f %6.1f%% %10.2f %10.2f %10.2f  %s\n", p.node.c_str(), p.op.c_str(),
+                    static_cast<unsigned long long>(p.calls), p.device_ms, 100.0 * p.device_ms / device_total,
+                    p.calls ? 1000.0 * p.device_ms / double(p.calls) : 0.0,
+                    p.calls ? 1000.0 * p.total_ms / double(p.calls) : 0.0, double(p.bytes) / (1 << 20),
+                    p.source.c_str());
+      std::printf("device total %.3f ms over the timed calls, host total %.3f ms\n", device_total, prof_total);
+    } else {
+      std::printf("\nper node (timed calls), slowest first:\n");
+      std::printf("%-28s %-22s %8s %10s %7s %10s %10s  %s\n", "node", "op", "calls", "total ms", "share", "avg us",
+                  "out MiB", "source");
+      for (const NodeProfile& p : sorted)
+        std::printf("%-28s %-22s %8llu %10.3f %6.1f%% %10.2f %10.2f  %s\n", p.node.c_str(), p.op.c_str(),
+                    static_cast<unsigned long long>(p.calls), p.total_ms,
+                    prof_total > 0 ? 100.0 * p.total_ms / prof_total : 0.0,
+                    p.calls ? 1000.0 * p.total_ms / double(p.calls) : 0.0, double(p.bytes) / (1 << 20),
+                    p.source.c_str());
+    }
   }
   return kExitOk;
 }

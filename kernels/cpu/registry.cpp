@@ -93,6 +93,10 @@ const amber_backend kCpuBackend = {
     nullptr,  // host memory is not tracked
     nullptr,  // no page-locked staging: the device's memory is host memory
     nullptr,
+    nullptr,  // no device timing: a profile's host times are the kernels' times
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 [[maybe_unused]] const bool registered = (register_backend(DeviceType::cpu, &kCpuBackend), true);

@@ -277,6 +277,37 @@ void host_free(int32_t device, void* ptr) {
   (void)cudaGetLastError();
 }
 
+// Profiles' timing marks: CUDA events (with timing).
+void* event_create(int32_t device) {
+  DeviceGuard guard(device);
+  cudaEvent_t e = nullptr;
+  if (!guard.ok() || !ok(cudaEventCreate(&e), "cudaEventCreate")) return nullptr;
+  return e;
+}
+
+int event_record(int32_t device, void* event, void* stream) {
+  DeviceGuard guard(device);
+  return guard.ok() && ok(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+                          "cudaEventRecord")
+             ? 0
+             : 1;
+}
+
+int event_elapsed(int32_t device, void* start, void* end, float* ms) {
+  DeviceGuard guard(device);
+  return guard.ok() && ok(cudaEventSynchronize(static_cast<cudaEvent_t>(end)), "cudaEventSynchronize") &&
+                 ok(cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+                    "cudaEventElapsedTime")
+             ? 0
+             : 1;
+}
+
+void event_destroy(int32_t device, void* event) {
+  DeviceGuard guard(device);
+  (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  (void)cudaGetLastError();
+}
+
 // The reduced precisions every visible GPU's tensor cores compute: f16 from compute
 // capability 7.0 (Volta), bf16 from 8.0 (Ampere). None when no GPU is found (loading on
 // CUDA then fails on the device count, naming why).
@@ -319,6 +350,10 @@ const amber_backend kBackend = {
     memory_stats,
     host_alloc,
     host_free,
+    event_create,
+    event_record,
+    event_elapsed,
+    event_destroy,
 };
 
 }  // namespace

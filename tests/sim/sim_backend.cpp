@@ -10,12 +10,14 @@
 // (when it runs, like an asynchronous GPU error).
 // Graphs record what is queued on a capture stream and replay it on the same memory, refusing
 // copies from host memory as CUDA does, except from its page-locked host blocks (host_alloc:
-// ordinary memory it keeps a list of). AMBER_SIM_DEVICES sets the device count (default 2).
+// ordinary memory it keeps a list of). Timing marks (profiles' device times) take the time when
+// their stream runs them. AMBER_SIM_DEVICES sets the device count (default 2).
 // Control: sim_control.h.
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -574,6 +576,62 @@ void sim_host_free(int32_t, void* ptr) {
   std::free(ptr);
 }
 
+// Timing marks: a mark takes the time when its stream runs it (the work queued before it has
+// run then; kernels run at synchronize), so the time between two marks is the host time of the
+// work between them. Destroyed marks leave queued records harmless (they look themselves up).
+struct Event {
+  int device = 0;
+  bool done = false;
+  std::chrono::steady_clock::time_point at;
+};
+std::set<Event*> g_events;
+
+void* sim_event_create(int32_t device) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return nullptr;
+  auto* e = new Event{};
+  e->device = device;
+  g_events.insert(e);
+  return e;
+}
+
+int sim_event_record(int32_t device, void* event, void* stream) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return 1;
+  auto* e = static_cast<Event*>(event);
+  if (!g_events.count(e) || e->device != device) {
+    t_error = "sim: event_record of a mark that event_create of this device did not return";
+    return 1;
+  }
+  e->done = false;
+  enqueue(stream_of(device, stream), [e](std::string&) {
+    if (g_events.count(e)) e->at = std::chrono::steady_clock::now(), e->done = true;
+    return true;
+  });
+  return 0;
+}
+
+int sim_event_elapsed(int32_t, void* start, void* end, float* ms) {
+  std::lock_guard lock(g_mutex);
+  auto *a = static_cast<Event*>(start), *b = static_cast<Event*>(end);
+  if (!g_events.count(a) || !g_events.count(b)) {
+    t_error = "sim: event_elapsed of a mark that event_create did not return";
+    return 1;
+  }
+  if (!a->done || !b->done) {
+    t_error = "sim: event_elapsed before both marks have run (synchronize their streams first)";
+    return 1;
+  }
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return 0;
+}
+
+void sim_event_destroy(int32_t, void* event) {
+  std::lock_guard lock(g_mutex);
+  auto* e = static_cast<Event*>(event);
+  if (g_events.erase(e)) delete e;
+}
+
 const amber_backend kSim = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -596,6 +654,10 @@ const amber_backend kSim = {
     sim_memory_stats,
     sim_host_alloc,
     sim_host_free,
+    sim_event_create,
+    sim_event_record,
+    sim_event_elapsed,
+    sim_event_destroy,
 };
 
 }  // namespace
