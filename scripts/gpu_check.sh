@@ -240,6 +240,11 @@ conv_plans() {
     "$build/tests/test_e2e" "[models]" || rc=1
     timeout "$step_timeout" "$python" bench/run_vs_torch_cuda.py --build "$build" --cases resnet18_b1,resnet18_b64 \
       --rounds 1 --seconds 0.5 --precisions "" || rc=1
+    # Which engine each convolution got, whether its bias and clamp were fused, and the nodes'
+    # device times with the plans.
+    AMBER_CUDA_CONV_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/resnet18_b1.amber" --device cuda \
+      --profile --seconds 2 --iters 50 >/tmp/amber-profile.txt 2>&1 || rc=1
+    head -60 /tmp/amber-profile.txt
   else
     "$build/tests/test_e2e" || rc=1
     "$build/tests/test_ops" "[devices]" || rc=1
