@@ -153,6 +153,11 @@ amber_tensor_view krsc_view(const amber_tensor_view& w, void* data, int32_t dtyp
   return o;
 }
 
+// Elements of the input's channels-last copy: numel(x), or with its channels padded to cpad.
+size_t input_copy_elems(const amber_tensor_view& x, int cpad) {
+  return cpad ? size_t(numel(x) / x.sizes[x.ndim - 3]) * size_t(cpad) : size_t(numel(x));
+}
+
 // The input copied into dense channels-last at dst in dtype, its channels padded to s->cpad
 // with zeros when set (the padding written on every call: the workspace is shared).
 int input_copy(const amber_kernel_args* a, const ConvState* s, void* dst, int32_t dtype) {
@@ -160,7 +165,7 @@ int input_copy(const amber_kernel_args* a, const ConvState* s, void* dst, int32_
   amber_tensor_view v = nhwc_view(x, dst, s->cpad);
   v.dtype = dtype;
   if (s->cpad) {
-    const size_t bytes = size_t(numel(x) / x.sizes[x.ndim - 3]) * size_t(s->cpad) * itemsize(dtype);
+    const size_t bytes = input_copy_elems(x, s->cpad) * itemsize(dtype);
     if (cudaMemsetAsync(dst, 0, bytes, stream_of(a)) != cudaSuccess)
       return launched(a, "a convolution's input: zeroing its padded channels");
   }
@@ -592,7 +597,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   // A padded input is always copied, at its padded size.
   const size_t nx = size_t(numel(x)), ny = size_t(numel(y));
   const size_t y_room = is_nhwc(y) ? 0 : padded(ny * sizeof(float));
-  const size_t nx_copy = s->cpad ? nx / size_t(C) * size_t(s->cpad) : nx;
+  const size_t nx_copy = input_copy_elems(x, s->cpad);
   if (s->io != kF32 && s->half >= 0)
     s->workspace +=
         (is_nhwc(x) && !s->cpad ? 0 : padded(nx_copy * 2)) + padded(ny * 2) + (is_nhwc(y) ? 0 : padded(ny * 2));
@@ -710,7 +715,7 @@ int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, si
   }
   const void* xp = x.data;
   if (!half || !is_nhwc(x) || s->cpad) {
-    void* dst = carve(size_t(s->cpad ? numel(x) / x.sizes[x.ndim - 3] * s->cpad : numel(x)) * item);
+    void* dst = carve(input_copy_elems(x, s->cpad) * item);
     if (!dst) return fail(a, "%s: the workspace is too small", op);
     if (input_copy(a, s, dst, ct) != 0) return 1;
     xp = dst;
@@ -782,7 +787,7 @@ int conv(const amber_kernel_args* a) {
   const void* xp = x.data;
   void* out = yp;  // what cuDNN writes: yp, or the output in 16 bits
   if (s->half >= 0) {
-    void* dst = take(size_t(s->cpad ? numel(x) / x.sizes[x.ndim - 3] * s->cpad : numel(x)) * 2);
+    void* dst = take(input_copy_elems(x, s->cpad) * 2);
     if (!dst || !(out = take(size_t(numel(y)) * 2))) return fail(a, "%s: the workspace is too small", op);
     if (input_copy(a, s, dst, s->half) != 0) return 1;
     xp = dst;
