@@ -41,6 +41,9 @@ void fuse_layer_norm(Graph& g);
 // x * (erf(x / sqrt(2)) + 1) * 0.5 (ONNX exporters' GELU, in its operand orders) becomes
 // gelu(x).
 void fuse_gelu(Graph& g);
+// layer_norm(a + b) with a and b of one type, the sum read by nothing else, becomes
+// add_layer_norm(a, b) (a post-norm residual connection and its norm).
+void fuse_residual_norm(Graph& g);
 // Chains of f32 pointwise ops whose intermediates have a single consumer become one
 // `fused` node (program encoding in docs/OPS.md).
 void fuse_pointwise(Graph& g);
@@ -71,7 +74,7 @@ void materialize_casts(Graph& g);
 void half_model(Graph& g, DType half);
 
 // The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention,
-// layer-norm and pointwise fusion, DCE.
+// layer-norm, residual-norm and pointwise fusion, DCE.
 void optimize(Graph& g);
 
 // Liveness-based buffer planning for a static graph: every intermediate that owns memory

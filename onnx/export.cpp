@@ -1124,11 +1124,14 @@ void Exporter::node(const Node& n, const std::string* as) {
         [&](onnx::NodeProto* p) { attr_f(p, "epsilon", at[oa::batch_norm::eps].f()); }, out(n));
     return;
   }
-  if (name == "layer_norm") {
+  if (name == "layer_norm" || name == "add_layer_norm") {  // add_layer_norm: Add, then the norm
+    static_assert(oa::add_layer_norm::normalized_shape == oa::layer_norm::normalized_shape &&
+                  oa::add_layer_norm::eps == oa::layer_norm::eps);
+    const size_t wi = name == "add_layer_norm" ? 2 : 1;  // weight's input
     const auto& shape = at[oa::layer_norm::normalized_shape].ints();
-    const std::string w = n.inputs[1] ? in(n, 1) : initializer(full(DimVec(shape), 1.0, ot));
-    std::vector<std::string> ins{in(n, 0), w};
-    if (n.inputs[2]) ins.push_back(in(n, 2));
+    const std::string w = n.inputs[wi] ? in(n, wi) : initializer(full(DimVec(shape), 1.0, ot));
+    std::vector<std::string> ins{wi == 2 ? op("Add", {in(n, 0), in(n, 1)}) : in(n, 0), w};
+    if (n.inputs[wi + 1]) ins.push_back(in(n, wi + 1));
     op(
         "LayerNormalization", ins,
         [&](onnx::NodeProto* p) {

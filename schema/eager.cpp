@@ -460,6 +460,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const 
 Tensor layer_norm(const Tensor& x, const DimVec& shape, const Tensor& w, const Tensor& b, double eps, SrcLoc loc) {
   return call(AMBER_OP("layer_norm"), {&x, &w, &b}, {Attr(shape), Attr(eps)}, loc);
 }
+Tensor add_layer_norm(const Tensor& x, const Tensor& other, const DimVec& shape, const Tensor& w, const Tensor& b,
+                      double eps, SrcLoc loc) {
+  return call(AMBER_OP("add_layer_norm"), {&x, &other, &w, &b}, {Attr(shape), Attr(eps)}, loc);
+}
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Tensor& b, double eps, SrcLoc loc) {
   if (x.dim() < 2) throw Error(str("group_norm: input must be [N, C, *], got shape ", x.sizes()));
   const int64_t n = x.size(0), c = x.size(1);

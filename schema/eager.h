@@ -268,6 +268,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   SrcLoc loc = {});
 Tensor layer_norm(const Tensor& input, const DimVec& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, SrcLoc loc = {});
+// layer_norm(input + other), other of input's shape: a residual connection and the norm after
+// it in one op (what the residual-norm fusion pass makes of add then layer_norm).
+Tensor add_layer_norm(const Tensor& input, const Tensor& other, const DimVec& normalized_shape,
+                      const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5, SrcLoc loc = {});
 // torch.nn.functional.group_norm: each of num_groups channel groups normalised per sample (a
 // layer_norm over [N, G, C / G * spatial]), then scaled and shifted per channel.
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},

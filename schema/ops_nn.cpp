@@ -1,7 +1,8 @@
 // Op table entries for neural-network layers: conv2d (and fused_conv2d, with an activation;
 // quantized_conv2d, with int8 weights and a static input quantization), conv_transpose2d, max_pool2d (with or without
 // indices), avg_pool2d, adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, grid_sample, batch_norm and
-// layer_norm (inference), embedding and dropout (identity in eval). Shape rules and error conditions follow ATen
+// layer_norm (inference; add_layer_norm, layer_norm of a sum: a residual connection's), embedding and dropout
+// (identity in eval). Shape rules and error conditions follow ATen
 // (pooling_output_shape, ceil_mode, padding limits). conv2d produces channels-last output; pooling and batch_norm keep
 // their input's layout.
 
@@ -285,7 +286,9 @@ void infer_batch_norm(InferCtx& c) {
   c.add_output(x.dtype, x.sizes).format = x.format;
 }
 
-void infer_layer_norm(InferCtx& c) {
+// layer_norm(input, weight, bias, normalized_shape, eps); add_layer_norm's tensors are
+// (input, other, weight, bias): `first_param` is where weight is.
+void layer_norm_output(InferCtx& c, int first_param) {
   const TensorMeta& x = c.in(0);
   const DimVec shape(c.attr("normalized_shape").ints());
   c.check(!shape.empty(), "normalized_shape must not be empty");
@@ -293,12 +296,23 @@ void infer_layer_norm(InferCtx& c) {
   for (int i = 0; ok && i < shape.size(); ++i) ok = x.sizes[x.sizes.size() - shape.size() + i] == shape[i];
   c.check(ok, "given normalized_shape=", shape, ", expected input with shape [*, ", DimsText{shape},
           "], but got input ", x.sizes);
-  for (int i = 1; i <= 2; ++i) {
+  for (int i = first_param; i <= first_param + 1; ++i) {
     if (!c.has_input(i)) continue;
-    c.check(c.in(i).sizes == shape, i == 1 ? "weight" : "bias", " must have shape ", shape, ", got ", c.in(i).sizes);
+    const char* name = i == first_param ? "weight" : "bias";
+    c.check(c.in(i).sizes == shape, name, " must have shape ", shape, ", got ", c.in(i).sizes);
     c.check(c.in(i).dtype == x.dtype, "weight and bias must have the input's dtype ", x.dtype);
   }
   c.add_output(x.dtype, x.sizes);
+}
+void infer_layer_norm(InferCtx& c) { layer_norm_output(c, 1); }
+
+// add_layer_norm: layer_norm(input + other), other of input's shape and dtype (no
+// broadcasting: the residual-connection fusion makes these from an add of equal shapes).
+void infer_add_layer_norm(InferCtx& c) {
+  const TensorMeta &x = c.in(0), &o = c.in(1);
+  c.check(o.sizes == x.sizes, "other must have the input's shape ", x.sizes, ", got ", o.sizes);
+  c.check(o.dtype == x.dtype, "other must have the input's dtype ", x.dtype, ", got ", o.dtype);
+  layer_norm_output(c, 2);
 }
 
 void infer_embedding(InferCtx& c) {
@@ -425,6 +439,13 @@ const OpRegistrar registrar{
      "float eps=1e-05) -> Tensor",
      kFloat, infer_layer_norm, 0, nullptr, 1,
      "Normalises over the trailing normalized_shape dims (tensor arguments come first, unlike ATen)."},
+    {"add_layer_norm(Tensor input, Tensor other, Tensor? weight=None, Tensor? bias=None, int[] normalized_shape=[], "
+     "float eps=1e-05) -> Tensor",
+     kFloat, infer_add_layer_norm, 0, nullptr, 1,
+     "layer_norm(input + other), other of input's shape and dtype: a residual connection and the norm after it in "
+     "one pass, the sum never stored (computed as add computes it, in f32 for 16-bit tensors); made by the "
+     "residual-norm fusion pass.",
+     OpCost::memory, 6},
     {"embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor", dtypes::all, infer_embedding, 0, nullptr,
      1, "Rows of weight selected by indices (i64 or i32); padding_idx matters only for training."},
     {"dropout(Tensor input, float p=0.5, bool train=False) -> Tensor", dtypes::all, infer_dropout, view,

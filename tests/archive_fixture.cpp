@@ -2,11 +2,11 @@
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
 // values as safetensors; with --fuzz-seeds, small archives of varied programs (formats 1.3 to
-// 1.5's int8 ops among them) and broken variants of one (the fuzzers' seed corpus,
+// 1.6's ops among them) and broken variants of one (the fuzzers' seed corpus,
 // tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.5) | --golden-1.4 OUT_DIR |
-//        --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR | --golden-1.0 OUT_DIR |
-//        --fuzz-seeds OUT_DIR
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.6) | --golden-1.5 OUT_DIR |
+//        --golden-1.4 OUT_DIR | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR |
+//        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
 #include <amber/amber.h>
 
@@ -279,9 +279,8 @@ int write_golden_1_4(const std::string& out) {
   return 0;
 }
 
-// The golden archive of format 1.5, the current one (committed under tests/golden/, never
-// regenerated once released): over x [N, 3, 7, 7], a ResNet block in uint8: an int8
-// convolution writing uint8 (ReLU absorbed), a second one writing uint8 without activation,
+// The golden archive of format 1.5 (committed under tests/golden/, never regenerated): over x [N, 3, 7, 7], a ResNet
+// block in uint8: an int8 convolution writing uint8 (ReLU absorbed), a second one writing uint8 without activation,
 // their sum with the block's input quantized by a first convolution (quantized_add with ReLU),
 // a max pool and flattening in uint8, an int8 linear layer back to f32; weights, scales and
 // zero points seeded; inputs and outputs at N = 1 and 3, their values spanning past the ranges.
@@ -316,8 +315,38 @@ int write_golden_1_5(const std::string& out) {
   return 0;
 }
 
+// The golden archive of format 1.6, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, 3, 8], two post-norm residual blocks as a
+// transformer's: x + linear(x) normalised with a weight and bias, then that plus
+// relu(linear(.)) normalised without; each residual connection and its norm is one
+// add_layer_norm (the residual-norm fusion). Weights seeded; inputs and outputs at N = 1 and 3.
+int write_golden_1_6(const std::string& out) {
+  manual_seed(2032);
+  const Tensor w1 = randn({8, 8}) * 0.3, b1 = randn({8}), w2 = randn({8, 8}) * 0.3;
+  const Tensor gamma = rand({8}) + 0.5, beta = randn({8});
+  auto model = [&](const Tensor& x) {
+    const Tensor y = layer_norm(x + linear(x, w1, b1), {8}, gamma, beta, 1e-5);
+    return layer_norm(y + relu(linear(y, w2)), {8}, {}, {}, 1e-3);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {randn({2, 3, 8})}, o);
+  t.save(out + "/format_1_6.amber");
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (int64_t n : {1, 3}) {
+    Tensor x = randn({n, 3, 8}) * 2.0;
+    io.emplace_back(str("input.b", n), x);
+    io.emplace_back(str("output.b", n), model(x));
+  }
+  save_safetensors(out + "/format_1_6_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_5(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_6(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.5") return write_golden_1_5(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.4") return write_golden_1_4(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.3") return write_golden_1_3(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.2") return write_golden(argv[2]);
@@ -326,7 +355,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.4 OUT_DIR | --golden-1.3 OUT_DIR | "
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.5 OUT_DIR | --golden-1.4 OUT_DIR | "
+                 "--golden-1.3 OUT_DIR | "
                  "--golden-1.2 OUT_DIR | "
                  "--golden-1.1 OUT_DIR | "
                  "--golden-1.0 OUT_DIR | "

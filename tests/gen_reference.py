@@ -954,6 +954,7 @@ case("layernorm_transformer", "layer_norm", ln, [In([2, 128, 256]), In([256]), I
 case("layernorm_mismatch", "layer_norm", ln, [In([7, 4]), None, None], attrs={"normalized_shape": [5]},
      error="normalized_shape")
 
+
 # ---- embedding, index_select, cat, stack, split, chunk, dropout ----
 EMB = lambda w, idx, padding_idx=-1: torch.embedding(w, idx)  # noqa: E731
 case("embedding_2d", "embedding", EMB, [In([11, 5]), In([3, 7], "i64", "idx11")], atol=0, rtol=0)
@@ -1455,9 +1456,9 @@ def half_input(inp, dtype):
     return In(inp.shape, dtype, inp.kind, inp.layout)
 
 
-def half_cases():
+def half_cases(cases):
     taken = {}
-    for c in list(CASES):
+    for c in list(cases):
         # quantized ops take f32 scales.
         if c["error"] or c["op"] == "to" or c["op"].startswith("quantized"):
             continue
@@ -1470,7 +1471,37 @@ def half_cases():
                  rtol=c["rtol"] + ulp)
 
 
-half_cases()
+half_cases(CASES)
+
+# ---- ops added since: appended with their 16-bit cases after every earlier case, whose random
+# inputs (drawn in order from one generator) then stay as they were ----
+ADDED = len(CASES)
+
+
+def add_ln(x, other, w=None, b=None, normalized_shape=(), eps=1e-5):  # a residual connection and its norm
+    return F.layer_norm(x + other, normalized_shape, w, b, eps)
+
+
+case("add_layernorm_last", "add_layer_norm", add_ln, [In([7, 13]), In([7, 13]), In([13]), In([13])],
+     attrs={"normalized_shape": [13]})
+case("add_layernorm_two_dims_noncontig", "add_layer_norm", add_ln,
+     [In([3, 5, 7], layout=("t", 0, 1)), In([3, 5, 7], kind="wide", layout=("s2", 2)), In([5, 7]), None],
+     attrs={"normalized_shape": [5, 7], "eps": 1e-3})
+case("add_layernorm_transformer", "add_layer_norm", add_ln, [In([2, 128, 256]), In([2, 128, 256]), In([256]),
+     In([256])], attrs={"normalized_shape": [256]}, atol=1e-5)
+# NaN, inf and -inf in three rows, drawn from a generator of their own (a draw from `gen` now would
+# move every earlier case's inputs, drawn from it as the cases run).
+nan_rows = torch.randn([4, 9], generator=torch.Generator().manual_seed(2027)) * 3
+nan_rows.view(-1)[[3, 12, 30]] = torch.tensor([float("nan"), float("inf"), float("-inf")])
+case("add_layernorm_nan_inf_no_affine", "add_layer_norm", add_ln, [Fixed(nan_rows), In([4, 9]), None, None],
+     attrs={"normalized_shape": [9]})
+case("add_layernorm_f64_expanded", "add_layer_norm", add_ln,
+     [In([5, 6], "f64"), In([5, 6], "f64", layout=("exp", 0, 5)), In([6], "f64"), In([6], "f64")],
+     attrs={"normalized_shape": [6]}, atol=1e-12, rtol=1e-12)
+case("add_layernorm_other_shape", "add_layer_norm", add_ln, [In([7, 4]), In([5, 4]), None, None],
+     attrs={"normalized_shape": [4]}, error="other must have the input's shape")
+
+half_cases(CASES[ADDED:])
 
 
 def run_cases():

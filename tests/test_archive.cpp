@@ -1137,10 +1137,10 @@ TEST_CASE("saving with injected system-call faults keeps the previous file and l
   fs::remove_all(dir);
 }
 
-// A golden int8 archive of format 1.<minor> (tests/golden/format_1_<minor>.amber): its ops and
+// A golden archive of format 1.<minor> (tests/golden/format_1_<minor>.amber): its ops and
 // their output dtypes in graph order as listed, its outputs at batch 1 and 3 the committed ones.
-void check_golden_int8(int minor, const std::vector<std::string>& want_ops,
-                       const std::vector<std::string>& want_dtypes) {
+void check_golden_ops(int minor, const std::vector<std::string>& want_ops,
+                      const std::vector<std::string>& want_dtypes) {
   const std::string path = str(AMBER_SOURCE_DIR "/tests/golden/format_1_", minor);
   LoadedArchive a = read_archive(path + ".amber");
   SafetensorsFile io = SafetensorsFile::open(path + "_io.safetensors");
@@ -1158,21 +1158,27 @@ void check_golden_int8(int minor, const std::vector<std::string>& want_ops,
     check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
 }
 
+TEST_CASE("the golden archive of format 1.6 (residual connections and their norms) loads and computes",
+          "[archive][golden]") {
+  check_golden_ops(6, {"linear", "add_layer_norm", "linear", "relu", "add_layer_norm"},
+                   {"f32", "f32", "f32", "f32", "f32"});
+}
+
 TEST_CASE("the golden archive of format 1.5 (a residual block in uint8) loads and computes", "[archive][golden]") {
-  check_golden_int8(5,
-                    {"quantized_conv2d.u8", "quantized_conv2d.u8", "quantized_conv2d.u8", "quantized_add", "max_pool2d",
-                     "flatten", "quantized_linear"},
-                    {"u8", "u8", "u8", "u8", "u8", "u8", "f32"});
+  check_golden_ops(5,
+                   {"quantized_conv2d.u8", "quantized_conv2d.u8", "quantized_conv2d.u8", "quantized_add", "max_pool2d",
+                    "flatten", "quantized_linear"},
+                   {"u8", "u8", "u8", "u8", "u8", "u8", "f32"});
 }
 
 TEST_CASE("the golden archive of format 1.4 (int8 layers passing uint8 on) loads and computes", "[archive][golden]") {
-  check_golden_int8(4, {"quantized_conv2d.u8", "max_pool2d", "flatten", "quantized_linear.u8", "quantized_linear"},
-                    {"u8", "u8", "u8", "u8", "f32"});
+  check_golden_ops(4, {"quantized_conv2d.u8", "max_pool2d", "flatten", "quantized_linear.u8", "quantized_linear"},
+                   {"u8", "u8", "u8", "u8", "f32"});
 }
 
 TEST_CASE("the golden archive of format 1.3 (int8 convolution and linear layer) loads and computes",
           "[archive][golden]") {
-  check_golden_int8(3, {"quantized_conv2d", "flatten", "quantized_linear"}, {"f32", "f32", "f32"});
+  check_golden_ops(3, {"quantized_conv2d", "flatten", "quantized_linear"}, {"f32", "f32", "f32"});
 }
 
 TEST_CASE("the golden archive of format 1.2 (sizes in N and T) loads and computes", "[archive][golden]") {

@@ -77,6 +77,12 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {{"self", x4}}},
       {"add", [&] { (void)add(m, m2, 3); }, {{"alpha", int64_t(3)}}, {{"self", m}, {"other", m2}}},
       {"add.Scalar", [&] { (void)add(m, Scalar(2.5), 4); }, {{"other", 2.5}, {"alpha", int64_t(4)}}, {{"self", m}}},
+      {"add_layer_norm",
+       [&] {
+         (void)add_layer_norm(x4, x4, {4, 5}, ln_w, ln_b, 1e-3);
+       },
+       {{"normalized_shape", I{4, 5}}, {"eps", 1e-3}},
+       {{"input", x4}, {"other", x4}, {"weight", ln_w}, {"bias", ln_b}}},
       {"amax",
        [&] {
          (void)amax(x4, {1, 2}, true);

@@ -491,6 +491,53 @@ TEST_CASE("GELU written as x * (erf(x / sqrt(2)) + 1) * 0.5 becomes gelu", "[gra
   check_pass(by_two, fuse_gelu, by_two, {randn({2, 3, 5})});
 }
 
+TEST_CASE("layer_norm of a residual sum becomes add_layer_norm; shared, scaled or broadcast sums stay",
+          "[graph][passes]") {
+  const std::string residual = R"TXT(
+    graph(%x : f32[N, 3, 5], %r : f32[N, 3, 5]) {
+      const %gamma : f32[5] = [1.0, 2.0, 0.5, -1.0, 0.25]
+      const %beta : f32[5] = [0.0, 0.1, 0.2, 0.3, 0.4]
+      %1 : f32[N, 3, 5] = add(%x, %r, alpha=1)
+      %2 : f32[N, 3, 5] = layer_norm(%1, %gamma, %beta, normalized_shape=[5], eps=1e-05)
+      return (y = %2)
+    }
+  )TXT";
+  check_pass(residual, fuse_residual_norm, R"TXT(
+    graph(%x : f32[N, 3, 5], %r : f32[N, 3, 5]) {
+      const %gamma : f32[5] = [1.0, 2.0, 0.5, -1.0, 0.25]
+      const %beta : f32[5] = [0.0, 0.1, 0.2, 0.3, 0.4]
+      %3 : f32[N, 3, 5] = add_layer_norm(%x, %r, %gamma, %beta, normalized_shape=[5], eps=1e-05)
+      return (y = %3)
+    }
+  )TXT",
+             {randn({2, 3, 5}), randn({2, 3, 5})}, 0);
+  // Two dims normalised, no affine part, one operand twice.
+  check_pass(R"TXT(
+    graph(%x : f32[4, 3, 6]) {
+      %1 : f32[4, 3, 6] = add(%x, %x, alpha=1)
+      %2 : f32[4, 3, 6] = layer_norm(%1, None, None, normalized_shape=[3, 6], eps=0.001)
+      return (y = %2)
+    }
+  )TXT",
+             fuse_residual_norm, R"TXT(
+    graph(%x : f32[4, 3, 6]) {
+      %3 : f32[4, 3, 6] = add_layer_norm(%x, %x, None, None, normalized_shape=[3, 6], eps=0.001)
+      return (y = %3)
+    }
+  )TXT",
+             {randn({4, 3, 6})}, 0);
+  // Left alone: the sum a graph output too; alpha 2; a broadcast operand.
+  std::string shared = residual;
+  shared.replace(shared.find("return (y = %2)"), 15, "return (y = %2, s = %1)");
+  check_pass(shared, fuse_residual_norm, shared, {randn({2, 3, 5}), randn({2, 3, 5})});
+  std::string scaled = residual;
+  scaled.replace(scaled.find("alpha=1"), 7, "alpha=2");
+  check_pass(scaled, fuse_residual_norm, scaled, {randn({2, 3, 5}), randn({2, 3, 5})});
+  std::string broadcast = residual;
+  broadcast.replace(broadcast.find("%r : f32[N, 3, 5]"), 17, "%r : f32[5]");
+  check_pass(broadcast, fuse_residual_norm, broadcast, {randn({2, 3, 5}), randn({5})});
+}
+
 TEST_CASE("max_pool2d of a channel cat becomes a cat of pools; other cats stay", "[graph][passes]") {
   Tensor a = randn({1, 3, 7, 9});
   a.data_ptr<float>()[10] = std::nanf("");  // pooled alike either way

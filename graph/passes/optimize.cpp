@@ -54,6 +54,7 @@ void optimize(Graph& g) {
   fuse_attention(g);
   fuse_layer_norm(g);
   fuse_gelu(g);
+  fuse_residual_norm(g);
   fuse_pointwise(g);
   fuse_conv_activation(g);
   pool_before_cat(g);

@@ -1,7 +1,8 @@
 // CPU kernels for normalisation in inference: batch_norm (y = x * alpha[c] + beta[c] with
 // ATen's alpha = weight / sqrt(var + eps), beta = bias - mean * alpha, any layout) and
 // layer_norm (per row: mean and variance accumulated in double, then
-// (x - mean) * rstd * weight + bias).
+// (x - mean) * rstd * weight + bias); add_layer_norm sums its two inputs into the output row
+// first (as add does) and normalises that row in place.
 
 #include <cmath>
 #include <vector>
@@ -71,7 +72,9 @@ struct BatchNormKernel {
   }
 };
 
-// p[0]: output row, p[1]: input row, p[2]: weight, p[3]: bias (null when absent); n = row length.
+// p[0]: output row, p[1]: input row, p[2]: weight, p[3]: bias, p[4]: add_layer_norm's other
+// row (each null when absent; with p[4] the sum is written to the output row first and
+// normalised there in place); n = row length.
 template <typename T>
 struct LayerNormRow {
   struct Ctx {
@@ -82,6 +85,10 @@ struct LayerNormRow {
     const T* x = reinterpret_cast<const T*>(p[1]);
     const T* w = reinterpret_cast<const T*>(p[2]);
     const T* b = reinterpret_cast<const T*>(p[3]);
+    if (const T* other = reinterpret_cast<const T*>(p[4])) {  // the sum as add computes it
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] + other[i];
+      x = y;
+    }
     // Mean and variance in double over 32 partial sums: four independent chains of eight
     // (each a zmm register with AVX-512), where eight partials were one chain whose addition
     // latency bounded the row (the zoo encoder's 128 x 256 layer_norm nodes: 25.3 -> 22.0 us
@@ -116,53 +123,66 @@ struct LayerNormRow {
   }
 };
 
-// layer_norm(input, weight, bias, normalized_shape, eps)
-template <typename T>
-struct LayerNormKernel {
-  static int run(const amber_kernel_args* a) {
-    const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
-    const int nn = a->attrs[op_attrs::layer_norm::normalized_shape].count;
-    int64_t n = 1;
-    for (int d = x.ndim - nn; d < x.ndim; ++d) n *= x.sizes[d];
-    const int64_t rows = n == 0 ? 0 : numel(x) / n;
-    if (rows == 0 || n == 0) return 0;
-    // Contiguous copies of what is not: rows of x, weight, bias.
-    std::vector<T> xbuf, wbuf, bbuf;
-    auto contiguous = [&](const amber_tensor_view& v, std::vector<T>& buf) -> const T* {
-      if (!present(v)) return nullptr;
-      if (is_contiguous(v)) return static_cast<const T*>(v.data);
-      buf.resize(size_t(numel(v)));
-      amber_tensor_view dst = v;
-      dst.data = buf.data();
-      int64_t st = 1;
-      for (int d = v.ndim - 1; d >= 0; --d) {
-        dst.strides[d] = st;
-        st *= v.sizes[d];
-      }
-      copy_convert(dst, v, a->num_threads);
-      return buf.data();
-    };
-    const T* xp = contiguous(x, xbuf);
-    const T* wp = contiguous(w, wbuf);
-    const T* bp = contiguous(b, bbuf);
-    T* yp = static_cast<T*>(y.data);
-    typename LayerNormRow<T>::Ctx ctx{attr_float(a, op_attrs::layer_norm::eps)};
-    static const InnerFn row = IsaVariants<LayerNormRow<T>>::pick();
-    ThreadLimit limit(std::max(1, a->num_threads));
-    parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        char* ptrs[4] = {reinterpret_cast<char*>(yp + r * n), reinterpret_cast<char*>(const_cast<T*>(xp + r * n)),
-                         reinterpret_cast<char*>(const_cast<T*>(wp)), reinterpret_cast<char*>(const_cast<T*>(bp))};
-        row(ptrs, nullptr, n, &ctx);
-      }
-    });
-    return 0;
-  }
+// layer_norm(input, weight, bias, normalized_shape, eps), and with Add
+// add_layer_norm(input, other, weight, bias, normalized_shape, eps): layer_norm(input + other).
+template <bool Add>
+struct LayerNorm {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a);
+  };
 };
+template <bool Add>
+template <typename T>
+int LayerNorm<Add>::Kernel<T>::run(const amber_kernel_args* a) {
+  namespace la = op_attrs::layer_norm;
+  namespace aa = op_attrs::add_layer_norm;
+  static_assert(aa::normalized_shape == la::normalized_shape && aa::eps == la::eps);
+  constexpr int kParams = Add ? 2 : 1;  // weight's input
+  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[kParams], &b = a->inputs[kParams + 1], &y = a->outputs[0];
+  const int nn = a->attrs[la::normalized_shape].count;
+  int64_t n = 1;
+  for (int d = x.ndim - nn; d < x.ndim; ++d) n *= x.sizes[d];
+  const int64_t rows = n == 0 ? 0 : numel(x) / n;
+  if (rows == 0 || n == 0) return 0;
+  // Contiguous copies of what is not: rows of x, weight, bias.
+  std::vector<T> xbuf, obuf, wbuf, bbuf;
+  auto contiguous = [&](const amber_tensor_view& v, std::vector<T>& buf) -> const T* {
+    if (!present(v)) return nullptr;
+    if (is_contiguous(v)) return static_cast<const T*>(v.data);
+    buf.resize(size_t(numel(v)));
+    amber_tensor_view dst = v;
+    dst.data = buf.data();
+    int64_t st = 1;
+    for (int d = v.ndim - 1; d >= 0; --d) {
+      dst.strides[d] = st;
+      st *= v.sizes[d];
+    }
+    copy_convert(dst, v, a->num_threads);
+    return buf.data();
+  };
+  const T* xp = contiguous(x, xbuf);
+  const T* op = Add ? contiguous(a->inputs[1], obuf) : nullptr;  // the op's inference: x's shape
+  const T* wp = contiguous(w, wbuf);
+  const T* bp = contiguous(b, bbuf);
+  T* yp = static_cast<T*>(y.data);
+  typename LayerNormRow<T>::Ctx ctx{attr_float(a, la::eps)};
+  static const InnerFn row = IsaVariants<LayerNormRow<T>>::pick();
+  ThreadLimit limit(std::max(1, a->num_threads));
+  parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto ptr = [](const T* v) { return reinterpret_cast<char*>(const_cast<T*>(v)); };
+      char* ptrs[5] = {ptr(yp + r * n), ptr(xp + r * n), ptr(wp), ptr(bp), Add ? ptr(op + r * n) : nullptr};
+      row(ptrs, nullptr, n, &ctx);
+    }
+  });
+  return 0;
+}
 
 AMBER_CPU_KERNELS(norm) {
   register_typed<BatchNormKernel>(ctypes::floating{}, "batch_norm");
-  register_typed<LayerNormKernel>(ctypes::floating{}, "layer_norm");
+  register_typed<LayerNorm<false>::Kernel>(ctypes::floating{}, "layer_norm");
+  register_typed<LayerNorm<true>::Kernel>(ctypes::floating{}, "add_layer_norm");
 }
 
 }  // namespace

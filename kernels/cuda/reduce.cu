@@ -1,8 +1,8 @@
 // CUDA kernels along rows: reductions (sum, prod, mean, amax, amin, argmax, any, all), cumsum and
-// topk (a thread per line), softmax/log_softmax, layer_norm and batch_norm. Reductions: a block
-// per row, 256 threads striding its elements, then a fixed-order tree in shared memory:
-// deterministic, within tolerance of the CPU's order. Floats accumulate in double, integers
-// in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
+// topk (a thread per line), softmax/log_softmax, layer_norm (and add_layer_norm) and
+// batch_norm. Reductions: a block per row, 256 threads striding its elements, then a
+// fixed-order tree in shared memory: deterministic, within tolerance of the CPU's order. Floats
+// accumulate in double, integers in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
 
 #include <cstring>
 
@@ -328,18 +328,34 @@ struct Softmax {
 };
 
 // ---- layer_norm(input, weight, bias, normalized_shape, eps); 16-bit rows normalised in f32 ----
-template <typename T>
-__global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows r, Rows wr, double eps) {
+// With Add, add_layer_norm(input, other, weight, bias, normalized_shape, eps): each element of
+// the row is input + other, summed in the compute type (as add computes it; 16-bit operands in
+// f32, not rounded between the sum and the norm, as the CPU's route through its f32 kernel).
+template <typename T, bool Add>
+__global__ void layer_norm_kernel(const T* x, const T* other, T* y, const T* w, const T* b, Rows r, Rows orow, Rows wr,
+                                  double eps) {
   using C = compute_t<T>;
   __shared__ double part[kThreads];
   for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
-    int64_t ib, ob;
+    int64_t ib, ob, pb = 0, unused;
     row_base(r, row, ib, ob);
+    if constexpr (Add) row_base(orow, row, pb, unused);
+    // Element j of the row (the sum, with Add) and its output offset.
+    const auto at = [&](int64_t j, int64_t& oo) {
+      int64_t io;
+      elem_offset(r, j, io, oo);
+      C v = load_as_compute(x[ib + io]);
+      if constexpr (Add) {
+        int64_t po, none;
+        elem_offset(orow, j, po, none);
+        v = v + load_as_compute(other[pb + po]);
+      }
+      return v;
+    };
     double s = 0;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
-      int64_t io, oo;
-      elem_offset(r, j, io, oo);
-      s += double(load_as_compute(x[ib + io]));
+      int64_t oo;
+      s += double(at(j, oo));
     }
     part[threadIdx.x] = s;
     __syncthreads();
@@ -351,9 +367,8 @@ __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows
     __syncthreads();
     double q = 0;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
-      int64_t io, oo;
-      elem_offset(r, j, io, oo);
-      const double d = double(load_as_compute(x[ib + io])) - mu;
+      int64_t oo;
+      const double d = double(at(j, oo)) - mu;
       q += d * d;
     }
     part[threadIdx.x] = q;
@@ -366,10 +381,9 @@ __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows
     const C m = C(mu);
     __syncthreads();
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
-      int64_t io, oo, wo, unused;
-      elem_offset(r, j, io, oo);
-      elem_offset(wr, j, wo, unused);
-      C v = (load_as_compute(x[ib + io]) - m) * rstd;
+      int64_t oo, wo, none;
+      C v = (at(j, oo) - m) * rstd;
+      elem_offset(wr, j, wo, none);
       if (w) v = v * load_as_compute(w[wo]);
       if (b) v = v + load_as_compute(b[wo]);
       y[ob + oo] = cast_value<T>(v);
@@ -377,34 +391,46 @@ __global__ void layer_norm_kernel(const T* x, T* y, const T* w, const T* b, Rows
   }
 }
 
-template <typename T>
-struct LayerNormKernel {
-  static int run(const amber_kernel_args* a) {
-    const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[2], &y = a->outputs[0];
-    const int nn = a->attrs[op_attrs::layer_norm::normalized_shape].count;
-    uint32_t mask = 0;
-    for (int d = x.ndim - nn; d < x.ndim; ++d) mask |= 1u << d;
-    const Rows r = rows_of(x, y, mask, true);
-    if (r.rows == 0 || r.len == 0) return 0;
-    // The weight's (and bias's) strides over the normalised dims; both share a shape.
-    Rows wr;
-    const amber_tensor_view& p = present(w) ? w : b;
-    wr.nr = nn;
-    for (int i = 0; i < nn; ++i) {
-      wr.rsize[i] = x.sizes[x.ndim - nn + i];
-      wr.rin[i] = present(p) ? p.strides[p.ndim - nn + i] : 0;
-      wr.rout[i] = 0;
+template <bool Add>
+struct LayerNorm {
+  template <typename T>
+  struct Kernel {
+    static int run(const amber_kernel_args* a) {
+      namespace la = op_attrs::layer_norm;
+      namespace aa = op_attrs::add_layer_norm;
+      static_assert(aa::normalized_shape == la::normalized_shape && aa::eps == la::eps);
+      constexpr int kParams = Add ? 2 : 1;  // weight's input
+      const amber_tensor_view &x = a->inputs[0], &w = a->inputs[kParams], &b = a->inputs[kParams + 1],
+                              &y = a->outputs[0];
+      const char* name = Add ? "add_layer_norm" : "layer_norm";
+      const int nn = a->attrs[la::normalized_shape].count;
+      uint32_t mask = 0;
+      for (int d = x.ndim - nn; d < x.ndim; ++d) mask |= 1u << d;
+      const Rows r = rows_of(x, y, mask, true);
+      if (r.rows == 0 || r.len == 0) return 0;
+      // other's rows (the op's inference gives it x's shape), in the same order as x's.
+      const Rows orow = Add ? rows_of(a->inputs[1], y, mask, true) : Rows{};
+      // The weight's (and bias's) strides over the normalised dims; both share a shape.
+      Rows wr;
+      const amber_tensor_view& p = present(w) ? w : b;
+      wr.nr = nn;
+      for (int i = 0; i < nn; ++i) {
+        wr.rsize[i] = x.sizes[x.ndim - nn + i];
+        wr.rin[i] = present(p) ? p.strides[p.ndim - nn + i] : 0;
+        wr.rout[i] = 0;
+      }
+      if (present(w) && present(b))
+        for (int i = 0; i < nn; ++i)
+          if (w.strides[w.ndim - nn + i] != b.strides[b.ndim - nn + i] && wr.rsize[i] > 1)
+            return fail(a, "%s: weight and bias with different strides are not supported on CUDA", name);
+      DeviceScope scope(a->device);
+      layer_norm_kernel<T, Add><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(
+          static_cast<const T*>(x.data), Add ? static_cast<const T*>(a->inputs[1].data) : nullptr,
+          static_cast<T*>(y.data), present(w) ? static_cast<const T*>(w.data) : nullptr,
+          present(b) ? static_cast<const T*>(b.data) : nullptr, r, orow, wr, a->attrs[la::eps].f);
+      return launched(a, name);
     }
-    if (present(w) && present(b))
-      for (int i = 0; i < nn; ++i)
-        if (w.strides[w.ndim - nn + i] != b.strides[b.ndim - nn + i] && wr.rsize[i] > 1)
-          return fail(a, "layer_norm: weight and bias with different strides are not supported on CUDA");
-    DeviceScope scope(a->device);
-    layer_norm_kernel<T><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(
-        static_cast<const T*>(x.data), static_cast<T*>(y.data), present(w) ? static_cast<const T*>(w.data) : nullptr,
-        present(b) ? static_cast<const T*>(b.data) : nullptr, r, wr, a->attrs[op_attrs::layer_norm::eps].f);
-    return launched(a, "layer_norm");
-  }
+  };
 };
 
 // ---- batch_norm (inference): y = x * alpha[c] + beta[c], alpha = w / sqrt(var + eps),
@@ -568,7 +594,8 @@ AMBER_CUDA_KERNELS(reduce) {
   // Softmax and layer norm also in 16 bits (a model in 16 bits), computed in f32.
   register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("softmax");
   register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("log_softmax");
-  register_typed<LayerNormKernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("layer_norm");
+  register_typed<LayerNorm<false>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("layer_norm");
+  register_typed<LayerNorm<true>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("add_layer_norm");
   register_typed<BatchNormKernel, AMBER_CUDA_FLOATING>("batch_norm");
 }
 
