@@ -1500,6 +1500,13 @@ case("add_layernorm_f64_expanded", "add_layer_norm", add_ln,
      attrs={"normalized_shape": [6]}, atol=1e-12, rtol=1e-12)
 case("add_layernorm_other_shape", "add_layer_norm", add_ln, [In([7, 4]), In([5, 4]), None, None],
      attrs={"normalized_shape": [4]}, error="other must have the input's shape")
+# Row lengths past CUDA's warp-a-row kernel's two sizes (256 and 1024 elements), and past both.
+case("layernorm_rows_of_777", "layer_norm", ln, [In([5, 777]), In([777]), In([777])],
+     attrs={"normalized_shape": [777]}, atol=1e-5)
+case("add_layernorm_rows_of_1024", "add_layer_norm", add_ln, [In([3, 4, 256]), In([3, 4, 256]), None, In([4, 256])],
+     attrs={"normalized_shape": [4, 256]}, atol=1e-5)
+case("add_layernorm_rows_of_1100", "add_layer_norm", add_ln, [In([2, 1100]), In([2, 1100]), In([1100]), None],
+     attrs={"normalized_shape": [1100]}, atol=1e-5)
 
 half_cases(CASES[ADDED:])
 

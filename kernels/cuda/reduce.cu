@@ -4,6 +4,7 @@
 // fixed-order tree in shared memory: deterministic, within tolerance of the CPU's order. Floats
 // accumulate in double, integers in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
 
+#include <algorithm>
 #include <cstring>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -391,6 +392,75 @@ __global__ void layer_norm_kernel(const T* x, const T* other, T* y, const T* w, 
   }
 }
 
+// Rows of at most 32 * PerLane elements, each dense (its elements one run, as a linear layer's
+// output rows are), weight and bias dense too: a warp a row, the row held in its lanes'
+// registers (element lane + 32 i), mean and variance accumulated in double and summed across
+// the warp with shuffles, so a row costs one read and one write and no block-wide barrier
+// (the block-a-row kernel above reads it three times and meets at 16 barriers). 8 rows a block.
+constexpr int kRowWarps = 8;
+
+__device__ inline double warp_sum_double(double v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename T, bool Add, int PerLane>
+__global__ void __launch_bounds__(32 * kRowWarps)
+    layer_norm_rows_kernel(const T* x, const T* other, T* y, const T* w, const T* b, Rows r, Rows orow, double eps) {
+  using C = compute_t<T>;
+  const int lane = int(threadIdx.x) % 32;
+  const int64_t len = r.len;
+  for (int64_t row = int64_t(blockIdx.x) * kRowWarps + threadIdx.x / 32; row < r.rows;
+       row += int64_t(gridDim.x) * kRowWarps) {
+    int64_t ib, ob, pb = 0, unused;
+    row_base(r, row, ib, ob);
+    if constexpr (Add) row_base(orow, row, pb, unused);
+    C v[PerLane];
+    double s = 0;
+#pragma unroll
+    for (int i = 0; i < PerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      v[i] = C(0);
+      if (j < len) {
+        v[i] = load_as_compute(x[ib + j]);
+        if constexpr (Add) v[i] = v[i] + load_as_compute(other[pb + j]);
+        s += double(v[i]);
+      }
+    }
+    const double mu = warp_sum_double(s) / double(len);
+    double q = 0;
+#pragma unroll
+    for (int i = 0; i < PerLane; ++i)
+      if (lane + 32 * i < len) {
+        const double d = double(v[i]) - mu;
+        q += d * d;
+      }
+    const C rstd = C(1.0 / sqrt(warp_sum_double(q) / double(len) + eps));
+    const C m = C(mu);
+#pragma unroll
+    for (int i = 0; i < PerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      if (j >= len) continue;
+      C o = (v[i] - m) * rstd;
+      if (w) o = o * load_as_compute(w[j]);
+      if (b) o = o + load_as_compute(b[j]);
+      y[ob + j] = cast_value<T>(o);
+    }
+  }
+}
+
+// Whether the dims a Rows reduces are one dense run (each stride the product of the sizes
+// inside it), for `in` (the input's strides) or the output's.
+bool dense_rows(const Rows& r, bool out) {
+  int64_t expect = 1;
+  for (int d = r.nr - 1; d >= 0; --d) {
+    const int64_t st = out ? r.rout[d] : r.rin[d];
+    if (r.rsize[d] != 1 && st != expect) return false;
+    expect *= r.rsize[d];
+  }
+  return true;
+}
+
 template <bool Add>
 struct LayerNorm {
   template <typename T>
@@ -424,6 +494,23 @@ struct LayerNorm {
           if (w.strides[w.ndim - nn + i] != b.strides[b.ndim - nn + i] && wr.rsize[i] > 1)
             return fail(a, "%s: weight and bias with different strides are not supported on CUDA", name);
       DeviceScope scope(a->device);
+      if (r.len <= 32 * 32 && dense_rows(r, false) && dense_rows(r, true) && (!Add || dense_rows(orow, false)) &&
+          (!(present(w) || present(b)) || dense_rows(wr, false))) {
+        const unsigned blocks = unsigned(std::min<int64_t>((r.rows + kRowWarps - 1) / kRowWarps, 65535));
+        const T* op = Add ? static_cast<const T*>(a->inputs[1].data) : nullptr;
+        const T* wp = present(w) ? static_cast<const T*>(w.data) : nullptr;
+        const T* bp = present(b) ? static_cast<const T*>(b.data) : nullptr;
+        const double eps = a->attrs[la::eps].f;
+        T* yp = static_cast<T*>(y.data);
+        const T* xp = static_cast<const T*>(x.data);
+        if (r.len <= 32 * 8)
+          layer_norm_rows_kernel<T, Add, 8>
+              <<<blocks, 32 * kRowWarps, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, eps);
+        else
+          layer_norm_rows_kernel<T, Add, 32>
+              <<<blocks, 32 * kRowWarps, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, eps);
+        return launched(a, name);
+      }
       layer_norm_kernel<T, Add><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(
           static_cast<const T*>(x.data), Add ? static_cast<const T*>(a->inputs[1].data) : nullptr,
           static_cast<T*>(y.data), present(w) ? static_cast<const T*>(w.data) : nullptr,
