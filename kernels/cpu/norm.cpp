@@ -145,7 +145,7 @@ int LayerNorm<Add>::Kernel<T>::run(const amber_kernel_args* a) {
   for (int d = x.ndim - nn; d < x.ndim; ++d) n *= x.sizes[d];
   const int64_t rows = n == 0 ? 0 : numel(x) / n;
   if (rows == 0 || n == 0) return 0;
-  // Contiguous copies of what is not: rows of x, weight, bias.
+  // Contiguous copies of what is not: rows of x (and of other), weight, bias.
   std::vector<T> xbuf, obuf, wbuf, bbuf;
   auto contiguous = [&](const amber_tensor_view& v, std::vector<T>& buf) -> const T* {
     if (!present(v)) return nullptr;
