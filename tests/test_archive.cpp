@@ -1220,6 +1220,33 @@ TEST_CASE("the golden archive of format 1.0 loads and computes", "[archive][gold
   }
 }
 
+TEST_CASE("a post-norm residual block saves as add_layer_norm (format 1.6); its operands' shapes are checked",
+          "[archive][reliability]") {
+  manual_seed(8);
+  const Tensor w = randn({8, 8}) * 0.3, gamma = rand({8}) + 0.5, beta = randn({8});
+  auto post = [&](const Tensor& x) { return layer_norm(x + linear(x, w), {8}, gamma, beta, 1e-5); };
+  const Tensor x = randn({2, 3, 8});
+  const std::vector<uint8_t> bytes = trace(post, {x}).save_to_bytes();
+  LoadedArchive a = read_archive(bytes, nullptr);
+  CHECK(a.info.format_minor == 6);
+  std::vector<std::string> ops;
+  for (const graph::Node* n : a.graph.nodes()) ops.push_back(n->op->name);
+  CHECK(ops == std::vector<std::string>{"linear", "add_layer_norm"});
+  CHECK(test::compare(load(bytes).forward({x})[0], post(x), 1e-5, 1e-5).ok);  // (loaded linear layers pack weights)
+  // A pre-norm block reads the sum twice: left as it is, and the archive stays 1.0.
+  auto pre = [&](const Tensor& in) {
+    const Tensor s = in + linear(layer_norm(in, {8}, gamma, beta, 1e-5), w);
+    return s + layer_norm(s, {8}, {}, {}, 1e-5);
+  };
+  CHECK(read_archive(trace(pre, {x}).save_to_bytes(), nullptr).info.format_minor == 0);
+  // other swapped for a value of another shape (the weight): the reader's inference refuses it.
+  LoadedArchive c = read_archive(bytes, nullptr);
+  for (graph::Node* n : c.graph.nodes())
+    if (n->op->name == "add_layer_norm") n->inputs[1] = n->inputs[1]->producer->inputs[1];
+  AMBER_REQUIRE_ERROR(read_archive(archive_bytes(c.graph, c.info), nullptr),
+                      "other must have the input's shape [2, 3, 8], got [8, 8]");
+}
+
 TEST_CASE("int8 archives with uint8 activations: format 1.4; the output's quantization checked",
           "[archive][reliability]") {
   manual_seed(6);
