@@ -35,6 +35,9 @@ void fold_linear_bias(Graph& g);
 // matmul(softmax(scores, -1), v) with scores = matmul(q, k^T) scaled by 1 / sqrt(E) (on q
 // or on the scores) and optionally masked becomes scaled_dot_product_attention.
 void fuse_attention(Graph& g);
+// scaled_dot_product_attention's output with its heads moved next to their values and merged
+// (transpose(-3, -2) then a reshape to [*, L, H * Ev]) becomes attention_merge_heads.
+void merge_attention_heads(Graph& g);
 // (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) over the last dim, optionally times a
 // [D] weight plus a [D] bias, becomes layer_norm.
 void fuse_layer_norm(Graph& g);
@@ -73,8 +76,8 @@ void materialize_casts(Graph& g);
 // constants' data.
 void half_model(Graph& g, DType half);
 
-// The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention,
-// layer-norm, residual-norm and pointwise fusion, DCE.
+// The pipeline: constant folding, batch-norm and linear-bias folding, CSE, attention (and its
+// heads' merge), layer-norm, residual-norm and pointwise fusion, DCE.
 void optimize(Graph& g);
 
 // Liveness-based buffer planning for a static graph: every intermediate that owns memory

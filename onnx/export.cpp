@@ -1141,7 +1141,9 @@ void Exporter::node(const Node& n, const std::string* as) {
         out(n));
     return;
   }
-  if (name == "scaled_dot_product_attention") {  // softmax(q k^T / sqrt(E) + mask) v
+  if (name == "scaled_dot_product_attention" || name == "attention_merge_heads") {  // softmax(q k^T / sqrt(E) + mask) v
+    static_assert(oa::scaled_dot_product_attention::is_causal == oa::attention_merge_heads::is_causal);
+    const bool merged = name == "attention_merge_heads";  // then transposed and reshaped to [*, L, H * Ev]
     const int r = rank(x0);
     const int64_t e = static_dim(x0, -1, "scaled_dot_product_attention");
     std::vector<int64_t> perm(static_cast<size_t>(r), 0);
@@ -1160,7 +1162,15 @@ void Exporter::node(const Node& n, const std::string* as) {
       const Tensor mask = tril(ones({l, sl}, DType::b8));  // query i sees keys 0..i
       s = op("Where", {initializer(mask), s, scalar(-kInf, ot)});
     }
-    op("MatMul", {op("Softmax", {s}, [](onnx::NodeProto* p) { attr_i(p, "axis", -1); }), in(n, 2)}, {}, out(n));
+    const std::string attn =
+        op("MatMul", {op("Softmax", {s}, [](onnx::NodeProto* p) { attr_i(p, "axis", -1); }), in(n, 2)}, {},
+           merged ? "" : out(n));
+    if (merged) {
+      std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);  // back to the identity, then heads and rows swapped
+      std::swap(perm[size_t(r - 3)], perm[size_t(r - 2)]);
+      const std::string t = op("Transpose", {attn}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", perm); });
+      op("Reshape", {t, sizes(n.outputs[0]->type.shape)}, {}, out(n));
+    }
     return;
   }
   if (name == "upsample_nearest2d" || name == "upsample_bilinear2d" || name == "upsample_bicubic2d") {

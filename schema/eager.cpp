@@ -256,6 +256,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     double dropout_p, bool is_causal, SrcLoc loc) {
   return call(AMBER_OP("scaled_dot_product_attention"), {&q, &k, &v, &mask}, {Attr(dropout_p), Attr(is_causal)}, loc);
 }
+Tensor attention_merge_heads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double dropout_p,
+                             bool is_causal, SrcLoc loc) {
+  return call(AMBER_OP("attention_merge_heads"), {&q, &k, &v, &mask}, {Attr(dropout_p), Attr(is_causal)}, loc);
+}
 
 // ---- Convolution, pooling, normalisation, embedding ----
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const DimVec& stride, const DimVec& padding,

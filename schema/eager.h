@@ -155,6 +155,11 @@ Tensor quantized_linear_u8(const Tensor& input, const Tensor& weight, const Tens
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
                                     SrcLoc loc = {});
+// scaled_dot_product_attention over [*, H, L, E] queries with its heads merged: the output as
+// [*, L, H * Ev] (each row every head's output side by side), written there directly; equal to
+// scaled_dot_product_attention(...).transpose(-3, -2).flatten(-2).
+Tensor attention_merge_heads(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = {},
+                             double dropout_p = 0.0, bool is_causal = false, SrcLoc loc = {});
 
 // ---- Convolution, pooling, normalisation, embedding (torch.nn.functional order). ----
 // The output of conv2d is channels-last (NHWC memory); values and shape are PyTorch's.

@@ -1,7 +1,8 @@
 // Op table entries for matrix products (mm, bmm, matmul with PyTorch's 1-D and batched
 // broadcasting rules), linear (and quantized_linear, int8 weights and a static input
 // quantization), and scaled_dot_product_attention (torch 2.0 semantics:
-// softmax(q k^T / sqrt(E) + mask) v, a bool mask keeping the positions that are true).
+// softmax(q k^T / sqrt(E) + mask) v, a bool mask keeping the positions that are true), with its
+// heads-merged form attention_merge_heads.
 
 #include "amber/schema/infer_util.h"
 
@@ -113,6 +114,20 @@ void infer_sdpa(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+// attention_merge_heads: sdpa's [*, H, L, Ev] output as [*, L, H * Ev], each row the heads'
+// outputs side by side (transpose(-3, -2), then the last two dims flattened).
+void infer_attention_merge_heads(InferCtx& c) {
+  const DimVec& q = c.in(0).sizes;
+  c.check(q.size() >= 3, "query must be [*, heads, L, E] (at least 3 dims), got shape ", q);
+  infer_sdpa(c);
+  TensorMeta& o = c.output(0);
+  const int r = int(o.sizes.size());
+  DimVec out(std::span<const int64_t>(o.sizes.data(), size_t(r - 3)));
+  out.push_back(o.sizes[r - 2]);
+  out.push_back(checked_mul(o.sizes[r - 3], o.sizes[r - 1], "attention_merge_heads"));
+  o.sizes = out;
+}
+
 const DTypeSet kF32{DType::f32};
 // The quantized ops' inputs: f32 (quantized as it enters) or u8 (an int8 op's output).
 const DTypeSet kQuantizedInput{DType::f32, DType::u8};
@@ -149,6 +164,13 @@ const OpRegistrar registrar{
      "softmax(q k^T / sqrt(E) + mask) v over the last two dims; a bool mask keeps the true positions, a float mask "
      "is added; is_causal applies a lower-triangular mask.",
      OpCost::attention},
+    {"attention_merge_heads(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, "
+     "bool is_causal=False) -> Tensor",
+     kF32, infer_attention_merge_heads, 0, nullptr, 1,
+     "scaled_dot_product_attention over [*, H, L, E] queries with the heads merged: its output transposed to "
+     "[*, L, H, Ev] and flattened to [*, L, H * Ev] (each row every head's output side by side, as a transformer's "
+     "output projection reads it), written there directly. Made by the head-merge pass.",
+     OpCost::attention, 7},
 };
 
 }  // namespace

@@ -25,9 +25,10 @@ inline constexpr uint32_t kArchiveFormatMajor = 1;
 // it needs 1.1 (control-flow bodies), 1.2 (sizes in symbols other than the batch N, or
 // products of symbols), 1.3 (int8 quantized ops: quantized_conv2d, quantized_linear), 1.4
 // (int8 ops with uint8 outputs: quantized_conv2d.u8, quantized_linear.u8), 1.5 (the
-// uint8 residual addition quantized_add) or 1.6 (add_layer_norm, a residual connection and
-// its layer norm), so archives without them stay readable by older readers.
-inline constexpr uint32_t kArchiveFormatMinor = 6;
+// uint8 residual addition quantized_add), 1.6 (add_layer_norm, a residual connection and
+// its layer norm) or 1.7 (attention_merge_heads, attention writing its heads merged), so
+// archives without them stay readable by older readers.
+inline constexpr uint32_t kArchiveFormatMinor = 7;
 inline constexpr size_t kArchiveRecordAlignment = 64;
 
 // Limits the reader enforces (each with an error naming it).

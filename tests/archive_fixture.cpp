@@ -2,9 +2,9 @@
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
 // values as safetensors; with --fuzz-seeds, small archives of varied programs (formats 1.3 to
-// 1.6's ops among them) and broken variants of one (the fuzzers' seed corpus,
+// 1.7's ops among them) and broken variants of one (the fuzzers' seed corpus,
 // tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.6) | --golden-1.5 OUT_DIR |
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.7) | --golden-1.6 OUT_DIR | --golden-1.5 OUT_DIR |
 //        --golden-1.4 OUT_DIR | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR |
 //        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
@@ -315,11 +315,10 @@ int write_golden_1_5(const std::string& out) {
   return 0;
 }
 
-// The golden archive of format 1.6, the current one (committed under tests/golden/, never
-// regenerated once released): over x [N, 3, 8], two post-norm residual blocks as a
-// transformer's: x + linear(x) normalised with a weight and bias, then that plus
-// relu(linear(.)) normalised without; each residual connection and its norm is one
-// add_layer_norm (the residual-norm fusion). Weights seeded; inputs and outputs at N = 1 and 3.
+// The golden archive of format 1.6 (committed under tests/golden/, never regenerated): over x [N, 3, 8], two post-norm
+// residual blocks as a transformer's: x + linear(x) normalised with a weight and bias, then that plus relu(linear(.))
+// normalised without; each residual connection and its norm is one add_layer_norm (the residual-norm fusion). Weights
+// seeded; inputs and outputs at N = 1 and 3.
 int write_golden_1_6(const std::string& out) {
   manual_seed(2032);
   const Tensor w1 = randn({8, 8}) * 0.3, b1 = randn({8}), w2 = randn({8, 8}) * 0.3;
@@ -344,8 +343,40 @@ int write_golden_1_6(const std::string& out) {
   return 0;
 }
 
+// The golden archive of format 1.7, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, 5, 12], multi-head self-attention as a transformer
+// writes it: one QKV product, its thirds split into 3 heads of 4, attention with a causal mask,
+// the heads moved back beside each other and merged (one attention_merge_heads, the head-merge
+// pass), then the output projection. Weights seeded; inputs and outputs at N = 1 and 3.
+int write_golden_1_7(const std::string& out) {
+  manual_seed(2033);
+  const Tensor w_qkv = randn({36, 12}) * 0.3, b_qkv = randn({36}) * 0.1, w_o = randn({12, 12}) * 0.3;
+  auto model = [&](const Tensor& x) {
+    const int64_t n = x.size(0);
+    const std::vector<Tensor> qkv = chunk(linear(x, w_qkv, b_qkv), 3, -1);
+    auto heads = [&](const Tensor& t) { return t.reshape({n, 5, 3, 4}).transpose(1, 2); };
+    const Tensor a = scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {}, 0.0, true);
+    return linear(a.transpose(1, 2).reshape({n, 5, 12}), w_o);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {randn({2, 5, 12})}, o);
+  t.save(out + "/format_1_7.amber");
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (int64_t n : {1, 3}) {
+    Tensor x = randn({n, 5, 12});
+    io.emplace_back(str("input.b", n), x);
+    io.emplace_back(str("output.b", n), model(x));
+  }
+  save_safetensors(out + "/format_1_7_io.safetensors", io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_6(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_7(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.6") return write_golden_1_6(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.5") return write_golden_1_5(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.4") return write_golden_1_4(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.3") return write_golden_1_3(argv[2]);
@@ -355,7 +386,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.5 OUT_DIR | --golden-1.4 OUT_DIR | "
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.6 OUT_DIR | --golden-1.5 OUT_DIR | "
+                 "--golden-1.4 OUT_DIR | "
                  "--golden-1.3 OUT_DIR | "
                  "--golden-1.2 OUT_DIR | "
                  "--golden-1.1 OUT_DIR | "

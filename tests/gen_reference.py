@@ -1508,6 +1508,40 @@ case("add_layernorm_rows_of_1024", "add_layer_norm", add_ln, [In([3, 4, 256]), I
 case("add_layernorm_rows_of_1100", "add_layer_norm", add_ln, [In([2, 1100]), In([2, 1100]), In([1100]), None],
      attrs={"normalized_shape": [1100]}, atol=1e-5)
 
+
+
+def attn_merged(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):  # the heads side by side in each row
+    return sdpa(q, k, v, attn_mask, dropout_p, is_causal).transpose(-3, -2).flatten(-2)
+
+
+def bool_mask_case_own():  # bool_mask_case's kind of mask, from a generator of its own (as nan_rows)
+    keep = torch.rand(2, 7, 9, generator=torch.Generator().manual_seed(2028)) > 0.4
+    keep[:, :, 0] = True
+    return keep
+
+
+ATTN_TOL = dict(atol=1e-5, rtol=1e-4)
+case("attn_merge_3d_float_mask", "attention_merge_heads", attn_merged,
+     [In([3, 7, 5]), In([3, 9, 5]), In([3, 9, 4]), In([7, 9])], **ATTN_TOL)
+case("attn_merge_4d_causal", "attention_merge_heads", attn_merged,
+     [In([2, 3, 13, 8]), In([2, 3, 13, 8]), In([2, 3, 13, 6])], attrs={"is_causal": True}, **ATTN_TOL)
+# q, k and v as a QKV product's heads: strided views of one [B, L, 3, H, E] tensor's slices.
+case("attn_merge_noncontig_5d", "attention_merge_heads", attn_merged,
+     [In([2, 2, 3, 11, 8], layout=("t", 2, 3)), In([2, 2, 3, 11, 8], layout=("t", 2, 3)),
+      In([2, 2, 3, 11, 8], layout=("s2", 4))], **ATTN_TOL)
+case("attn_merge_bool_mask", "attention_merge_heads", attn_merged,
+     [In([2, 7, 5]), In([2, 9, 5]), In([2, 9, 5]), Fixed(bool_mask_case_own())], **ATTN_TOL)
+# The bench transformer's heads (4 of 64 over 128 rows); 301 rows in two CPU blocks; heads wider
+# than CUDA's tiled kernel takes (130).
+case("attn_merge_transformer", "attention_merge_heads", attn_merged,
+     [In([1, 4, 128, 64]), In([1, 4, 128, 64]), In([1, 4, 128, 64])], **ATTN_TOL)
+case("attn_merge_two_blocks_causal", "attention_merge_heads", attn_merged,
+     [In([2, 301, 8]), In([2, 301, 8]), In([2, 301, 8])], attrs={"is_causal": True}, **ATTN_TOL)
+case("attn_merge_wide_heads", "attention_merge_heads", attn_merged,
+     [In([2, 3, 5, 130]), In([2, 3, 6, 130]), In([2, 3, 6, 7])], **ATTN_TOL)
+case("attn_merge_rank_2", "attention_merge_heads", attn_merged, [In([7, 5]), In([9, 5]), In([9, 4])],
+     error="at least 3 dims")
+
 half_cases(CASES[ADDED:])
 
 

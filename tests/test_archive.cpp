@@ -1158,6 +1158,14 @@ void check_golden_ops(int minor, const std::vector<std::string>& want_ops,
     check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
 }
 
+TEST_CASE("the golden archive of format 1.7 (attention writing its heads merged) loads and computes",
+          "[archive][golden]") {
+  check_golden_ops(7,
+                   {"linear", "chunk", "reshape", "transpose", "reshape", "transpose", "reshape", "transpose",
+                    "attention_merge_heads", "linear"},
+                   std::vector<std::string>(10, "f32"));
+}
+
 TEST_CASE("the golden archive of format 1.6 (residual connections and their norms) loads and computes",
           "[archive][golden]") {
   check_golden_ops(6, {"linear", "add_layer_norm", "linear", "relu", "add_layer_norm"},

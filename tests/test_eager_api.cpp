@@ -101,6 +101,10 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        {}},
       {"argmax", [&] { (void)argmax(x4, 2, true); }, {{"dim", int64_t(2)}, {"keepdim", true}}, {{"self", x4}}},
       {"argmin", [&] { (void)argmin(x4, 3, true); }, {{"dim", int64_t(3)}, {"keepdim", true}}, {{"self", x4}}},
+      {"attention_merge_heads",
+       [&] { (void)attention_merge_heads(q, k, v, mask, 0.0, false); },
+       {{"dropout_p", 0.0}, {"is_causal", false}},
+       {{"query", q}, {"key", k}, {"value", v}, {"attn_mask", mask}}},
       {"avg_pool2d",
        [&] {
          (void)avg_pool2d(x4, {2, 1}, {1, 2}, {1, 0}, true, false, 3);

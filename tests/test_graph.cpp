@@ -538,6 +538,56 @@ TEST_CASE("layer_norm of a residual sum becomes add_layer_norm; shared, scaled o
   check_pass(broadcast, fuse_residual_norm, broadcast, {randn({2, 3, 5}), randn({5})});
 }
 
+TEST_CASE("attention whose heads are transposed and merged becomes attention_merge_heads; other layouts stay",
+          "[graph][passes]") {
+  const std::string heads = R"TXT(
+    graph(%q : f32[N, 4, 6, 8], %k : f32[N, 4, 7, 8], %v : f32[N, 4, 7, 5]) {
+      %1 : f32[N, 4, 6, 5] = scaled_dot_product_attention(%q, %k, %v, None, dropout_p=0.0, is_causal=false)
+      %2 : f32[N, 6, 4, 5] = transpose(%1, dim0=1, dim1=2)
+      %3 : f32[N, 6, 20] = reshape(%2, shape=[N, 6, 20])
+      return (y = %3)
+    }
+  )TXT";
+  const std::vector<Tensor> in{randn({2, 4, 6, 8}), randn({2, 4, 7, 8}), randn({2, 4, 7, 5})};
+  check_pass(heads, merge_attention_heads, R"TXT(
+    graph(%q : f32[N, 4, 6, 8], %k : f32[N, 4, 7, 8], %v : f32[N, 4, 7, 5]) {
+      %4 : f32[N, 6, 20] = attention_merge_heads(%q, %k, %v, None, dropout_p=0.0, is_causal=false)
+      return (y = %4)
+    }
+  )TXT",
+             in, 0);
+  // The permute spelling, negative dims, flatten, a causal mask, no batch symbol.
+  check_pass(R"TXT(
+    graph(%q : f32[3, 6, 8], %k : f32[3, 6, 8], %v : f32[3, 6, 8]) {
+      %1 : f32[3, 6, 8] = scaled_dot_product_attention(%q, %k, %v, None, dropout_p=0.0, is_causal=true)
+      %2 : f32[6, 3, 8] = permute(%1, dims=[-2, 0, 2])
+      %3 : f32[6, 24] = flatten(%2, start_dim=-2, end_dim=-1)
+      return (y = %3)
+    }
+  )TXT",
+             merge_attention_heads, R"TXT(
+    graph(%q : f32[3, 6, 8], %k : f32[3, 6, 8], %v : f32[3, 6, 8]) {
+      %4 : f32[6, 24] = attention_merge_heads(%q, %k, %v, None, dropout_p=0.0, is_causal=true)
+      return (y = %4)
+    }
+  )TXT",
+             {randn({3, 6, 8}), randn({3, 6, 8}), randn({3, 6, 8})}, 0);
+  // Left alone: the transposed heads read twice; another transpose; a reshape to another shape.
+  std::string shared = heads;
+  shared.replace(shared.find("return (y = %3)"), 15, "return (y = %3, t = %2)");
+  check_pass(shared, merge_attention_heads, shared, in);
+  std::string other_dims = heads;
+  other_dims.replace(other_dims.find("%2 : f32[N, 6, 4, 5] = transpose(%1, dim0=1, dim1=2)"), 52,
+                     "%2 : f32[N, 4, 5, 6] = transpose(%1, dim0=2, dim1=3)");
+  other_dims.replace(other_dims.find("%3 : f32[N, 6, 20] = reshape(%2, shape=[N, 6, 20])"), 50,
+                     "%3 : f32[N, 4, 30] = reshape(%2, shape=[N, 4, 30])");
+  check_pass(other_dims, merge_attention_heads, other_dims, in);
+  std::string other_shape = heads;
+  other_shape.replace(other_shape.find("%3 : f32[N, 6, 20] = reshape(%2, shape=[N, 6, 20])"), 50,
+                      "%3 : f32[N, 120] = reshape(%2, shape=[N, 120])");
+  check_pass(other_shape, merge_attention_heads, other_shape, in);
+}
+
 TEST_CASE("max_pool2d of a channel cat becomes a cat of pools; other cats stay", "[graph][passes]") {
   Tensor a = randn({1, 3, 7, 9});
   a.data_ptr<float>()[10] = std::nanf("");  // pooled alike either way

@@ -52,6 +52,7 @@ void optimize(Graph& g) {
   fold_linear_bias(g);
   eliminate_common_subexpressions(g);
   fuse_attention(g);
+  merge_attention_heads(g);
   fuse_layer_norm(g);
   fuse_gelu(g);
   fuse_residual_norm(g);

@@ -1,6 +1,7 @@
-// CPU kernel for scaled_dot_product_attention: for each batch entry, blocks of query rows
-// are processed by one thread each: scores = q k^T / sqrt(E), the mask or causal mask
-// applied, a softmax per row, then scores v. Scores never exceed a block of rows at a time,
+// CPU kernels for scaled_dot_product_attention and attention_merge_heads (the same, each head's
+// output rows written into [*, L, H * Ev] at the head's columns): for each batch entry, blocks
+// of query rows are processed by one thread each: scores = q k^T / sqrt(E), the mask or causal
+// mask applied, a softmax per row, then scores v. Scores never exceed a block of rows at a time,
 // so memory stays bounded for long sequences; each thread's scores and dense copies live in
 // its slot of the step's workspace. The two products run on single-threaded
 // oneDNN matmul primitives made for the shapes and strides at hand (by the step's setup, at
@@ -80,16 +81,19 @@ std::unique_ptr<MmPrim> matmul_prim(const MmShape& key) {
 
 // One thread's scratch, in floats: a block's scores [block, S], and dense copies of its
 // queries [block, E] and of a head's keys [S, E] and values [S, Ev], each starting on a
-// 64-byte boundary.
+// 64-byte boundary; with the heads merged also the block's output [block, Ev], copied from
+// there into its rows (oneDNN's brgemm matmul takes only a dense destination: given the merged
+// rows' stride it falls back to the sgemm-based one, 40 ms more of the encoder's load).
 struct Slot {
-  int64_t scores, q, k, v, floats;
-  Slot(int64_t block, int64_t S, int64_t E, int64_t Ev) {
+  int64_t scores, q, k, v, out, floats;
+  Slot(int64_t block, int64_t S, int64_t E, int64_t Ev, bool merged) {
     auto up = [](int64_t f) { return (f + 15) / 16 * 16; };
     scores = 0;
     q = up(block * S);
     k = q + up(block * E);
     v = k + up(S * E);
-    floats = v + up(S * Ev);
+    out = v + up(S * Ev);
+    floats = out + (merged ? up(block * Ev) : 0);
   }
 };
 
@@ -102,6 +106,7 @@ struct SdpaState {
   size_t workspace_bytes() const { return ws; }
 };
 
+template <bool Merged>
 std::unique_ptr<SdpaState> sdpa_state(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2];
   const int r = q.ndim;
@@ -110,7 +115,7 @@ std::unique_ptr<SdpaState> sdpa_state(const amber_kernel_args* a) {
   if (S == 0 || L == 0) return st;
   const float scale = float(1.0 / std::sqrt(double(E)));
   const int64_t block = row_block(L, S), tail = L - (L - 1) / block * block;
-  st->ws = size_t(std::max(1, a->num_threads)) * size_t(Slot(block, S, E, Ev).floats) * sizeof(float);
+  st->ws = size_t(std::max(1, a->num_threads)) * size_t(Slot(block, S, E, Ev, Merged).floats) * sizeof(float);
   for (int i = 0; i < 2; ++i) {
     const int64_t rows = i == 0 ? block : tail;
     if (i == 1 && tail == block) continue;
@@ -158,6 +163,9 @@ const float* dense_rows(const float* p, int64_t rows, int64_t cols, int64_t rs, 
   return buf;
 }
 
+static_assert(op_attrs::scaled_dot_product_attention::is_causal == op_attrs::attention_merge_heads::is_causal);
+
+template <bool Merged>
 int sdpa(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
   const amber_tensor_view& out = a->outputs[0];
@@ -172,7 +180,10 @@ int sdpa(const amber_kernel_args* a) {
   // products): scores[rows, S] = scale q[rows, E] k^T[E, S]; out[rows, Ev] = scores v[S, Ev].
   std::unique_ptr<SdpaState> own;  // a call without setup: a state for this call alone
   const SdpaState* st = static_cast<const SdpaState*>(a->state);
-  if (!st) st = (own = sdpa_state(a)).get();
+  if (!st) st = (own = sdpa_state<Merged>(a)).get();
+  // Batch entry b's output rows: b's own [L, Ev] block, or with the heads merged (b = outer * H
+  // + h) the columns [h * Ev, (h + 1) * Ev) of outer's [L, H * Ev] rows.
+  const int64_t heads = Merged ? q.sizes[r - 3] : 1, ors = heads * Ev;
   const float* qp = static_cast<const float*>(q.data);
   const float* kp = static_cast<const float*>(k.data);
   const float* vp = static_cast<const float*>(v.data);
@@ -189,7 +200,7 @@ int sdpa(const amber_kernel_args* a) {
   std::vector<char> ok(static_cast<size_t>(batches * blocks), 1);
   // Slots in the step's workspace; a call without one (or with less, as an eager call has)
   // allocates them for itself.
-  const Slot slot(block, S, E, Ev);
+  const Slot slot(block, S, E, Ev, Merged);
   const size_t slots_bytes = size_t(threads) * size_t(slot.floats) * sizeof(float);
   std::unique_ptr<float[]> own_slots;
   float* slots = static_cast<float*>(a->workspace);
@@ -199,15 +210,15 @@ int sdpa(const amber_kernel_args* a) {
   }
   parallel_for_slots(batches * blocks, 1, [&](int slot_index, int64_t t0, int64_t t1) {
     float* mine = slots + int64_t(slot_index) * slot.floats;
-    float *scores = mine + slot.scores, *qbuf = mine + slot.q, *kbuf = mine + slot.k, *vbuf = mine + slot.v;
+    float *scores = mine + slot.scores, *qbuf = mine + slot.q, *kbuf = mine + slot.k, *vbuf = mine + slot.v,
+          *obuf = mine + slot.out;
     int64_t kv_batch = -1;
     const float *kd = nullptr, *vd = nullptr;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / blocks, row0 = (t % blocks) * block, rows = std::min(block, L - row0);
-      const int64_t oo = b * L * Ev;
-      float* orow = op + oo + row0 * Ev;
+      float* orow = op + (b / heads) * L * ors + (b % heads) * Ev + row0 * ors;
       if (S == 0) {
-        for (int64_t i = 0; i < rows * Ev; ++i) orow[i] = std::nanf("");
+        for (int64_t i = 0; i < rows; ++i) std::fill_n(orow + i * ors, Ev, std::nanf(""));
         continue;
       }
       const int which = rows == block ? 0 : 1;
@@ -247,11 +258,15 @@ int sdpa(const amber_kernel_args* a) {
         softmax_row(p, nullptr, S, nullptr);
       }
       try {
-        psv.prim->execute(
-            {{DNNL_ARG_SRC, &psv.a, scores}, {DNNL_ARG_WEIGHTS, &psv.b, vd}, {DNNL_ARG_DST, &psv.c, orow}});
+        psv.prim->execute({{DNNL_ARG_SRC, &psv.a, scores},
+                           {DNNL_ARG_WEIGHTS, &psv.b, vd},
+                           {DNNL_ARG_DST, &psv.c, Merged ? obuf : orow}});
       } catch (const dnnl::error&) {
         ok[size_t(t)] = 0;
+        continue;
       }
+      if (Merged)
+        for (int64_t i = 0; i < rows; ++i) std::memcpy(orow + i * ors, obuf + i * Ev, size_t(Ev) * sizeof(float));
     }
   });
   for (char g : ok)
@@ -259,14 +274,18 @@ int sdpa(const amber_kernel_args* a) {
   return 0;
 }
 
+template <bool Merged>
 int sdpa_run(const amber_kernel_args* a) {
-  return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa(a); });
+  return guarded_onednn(a, "oneDNN matmul failed", [&] { return sdpa<Merged>(a); });
 }
 
 AMBER_CPU_KERNELS(attention) {
-  using State = StateOf<SdpaState, sdpa_state>;
+  using State = StateOf<SdpaState, sdpa_state<false>>;
+  using MergedState = StateOf<SdpaState, sdpa_state<true>>;
   register_kernel("scaled_dot_product_attention", DType::f32,
-                  amber_kernel{sdpa_run, State::setup, State::destroy, nullptr});
+                  amber_kernel{sdpa_run<false>, State::setup, State::destroy, nullptr});
+  register_kernel("attention_merge_heads", DType::f32,
+                  amber_kernel{sdpa_run<true>, MergedState::setup, MergedState::destroy, nullptr});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// CUDA kernels for scaled_dot_product_attention, fused kernels of Amber's own, on f32, bf16 and f16
-// tensors (computing in f32 throughout, a 16-bit output rounded once, as the CPU's route through
-// its f32 kernel). Heads of
+// CUDA kernels for scaled_dot_product_attention and attention_merge_heads (each head's output rows
+// written into [*, L, H * Ev] at the head's columns), fused kernels of Amber's own, on f32, bf16
+// and f16 tensors (computing in f32 throughout, a 16-bit output rounded once, as the CPU's route
+// through its f32 kernel). Heads of
 // up to 128 (E and Ev): a block takes 8 query rows of one batch entry (two a warp) and walks the
 // keys in tiles of 32 staged in shared memory (one key a lane), with a running softmax: each
 // tile's scores (the mask or causal mask applied) raise the row's maximum, the row's sum and
@@ -84,9 +85,18 @@ __device__ MaskAt<T> mask_at(const View<T>& mask, bool has_mask, bool bool_mask,
   return m;
 }
 
+// Where batch entry b's output rows start and how far apart they are: b's own [L, Ev] block, or
+// with the heads merged (heads > 1; b = outer * heads + h) the columns [h * Ev, (h + 1) * Ev)
+// of outer's [L, heads * Ev] rows.
+struct OutRows {
+  int64_t heads, L, Ev;
+  __device__ int64_t stride() const { return heads * Ev; }
+  __device__ int64_t at(int64_t b, int64_t row) const { return ((b / heads) * L + row) * stride() + (b % heads) * Ev; }
+};
+
 template <typename T>
 __global__ void sdpa_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
-                            Batch bt, T* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
+                            Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
   extern __shared__ float smem[];
   float* scores = smem;   // S
   float* red = smem + S;  // kThreads
@@ -128,7 +138,7 @@ __global__ void sdpa_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool 
     __syncthreads();
   }
   const float inv = 1.0f / red[0];
-  T* orow = out + (b * L + row) * Ev;
+  T* orow = out + orows.at(b, row);
   for (int64_t e = threadIdx.x; e < Ev; e += blockDim.x) {
     float acc = 0;
     for (int64_t j = 0; j < S; ++j) acc += scores[j] * float(widen(vp[j * v.strides[r - 2] + e * v.strides[r - 1]]));
@@ -162,7 +172,8 @@ size_t tiled_smem(int64_t E, int64_t Ev) {
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     sdpa_tiled_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
-                      Batch bt, T* out, int64_t L, int64_t S, int E, int Ev, float scale, int64_t row_tiles) {
+                      Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int E, int Ev, float scale,
+                      int64_t row_tiles) {
   extern __shared__ float smem[];
   const int ks = E | 1;
   float* qs = smem;                 // kTileRows x E
@@ -255,7 +266,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t row = row0 + warp * kRowsPerWarp + rr;
     if (row >= L) continue;
-    T* orow = out + (b * L + row) * Ev;
+    T* orow = out + orows.at(b, row);
 #pragma unroll
     for (int t = 0; t < kHeadSlices; ++t) {
       const int e = lane + 32 * t;
@@ -264,8 +275,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal) on T tensors.
-template <typename T>
+static_assert(op_attrs::scaled_dot_product_attention::is_causal == op_attrs::attention_merge_heads::is_causal);
+
+// scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal) on T tensors;
+// Merged: attention_merge_heads, the same with the output rows [*, L, H * Ev].
+template <typename T, bool Merged>
 int sdpa(const amber_kernel_args* a) {
   const amber_tensor_view &q = a->inputs[0], &k = a->inputs[1], &v = a->inputs[2], &mask = a->inputs[3];
   const amber_tensor_view& out = a->outputs[0];
@@ -278,35 +292,40 @@ int sdpa(const amber_kernel_args* a) {
   const bool has_mask = present(mask);
   const bool causal = a->attrs[op_attrs::scaled_dot_product_attention::is_causal].i != 0;
   const float scale = float(1.0 / std::sqrt(double(E)));
+  const OutRows orows{Merged ? q.sizes[r - 3] : 1, L, Ev};
+  const char* name = Merged ? "attention_merge_heads" : "scaled_dot_product_attention";
   if (E <= kMaxHead && Ev <= kMaxHead) {
     DeviceScope scope(a->device);
     const int64_t row_tiles = (L + kTileRows - 1) / kTileRows;
     if (batches * row_tiles > int64_t(INT32_MAX))
-      return fail(a, "scaled_dot_product_attention: %lld blocks of query rows is more than a launch takes",
+      return fail(a, "%s: %lld blocks of query rows is more than a launch takes", name,
                   (long long)(batches * row_tiles));
     sdpa_tiled_kernel<T><<<unsigned(batches * row_tiles), kThreads, tiled_smem(E, Ev), stream_of(a)>>>(
         view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,
-        has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), L, S, int(E), int(Ev), scale,
+        has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), orows, L, S, int(E), int(Ev), scale,
         row_tiles);
-    return launched(a, "scaled_dot_product_attention");
+    return launched(a, name);
   }
   if (S > kMaxKeys)
     return fail(a,
-                "scaled_dot_product_attention: %lld keys is more than the CUDA kernel for heads wider than %d "
+                "%s: %lld keys is more than the CUDA kernel for heads wider than %d "
                 "(query %lld, value %lld) holds (%lld)",
-                (long long)S, kMaxHead, (long long)E, (long long)Ev, (long long)kMaxKeys);
+                name, (long long)S, kMaxHead, (long long)E, (long long)Ev, (long long)kMaxKeys);
   DeviceScope scope(a->device);
   const size_t smem = size_t(S + kThreads) * sizeof(float);
   sdpa_kernel<T><<<unsigned(batches * L), kThreads, smem, stream_of(a)>>>(
       view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,
-      has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), L, S, E, Ev, scale);
-  return launched(a, "scaled_dot_product_attention");
+      has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), orows, L, S, E, Ev, scale);
+  return launched(a, name);
 }
 
 AMBER_CUDA_KERNELS(attention) {
-  register_kernel("scaled_dot_product_attention", kF32, &sdpa<float>);
-  register_kernel("scaled_dot_product_attention", kBF16, &sdpa<__nv_bfloat16>);
-  register_kernel("scaled_dot_product_attention", kF16, &sdpa<__half>);
+  register_kernel("scaled_dot_product_attention", kF32, &sdpa<float, false>);
+  register_kernel("scaled_dot_product_attention", kBF16, &sdpa<__nv_bfloat16, false>);
+  register_kernel("scaled_dot_product_attention", kF16, &sdpa<__half, false>);
+  register_kernel("attention_merge_heads", kF32, &sdpa<float, true>);
+  register_kernel("attention_merge_heads", kBF16, &sdpa<__nv_bfloat16, true>);
+  register_kernel("attention_merge_heads", kF16, &sdpa<__half, true>);
 }
 
 }  // namespace
