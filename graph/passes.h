@@ -36,7 +36,8 @@ void fold_linear_bias(Graph& g);
 // or on the scores) and optionally masked becomes scaled_dot_product_attention.
 void fuse_attention(Graph& g);
 // scaled_dot_product_attention's output with its heads moved next to their values and merged
-// (transpose(-3, -2) then a reshape to [*, L, H * Ev]) becomes attention_merge_heads.
+// (transpose(-3, -2) then a reshape) becomes attention_merge_heads (then the reshape, now a
+// view, when it was to another shape than [*, L, H * Ev]).
 void merge_attention_heads(Graph& g);
 // (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) over the last dim, optionally times a
 // [D] weight plus a [D] bias, becomes layer_norm.

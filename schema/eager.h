@@ -157,7 +157,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                     SrcLoc loc = {});
 // scaled_dot_product_attention over [*, H, L, E] queries with its heads merged: the output as
 // [*, L, H * Ev] (each row every head's output side by side), written there directly; equal to
-// scaled_dot_product_attention(...).transpose(-3, -2).flatten(-2).
+// scaled_dot_product_attention(...).transpose(-3, -2).flatten(-2). Rank 3 [B, L, E] gives
+// [L, B * Ev]: sequence-first attention's layout, heads folded into B.
 Tensor attention_merge_heads(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = {},
                              double dropout_p = 0.0, bool is_causal = false, SrcLoc loc = {});
 

@@ -169,7 +169,8 @@ const OpRegistrar registrar{
      kF32, infer_attention_merge_heads, 0, nullptr, 1,
      "scaled_dot_product_attention over [*, H, L, E] queries with the heads merged: its output transposed to "
      "[*, L, H, Ev] and flattened to [*, L, H * Ev] (each row every head's output side by side, as a transformer's "
-     "output projection reads it), written there directly. Made by the head-merge pass.",
+     "output projection reads it), written there directly; rank 3 [B, L, E] gives [L, B * Ev] (sequence-first "
+     "attention with the heads folded into B). Made by the head-merge pass.",
      OpCost::attention, 7},
 };
 

@@ -538,7 +538,7 @@ TEST_CASE("layer_norm of a residual sum becomes add_layer_norm; shared, scaled o
   check_pass(broadcast, fuse_residual_norm, broadcast, {randn({2, 3, 5}), randn({5})});
 }
 
-TEST_CASE("attention whose heads are transposed and merged becomes attention_merge_heads; other layouts stay",
+TEST_CASE("attention whose heads are transposed back and reshaped becomes attention_merge_heads; others stay",
           "[graph][passes]") {
   const std::string heads = R"TXT(
     graph(%q : f32[N, 4, 6, 8], %k : f32[N, 4, 7, 8], %v : f32[N, 4, 7, 5]) {
@@ -572,7 +572,26 @@ TEST_CASE("attention whose heads are transposed and merged becomes attention_mer
     }
   )TXT",
              {randn({3, 6, 8}), randn({3, 6, 8}), randn({3, 6, 8})}, 0);
-  // Left alone: the transposed heads read twice; another transpose; a reshape to another shape.
+  // Sequence-first, as nn.MultiheadAttention exports: heads folded into the batch ([N * H, L, E],
+  // here N = 2, H = 4), the output moved to [L, N * H, Ev] and reshaped to [L * N, H * Ev]: the
+  // merged [L, N * H * Ev] rows, then the reshape as a view of them.
+  check_pass(R"TXT(
+    graph(%q : f32[8, 6, 4], %k : f32[8, 5, 4], %v : f32[8, 5, 4]) {
+      %1 : f32[8, 6, 4] = scaled_dot_product_attention(%q, %k, %v, None, dropout_p=0.0, is_causal=false)
+      %2 : f32[6, 8, 4] = permute(%1, dims=[1, 0, 2])
+      %3 : f32[12, 16] = reshape(%2, shape=[12, 16])
+      return (y = %3)
+    }
+  )TXT",
+             merge_attention_heads, R"TXT(
+    graph(%q : f32[8, 6, 4], %k : f32[8, 5, 4], %v : f32[8, 5, 4]) {
+      %4 : f32[6, 32] = attention_merge_heads(%q, %k, %v, None, dropout_p=0.0, is_causal=false)
+      %3 : f32[12, 16] = reshape(%4, shape=[12, 16])
+      return (y = %3)
+    }
+  )TXT",
+             {randn({8, 6, 4}), randn({8, 5, 4}), randn({8, 5, 4})}, 0);
+  // Left alone: the transposed heads read twice; another transpose; a flatten to another shape.
   std::string shared = heads;
   shared.replace(shared.find("return (y = %3)"), 15, "return (y = %3, t = %2)");
   check_pass(shared, merge_attention_heads, shared, in);
@@ -582,10 +601,10 @@ TEST_CASE("attention whose heads are transposed and merged becomes attention_mer
   other_dims.replace(other_dims.find("%3 : f32[N, 6, 20] = reshape(%2, shape=[N, 6, 20])"), 50,
                      "%3 : f32[N, 4, 30] = reshape(%2, shape=[N, 4, 30])");
   check_pass(other_dims, merge_attention_heads, other_dims, in);
-  std::string other_shape = heads;
-  other_shape.replace(other_shape.find("%3 : f32[N, 6, 20] = reshape(%2, shape=[N, 6, 20])"), 50,
-                      "%3 : f32[N, 120] = reshape(%2, shape=[N, 120])");
-  check_pass(other_shape, merge_attention_heads, other_shape, in);
+  std::string other_flatten = heads;
+  other_flatten.replace(other_flatten.find("%3 : f32[N, 6, 20] = reshape(%2, shape=[N, 6, 20])"), 50,
+                        "%3 : f32[N, 120] = flatten(%2, start_dim=1, end_dim=-1)");
+  check_pass(other_flatten, merge_attention_heads, other_flatten, in);
 }
 
 TEST_CASE("max_pool2d of a channel cat becomes a cat of pools; other cats stay", "[graph][passes]") {

@@ -1,9 +1,12 @@
 // Head-merge fusion: scaled_dot_product_attention's [*, H, L, Ev] output transposed to
-// [*, L, H, Ev] (transpose of dims -3 and -2, or the permute doing that) and reshaped to
-// [*, L, H * Ev] (reshape, view or flatten) — how multi-head attention hands its heads to the
-// output projection — becomes attention_merge_heads, which writes each head's rows there
-// directly: the reshape's copy of the whole output is gone. The sdpa and transposed outputs
-// must have no other reader and not be graph outputs; H and Ev must be static.
+// [*, L, H, Ev] (transpose of dims -3 and -2, or the permute doing only that) and then
+// reshaped (reshape or view to any shape, flatten to [*, L, H * Ev]) — how multi-head
+// attention hands its heads to the output projection — becomes attention_merge_heads, which
+// writes each head's rows into [*, L, H * Ev] directly, and the reshape (now a view) reads
+// that: the reshape's copy of the whole output is gone. Rank 3 is PyTorch's sequence-first
+// nn.MultiheadAttention as ONNX exports it (heads folded into the batch: [N * H, L, Ev] ->
+// [L, N * H * Ev]). The sdpa and transposed outputs must have no other reader and not be
+// graph outputs; Ev must be static.
 
 #include "amber/graph/passes.h"
 
@@ -28,9 +31,17 @@ bool swaps_heads_and_rows(const Node* n, int r) {
   return false;
 }
 
-bool is_reshape(const Node* n) {
-  const std::string& op = n->op->name;
-  return op == "reshape" || op == "view" || op == "flatten";
+// s * k for a static k > 0, or nothing when a coefficient would overflow.
+std::optional<SymInt> times(const SymInt& s, int64_t k) {
+  int64_t v = 0;
+  if (__builtin_mul_overflow(s.value, k, &v)) return std::nullopt;
+  SymInt out(v);
+  for (int i = 0; i < s.n_terms; ++i) {
+    int64_t c = 0;
+    if (__builtin_mul_overflow(s.terms[size_t(i)].coef, k, &c)) return std::nullopt;
+    out.add(s.terms[size_t(i)].symbols, c);
+  }
+  return out;
 }
 
 }  // namespace
@@ -47,20 +58,30 @@ void merge_attention_heads(Graph& g) {
     if (sdpa->op->name != "scaled_dot_product_attention") continue;
     const ValueType& t = sdpa->outputs[0]->type;
     const int r = int(t.shape.size());
-    if (r < 3 || !t.shape[size_t(r - 3)].is_static() || !t.shape[size_t(r - 1)].is_static()) continue;
+    if (r < 3 || !t.shape[size_t(r - 1)].is_static()) continue;
     Node* swap = only_reader(sdpa->outputs[0]);
     if (!swap || swap->inputs[0] != sdpa->outputs[0] || !swaps_heads_and_rows(swap, r)) continue;
     Node* reshape = only_reader(swap->outputs[0]);
-    if (!reshape || !is_reshape(reshape)) continue;
-    SymShape want(t.shape.begin(), t.shape.end() - 3);
-    want.push_back(t.shape[size_t(r - 2)]);
-    want.push_back(SymInt(t.shape[size_t(r - 3)].value * t.shape[size_t(r - 1)].value));
-    if (!(reshape->outputs[0]->type == ValueType{t.dtype, want})) continue;
-    Node* n = g.insert_node(reshape, &merged, sdpa->inputs, sdpa->attrs, {{g.fresh_name(), reshape->outputs[0]->type}});
+    if (!reshape || reshape->inputs[0] != swap->outputs[0]) continue;
+    const std::string& how = reshape->op->name;
+    if (how != "reshape" && how != "view" && how != "flatten") continue;
+    const std::optional<SymInt> width = times(t.shape[size_t(r - 3)], t.shape[size_t(r - 1)].value);
+    if (!width) continue;
+    SymShape merged_shape(t.shape.begin(), t.shape.end() - 3);
+    merged_shape.push_back(t.shape[size_t(r - 2)]);
+    merged_shape.push_back(*width);
+    const ValueType merged_type{t.dtype, merged_shape};
+    const bool same = reshape->outputs[0]->type == merged_type;
+    if (!same && how == "flatten") continue;  // its dims would mean others of the merged rank
+    Node* n = g.insert_node(reshape, &merged, sdpa->inputs, sdpa->attrs, {{g.fresh_name(), merged_type}});
     n->attr_syms = sdpa->attr_syms;
     n->source = sdpa->source;
     n->scope = sdpa->scope;
-    g.replace_uses(reshape->outputs[0], n->outputs[0]);
+    if (same) {
+      g.replace_uses(reshape->outputs[0], n->outputs[0]);
+    } else {  // the reshape reads the merged rows: the same elements in the same order, now a view
+      g.set_input(reshape, 0, n->outputs[0]);
+    }
     changed = true;
   }
   if (changed) eliminate_dead_code(g);

@@ -494,15 +494,15 @@ struct LayerNorm {
           if (w.strides[w.ndim - nn + i] != b.strides[b.ndim - nn + i] && wr.rsize[i] > 1)
             return fail(a, "%s: weight and bias with different strides are not supported on CUDA", name);
       DeviceScope scope(a->device);
+      const T* xp = static_cast<const T*>(x.data);
+      const T* op = Add ? static_cast<const T*>(a->inputs[1].data) : nullptr;
+      const T* wp = present(w) ? static_cast<const T*>(w.data) : nullptr;
+      const T* bp = present(b) ? static_cast<const T*>(b.data) : nullptr;
+      T* yp = static_cast<T*>(y.data);
+      const double eps = a->attrs[la::eps].f;
       if (r.len <= 32 * 32 && dense_rows(r, false) && dense_rows(r, true) && (!Add || dense_rows(orow, false)) &&
           (!(present(w) || present(b)) || dense_rows(wr, false))) {
         const unsigned blocks = unsigned(std::min<int64_t>((r.rows + kRowWarps - 1) / kRowWarps, 65535));
-        const T* op = Add ? static_cast<const T*>(a->inputs[1].data) : nullptr;
-        const T* wp = present(w) ? static_cast<const T*>(w.data) : nullptr;
-        const T* bp = present(b) ? static_cast<const T*>(b.data) : nullptr;
-        const double eps = a->attrs[la::eps].f;
-        T* yp = static_cast<T*>(y.data);
-        const T* xp = static_cast<const T*>(x.data);
         if (r.len <= 32 * 8)
           layer_norm_rows_kernel<T, Add, 8>
               <<<blocks, 32 * kRowWarps, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, eps);
@@ -511,10 +511,8 @@ struct LayerNorm {
               <<<blocks, 32 * kRowWarps, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, eps);
         return launched(a, name);
       }
-      layer_norm_kernel<T, Add><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(
-          static_cast<const T*>(x.data), Add ? static_cast<const T*>(a->inputs[1].data) : nullptr,
-          static_cast<T*>(y.data), present(w) ? static_cast<const T*>(w.data) : nullptr,
-          present(b) ? static_cast<const T*>(b.data) : nullptr, r, orow, wr, a->attrs[la::eps].f);
+      layer_norm_kernel<T, Add>
+          <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, wr, eps);
       return launched(a, name);
     }
   };
