@@ -163,6 +163,37 @@ __device__ float warp_sum(float x) {
   return x;
 }
 
+// Stages rows [0, count) of a [rows, width] tile (row r at src + r * rs, its elements cs apart)
+// into shared memory as floats (row r at dst + r * ds), rows past count as zeros. Each thread
+// issues its loads kBatch at a time (rows clamped to the valid ones, so no load waits behind a
+// branch) before storing them: a few memory round trips a tile, where a load-then-store loop
+// waited for each element in turn. At batch 1 a block is alone on its SM (the transformer's
+// 64 blocks on 132 SMs): nothing else hides that latency. (All of a thread's loads at once,
+// 32 at the widest head, took 255 registers and spilled.)
+template <typename T>
+__device__ void stage_rows(const T* src, int64_t rs, int64_t cs, int count, int rows, int width, float* dst, int ds) {
+  constexpr int kBatch = 8;
+  const int n = rows * width;
+#pragma unroll 1
+  for (int i0 = int(threadIdx.x); i0 < n; i0 += kBatch * kThreads) {
+    float v[kBatch];
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int i = i0 + t * kThreads, r = i / width, e = i % width;
+      v[t] = 0.0f;
+      if (i < n) {
+        const float x = float(widen(src[(r < count ? r : count - 1) * rs + e * cs]));
+        v[t] = r < count ? x : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int i = i0 + t * kThreads;
+      if (i < n) dst[(i / width) * ds + i % width] = v[t];
+    }
+  }
+}
+
 // Shared memory of the tiled kernel: the block's query rows, a tile of keys (rows of an odd
 // stride, so that lanes each reading their own key's row hit distinct banks) and of values.
 size_t tiled_smem(int64_t E, int64_t Ev) {
@@ -187,10 +218,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
                 vrs = v.strides[r - 2], vcs = v.strides[r - 1];
   const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
-  for (int i = tid; i < kTileRows * E; i += kThreads) {  // rows past L: zeros, never stored
-    const int64_t row = row0 + i / E;
-    qs[i] = row < L ? float(widen(qp[row * qrs + (i % E) * qcs])) : 0.0f;
-  }
+  // Rows past L: zeros, never stored.
+  stage_rows(qp + row0 * qrs, qrs, qcs, int(L - row0 < kTileRows ? L - row0 : kTileRows), kTileRows, E, qs, E);
   // Row rr of this warp is query row row0 + warp * kRowsPerWarp + rr; its running maximum m,
   // sum l and output acc (element lane + 32 t).
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kHeadSlices];
@@ -204,14 +233,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t j0 = 0; j0 < S; j0 += kTileKeys) {
     __syncthreads();  // the previous tile read (and the query rows written, the first time)
     const int keys = int(S - j0 < kTileKeys ? S - j0 : kTileKeys);
-    for (int i = tid; i < kTileKeys * E; i += kThreads) {
-      const int j = i / E, e = i % E;
-      kt[j * ks + e] = j < keys ? float(widen(kp[(j0 + j) * krs + e * kcs])) : 0.0f;
-    }
-    for (int i = tid; i < kTileKeys * Ev; i += kThreads) {
-      const int j = i / Ev, e = i % Ev;
-      vt[i] = j < keys ? float(widen(vp[(j0 + j) * vrs + e * vcs])) : 0.0f;
-    }
+    stage_rows(kp + j0 * krs, krs, kcs, keys, kTileKeys, E, kt, ks);
+    stage_rows(vp + j0 * vrs, vrs, vcs, keys, kTileKeys, Ev, vt, Ev);
     __syncthreads();
     // This lane's key against the warp's rows.
     float s[kRowsPerWarp];
