@@ -1541,6 +1541,10 @@ case("attn_merge_wide_heads", "attention_merge_heads", attn_merged,
      [In([2, 3, 5, 130]), In([2, 3, 6, 130]), In([2, 3, 6, 7])], **ATTN_TOL)
 case("attn_merge_rank_2", "attention_merge_heads", attn_merged, [In([7, 5]), In([9, 5]), In([9, 4])],
      error="at least 3 dims")
+# 16 heads of 70 rows: 144 blocks of 8 rows, enough that CUDA's tiled kernel keeps two rows a
+# warp (the cases above, fewer, take its one-row-a-warp form).
+case("attn_merge_many_blocks_causal", "attention_merge_heads", attn_merged,
+     [In([2, 8, 70, 16]), In([2, 8, 70, 16]), In([2, 8, 70, 16])], attrs={"is_causal": True}, **ATTN_TOL)
 
 half_cases(CASES[ADDED:])
 

@@ -2,7 +2,8 @@
 // written into [*, L, H * Ev] at the head's columns), fused kernels of Amber's own, on f32, bf16
 // and f16 tensors (computing in f32 throughout, a 16-bit output rounded once, as the CPU's route
 // through its f32 kernel). Heads of
-// up to 128 (E and Ev): a block takes 8 query rows of one batch entry (two a warp) and walks the
+// up to 128 (E and Ev): a block takes 8 query rows of one batch entry (two a warp; 4, one a warp,
+// when that makes fewer than 128 blocks) and walks the
 // keys in tiles of 32 staged in shared memory (one key a lane), with a running softmax: each
 // tile's scores (the mask or causal mask applied) raise the row's maximum, the row's sum and
 // output so far are rescaled by exp(old max - new max), and the tile's weights times its values
@@ -146,13 +147,14 @@ __global__ void sdpa_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool 
   }
 }
 
-constexpr int kTileRows = 8;  // query rows a block of the tiled kernel
 constexpr int kWarps = kThreads / 32;
-constexpr int kRowsPerWarp = kTileRows / kWarps;
 constexpr int kTileKeys = 32;  // keys a tile: one a lane
 constexpr int kMaxHead = 128;  // E and Ev the tiled kernel takes
 constexpr int kHeadSlices = kMaxHead / 32;
-static_assert(kTileRows % kWarps == 0);
+// A block of the tiled kernel takes two query rows a warp (8 a block), or one when blocks of 8
+// rows would number fewer than kFewBlocks: short sequences at small batches (the bench
+// transformer's 4 heads of 128 rows make 64 blocks at batch 1), where most SMs would idle.
+constexpr int64_t kFewBlocks = 128;
 
 __device__ float warp_max(float x) {
   for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
@@ -196,15 +198,16 @@ __device__ void stage_rows(const T* src, int64_t rs, int64_t cs, int count, int 
 
 // Shared memory of the tiled kernel: the block's query rows, a tile of keys (rows of an odd
 // stride, so that lanes each reading their own key's row hit distinct banks) and of values.
-size_t tiled_smem(int64_t E, int64_t Ev) {
-  return size_t(kTileRows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
+size_t tiled_smem(int64_t rows, int64_t E, int64_t Ev) {
+  return size_t(rows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
 }
 
-template <typename T>
+template <typename T, int RowsPerWarp>
 __global__ void __launch_bounds__(kThreads)
     sdpa_tiled_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
                       Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int E, int Ev, float scale,
                       int64_t row_tiles) {
+  constexpr int kTileRows = RowsPerWarp * kWarps, kRowsPerWarp = RowsPerWarp;
   extern __shared__ float smem[];
   const int ks = E | 1;
   float* qs = smem;                 // kTileRows x E
@@ -319,11 +322,14 @@ int sdpa(const amber_kernel_args* a) {
   const char* name = Merged ? "attention_merge_heads" : "scaled_dot_product_attention";
   if (E <= kMaxHead && Ev <= kMaxHead) {
     DeviceScope scope(a->device);
-    const int64_t row_tiles = (L + kTileRows - 1) / kTileRows;
+    const bool few = batches * ((L + 2 * kWarps - 1) / (2 * kWarps)) < kFewBlocks;
+    const int tile_rows = few ? kWarps : 2 * kWarps;
+    const int64_t row_tiles = (L + tile_rows - 1) / tile_rows;
     if (batches * row_tiles > int64_t(INT32_MAX))
       return fail(a, "%s: %lld blocks of query rows is more than a launch takes", name,
                   (long long)(batches * row_tiles));
-    sdpa_tiled_kernel<T><<<unsigned(batches * row_tiles), kThreads, tiled_smem(E, Ev), stream_of(a)>>>(
+    auto kernel = few ? &sdpa_tiled_kernel<T, 1> : &sdpa_tiled_kernel<T, 2>;
+    kernel<<<unsigned(batches * row_tiles), kThreads, tiled_smem(tile_rows, E, Ev), stream_of(a)>>>(
         view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,
         has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), orows, L, S, int(E), int(Ev), scale,
         row_tiles);
