@@ -49,15 +49,17 @@ class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
     if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) ok_ = cuda::ok(cudaSetDevice(device), "cudaSetDevice");
+    switched_ = previous_ != device;
+    if (switched_) ok_ = cuda::ok(cudaSetDevice(device), "cudaSetDevice");
   }
-  ~DeviceGuard() {
-    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  ~DeviceGuard() {  // back to the caller's device, only when it was another (a call fewer on each hot path)
+    if (switched_ && previous_ >= 0) (void)cudaSetDevice(previous_);
   }
   bool ok() const { return ok_; }
 
  private:
   int previous_ = -1;
+  bool switched_ = false;
   bool ok_ = true;
 };
 

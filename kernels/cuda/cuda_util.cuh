@@ -80,14 +80,16 @@ class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) (void)cudaSetDevice(device);
+    switched_ = previous_ != device;
+    if (switched_) (void)cudaSetDevice(device);
   }
-  ~DeviceScope() {
-    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  ~DeviceScope() {  // back only when it switched: no runtime call for the common case
+    if (switched_ && previous_ >= 0) (void)cudaSetDevice(previous_);
   }
 
  private:
   int previous_ = -1;
+  bool switched_ = false;
 };
 
 inline int64_t numel(const amber_tensor_view& v) {
