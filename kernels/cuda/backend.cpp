@@ -20,6 +20,7 @@
 #include <string>
 
 #include "amber/kernels/cuda/capture_lock.h"
+#include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
 
 namespace amber::cuda {
@@ -44,23 +45,10 @@ bool ok(cudaError_t e, const char* what) {
   return false;
 }
 
-// Makes `device` current for the calling thread while alive.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    switched_ = previous_ != device;
-    if (switched_) ok_ = cuda::ok(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceGuard() {  // back to the caller's device, only when it was another (a call fewer on each hot path)
-    if (switched_ && previous_ >= 0) (void)cudaSetDevice(previous_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
-  bool ok_ = true;
+// The device scope, its failure recorded as the backend's error.
+struct DeviceGuard : DeviceScope {
+  using DeviceScope::DeviceScope;
+  bool ok() const { return cuda::ok(status(), "cudaSetDevice"); }
 };
 
 size_t memory_limit() {

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "amber/core/backend.h"
+#include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
 
 namespace amber::cuda {
@@ -74,23 +75,6 @@ inline int launched(const amber_kernel_args* a, const char* what) {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? 0 : fail(a, "%s: %s", what, cudaGetErrorString(e));
 }
-
-// Makes the call's device current while alive (a thread may serve models on several GPUs).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    switched_ = previous_ != device;
-    if (switched_) (void)cudaSetDevice(device);
-  }
-  ~DeviceScope() {  // back only when it switched: no runtime call for the common case
-    if (switched_ && previous_ >= 0) (void)cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
-};
 
 inline int64_t numel(const amber_tensor_view& v) {
   int64_t n = 1;
