@@ -15,6 +15,11 @@ namespace amber::graph {
 // For the passes: the value of a one-element constant (an f32 one as the shortest decimal that
 // is that float: an exporter's 1e-05, not 9.999999747378752e-06), or nullopt.
 std::optional<double> constant_scalar(const Value* v);
+// For the passes: the values the graph returns (each must survive a rewrite, whatever reads it).
+std::set<const Value*> output_values(const Graph& g);
+// v's one reader, where v has exactly one and is not among `outputs` (output_values(g): a pass
+// may then fold v into that reader and drop it), else nullptr.
+Node* sole_reader(const Value* v, const std::set<const Value*>& outputs);
 
 // Bypasses ops that are the identity at inference (dropout with train=false, zero pads,
 // one-tensor cats).

@@ -8,8 +8,7 @@
 namespace amber::graph {
 
 void eliminate_dead_code(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   std::vector<Node*> nodes = g.nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node* n = *it;

@@ -21,10 +21,7 @@ void fold_batch_norm(Graph& g) {
     if (bn->op->name != "batch_norm" || bn->attr("training").b()) continue;
     Value* y = bn->inputs[0];
     Node* conv = y->producer;
-    if (!conv || conv->op->name != "conv2d" || y->uses.size() != 1) continue;
-    bool is_output = false;
-    for (const auto& [name, v] : g.outputs()) is_output |= v == y;
-    if (is_output) continue;
+    if (!conv || conv->op->name != "conv2d" || !sole_reader(y, output_values(g))) continue;
     Value *w = conv->inputs[1], *b = conv->inputs[2];
     Value *gamma = bn->inputs[1], *beta = bn->inputs[2], *mean = bn->inputs[3], *var = bn->inputs[4];
     if (!constant_data(w) || (b && !constant_data(b)) || (gamma && !constant_data(gamma)) ||

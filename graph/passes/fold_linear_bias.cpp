@@ -10,12 +10,6 @@
 namespace amber::graph {
 namespace {
 
-bool is_output(const Graph& g, const Value* v) {
-  for (const auto& [name, out] : g.outputs())
-    if (out == v) return true;
-  return false;
-}
-
 // b as the [out] bias of a linear layer whose product is y, or an undefined tensor.
 Tensor bias_of(const Value* b, const Value* y, int64_t out) {
   if (!b || !b->is_constant() || !b->data.defined() || b->data.dtype() != DType::f32) return {};
@@ -32,7 +26,7 @@ void fold_linear_bias(Graph& g) {
     for (int side = 0; side < 2; ++side) {
       Value* y = add->inputs[size_t(side)];
       Node* lin = y->producer;
-      if (!lin || lin->op->name != "linear" || lin->inputs[2] || y->uses.size() != 1 || is_output(g, y)) continue;
+      if (!lin || lin->op->name != "linear" || lin->inputs[2] || !sole_reader(y, output_values(g))) continue;
       if (y->type.dtype != DType::f32 || !(add->outputs[0]->type == y->type)) continue;
       const Value* w = lin->inputs[1];
       if (w->type.shape.size() != 2 || !w->type.shape[0].is_static()) continue;

@@ -36,7 +36,7 @@ std::optional<std::pair<Value*, double>> scaling(const Node* n) {
 
 // v's producer, when v has no other reader and is not a graph output.
 Node* sole_producer(const Value* v, const std::set<const Value*>& outputs) {
-  if (!v || !v->producer || v->uses.size() != 1 || outputs.count(v)) return nullptr;
+  if (!v || !v->producer || !sole_reader(v, outputs)) return nullptr;
   return v->producer;
 }
 
@@ -45,8 +45,7 @@ bool is_f32(const Value* v) { return v && v->type.dtype == DType::f32; }
 }  // namespace
 
 void fuse_attention(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   const OpSchema& sdpa = op_schema("scaled_dot_product_attention");
   const OpSchema& permute = op_schema("permute");
   for (Node* pv : g.nodes()) {  // matmul(probabilities, v)

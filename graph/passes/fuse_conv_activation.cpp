@@ -99,8 +99,7 @@ std::optional<Activation> activation_of(const Node& n) {
 }  // namespace
 
 void fuse_conv_activation(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   const OpSchema& fused_conv = op_schema("fused_conv2d");
   struct Match {
     Node *conv, *act_node;
@@ -110,7 +109,7 @@ void fuse_conv_activation(Graph& g) {
   for (Node* conv : g.nodes()) {
     if (conv->op->name != "conv2d") continue;
     Value* y = conv->outputs[0];
-    if (y->type.dtype != DType::f32 || y->uses.size() != 1 || outputs.count(y)) continue;
+    if (y->type.dtype != DType::f32 || !sole_reader(y, outputs)) continue;
     Node* act_node = y->uses[0];
     if (act_node->inputs.empty() || act_node->inputs[0] != y || act_node->outputs.size() != 1) continue;
     if (!(act_node->outputs[0]->type == y->type)) continue;

@@ -32,11 +32,6 @@ std::optional<double> number_with(const Node* n, const Value* x, const std::stri
 
 bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want); }
 
-// v's only reader, when v is not a graph output.
-Node* sole_reader(const Value* v, const std::set<const Value*>& outputs) {
-  return v && v->uses.size() == 1 && !outputs.count(v) ? v->uses[0] : nullptr;
-}
-
 // The operand of binary node n other than v (n reads v once).
 Value* other_operand(const Node* n, const Value* v) {
   if (n->inputs.size() < 2) return nullptr;
@@ -48,8 +43,7 @@ Value* other_operand(const Node* n, const Value* v) {
 }  // namespace
 
 void fuse_gelu(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   const OpSchema& gelu = op_schema("gelu");
   for (Node* erf : g.nodes()) {
     if (erf->op->name != "erf" || !is_f32(erf->outputs[0])) continue;

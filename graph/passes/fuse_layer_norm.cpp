@@ -15,7 +15,7 @@ bool is_f32(const Value* v) { return v && v->type.dtype == DType::f32; }
 
 // v's producer when it is of op `name`, v has no other reader and is not a graph output.
 Node* producer(const Value* v, const char* name, const std::set<const Value*>& outputs) {
-  if (!v || !v->producer || v->producer->op->name != name || v->uses.size() != 1 || outputs.count(v)) return nullptr;
+  if (!v || !v->producer || v->producer->op->name != name || !sole_reader(v, outputs)) return nullptr;
   return v->producer;
 }
 
@@ -29,7 +29,7 @@ bool last_dim_mean(const Node* n) {
 
 // v's only reader: a node of op `name` with v as input `index`.
 Node* only_reader(const Value* v, const char* name, size_t index, const std::set<const Value*>& outputs) {
-  if (!v || v->uses.size() != 1 || outputs.count(v)) return nullptr;
+  if (!sole_reader(v, outputs)) return nullptr;
   Node* u = v->uses[0];
   return u->op->name == name && u->inputs.size() > index && u->inputs[index] == v ? u : nullptr;
 }
@@ -37,8 +37,7 @@ Node* only_reader(const Value* v, const char* name, size_t index, const std::set
 }  // namespace
 
 void fuse_layer_norm(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   const OpSchema& layer_norm = op_schema("layer_norm");
   for (Node* div : g.nodes()) {  // d / sqrt(var + eps)
     if (div->op->name != "div" || !div->attr("rounding_mode").is_none() || !is_f32(div->outputs[0])) continue;
@@ -60,7 +59,7 @@ void fuse_layer_norm(Graph& g) {
     Node* var = producer(add_eps->inputs[0], "mean", outputs);
     if (!last_dim_mean(var)) continue;
     Node* square = var->inputs[0]->producer;
-    if (!square || var->inputs[0]->uses.size() != 1 || outputs.count(var->inputs[0])) continue;
+    if (!square || !sole_reader(var->inputs[0], outputs)) continue;
     const bool squares =
         (square->op->name == "pow.Scalar" && square->attr("exponent").f() == 2.0 && square->inputs[0] == d) ||
         (square->op->name == "mul" && square->inputs[0] == d && square->inputs[1] == d);

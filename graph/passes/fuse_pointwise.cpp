@@ -132,8 +132,7 @@ bool fusible(const Node& n) {
 
 // Groups of at least min_nodes nodes become `fused` nodes.
 void fuse_groups(Graph& g, size_t min_nodes) {
-  std::set<const Value*> graph_outputs;
-  for (const auto& [name, v] : g.outputs()) graph_outputs.insert(v);
+  const std::set<const Value*> graph_outputs = output_values(g);
   std::vector<Node*> nodes = g.nodes();
   std::map<const Node*, int> order;
   for (size_t i = 0; i < nodes.size(); ++i) order[nodes[i]] = int(i);

@@ -9,16 +9,14 @@
 namespace amber::graph {
 
 void fuse_residual_norm(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   const OpSchema& fused = op_schema("add_layer_norm");
   bool changed = false;
   for (Node* ln : g.nodes()) {
     if (ln->op->name != "layer_norm") continue;
     const Value* sum = ln->inputs[0];
     const Node* add = sum->producer;
-    if (!add || add->op->name != "add" || add->attr("alpha").f() != 1.0 || sum->uses.size() != 1 || outputs.count(sum))
-      continue;
+    if (!add || add->op->name != "add" || add->attr("alpha").f() != 1.0 || !sole_reader(sum, outputs)) continue;
     Value *a = add->inputs[0], *b = add->inputs[1];
     if (!(a->type == sum->type) || !(b->type == sum->type)) continue;  // no broadcasting, no promotion
     Node* n = g.insert_node(ln, &fused, {a, b, ln->inputs[1], ln->inputs[2]}, ln->attrs,

@@ -47,21 +47,17 @@ std::optional<SymInt> times(const SymInt& s, int64_t k) {
 }  // namespace
 
 void merge_attention_heads(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   const OpSchema& merged = op_schema("attention_merge_heads");
-  auto only_reader = [&](const Value* v) -> Node* {
-    return v->uses.size() == 1 && !outputs.count(v) ? v->uses[0] : nullptr;
-  };
   bool changed = false;
   for (Node* sdpa : g.nodes()) {
     if (sdpa->op->name != "scaled_dot_product_attention") continue;
     const ValueType& t = sdpa->outputs[0]->type;
     const int r = int(t.shape.size());
     if (r < 3 || !t.shape[size_t(r - 1)].is_static()) continue;
-    Node* swap = only_reader(sdpa->outputs[0]);
+    Node* swap = sole_reader(sdpa->outputs[0], outputs);
     if (!swap || swap->inputs[0] != sdpa->outputs[0] || !swaps_heads_and_rows(swap, r)) continue;
-    Node* reshape = only_reader(swap->outputs[0]);
+    Node* reshape = sole_reader(swap->outputs[0], outputs);
     if (!reshape || reshape->inputs[0] != swap->outputs[0]) continue;
     const std::string& how = reshape->op->name;
     if (how != "reshape" && how != "view" && how != "flatten") continue;

@@ -21,6 +21,16 @@ std::optional<double> constant_scalar(const Value* v) {
   return std::strtod(buf, nullptr);
 }
 
+std::set<const Value*> output_values(const Graph& g) {
+  std::set<const Value*> out;
+  for (const auto& [name, v] : g.outputs()) out.insert(v);
+  return out;
+}
+
+Node* sole_reader(const Value* v, const std::set<const Value*>& outputs) {
+  return v && v->uses.size() == 1 && !outputs.count(v) ? v->uses[0] : nullptr;
+}
+
 namespace {
 
 // Moves the constants of control-flow node n's body k (what its passes folded) to g, each

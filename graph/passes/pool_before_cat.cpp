@@ -11,14 +11,13 @@
 namespace amber::graph {
 
 void pool_before_cat(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   std::vector<Node*> pools;  // found first: rewriting frees nodes the walk would visit
   for (Node* pool : g.nodes()) {
     if (pool->op->name != "max_pool2d" || pool->has_symbolic_attrs()) continue;
     const Value* in = pool->inputs[0];
     const Node* cat = in->producer;
-    if (!cat || cat->op->name != "cat" || in->uses.size() != 1 || outputs.count(in)) continue;
+    if (!cat || cat->op->name != "cat" || !sole_reader(in, outputs)) continue;
     const int64_t rank = int64_t(in->type.shape.size());
     int64_t dim = cat->attr("dim").i();
     if (dim < 0) dim += rank;

@@ -12,8 +12,7 @@
 namespace amber::graph {
 
 void remove_identities(Graph& g) {
-  std::set<const Value*> outputs;
-  for (const auto& [name, v] : g.outputs()) outputs.insert(v);
+  const std::set<const Value*> outputs = output_values(g);
   for (Node* n : std::vector<Node*>(g.nodes())) {
     const std::string& op = n->op->name;
     bool identity = false;
