@@ -10,6 +10,8 @@
 
 #include <amber/amber.h>
 
+#include <functional>
+
 using namespace amber;
 
 // The golden archive of format 1.0 (committed under tests/golden/, never regenerated): a
@@ -215,6 +217,33 @@ int write_golden(const std::string& out) {
   return 0;
 }
 
+// What the golden writers from format 1.3 on share: `model` traced with a dynamic batch on an
+// input of [2, sample...] and saved as format_<version>.amber, then its inputs (standard normal
+// times `spread`) and outputs at N = 1 and 3 as format_<version>_io.safetensors.
+int save_golden(const std::string& out, const std::string& version, const std::function<Tensor(const Tensor&)>& model,
+                const DimVec& sample, double spread) {
+  auto batch_of = [&](int64_t n) {
+    DimVec shape = sample;
+    shape.insert(0, n);
+    return shape;
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  o.dynamic_batch = true;
+  TracedModule t = trace(model, {randn(batch_of(2))}, o);
+  t.save(str(out, "/format_", version, ".amber"));
+  std::vector<std::pair<std::string, Tensor>> io;
+  for (int64_t n : {1, 3}) {
+    Tensor x = randn(batch_of(n));
+    if (spread != 1.0) x = x * spread;
+    io.emplace_back(str("input.b", n), x);
+    io.emplace_back(str("output.b", n), model(x));
+  }
+  save_safetensors(str(out, "/format_", version, "_io.safetensors"), io);
+  std::printf("wrote the golden archive to %s\n", out.c_str());
+  return 0;
+}
+
 // The golden archive of format 1.3 (committed under tests/golden/, never regenerated): over
 // x [N, 3, 6, 6], an int8 convolution (stride 2, a bias,
 // clamp to [0, 6]) and an int8 linear layer on its flattening, weights and scales seeded;
@@ -230,20 +259,7 @@ int write_golden_1_3(const std::string& out) {
     const Tensor y = quantized_conv2d(x, w, ws, b, {2}, {1}, {1}, 1, 0.02, 128, "clamp", 0.0, 6.0);
     return quantized_linear(y.flatten(1), lw, ls, lb, 0.03, 0);
   };
-  TraceOptions o;
-  o.print_warnings = false;
-  o.dynamic_batch = true;
-  TracedModule t = trace(model, {randn({2, 3, 6, 6})}, o);
-  t.save(out + "/format_1_3.amber");
-  std::vector<std::pair<std::string, Tensor>> io;
-  for (int64_t n : {1, 3}) {
-    Tensor x = randn({n, 3, 6, 6}) * 1.5;
-    io.emplace_back(str("input.b", n), x);
-    io.emplace_back(str("output.b", n), model(x));
-  }
-  save_safetensors(out + "/format_1_3_io.safetensors", io);
-  std::printf("wrote the golden archive to %s\n", out.c_str());
-  return 0;
+  return save_golden(out, "1_3", model, {3, 6, 6}, 1.5);
 }
 
 // The golden archive of format 1.4 (committed under tests/golden/, never regenerated): over x [N, 3, 7, 7], an int8
@@ -263,20 +279,7 @@ int write_golden_1_4(const std::string& out) {
     const Tensor h = quantized_linear_u8(p, l1, s1, b1, 0.01, 0, "hardswish", 0.0, 6.0, 0.004, 40);
     return quantized_linear(h, l2, s2, {}, 0.004, 40);
   };
-  TraceOptions o;
-  o.print_warnings = false;
-  o.dynamic_batch = true;
-  TracedModule t = trace(model, {randn({2, 3, 7, 7})}, o);
-  t.save(out + "/format_1_4.amber");
-  std::vector<std::pair<std::string, Tensor>> io;
-  for (int64_t n : {1, 3}) {
-    Tensor x = randn({n, 3, 7, 7}) * 1.5;
-    io.emplace_back(str("input.b", n), x);
-    io.emplace_back(str("output.b", n), model(x));
-  }
-  save_safetensors(out + "/format_1_4_io.safetensors", io);
-  std::printf("wrote the golden archive to %s\n", out.c_str());
-  return 0;
+  return save_golden(out, "1_4", model, {3, 7, 7}, 1.5);
 }
 
 // The golden archive of format 1.5 (committed under tests/golden/, never regenerated): over x [N, 3, 7, 7], a ResNet
@@ -299,20 +302,7 @@ int write_golden_1_5(const std::string& out) {
     const Tensor y = quantized_add(a, r, 0.03, 120, 0.025, 110, "clamp", 0.0, double(INFINITY), 0.02, 0);
     return quantized_linear(max_pool2d(y, {3}, {2}).flatten(1), l, sl, bl, 0.02, 0);
   };
-  TraceOptions o;
-  o.print_warnings = false;
-  o.dynamic_batch = true;
-  TracedModule t = trace(model, {randn({2, 3, 7, 7})}, o);
-  t.save(out + "/format_1_5.amber");
-  std::vector<std::pair<std::string, Tensor>> io;
-  for (int64_t n : {1, 3}) {
-    Tensor x = randn({n, 3, 7, 7}) * 1.5;
-    io.emplace_back(str("input.b", n), x);
-    io.emplace_back(str("output.b", n), model(x));
-  }
-  save_safetensors(out + "/format_1_5_io.safetensors", io);
-  std::printf("wrote the golden archive to %s\n", out.c_str());
-  return 0;
+  return save_golden(out, "1_5", model, {3, 7, 7}, 1.5);
 }
 
 // The golden archive of format 1.6 (committed under tests/golden/, never regenerated): over x [N, 3, 8], two post-norm
@@ -327,20 +317,7 @@ int write_golden_1_6(const std::string& out) {
     const Tensor y = layer_norm(x + linear(x, w1, b1), {8}, gamma, beta, 1e-5);
     return layer_norm(y + relu(linear(y, w2)), {8}, {}, {}, 1e-3);
   };
-  TraceOptions o;
-  o.print_warnings = false;
-  o.dynamic_batch = true;
-  TracedModule t = trace(model, {randn({2, 3, 8})}, o);
-  t.save(out + "/format_1_6.amber");
-  std::vector<std::pair<std::string, Tensor>> io;
-  for (int64_t n : {1, 3}) {
-    Tensor x = randn({n, 3, 8}) * 2.0;
-    io.emplace_back(str("input.b", n), x);
-    io.emplace_back(str("output.b", n), model(x));
-  }
-  save_safetensors(out + "/format_1_6_io.safetensors", io);
-  std::printf("wrote the golden archive to %s\n", out.c_str());
-  return 0;
+  return save_golden(out, "1_6", model, {3, 8}, 2.0);
 }
 
 // The golden archive of format 1.7, the current one (committed under tests/golden/, never
@@ -358,20 +335,7 @@ int write_golden_1_7(const std::string& out) {
     const Tensor a = scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {}, 0.0, true);
     return linear(a.transpose(1, 2).reshape({n, 5, 12}), w_o);
   };
-  TraceOptions o;
-  o.print_warnings = false;
-  o.dynamic_batch = true;
-  TracedModule t = trace(model, {randn({2, 5, 12})}, o);
-  t.save(out + "/format_1_7.amber");
-  std::vector<std::pair<std::string, Tensor>> io;
-  for (int64_t n : {1, 3}) {
-    Tensor x = randn({n, 5, 12});
-    io.emplace_back(str("input.b", n), x);
-    io.emplace_back(str("output.b", n), model(x));
-  }
-  save_safetensors(out + "/format_1_7_io.safetensors", io);
-  std::printf("wrote the golden archive to %s\n", out.c_str());
-  return 0;
+  return save_golden(out, "1_7", model, {5, 12}, 1.0);
 }
 
 int main(int argc, char** argv) {
