@@ -239,6 +239,13 @@ class Exporter {
   }
   static int rank(const Value* v) { return int(v->type.shape.size()); }
   static int wrap(int64_t d, int r) { return int(d < 0 ? d + std::max(r, 1) : d); }
+  // The identity permutation of rank r with dims a and b exchanged (Transpose's perm).
+  static std::vector<int64_t> swapping(int r, int a, int b) {
+    std::vector<int64_t> perm(static_cast<size_t>(r));
+    for (int i = 0; i < r; ++i) perm[size_t(i)] = i;
+    if (a >= 0 && b >= 0 && a < r && b < r) std::swap(perm[size_t(a)], perm[size_t(b)]);
+    return perm;
+  }
   // x of a 0-d value as [1], for ONNX ops that need a dim to work along.
   std::string lift0(const std::string& x, const Value* v) { return rank(v) == 0 ? op("Reshape", {x, ints({1})}) : x; }
   // y written to out, reshaped back to 0-d when the op was lifted.
@@ -588,13 +595,11 @@ void Exporter::node(const Node& n, const std::string* as) {
   }
   if (name == "permute" || name == "transpose") {
     const int r = rank(x0);
-    std::vector<int64_t> perm(static_cast<size_t>(r), 0);
-    for (int i = 0; i < r; ++i) perm[size_t(i)] = i;
+    std::vector<int64_t> perm;
     if (name == "permute") {
-      const auto& d = at[oa::permute::dims].ints();
-      for (int i = 0; i < r; ++i) perm[size_t(i)] = wrap(d[size_t(i)], r);
-    } else if (r > 0) {
-      std::swap(perm[size_t(wrap(at[oa::transpose::dim0].i(), r))], perm[size_t(wrap(at[oa::transpose::dim1].i(), r))]);
+      for (int64_t d : at[oa::permute::dims].ints()) perm.push_back(wrap(d, r));
+    } else {
+      perm = swapping(r, wrap(at[oa::transpose::dim0].i(), r), wrap(at[oa::transpose::dim1].i(), r));
     }
     op(
         "Transpose", {in(n, 0)}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", perm); }, out(n));
@@ -1146,10 +1151,8 @@ void Exporter::node(const Node& n, const std::string* as) {
     const bool merged = name == "attention_merge_heads";  // then transposed and reshaped to [*, L, H * Ev]
     const int r = rank(x0);
     const int64_t e = static_dim(x0, -1, "scaled_dot_product_attention");
-    std::vector<int64_t> perm(static_cast<size_t>(r), 0);
-    for (int i = 0; i < r; ++i) perm[size_t(i)] = i;
-    std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);
-    const std::string kt = op("Transpose", {in(n, 1)}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", perm); });
+    const std::string kt =
+        op("Transpose", {in(n, 1)}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", swapping(r, r - 1, r - 2)); });
     std::string s = op("Mul", {op("MatMul", {in(n, 0), kt}), scalar(1.0 / std::sqrt(double(e)), ot)});
     if (n.inputs[3]) {
       if (in_type(n, 3) == DType::b8)
@@ -1166,9 +1169,8 @@ void Exporter::node(const Node& n, const std::string* as) {
         op("MatMul", {op("Softmax", {s}, [](onnx::NodeProto* p) { attr_i(p, "axis", -1); }), in(n, 2)}, {},
            merged ? "" : out(n));
     if (merged) {
-      std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);  // back to the identity, then heads and rows swapped
-      std::swap(perm[size_t(r - 3)], perm[size_t(r - 2)]);
-      const std::string t = op("Transpose", {attn}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", perm); });
+      const std::string t =  // heads and rows swapped
+          op("Transpose", {attn}, [&](onnx::NodeProto* p) { attr_ints(p, "perm", swapping(r, r - 3, r - 2)); });
       op("Reshape", {t, sizes(n.outputs[0]->type.shape)}, {}, out(n));
     }
     return;
