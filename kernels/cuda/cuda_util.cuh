@@ -45,6 +45,9 @@ constexpr int32_t dtype_code() {
 #define AMBER_CUDA_NUMERIC float, double, int64_t, int32_t, int16_t, int8_t, uint8_t
 #define AMBER_CUDA_COMPARABLE AMBER_CUDA_NUMERIC, bool
 #define AMBER_CUDA_ALL float, double, __half, __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool
+// The 16-bit floats, for kernels that load them widened to f32 and round each result once
+// (compute_t, load_as_compute, cast_value below): what the f32 kernel between conversions gives.
+#define AMBER_CUDA_HALF __half, __nv_bfloat16
 
 // Registers K<T>::run for every T in Ts under op.
 template <template <typename> class K, typename... Ts>

@@ -1,9 +1,10 @@
 // CUDA kernels for elementwise ops: unary (every unary op of the instruction list,
 // core/fused_ops.h, with its dtypes; clamp, hardtanh, pow.Scalar, gelu), binary (add, sub, mul, div, pow and their
 // scalar forms, rsub.Scalar), comparisons, where, to (dtype conversion), clone, full, arange, and the generic kernel of
-// `fused` nodes (f32, and f16/bf16 storage computed in f32: a model in 16 bits). The formulas are the CPU kernels' own
-// (kernels/arith.h, kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0 here (the
-// CPU reports an error; checking would need a device-to-host read per call).
+// `fused` nodes. f16 and bf16 elements are computed in f32 (compute_t) and rounded once, as the f32 kernel between
+// conversions would (docs/OPS.md, "16-bit floats"). The formulas are the CPU kernels' own (kernels/arith.h,
+// kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0 here (the CPU reports an
+// error; checking would need a device-to-host read per call).
 
 #include <cstring>
 
@@ -31,7 +32,7 @@ template <typename T, typename Op>
 struct UnaryF {
   Op op;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]));
+    *reinterpret_cast<T*>(p[0]) = cast_value<T>(op(load_as_compute(*reinterpret_cast<const T*>(p[1]))));
   }
 };
 
@@ -102,7 +103,8 @@ template <typename T, typename Op>
 struct ListBinaryF {
   Op op;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), *reinterpret_cast<const T*>(p[2]));
+    *reinterpret_cast<T*>(p[0]) = cast_value<T>(
+        op(load_as_compute(*reinterpret_cast<const T*>(p[1])), load_as_compute(*reinterpret_cast<const T*>(p[2]))));
   }
 };
 template <typename Op>
@@ -123,7 +125,7 @@ struct UnaryAttrs {
   struct Kernel {
     static int run(const amber_kernel_args* a) {
       Op op;
-      for (int i = 0; i < Op::kAttrs; ++i) op.attr[i] = double(attr_scalar<T>(a, i));  // T's value, exactly
+      for (int i = 0; i < Op::kAttrs; ++i) op.attr[i] = double(attr_scalar<compute_t<T>>(a, i));  // exactly
       return run_unary<T>(a, op, "unary kernel launch");
     }
   };
@@ -140,25 +142,28 @@ template <typename T>
 struct ClampKernel {  // clamp(self, min, max)
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::clamp;
-    ClampOp<T> c{T(0), T(0), !attr_none(a, at::min), !attr_none(a, at::max)};
-    if (c.has_lo) c.lo = attr_scalar<T>(a, at::min);
-    if (c.has_hi) c.hi = attr_scalar<T>(a, at::max);
+    using C = compute_t<T>;
+    ClampOp<C> c{C(0), C(0), !attr_none(a, at::min), !attr_none(a, at::max)};
+    if (c.has_lo) c.lo = attr_scalar<C>(a, at::min);
+    if (c.has_hi) c.hi = attr_scalar<C>(a, at::max);
     return run_unary<T>(a, c, "clamp");
   }
 };
 template <typename T>
 struct HardtanhKernel {  // hardtanh(self, min_val, max_val)
   static int run(const amber_kernel_args* a) {
+    using C = compute_t<T>;
     return run_unary<T>(a,
-                        ClampOp<T>{attr_scalar<T>(a, op_attrs::hardtanh::min_val),
-                                   attr_scalar<T>(a, op_attrs::hardtanh::max_val), true, true},
+                        ClampOp<C>{attr_scalar<C>(a, op_attrs::hardtanh::min_val),
+                                   attr_scalar<C>(a, op_attrs::hardtanh::max_val), true, true},
                         "hardtanh");
   }
 };
 template <typename T>
 struct PowScalarKernel {  // pow.Scalar(self, exponent)
   static int run(const amber_kernel_args* a) {
-    return run_unary<T>(a, PowScalarOp<T>{attr_scalar<T>(a, op_attrs::pow_Scalar::exponent)}, "pow.Scalar");
+    using C = compute_t<T>;
+    return run_unary<T>(a, PowScalarOp<C>{attr_scalar<C>(a, op_attrs::pow_Scalar::exponent)}, "pow.Scalar");
   }
 };
 
@@ -207,19 +212,21 @@ struct BinaryOp {
   }
 };
 
-template <typename T>
+// Elements of T, the op on their compute type C.
+template <typename T, typename C = compute_t<T>>
 struct BinaryF {
-  BinaryOp<T> op;
+  BinaryOp<C> op;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), *reinterpret_cast<const T*>(p[2]));
+    *reinterpret_cast<T*>(p[0]) = cast_value<T>(
+        op(load_as_compute(*reinterpret_cast<const T*>(p[1])), load_as_compute(*reinterpret_cast<const T*>(p[2]))));
   }
 };
-template <typename T>
+template <typename T, typename C = compute_t<T>>
 struct ScalarF {  // the second operand is a number
-  BinaryOp<T> op;
-  T y;
+  BinaryOp<C> op;
+  C y;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = op(*reinterpret_cast<const T*>(p[1]), y);
+    *reinterpret_cast<T*>(p[0]) = cast_value<T>(op(load_as_compute(*reinterpret_cast<const T*>(p[1])), y));
   }
 };
 
@@ -229,13 +236,13 @@ DivMode div_mode(const amber_kernel_args* a, int i) {
 }
 
 template <typename T>
-int run_binary(const amber_kernel_args* a, BinaryOp<T> op) {
+int run_binary(const amber_kernel_args* a, BinaryOp<compute_t<T>> op) {
   const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
   const int64_t items[3] = {sizeof(T), sizeof(T), sizeof(T)};
   return map<3>(a, v, items, BinaryF<T>{op}, "binary kernel launch");
 }
 template <typename T>
-int run_scalar(const amber_kernel_args* a, BinaryOp<T> op, T y) {
+int run_scalar(const amber_kernel_args* a, BinaryOp<compute_t<T>> op, compute_t<T> y) {
   const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
   const int64_t items[2] = {sizeof(T), sizeof(T)};
   return map<2>(a, v, items, ScalarF<T>{op, y}, "scalar kernel launch");
@@ -249,63 +256,64 @@ BinaryOp<T> with_alpha(Bin op, T alpha) {
 template <typename T>
 struct AddKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, with_alpha(Bin::add, attr_scalar<T>(a, op_attrs::add::alpha)));
+    return run_binary<T>(a, with_alpha(Bin::add, attr_scalar<compute_t<T>>(a, op_attrs::add::alpha)));
   }
 };
 template <typename T>
 struct SubKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, with_alpha(Bin::sub, attr_scalar<T>(a, op_attrs::sub::alpha)));
+    return run_binary<T>(a, with_alpha(Bin::sub, attr_scalar<compute_t<T>>(a, op_attrs::sub::alpha)));
   }
 };
 template <typename T>
 struct MulKernel {
-  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::mul, T(1))); }
+  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::mul, compute_t<T>(1))); }
 };
 template <typename T>
 struct DivKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, op_attrs::div::rounding_mode)});
+    return run_binary<T>(a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode(a, op_attrs::div::rounding_mode)});
   }
 };
 template <typename T>
 struct PowKernel {
-  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::pow, T(1))); }
+  static int run(const amber_kernel_args* a) { return run_binary<T>(a, with_alpha(Bin::pow, compute_t<T>(1))); }
 };
 template <typename T>
 struct AddScalarKernel {  // add.Scalar(self, other, alpha): self + alpha * other, the product made once
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(
-        a, with_alpha(Bin::add, T(1)),
-        pw::wrap_mul(attr_scalar<T>(a, op_attrs::add_Scalar::alpha), attr_scalar<T>(a, op_attrs::add_Scalar::other)));
+    return run_scalar<T>(a, with_alpha(Bin::add, compute_t<T>(1)),
+                         pw::wrap_mul(attr_scalar<compute_t<T>>(a, op_attrs::add_Scalar::alpha),
+                                      attr_scalar<compute_t<T>>(a, op_attrs::add_Scalar::other)));
   }
 };
 template <typename T>
 struct SubScalarKernel {
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(
-        a, with_alpha(Bin::sub, T(1)),
-        pw::wrap_mul(attr_scalar<T>(a, op_attrs::sub_Scalar::alpha), attr_scalar<T>(a, op_attrs::sub_Scalar::other)));
+    return run_scalar<T>(a, with_alpha(Bin::sub, compute_t<T>(1)),
+                         pw::wrap_mul(attr_scalar<compute_t<T>>(a, op_attrs::sub_Scalar::alpha),
+                                      attr_scalar<compute_t<T>>(a, op_attrs::sub_Scalar::other)));
   }
 };
 template <typename T>
 struct RsubScalarKernel {  // rsub.Scalar(self, other, alpha): other - alpha * self
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::rsub, attr_scalar<T>(a, op_attrs::rsub_Scalar::alpha)),
-                         attr_scalar<T>(a, op_attrs::rsub_Scalar::other));
+    return run_scalar<T>(a, with_alpha(Bin::rsub, attr_scalar<compute_t<T>>(a, op_attrs::rsub_Scalar::alpha)),
+                         attr_scalar<compute_t<T>>(a, op_attrs::rsub_Scalar::other));
   }
 };
 template <typename T>
 struct MulScalarKernel {
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::mul, T(1)), attr_scalar<T>(a, op_attrs::mul_Scalar::other));
+    return run_scalar<T>(a, with_alpha(Bin::mul, compute_t<T>(1)),
+                         attr_scalar<compute_t<T>>(a, op_attrs::mul_Scalar::other));
   }
 };
 template <typename T>
 struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, BinaryOp<T>{Bin::div, T(1), true, div_mode(a, op_attrs::div_Scalar::rounding_mode)},
-                         attr_scalar<T>(a, op_attrs::div_Scalar::other));
+    return run_scalar<T>(a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode(a, op_attrs::div_Scalar::rounding_mode)},
+                         attr_scalar<compute_t<T>>(a, op_attrs::div_Scalar::other));
   }
 };
 
@@ -339,15 +347,16 @@ template <typename T>
 struct CompareF {
   Cmp c;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<bool*>(p[0]) = compare(c, *reinterpret_cast<const T*>(p[1]), *reinterpret_cast<const T*>(p[2]));
+    *reinterpret_cast<bool*>(p[0]) = compare(c, load_as_compute(*reinterpret_cast<const T*>(p[1])),
+                                             load_as_compute(*reinterpret_cast<const T*>(p[2])));
   }
 };
 template <typename T>
 struct CompareScalarF {
   Cmp c;
-  T y;
+  compute_t<T> y;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<bool*>(p[0]) = compare(c, *reinterpret_cast<const T*>(p[1]), y);
+    *reinterpret_cast<bool*>(p[0]) = compare(c, load_as_compute(*reinterpret_cast<const T*>(p[1])), y);
   }
 };
 template <Cmp C>
@@ -365,7 +374,7 @@ struct Compare {
     static int run(const amber_kernel_args* a) {
       const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
       const int64_t items[2] = {1, sizeof(T)};
-      return map<2>(a, v, items, CompareScalarF<T>{C, attr_scalar<T>(a, op_attrs::eq_Scalar::other)},
+      return map<2>(a, v, items, CompareScalarF<T>{C, attr_scalar<compute_t<T>>(a, op_attrs::eq_Scalar::other)},
                     "comparison kernel launch");
     }
   };
@@ -376,7 +385,7 @@ struct LogicalNotKernel {  // logical_not(self): self == 0
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
     const int64_t items[2] = {1, sizeof(T)};
-    return map<2>(a, v, items, CompareScalarF<T>{Cmp::eq, T(0)}, "logical_not kernel launch");
+    return map<2>(a, v, items, CompareScalarF<T>{Cmp::eq, compute_t<T>(0)}, "logical_not kernel launch");
   }
 };
 
@@ -489,8 +498,8 @@ struct FullKernel {  // full(size, fill_value, dtype)
 template <typename T>
 __global__ void arange_kernel(T* out, int64_t n, double fstart, double fstep, int64_t istart, int64_t istep) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    if constexpr (std::is_floating_point_v<T>)
-      out[i] = T(fstart + fstep * double(i));
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      out[i] = cast_value<T>(compute_t<T>(fstart + fstep * double(i)));
     else
       out[i] = T(uint64_t(istart) + uint64_t(istep) * uint64_t(i));
   }
@@ -857,34 +866,38 @@ int fused_kernel(const amber_kernel_args* a) {
 
 // The unary ops of the instruction list (core/fused_ops.h), by kind.
 #define AMBER_UNARY_none(name)
-#define AMBER_UNARY_numeric(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC>(#name);
-#define AMBER_UNARY_floating(name) register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
+#define AMBER_UNARY_numeric(name) \
+  register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>(#name);
+#define AMBER_UNARY_floating(name) \
+  register_typed<Unary<Formula_##name>::Kernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>(#name);
 #define AMBER_UNARY_floating_cheap(name) AMBER_UNARY_floating(name)
-#define AMBER_UNARY_floating_attrs(name) register_typed<UnaryAttrs<Formula_##name>::Kernel, AMBER_CUDA_FLOATING>(#name);
-#define AMBER_UNARY_binary(name) register_typed<ListBinary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC>(#name);
+#define AMBER_UNARY_floating_attrs(name) \
+  register_typed<UnaryAttrs<Formula_##name>::Kernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>(#name);
+#define AMBER_UNARY_binary(name) \
+  register_typed<ListBinary<Formula_##name>::Kernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>(#name);
 #define AMBER_UNARY(OPCODE, name, arity, kind) AMBER_UNARY_##kind(name)
 
 AMBER_CUDA_KERNELS(pointwise) {
   AMBER_FUSED_OPS(AMBER_UNARY)
-  register_typed<ClampKernel, AMBER_CUDA_NUMERIC>("clamp");
-  register_typed<HardtanhKernel, AMBER_CUDA_NUMERIC>("hardtanh");
-  register_typed<PowScalarKernel, AMBER_CUDA_NUMERIC>("pow.Scalar");
-  register_typed<GeluKernel, AMBER_CUDA_FLOATING>("gelu");
+  register_typed<ClampKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("clamp");
+  register_typed<HardtanhKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("hardtanh");
+  register_typed<PowScalarKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("pow.Scalar");
+  register_typed<GeluKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("gelu");
 
-  register_typed<AddKernel, AMBER_CUDA_NUMERIC>("add");
-  register_typed<SubKernel, AMBER_CUDA_NUMERIC>("sub");
-  register_typed<MulKernel, AMBER_CUDA_NUMERIC>("mul");
-  register_typed<DivKernel, AMBER_CUDA_NUMERIC>("div");
-  register_typed<PowKernel, AMBER_CUDA_NUMERIC>("pow");
-  register_typed<AddScalarKernel, AMBER_CUDA_NUMERIC>("add.Scalar");
-  register_typed<SubScalarKernel, AMBER_CUDA_NUMERIC>("sub.Scalar");
-  register_typed<RsubScalarKernel, AMBER_CUDA_NUMERIC>("rsub.Scalar");
-  register_typed<MulScalarKernel, AMBER_CUDA_NUMERIC>("mul.Scalar");
-  register_typed<DivScalarKernel, AMBER_CUDA_NUMERIC>("div.Scalar");
+  register_typed<AddKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("add");
+  register_typed<SubKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("sub");
+  register_typed<MulKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("mul");
+  register_typed<DivKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("div");
+  register_typed<PowKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("pow");
+  register_typed<AddScalarKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("add.Scalar");
+  register_typed<SubScalarKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("sub.Scalar");
+  register_typed<RsubScalarKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("rsub.Scalar");
+  register_typed<MulScalarKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("mul.Scalar");
+  register_typed<DivScalarKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("div.Scalar");
 
-#define AMBER_CUDA_COMPARE(name, C)                                 \
-  register_typed<Compare<C>::Tensor, AMBER_CUDA_COMPARABLE>(#name); \
-  register_typed<Compare<C>::Scalar, AMBER_CUDA_COMPARABLE>(#name ".Scalar")
+#define AMBER_CUDA_COMPARE(name, C)                                                  \
+  register_typed<Compare<C>::Tensor, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>(#name); \
+  register_typed<Compare<C>::Scalar, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>(#name ".Scalar")
   AMBER_CUDA_COMPARE(eq, Cmp::eq);
   AMBER_CUDA_COMPARE(ne, Cmp::ne);
   AMBER_CUDA_COMPARE(lt, Cmp::lt);
@@ -892,17 +905,17 @@ AMBER_CUDA_KERNELS(pointwise) {
   AMBER_CUDA_COMPARE(gt, Cmp::gt);
   AMBER_CUDA_COMPARE(ge, Cmp::ge);
 #undef AMBER_CUDA_COMPARE
-  register_typed<Compare<Cmp::land>::Tensor, AMBER_CUDA_COMPARABLE>("logical_and");
-  register_typed<Compare<Cmp::lor>::Tensor, AMBER_CUDA_COMPARABLE>("logical_or");
-  register_typed<Compare<Cmp::lxor>::Tensor, AMBER_CUDA_COMPARABLE>("logical_xor");
-  register_typed<LogicalNotKernel, AMBER_CUDA_COMPARABLE>("logical_not");
+  register_typed<Compare<Cmp::land>::Tensor, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("logical_and");
+  register_typed<Compare<Cmp::lor>::Tensor, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("logical_or");
+  register_typed<Compare<Cmp::lxor>::Tensor, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("logical_xor");
+  register_typed<LogicalNotKernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("logical_not");
   register_typed<WhereKernel, AMBER_CUDA_ALL>("where");
   register_typed<MaskedFillKernel, AMBER_CUDA_ALL>("masked_fill.Scalar");
 
   register_typed<ToKernel, AMBER_CUDA_ALL>("to");
   register_typed<CloneKernel, AMBER_CUDA_ALL>("clone");
   register_typed<FullKernel, AMBER_CUDA_ALL>("full");
-  register_typed<ArangeKernel, AMBER_CUDA_NUMERIC>("arange");
+  register_typed<ArangeKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("arange");
   register_kernel("fused", kF32, &fused_kernel<float>);
   register_kernel("fused", kBF16, &fused_kernel<__nv_bfloat16>);
   register_kernel("fused", kF16, &fused_kernel<__half>);

@@ -3,6 +3,8 @@
 // batch_norm. Reductions: a block per row, 256 threads striding its elements, then a
 // fixed-order tree in shared memory: deterministic, within tolerance of the CPU's order. Floats
 // accumulate in double, integers in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
+// f16 and bf16 elements are widened on load and each result rounded once (through f32, as the f32
+// kernel between conversions gives; cumsum alone still takes that route).
 
 #include <algorithm>
 #include <cstring>
@@ -91,7 +93,13 @@ uint32_t dims_mask(const amber_attr& at, int ndim) {
 }
 
 template <typename T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+// A sum, product or mean of T elements as T: a 16-bit one through f32, as the f32 kernel's result
+// rounded.
+template <typename T, typename A>
+__device__ inline T from_acc(A v) {
+  return cast_value<T>(compute_t<T>(v));
+}
 
 // ---- sum, prod and mean ----
 enum class Fold { sum, prod, mean };
@@ -117,7 +125,7 @@ __global__ void fold_kernel(const T* x, T* y, Rows r) {
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      acc = combine<Acc<T>, F>(acc, Acc<T>(x[ib + io]));
+      acc = combine<Acc<T>, F>(acc, Acc<T>(load_as_compute(x[ib + io])));
     }
     part[threadIdx.x] = acc;
     __syncthreads();
@@ -127,9 +135,9 @@ __global__ void fold_kernel(const T* x, T* y, Rows r) {
     }
     if (threadIdx.x == 0) {
       if constexpr (F == Fold::mean)
-        y[ob] = T(part[0] / Acc<T>(r.len));
+        y[ob] = from_acc<T>(part[0] / Acc<T>(r.len));
       else
-        y[ob] = T(part[0]);
+        y[ob] = from_acc<T>(part[0]);
     }
     __syncthreads();
   }
@@ -182,25 +190,26 @@ __device__ inline bool better(T v, int64_t i, T w, int64_t j) {
 
 template <typename T, bool Max, bool Index>
 __global__ void extremum_kernel(const T* x, void* y, Rows r) {
-  __shared__ T val[kThreads];
+  using C = compute_t<T>;  // a 16-bit value widened (exactly: the winner stores back unchanged)
+  __shared__ C val[kThreads];
   __shared__ int64_t idx[kThreads];
   for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
     int64_t ib, ob;
     row_base(r, row, ib, ob);
-    T best = T(0);
+    C best = C(0);
     int64_t bi = -1;
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      const T v = x[ib + io];
-      if (better<T, Max>(v, j, best, bi)) best = v, bi = j;
+      const C v = load_as_compute(x[ib + io]);
+      if (better<C, Max>(v, j, best, bi)) best = v, bi = j;
     }
     val[threadIdx.x] = best;
     idx[threadIdx.x] = bi;
     __syncthreads();
     for (int s = kThreads / 2; s > 0; s /= 2) {
       if (int(threadIdx.x) < s &&
-          better<T, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
+          better<C, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
         val[threadIdx.x] = val[threadIdx.x + s];
         idx[threadIdx.x] = idx[threadIdx.x + s];
       }
@@ -210,7 +219,7 @@ __global__ void extremum_kernel(const T* x, void* y, Rows r) {
       if constexpr (Index)
         static_cast<int64_t*>(y)[ob] = idx[0] < 0 ? 0 : idx[0];
       else
-        static_cast<T*>(y)[ob] = val[0];
+        static_cast<T*>(y)[ob] = cast_value<T>(val[0]);
     }
     __syncthreads();
   }
@@ -524,14 +533,15 @@ template <typename T>
 struct BatchNormF {
   double eps;
   __device__ void operator()(char* const* p) const {
-    const T* w = reinterpret_cast<const T*>(p[2]);
-    const T* bi = reinterpret_cast<const T*>(p[3]);
-    const T* mean = reinterpret_cast<const T*>(p[4]);
-    const T* var = reinterpret_cast<const T*>(p[5]);
-    const T invstd = T(1) / std::sqrt((var ? *var : T(1)) + T(eps));
-    const T alpha = invstd * (w ? *w : T(1));
-    const T beta = (bi ? *bi : T(0)) - (mean ? *mean : T(0)) * alpha;
-    *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const T*>(p[1]) * alpha + beta;
+    using C = compute_t<T>;
+    auto at = [&](int k, C absent) {  // a per-channel value, or the neutral one
+      const T* v = reinterpret_cast<const T*>(p[k]);
+      return v ? load_as_compute(*v) : absent;
+    };
+    const C invstd = C(1) / std::sqrt(at(5, C(1)) + C(eps));
+    const C alpha = invstd * at(2, C(1));
+    const C beta = at(3, C(0)) - at(4, C(0)) * alpha;
+    *reinterpret_cast<T*>(p[0]) = cast_value<T>(load_as_compute(*reinterpret_cast<const T*>(p[1])) * alpha + beta);
   }
 };
 
@@ -569,7 +579,7 @@ __global__ void any_all_kernel(const T* x, bool* y, Rows r) {
     for (int64_t j = threadIdx.x; j < r.len && v != Any; j += blockDim.x) {
       int64_t io, oo;
       elem_offset(r, j, io, oo);
-      if ((x[ib + io] != T(0)) == Any) v = Any;
+      if ((load_as_compute(x[ib + io]) != compute_t<T>(0)) == Any) v = Any;
     }
     const bool result = Any ? __syncthreads_or(v) : __syncthreads_and(v);
     if (threadIdx.x == 0) y[ob] = result;
@@ -606,9 +616,12 @@ __global__ void topk_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan:
     int64_t count = 0;
     for (int64_t i = 0; i < n; ++i) {
       const T val = x[xo + i * xs];
-      if (count == k && !scan::topk_before(val, i, v[vo + (k - 1) * vs], ix[io + (k - 1) * is], largest)) continue;
+      const auto c = load_as_compute(val);  // 16-bit values compared widened (exactly)
+      if (count == k && !scan::topk_before(c, i, load_as_compute(v[vo + (k - 1) * vs]), ix[io + (k - 1) * is], largest))
+        continue;
       int64_t j = count < k ? count++ : k - 1;
-      for (; j > 0 && scan::topk_before(val, i, v[vo + (j - 1) * vs], ix[io + (j - 1) * is], largest); --j) {
+      for (; j > 0 && scan::topk_before(c, i, load_as_compute(v[vo + (j - 1) * vs]), ix[io + (j - 1) * is], largest);
+           --j) {
         v[vo + j * vs] = v[vo + (j - 1) * vs];
         ix[io + j * is] = ix[io + (j - 1) * is];
       }
@@ -666,22 +679,21 @@ struct CumsumKernel {
 
 AMBER_CUDA_KERNELS(reduce) {
   register_typed<CumsumKernel, float, double, int64_t>("cumsum");
-  register_typed<TopkKernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>("topk");
-  register_typed<AnyAll<true>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("any");
-  register_typed<AnyAll<false>::Kernel, float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool>("all");
-  register_typed<SumKernel, float, double, int64_t>("sum");
-  register_typed<ProdKernel, float, double, int64_t>("prod");
-  register_typed<MeanKernel, AMBER_CUDA_FLOATING>("mean");
-  register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC>("amax");
-  register_typed<Extremum<false>::Kernel, AMBER_CUDA_NUMERIC>("amin");
-  register_typed<ArgExtremum<true>::Kernel, AMBER_CUDA_NUMERIC>("argmax");
-  register_typed<ArgExtremum<false>::Kernel, AMBER_CUDA_NUMERIC>("argmin");
-  // Softmax and layer norm also in 16 bits (a model in 16 bits), computed in f32.
-  register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("softmax");
-  register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("log_softmax");
-  register_typed<LayerNorm<false>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("layer_norm");
-  register_typed<LayerNorm<true>::Kernel, AMBER_CUDA_FLOATING, __half, __nv_bfloat16>("add_layer_norm");
-  register_typed<BatchNormKernel, AMBER_CUDA_FLOATING>("batch_norm");
+  register_typed<TopkKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("topk");
+  register_typed<AnyAll<true>::Kernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("any");
+  register_typed<AnyAll<false>::Kernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("all");
+  register_typed<SumKernel, float, double, int64_t, AMBER_CUDA_HALF>("sum");
+  register_typed<ProdKernel, float, double, int64_t, AMBER_CUDA_HALF>("prod");
+  register_typed<MeanKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("mean");
+  register_typed<Extremum<true>::Kernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("amax");
+  register_typed<Extremum<false>::Kernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("amin");
+  register_typed<ArgExtremum<true>::Kernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("argmax");
+  register_typed<ArgExtremum<false>::Kernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("argmin");
+  register_typed<Softmax<false>::Kernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("softmax");
+  register_typed<Softmax<true>::Kernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("log_softmax");
+  register_typed<LayerNorm<false>::Kernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("layer_norm");
+  register_typed<LayerNorm<true>::Kernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("add_layer_norm");
+  register_typed<BatchNormKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("batch_norm");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // CUDA kernels for upsample_nearest2d, upsample_bilinear2d and upsample_bicubic2d: one thread per output element,
 // channels fastest for channels-last outputs, source pixels and weights from
-// kernels/resample.h (ATen's rules, the CPU kernels' formulas). 4-D tensors of any strides.
+// kernels/resample.h (ATen's rules, the CPU kernels' formulas). 4-D tensors of any strides; f16 and bf16
+// blended in f32 and rounded once.
 
 #include <type_traits>
 
@@ -60,7 +61,7 @@ __global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rh, A rw, b
     const auto r = resample::tap_of<Cubic, A>(oh, g.h, g.oh, rh, corners),
                q = resample::tap_of<Cubic, A>(ow, g.w, g.ow, rw, corners);
     y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] =
-        T(resample::blend<A>(x + n * g.xs[0] + c * g.xs[1], r, q, g.xs[2], g.xs[3]));
+        cast_value<T>(resample::blend<A>(x + n * g.xs[0] + c * g.xs[1], r, q, g.xs[2], g.xs[3]));
   }
 }
 
@@ -109,9 +110,9 @@ template <typename T>
 using BicubicKernel = Interpolating<T, true>;
 
 AMBER_CUDA_KERNELS(upsample) {
-  register_typed<NearestKernel, AMBER_CUDA_NUMERIC>("upsample_nearest2d");
-  register_typed<BilinearKernel, AMBER_CUDA_FLOATING>("upsample_bilinear2d");
-  register_typed<BicubicKernel, AMBER_CUDA_FLOATING>("upsample_bicubic2d");
+  register_typed<NearestKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("upsample_nearest2d");
+  register_typed<BilinearKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bilinear2d");
+  register_typed<BicubicKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bicubic2d");
 }
 
 }  // namespace
