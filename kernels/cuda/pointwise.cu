@@ -520,8 +520,9 @@ struct ArangeKernel {  // arange(start, end, step, dtype): in double for floats,
 // ---- fused: the program travels by value in the kernel's parameters ----
 // Each thread runs the program on kPerThread neighbouring elements (kWidePerThread for dense,
 // aligned operands of one or two inputs), so an instruction is decoded (its operand kinds, the
-// switch on its opcode; uniform across the warp) once per four or eight elements, with 16-byte
-// loads and stores where every operand is dense and aligned. The previous result
+// switch on its opcode; uniform across the warp: about 60 PTX instructions with the switch's
+// compare tree) once per four or eight elements, with 16-byte loads and stores where every
+// operand is dense and aligned. The previous result
 // stays in registers; a result read again later is kept in one of kSlots slots (assigned on the
 // host by liveness), which the compiler places in local memory; a program that needs more slots
 // runs one element a thread with a slot per instruction.
@@ -529,11 +530,13 @@ constexpr int kMaxInstrs = 64;
 constexpr int kMaxInputs = 8;
 constexpr int kPerThread = 4;
 // Dense, aligned operands of programs with at most kWideInputs inputs: eight elements a thread,
-// two 16-byte loads an operand in flight before the program runs on each four (the bandwidth
-// line, one input, ran at 63% of a copy with four a thread on an H100). ptxas (sm_90): 48
-// registers with one input (62 at four before the dense kernel was split from the strided one),
-// 58 with two, no spills; three or four inputs at eight take 76-80 registers, and already keep
-// three to four times one input's loads in flight at four.
+// two 16-byte loads an operand in flight, the program decoded once for all eight. The bandwidth
+// line (relu(2x + 1), one input) ran at 63% of a copy on an H100 with four a thread and on an
+// H200 with eight a thread decoded per four: twice the loads in flight changed nothing, so the
+// decoding's instruction issue, not memory latency, is what held it (about 15 instructions an
+// element an instruction at four); decoded once per eight: 77 registers, no spills, three blocks
+// of 256 an SM (four at 64 registers spilled). Three or four inputs stay at four a thread (76-80
+// registers at eight), their loads already three to four times one input's.
 constexpr int kWidePerThread = 8;
 constexpr int kWideInputs = 2;
 constexpr int kSlots = 16;
@@ -679,10 +682,16 @@ __device__ inline void store4(char* p, const float* v) {
 // Vec: every operand dense and 16-byte aligned (E a multiple of 4): 16-byte loads and stores
 // (8-byte ones of four 16-bit values), the last partial group element by element at dense
 // offsets; else each element's offsets from the dims. The two are separate kernels so that
-// neither carries the other's registers. Registers bounded so that four blocks of 256 (three
-// from three inputs up, where four would spill) fit on an SM, keeping enough loads in flight.
+// neither carries the other's registers. Registers bounded so that four blocks of 256 fit on an
+// SM (three from three inputs up, and at eight a thread, where four would spill), keeping enough
+// loads in flight.
+template <int K, int E, bool Vec>
+constexpr int fused_blocks_per_sm() {
+  return (Vec && E > 4) || K > 2 ? 3 : 4;
+}
 template <typename S, int K, int E, int Slots, bool Vec>
-__global__ void __launch_bounds__(256, K <= 2 ? 4 : 3) fused_map_kernel(int64_t n, Operands<K + 1> o, Code code) {
+__global__ void __launch_bounds__(256, fused_blocks_per_sm<K, E, Vec>())
+    fused_map_kernel(int64_t n, Operands<K + 1> o, Code code) {
   static_assert(!Vec || E % 4 == 0);
   constexpr int64_t kItem = sizeof(S);
   const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
@@ -703,19 +712,7 @@ __global__ void __launch_bounds__(256, K <= 2 ? 4 : 3) fused_map_kernel(int64_t 
           for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
         }
       }
-      // The program on groups of four (registers: its operands are four wide), the loads of
-      // every group in flight before the first runs.
-#pragma unroll
-      for (int g = 0; g < E; g += 4) {
-        float group_in[K][4], group_out[4];
-#pragma unroll
-        for (int k = 0; k < K; ++k)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) group_in[k][e] = in[k][g + e];
-        run_program<K, 4, Slots>(code, group_in, group_out);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) out[g + e] = group_out[e];
-      }
+      run_program<K, E, Slots>(code, in, out);  // each instruction decoded once for the E elements
       if (whole) {
 #pragma unroll
         for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
