@@ -2,7 +2,8 @@
 // passes; what runs then is the refusal: asking for a CUDA device gives one clear error and
 // the CPU path is unaffected. With a GPU: a loaded LeNet on cuda:0 equals the CPU within the
 // e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
-// steady state that allocates nothing, device_memory's counts, an out-of-memory call that
+// steady state that allocates nothing, small host inputs copied in by the recording (a kernel up
+// to 16 KiB), device_memory's counts, an out-of-memory call that
 // fails alone (the next call works), weights that do not fit refused naming bytes, a bad
 // device index, replicas over every GPU present, Precision::bf16 / f16 on LeNet and on
 // single layers of odd shapes, and convolutions on 16-bit tensors (models in 16 bits, eager).
@@ -182,6 +183,26 @@ TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results ke
         return s;
       },
       {randn({3, 1001}), randn({1001})}, "20 results kept");
+}
+
+// A call whose inputs are all small and on the host stages them in page-locked memory, and the
+// recording copies them in: by a kernel up to 16 KiB an input (staging_copy.h), by the copy
+// engine beyond. Two inputs of 20 and 148 bytes (a 16-byte group and a tail of 4), 16 KiB
+// exactly (the kernel's most) and 16 KiB and 16 bytes, new values each call: a replay that read
+// stale or misplaced bytes shows.
+TEST_CASE("cuda: small host inputs copied in by the recording, by a kernel up to 16 KiB", "[cuda][gpu]") {
+  if (skip("staged host inputs")) return;
+  for (int64_t n : {5, 37, 4096, 4100}) {
+    manual_seed(uint64_t(n));
+    const std::vector<uint8_t> bytes =
+        trace([](const Tensor& a, const Tensor& b) { return a * b + 1; }, {randn({n}), randn({n})}, quiet())
+            .save_to_bytes();
+    const Model cpu = load(bytes), gpu = load(bytes, {.device = Device::cuda(0)});
+    for (int call = 0; call < 4; ++call) {
+      const std::vector<Tensor> x = {randn({n}), randn({n})};
+      check_close(gpu.forward(x)[0], cpu.forward(x)[0], str(n, " elements an input, call ", call));
+    }
+  }
 }
 
 // scaled_dot_product_attention on the GPU against the CPU, traced alone: heads of 64 in several

@@ -8,7 +8,9 @@
 // Allocations and frees are ordered on the legacy default stream, which every stream Amber
 // creates (blocking streams) synchronises with, so a free waits for the work that may still
 // use the block. AMBER_CUDA_MEMORY_LIMIT (bytes, or with a K/M/G suffix) caps the bytes
-// Amber holds per device; running out names the bytes asked, held and free.
+// Amber holds per device; running out names the bytes asked, held and free. A small copy from
+// page-locked memory recorded into a graph (a call's staged host inputs) is a kernel of its own
+// (staging_copy.h).
 
 #include <cuda_runtime_api.h>
 
@@ -17,11 +19,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/staging_copy.h"
 
 namespace amber::cuda {
 namespace {
@@ -139,6 +144,29 @@ void deallocate(int32_t device, void* ptr, size_t nbytes, uint32_t) {
   g_held[device].fetch_sub(nbytes, std::memory_order_relaxed);
 }
 
+// The page-locked blocks host_alloc handed out and host_free has not taken back (start ->
+// bytes): memory every device reads at the same address (unified addressing).
+std::mutex g_page_locked_mutex;
+std::map<uintptr_t, size_t> g_page_locked;
+
+bool page_locked(const void* p, size_t n) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(g_page_locked_mutex);
+  auto it = g_page_locked.upper_bound(a);
+  if (it == g_page_locked.begin()) return false;
+  --it;
+  return a - it->first <= it->second && n <= it->second - (a - it->first);
+}
+
+// Whether a host-to-device copy on `stream` is being recorded into a graph from page-locked
+// memory (the loader's staging of a call's small host inputs): then a kernel copies it
+// (staging_copy.h). Decided at recording only: replays run what was recorded.
+bool recorded_from_page_locked(const void* src, size_t n, cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return stream && page_locked(src, n) && cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+         status == cudaStreamCaptureStatusActive;
+}
+
 int copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, int32_t src_type, int32_t src_device,
          size_t nbytes, void* stream) {
   if ((dst_type != kHost && dst_type != kCuda) || (src_type != kHost && src_type != kCuda)) {
@@ -149,10 +177,14 @@ int copy(void* dst, int32_t dst_type, int32_t dst_device, const void* src, int32
   DeviceGuard guard(src_type == kCuda ? src_device : dst_device);
   if (!guard.ok()) return 1;
   cudaError_t e;
+  auto* s = static_cast<cudaStream_t>(stream);
+  if (dst_type == kCuda && src_type == kHost && can_copy_by_kernel(dst, src, nbytes) &&
+      recorded_from_page_locked(src, nbytes, s))
+    return ok(copy_by_kernel(dst, src, nbytes, s), "recording a staging copy kernel") ? 0 : 1;
   if (dst_type == kCuda && src_type == kCuda && dst_device != src_device)
-    e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, nbytes, static_cast<cudaStream_t>(stream));
+    e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, nbytes, s);
   else
-    e = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream));
+    e = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s);
   return ok(e, "cudaMemcpyAsync") ? 0 : 1;
 }
 
@@ -258,10 +290,16 @@ void* host_alloc(int32_t device, size_t nbytes) {
   if (!guard.ok() || !ok(cudaHostAlloc(&p, nbytes ? nbytes : 1, cudaHostAllocPortable),
                          ("cudaHostAlloc of " + std::to_string(nbytes) + " bytes").c_str()))
     return nullptr;
+  std::lock_guard lock(g_page_locked_mutex);
+  g_page_locked[reinterpret_cast<uintptr_t>(p)] = nbytes;
   return p;
 }
 
 void host_free(int32_t device, void* ptr) {
+  {
+    std::lock_guard lock(g_page_locked_mutex);
+    g_page_locked.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
   DeviceGuard guard(device);
   (void)cudaFreeHost(ptr);
   (void)cudaGetLastError();
