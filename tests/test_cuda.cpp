@@ -189,7 +189,7 @@ TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results ke
 // recording copies them in: by a kernel up to 16 KiB an input (staging_copy.h), by the copy
 // engine beyond. Two inputs of 20 and 148 bytes (a 16-byte group and a tail of 4), 16 KiB
 // exactly (the kernel's most) and 16 KiB and 16 bytes, new values each call: a replay that read
-// stale or misplaced bytes shows.
+// stale or misplaced bytes shows. The harness was checked on sim:0.
 TEST_CASE("cuda: small host inputs copied in by the recording, by a kernel up to 16 KiB", "[cuda][gpu]") {
   if (skip("staged host inputs")) return;
   for (int64_t n : {5, 37, 4096, 4100}) {
@@ -384,7 +384,8 @@ TEST_CASE("cuda: 16-bit convolutions and linear layers on odd shapes", "[cuda][g
 // layer's output), odd channels (cuDNN may keep those in f32, the kernel's other path), each
 // activation. And eager calls on bf16 / f16 CUDA tensors, weight and bias given per call (the
 // f32 path: widened, convolved in f32, rounded once) within one 16-bit step of the CPU's: 4-D
-// with bias, fused silu, an unbatched 3-D input. The harness was checked on sim:0.
+// with bias, fused silu, an unbatched 3-D input, a transposed convolution in two groups. The
+// harness was checked on sim:0.
 TEST_CASE("cuda: convolutions on 16-bit tensors", "[cuda][gpu]") {
   if (skip("convolutions on 16-bit tensors")) return;
   manual_seed(23);
@@ -438,6 +439,10 @@ TEST_CASE("cuda: convolutions on 16-bit tensors", "[cuda][gpu]") {
     same(fused_conv2d(x.to(g), w.to(g), b.to(g), {2}, {1}, {1}, 1, "silu"),
          fused_conv2d(x, w, b, {2}, {1}, {1}, 1, "silu"), "fused_conv2d silu, stride 2");
     same(conv2d(u.to(g), w.to(g), {}, {1}, {0}), conv2d(u, w, {}, {1}, {0}), "an unbatched input, no bias");
+    // Transposed: [in 8, out 16 / 2, 3, 3] weights, groups 2, stride 2, output padding 1.
+    const Tensor wt = randn({8, 8, 3, 3}).to(dtype), bt = b16.to(dtype);
+    same(conv_transpose2d(x.to(g), wt.to(g), bt.to(g), {2}, {1}, {1}, 2), conv_transpose2d(x, wt, bt, {2}, {1}, {1}, 2),
+         "conv_transpose2d, groups 2, stride 2");
   }
 }
 

@@ -4,10 +4,11 @@
 // under AMBER_PRECISION_TF32). Under AMBER_PRECISION_BF16 / F16 a convolution (not depthwise
 // or transposed) with immutable weights runs on tensor cores in 16 bits with f32 accumulation:
 // weights converted once at setup, the input as it enters, the 16-bit output widened to f32 in
-// the bias/activation pass. conv2d and fused_conv2d also take bf16 and f16 tensors (a model in
-// 16 bits): under the matching precision on tensor cores in that type (cuDNN's output rounded,
-// then bias and activation in f32 and one more rounding, as the f32 kernel's 16-bit path and
-// PyTorch's CUDA convolutions do), else widened to f32 and rounded once at the end. conv2d runs
+// the bias/activation pass. All three also take bf16 and f16 tensors (a model in 16 bits):
+// conv2d and fused_conv2d under the matching precision on tensor cores in that type (cuDNN's
+// output rounded, then bias and activation in f32 and one more rounding, as the f32 kernel's
+// 16-bit path and PyTorch's CUDA convolutions do), else (and conv_transpose2d always) widened to
+// f32 and rounded once at the end. conv2d runs
 // the backend-API plan timed fastest at setup when asked (conv_plan.h; f32 only), else the legacy
 // API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one pass over
 // the channels-last output with the pointwise ops' own formulas (pointwise_math.h). The step's
@@ -681,15 +682,16 @@ void launch_finish(const amber_kernel_args* a, const void* src, void* y, int64_t
     finish<T, int64_t, D><<<grid_for(n), 256, 0, stream_of(a)>>>(from, to, n, channels, bias, bias_stride, act, lo, hi);
 }
 
-// conv2d and fused_conv2d on 16-bit tensors of type T (s->io): cuDNN in T on tensor cores when
-// the product is 16-bit (s->half), else in f32 on widened copies; then bias and activation in
-// f32 and the output rounded to T in one pass (into y, or a channels-last copy of it). carve
-// gives the workspace from its end (cuDNN's own room stays at its start).
+// conv2d, fused_conv2d and conv_transpose2d on 16-bit tensors of type T (s->io): cuDNN in T on
+// tensor cores when the product is 16-bit (s->half; never transposed), else in f32 on widened
+// copies; then bias and activation in f32 and the output rounded to T in one pass (into y, or a
+// channels-last copy of it). carve gives the workspace from its end (cuDNN's own room stays at
+// its start).
 template <Kind Op, typename T, typename Carve>
 int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, size_t& ws_bytes) {
   const char* const op = attrs_of<Op>().name;
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
-  const int K = int(w.sizes[0]);
+  const int64_t channels = y.sizes[1];  // the bias's
   const bool half = s->half >= 0;
   const int32_t ct = half ? s->io : kF32;  // what cuDNN reads and writes
   const size_t item = half ? 2 : sizeof(float);
@@ -729,15 +731,19 @@ int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, si
     PlanTurn turn;
     std::lock_guard lock(s->launch);
     CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
-    CUDNN_TRY(
-        cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero, s->y, out));
+    if constexpr (Op == kTransposed)
+      CUDNN_TRY(cudnnConvolutionBackwardData(s->handle, &one, s->w, wp, s->x, xp, s->conv, s->data_algo, ws, ws_bytes,
+                                             &zero, s->y, out));
+    else
+      CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
+                                        s->y, out));
   }
   float lo, hi;
   const Act which = activation_of<Op>(a, lo, hi);
   if (half)
-    launch_finish<T, T>(a, out, yp, numel(y), K, b, bstride, which, lo, hi);
+    launch_finish<T, T>(a, out, yp, numel(y), channels, b, bstride, which, lo, hi);
   else
-    launch_finish<float, T>(a, out, yp, numel(y), K, b, bstride, which, lo, hi);
+    launch_finish<float, T>(a, out, yp, numel(y), channels, b, bstride, which, lo, hi);
   if (!y_direct) {
     amber_tensor_view v = nhwc_view(y, yp);
     if (copy_convert(a, y, v) != 0) return 1;
@@ -766,10 +772,8 @@ int conv(const amber_kernel_args* a) {
     ws_bytes -= room;
     return ws + ws_bytes;
   };
-  if constexpr (!Transposed) {  // registered for 16-bit tensors too
-    if (s->io == kBF16) return conv_16<Op, __nv_bfloat16>(a, s, take, ws, ws_bytes);
-    if (s->io == kF16) return conv_16<Op, __half>(a, s, take, ws, ws_bytes);
-  }
+  if (s->io == kBF16) return conv_16<Op, __nv_bfloat16>(a, s, take, ws, ws_bytes);
+  if (s->io == kF16) return conv_16<Op, __half>(a, s, take, ws, ws_bytes);
   const void* wp = s->packed;
   if (!s->weights_packed) {
     const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
@@ -842,8 +846,8 @@ AMBER_CUDA_KERNELS(conv) {
   for (const int32_t t : {kF32, kBF16, kF16}) {
     register_kernel("conv2d", t, amber_kernel{conv<kConv>, setup<kConv>, destroy, nullptr});
     register_kernel("fused_conv2d", t, amber_kernel{conv<kFused>, setup<kFused>, destroy, nullptr});
+    register_kernel("conv_transpose2d", t, amber_kernel{conv<kTransposed>, setup<kTransposed>, destroy, nullptr});
   }
-  register_kernel("conv_transpose2d", kF32, amber_kernel{conv<kTransposed>, setup<kTransposed>, destroy, nullptr});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // CUDA kernel for grid_sample: one thread per output pixel (kernels/grid_sample.h, ATen's
 // rules, shared with the CPU kernel, each pixel's taps computed once for all its channels).
-// 4-D input and grid of any strides.
+// 4-D input and grid of any strides; f16 and bf16 sampled in f32 (the header's OpMath) and
+// rounded once.
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
@@ -31,7 +32,9 @@ struct GridSampleKernel {  // grid_sample(input, grid, mode, padding_mode, align
   }
 };
 
-AMBER_CUDA_KERNELS(grid_sample) { register_typed<GridSampleKernel, AMBER_CUDA_FLOATING>("grid_sample"); }
+AMBER_CUDA_KERNELS(grid_sample) {
+  register_typed<GridSampleKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("grid_sample");
+}
 
 }  // namespace
 }  // namespace amber::cuda

@@ -4,7 +4,7 @@
 // fixed-order tree in shared memory: deterministic, within tolerance of the CPU's order. Floats
 // accumulate in double, integers in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
 // f16 and bf16 elements are widened on load and each result rounded once (through f32, as the f32
-// kernel between conversions gives; cumsum alone still takes that route).
+// kernel between conversions gives).
 
 #include <algorithm>
 #include <cstring>
@@ -656,7 +656,15 @@ __global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, 
   for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
     int64_t xo, yo;
     scan::line_start(w, l, &xo, &yo);
-    scan::cumsum_line(x + xo, xstride, y + yo, ystride, n);
+    if constexpr (std::is_same_v<compute_t<T>, T>) {
+      scan::cumsum_line(x + xo, xstride, y + yo, ystride, n);
+    } else {  // 16 bits: scan.h's sum in double, each result through f32 (the f32 kernel's, rounded)
+      double acc = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        acc += double(load_as_compute(x[xo + i * xstride]));
+        y[yo + i * ystride] = from_acc<T>(acc);
+      }
+    }
   }
 }
 template <typename T>
@@ -678,7 +686,7 @@ struct CumsumKernel {
 };
 
 AMBER_CUDA_KERNELS(reduce) {
-  register_typed<CumsumKernel, float, double, int64_t>("cumsum");
+  register_typed<CumsumKernel, float, double, int64_t, AMBER_CUDA_HALF>("cumsum");
   register_typed<TopkKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("topk");
   register_typed<AnyAll<true>::Kernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("any");
   register_typed<AnyAll<false>::Kernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("all");
