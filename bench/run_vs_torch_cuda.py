@@ -13,7 +13,8 @@ cudnn.benchmark, channels_last where it applies, and CUDA-graphed). Each number 
 over rounds of a run's median. Ratios are Amber / PyTorch (below 1: Amber faster). GPU memory:
 the most Amber held at once (amber::device_memory) beside PyTorch's peak allocated. Then the
 fused elementwise bandwidth against the device's copy bandwidth (bench_device_bandwidth), then
-the precisions (below): the tables a short device lease cares most about come first.
+[cuda]'s targets each marked met or NOT met with its number, then the precisions (below): the
+tables a short device lease cares most about come first.
 --precisions: Amber's reduced load precisions (LoadOptions::precision) timed on the cases with
 convolutions or linear layers, a table of their own beside Amber's f32 (each run's median, one
 run a precision and round; "" skips it; a precision the GPU lacks prints its refusal); the whole
@@ -36,6 +37,41 @@ def run_json(cmd):
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def target_lines(res, cases, bw=None):
+    """[cuda]'s targets (Amber / PyTorch on the same GPU) as lines "met" or "NOT met" with the
+    numbers; a target whose case or peer did not run is left out."""
+    lines = []
+
+    def p50(c, variant):
+        return res.get((c, variant), {}).get("p50_ms")
+
+    def best_eager(c):
+        e = [x for x in (p50(c, "eager"), p50(c, "eager_cl")) if x]
+        return min(e) if e else None
+
+    def check(what, value, bound, fmt="{:.2f}", below=True):
+        ok = value <= bound if below else value >= bound
+        lines.append(f"  {'met    ' if ok else 'NOT met'}  {what}: {fmt.format(value)} "
+                     f"(target {'<=' if below else '>='} {fmt.format(bound)})")
+
+    for c, bound in (("resnet18_b1", 0.5), ("transformer_b1", 0.5), ("resnet18_b64", 1.0)):
+        a, e = p50(c, "amber"), best_eager(c) if c in cases else None
+        if a and e:
+            check(f"{c} / PyTorch eager", a / e, bound)
+    a, g = p50("resnet18_b1", "amber"), p50("resnet18_b1", "graphed")
+    if a and g:
+        check("resnet18_b1 / PyTorch CUDA-graphed", a / g, 1.0)
+    if p50("ten_mul", "amber"):
+        check("ten_mul per call (us)", 1000 * p50("ten_mul", "amber"), 10.0, "{:.1f}")
+    for c in cases:
+        am = res.get((c, "amber"), {})
+        if am.get("p50_ms") and am.get("first_ms"):
+            check(f"{c} first call / steady", am["first_ms"] / am["p50_ms"], 1.2)
+    if bw:
+        check("fused elementwise / device copy (%)", 100 * bw["fused_over_copy"], 80.0, "{:.0f}", below=False)
+    return lines
 
 
 def main():
@@ -105,6 +141,8 @@ def main():
           f"({bw['copy_gbps']:.0f} GB/s, the same bytes; target >= 80%)")
     print(f"fused elementwise, two inputs (relu(x * y + 1), {2 * bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
           f"{bw['fused2_gbps']:.0f} GB/s = {100 * bw['fused2_over_copy']:.0f}% of the copy's GB/s")
+    print("\n[cuda]'s targets:")
+    print("\n".join(target_lines(res, cases, bw)))
     precision_table(a, amber, models, [c for c in cases if c != "ten_mul" and c != "lenet_b1"], res)
     return 0
 
