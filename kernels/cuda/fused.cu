@@ -1,0 +1,365 @@
+// CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
+// the kernel as C data): one generic kernel interpreting the program, on f32 and on f16/bf16
+// storage computed in f32 (a model in 16 bits), with the pointwise ops' own formulas
+// (kernels/pointwise_math.h). Its own file: its 72 instantiations (inputs x storage x layout)
+// are most of the elementwise kernels' compile time, which now runs beside theirs.
+
+#include "amber/core/fused_ops.h"
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/pointwise_math.h"
+
+namespace amber::cuda {
+namespace {
+
+// The program travels by value in the kernel's parameters. Each thread runs it on kPerThread
+// neighbouring elements (kWidePerThread for dense, aligned operands of one or two inputs), so an
+// instruction is decoded (its operand kinds, the switch on its opcode; uniform across the warp:
+// about 60 PTX instructions with the switch's compare tree) once per four or eight elements,
+// with 16-byte loads and stores where every operand is dense and aligned. The previous result
+// stays in registers; a result read again later is kept in one of kSlots slots (assigned on the
+// host by liveness), which the compiler places in local memory; a program that needs more slots
+// runs one element a thread with a slot per instruction.
+constexpr int kMaxInstrs = 64;
+constexpr int kMaxInputs = 8;
+constexpr int kPerThread = 4;
+// Dense, aligned operands of programs with at most kWideInputs inputs: eight elements a thread,
+// two 16-byte loads an operand in flight, the program decoded once for all eight. The bandwidth
+// line (relu(2x + 1), one input) ran at 63% of a copy on an H100 with four a thread and on an
+// H200 with eight a thread decoded per four: twice the loads in flight changed nothing, so the
+// decoding's instruction issue, not memory latency, is what held it (about 15 instructions an
+// element an instruction at four); decoded once per eight: 77 registers, no spills, three blocks
+// of 256 an SM (four at 64 registers spilled). Three or four inputs stay at four a thread (76-80
+// registers at eight), their loads already three to four times one input's.
+constexpr int kWidePerThread = 8;
+constexpr int kWideInputs = 2;
+constexpr int kSlots = 16;
+constexpr uint8_t kOperandPrev = 3;  // beside AMBER_OPERAND_*: the previous instruction's result
+constexpr uint8_t kNoSlot = 255;
+
+struct Code {
+  int32_t n_instrs = 0;
+  struct Instr {
+    uint8_t op, kind[3], index[3];  // index: an input, or a TEMP operand's slot
+    uint8_t slot;                   // where the result is kept for a later read, or kNoSlot
+    float imm[3];
+  } instrs[kMaxInstrs];
+};
+
+// One instruction of the given arity on its operand values.
+template <int Arity, typename F>
+__device__ float apply(float x0, float x1, float x2, F f) {
+  if constexpr (Arity == 1)
+    return f(x0);
+  else if constexpr (Arity == 2)
+    return f(x0, x1);
+  else
+    return f(x0, x1, x2);
+}
+
+// The program on E elements: in[k][e] is input k of element e; the result is left in out.
+template <int K, int E, int Slots>
+__device__ void run_program(const Code& code, const float (&in)[K][E], float (&out)[E]) {
+  float kept[Slots][E];
+  float prev[E];
+  for (int i = 0; i < code.n_instrs; ++i) {
+    const Code::Instr& c = code.instrs[i];
+    float x[3][E];
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      const uint8_t kind = c.kind[j], index = c.index[j];
+      if (kind == kOperandPrev) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) x[j][e] = prev[e];
+      } else if (kind == AMBER_OPERAND_INPUT) {
+#pragma unroll
+        for (int k = 0; k < K; ++k)  // a run-time index into in[] would put it in local memory
+          if (index == k)
+#pragma unroll
+            for (int e = 0; e < E; ++e) x[j][e] = in[k][e];
+      } else if (kind == AMBER_OPERAND_TEMP) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) x[j][e] = kept[index][e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e) x[j][e] = c.imm[j];
+      }
+    }
+    if (c.op == AMBER_FUSED_POW && c.kind[1] == AMBER_OPERAND_IMM) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) prev[e] = pw::pow_scalar(x[0][e], x[1][e]);  // ATen's exact shortcuts
+    } else {
+      switch (c.op) {
+#define AMBER_FUSED_CASE(OPCODE, name, arity, kind)                                            \
+  case AMBER_FUSED_##OPCODE:                                                                   \
+    _Pragma("unroll") for (int e = 0; e < E; ++e) prev[e] =                                    \
+        apply<arity>(x[0][e], x[1][e], x[2][e], [](auto... v) { return pw::op::name(v...); }); \
+    break;
+        AMBER_FUSED_OPS(AMBER_FUSED_CASE)
+#undef AMBER_FUSED_CASE
+        default:
+#pragma unroll
+          for (int e = 0; e < E; ++e) prev[e] = 0;
+          break;
+      }
+    }
+    if (c.slot != kNoSlot)
+#pragma unroll
+      for (int e = 0; e < E; ++e) kept[c.slot][e] = prev[e];
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) out[e] = prev[e];
+}
+
+// Every operand's byte offset of element i (elements of `item` bytes), in one walk over the dims.
+template <int N>
+__device__ void offsets_of(const Operands<N>& o, int64_t i, int64_t (&off)[N], int64_t item) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = o.dense ? i * item : 0;
+  if (o.dense) return;
+  for (int d = o.ndim - 1; d >= 0; --d) {
+    const int64_t idx = i % o.sizes[d];
+    i /= o.sizes[d];
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += idx * o.bytes[k][d];
+  }
+}
+
+// Elements as the program sees them: S is the operands' storage (float, or __nv_bfloat16 /
+// __half for a model in 16 bits, docs/OPS.md "16-bit floats"), widened on load and rounded to
+// nearest even on store; the program runs in f32 either way.
+template <typename S>
+__device__ inline float load_elem(const char* p) {
+  return load_as_compute(*reinterpret_cast<const S*>(p));  // cuda_util.cuh: f32 for all three
+}
+template <typename S>
+__device__ inline void store_elem(char* p, float v) {
+  *reinterpret_cast<S*>(p) = cast_value<S>(v);
+}
+// A 16-bit element from its bits, and the bits of an f32 rounded to it.
+template <typename S>
+__device__ inline float from_bits(uint32_t b) {
+  if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __uint_as_float(b << 16);
+  else
+    return __half2float(__ushort_as_half(uint16_t(b)));
+}
+template <typename S>
+__device__ inline uint32_t to_bits(float v) {
+  if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  else
+    return __half_as_ushort(__float2half_rn(v));
+}
+// Four elements starting at p (16 bytes of f32 or 8 of 16-bit values, aligned so), widened; and
+// four stored.
+template <typename S>
+__device__ inline void load4(const char* p, float* v) {
+  if constexpr (std::is_same_v<S, float>) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else {
+    const uint2 x = *reinterpret_cast<const uint2*>(p);
+    v[0] = from_bits<S>(x.x & 0xffffu), v[1] = from_bits<S>(x.x >> 16);
+    v[2] = from_bits<S>(x.y & 0xffffu), v[3] = from_bits<S>(x.y >> 16);
+  }
+}
+template <typename S>
+__device__ inline void store4(char* p, const float* v) {
+  if constexpr (std::is_same_v<S, float>)
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  else
+    *reinterpret_cast<uint2*>(p) =
+        make_uint2(to_bits<S>(v[0]) | to_bits<S>(v[1]) << 16, to_bits<S>(v[2]) | to_bits<S>(v[3]) << 16);
+}
+
+// Vec: every operand dense and 16-byte aligned (E a multiple of 4): 16-byte loads and stores
+// (8-byte ones of four 16-bit values), the last partial group element by element at dense
+// offsets; else each element's offsets from the dims. The two are separate kernels so that
+// neither carries the other's registers. Registers bounded so that four blocks of 256 fit on an
+// SM (three from three inputs up, and at eight a thread, where four would spill), keeping enough
+// loads in flight.
+template <int K, int E, bool Vec>
+constexpr int fused_blocks_per_sm() {
+  return (Vec && E > 4) || K > 2 ? 3 : 4;
+}
+template <typename S, int K, int E, int Slots, bool Vec>
+__global__ void __launch_bounds__(256, fused_blocks_per_sm<K, E, Vec>())
+    fused_map_kernel(int64_t n, Operands<K + 1> o, Code code) {
+  static_assert(!Vec || E % 4 == 0);
+  constexpr int64_t kItem = sizeof(S);
+  const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
+  for (int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E; base < n; base += step) {
+    float in[K][E], out[E];
+    if constexpr (Vec) {
+      const bool whole = base + E <= n;
+      if (whole) {  // every load of every operand issued before the program runs
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+          for (int q = 0; q < E; q += 4) load4<S>(o.ptr[k + 1] + (base + q) * kItem, &in[k][q]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
+#pragma unroll
+          for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
+        }
+      }
+      run_program<K, E, Slots>(code, in, out);  // each instruction decoded once for the E elements
+      if (whole) {
+#pragma unroll
+        for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (base + e < n) store_elem<S>(o.ptr[0] + (base + e) * kItem, out[e]);
+      }
+    } else {
+      int64_t out_off[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        int64_t off[K + 1];
+        offsets_of(o, base + e < n ? base + e : 0, off, kItem);  // past the end: element 0, not stored
+        out_off[e] = off[0];
+#pragma unroll
+        for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + off[k + 1]);
+      }
+      run_program<K, E, Slots>(code, in, out);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (base + e < n) store_elem<S>(o.ptr[0] + out_off[e], out[e]);
+    }
+  }
+}
+
+template <typename S, int K>
+int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
+  const amber_tensor_view* v[K + 1];
+  int64_t items[K + 1];
+  v[0] = &a->outputs[0];
+  items[0] = sizeof(S);
+  for (int k = 0; k < K; ++k) {
+    v[k + 1] = &a->inputs[k];
+    items[k + 1] = sizeof(S);
+  }
+  const int64_t n = numel(a->outputs[0]);
+  if (n == 0) return 0;
+  DeviceScope scope(a->device);
+  Operands<K + 1> o = operands<K + 1>(v, items);
+  simplify(o);
+  bool vec = o.dense;
+  for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
+  constexpr int kVecPerThread = K <= kWideInputs ? kWidePerThread : kPerThread;
+  if (few_slots && vec)
+    fused_map_kernel<S, K, kVecPerThread, kSlots, true>
+        <<<grid_for((n + kVecPerThread - 1) / kVecPerThread), 256, 0, stream_of(a)>>>(n, o, code);
+  else if (few_slots)
+    fused_map_kernel<S, K, kPerThread, kSlots, false>
+        <<<grid_for((n + kPerThread - 1) / kPerThread), 256, 0, stream_of(a)>>>(n, o, code);
+  else
+    fused_map_kernel<S, K, 1, kMaxInstrs, false><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code);
+  return launched(a, "fused kernel launch");
+}
+
+// Rewrites the program's TEMP operands: the previous instruction's result is read from registers
+// (kOperandPrev); a result read later than that is kept in a slot, reused after its last read.
+// Returns the number of slots needed; with slot_per_instr each result keeps its own.
+int assign_slots(Code& code, bool slot_per_instr) {
+  int last_read[kMaxInstrs];
+  for (int i = 0; i < code.n_instrs; ++i) last_read[i] = -1;
+  for (int i = 0; i < code.n_instrs; ++i)
+    for (int j = 0; j < 3; ++j) {
+      Code::Instr& c = code.instrs[i];
+      if (c.kind[j] != AMBER_OPERAND_TEMP) continue;
+      if (c.index[j] == i - 1)
+        c.kind[j] = kOperandPrev;
+      else if (last_read[c.index[j]] < i)
+        last_read[c.index[j]] = i;
+    }
+  int slot_of[kMaxInstrs];
+  bool busy[kMaxInstrs] = {};
+  int needed = 0;
+  for (int i = 0; i < code.n_instrs; ++i) {
+    Code::Instr& c = code.instrs[i];
+    for (int j = 0; j < 3; ++j)
+      if (c.kind[j] == AMBER_OPERAND_TEMP) c.index[j] = uint8_t(slot_of[c.index[j]]);
+    if (!slot_per_instr)  // free the slots whose last read is this instruction (read before the write)
+      for (int r = 0; r < i; ++r)
+        if (last_read[r] == i) busy[slot_of[r]] = false;
+    c.slot = kNoSlot;
+    slot_of[i] = -1;
+    if (last_read[i] < 0) continue;
+    int s = slot_per_instr ? i : 0;
+    while (busy[s]) ++s;
+    busy[s] = true;
+    slot_of[i] = s;
+    c.slot = uint8_t(s);
+    if (s + 1 > needed) needed = s + 1;
+  }
+  return needed;
+}
+
+// S: the storage of every operand (the op table's inference gives a fused node one dtype).
+template <typename S>
+int fused_kernel(const amber_kernel_args* a) {
+  const amber_fused_program* p = a->program;
+  if (!p || p->n_instrs < 1 || p->n_instrs > kMaxInstrs || p->n_inputs != a->n_inputs || a->n_inputs > kMaxInputs)
+    return fail(a, "fused: the call carries no valid program for its %d inputs", a->n_inputs);
+  Code code;
+  code.n_instrs = p->n_instrs;
+  for (int i = 0; i < p->n_instrs; ++i) {
+    const amber_fused_instr& in = p->instrs[i];
+    Code::Instr& c = code.instrs[i];
+    c.op = uint8_t(in.op);
+    const amber_fused_operand* ops[3] = {&in.a, &in.b, &in.c};
+    for (int j = 0; j < 3; ++j) {
+      const bool used = j < in.arity;
+      const int32_t kind = used ? ops[j]->kind : AMBER_OPERAND_IMM;
+      const int32_t index = used ? ops[j]->index : 0;
+      if (kind == AMBER_OPERAND_INPUT && (index < 0 || index >= a->n_inputs))
+        return fail(a, "fused: instruction %d reads input %d of %d", i, index, a->n_inputs);
+      if (kind == AMBER_OPERAND_TEMP && (index < 0 || index >= i))
+        return fail(a, "fused: instruction %d reads result %d before it exists", i, index);
+      if (kind != AMBER_OPERAND_INPUT && kind != AMBER_OPERAND_TEMP && kind != AMBER_OPERAND_IMM)
+        return fail(a, "fused: instruction %d has an operand of kind %d", i, kind);
+      c.kind[j] = uint8_t(kind);
+      c.index[j] = uint8_t(index);
+      c.imm[j] = used ? ops[j]->imm : 0.0f;
+    }
+  }
+  Code per_instr = code;
+  const bool few_slots = assign_slots(code, false) <= kSlots;
+  if (!few_slots) {
+    assign_slots(per_instr, true);
+    code = per_instr;
+  }
+  switch (a->n_inputs) {
+    case 1:
+      return run_fused<S, 1>(a, code, few_slots);
+    case 2:
+      return run_fused<S, 2>(a, code, few_slots);
+    case 3:
+      return run_fused<S, 3>(a, code, few_slots);
+    case 4:
+      return run_fused<S, 4>(a, code, few_slots);
+    case 5:
+      return run_fused<S, 5>(a, code, few_slots);
+    case 6:
+      return run_fused<S, 6>(a, code, few_slots);
+    case 7:
+      return run_fused<S, 7>(a, code, few_slots);
+    case 8:
+      return run_fused<S, 8>(a, code, few_slots);
+  }
+  return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
+}
+
+AMBER_CUDA_KERNELS(fused) {
+  register_kernel("fused", kF32, &fused_kernel<float>);
+  register_kernel("fused", kBF16, &fused_kernel<__nv_bfloat16>);
+  register_kernel("fused", kF16, &fused_kernel<__half>);
+}
+
+}  // namespace
+}  // namespace amber::cuda
