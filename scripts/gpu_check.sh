@@ -10,21 +10,21 @@
 #                                           matrix's CUDA column, every op on CUDA vs the CPU,
 #                                           many threads on one CUDA model, compute-sanitizer
 #                                           (memcheck) on the e2e test, the GPU benchmark
-#                                           (bench/run_vs_torch_cuda.py), Nsight Compute on the
-#                                           fused elementwise kernel, test_cuda 15 times with
+#                                           (bench/run_vs_torch_cuda.py), test_cuda 15 times with
 #                                           and without the opt-in convolution plans (and their e2e,
-#                                           ops and ResNet-18 benchmark), and prints one summary
+#                                           ops and ResNet-18 benchmark), Nsight Compute on the
+#                                           fused elementwise kernel, and prints one summary
 #   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
 #                                           (how the non-GPU half is tested on a CPU machine)
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
 #                                           below need, runs every `gpu` test, every op on CUDA vs
 #                                           the CPU, the e2e matrix, many threads, memcheck on the
 #                                           e2e models, the benchmark for one round (the bandwidth
-#                                           line right after its first table), Nsight Compute on
-#                                           the fused elementwise kernel (where ncu is), a per-node
-#                                           CUDA profile of five benchmark runs, and the convolution
-#                                           plans (test_cuda 15 times and its threads case 40, the
-#                                           e2e models, ResNet-18); not the whole suite nor the
+#                                           line right after its first table), a per-node CUDA
+#                                           profile of five benchmark runs, the convolution plans
+#                                           (test_cuda 15 times and its threads case 40, the e2e
+#                                           models, ResNet-18), and last Nsight Compute on the fused
+#                                           elementwise kernel (where ncu is); not the whole suite nor the
 #                                           default 15-run loop (2026-11-28 on an H200: 488 s before
 #                                           the 40 threads runs, about 40 s; give it 580 s)
 #
@@ -183,28 +183,6 @@ else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
-# The fused elementwise kernel under Nsight Compute ([cuda]'s bandwidth target: 63% of the
-# device's copy on 2026-11-28, as before the eight-elements-a-thread kernel): whether it waits on
-# memory (too few loads in flight), on issue (decoding the program) or on something else, from
-# one launch of relu(2x + 1) over 64 MiB (the bandwidth program's first; its first call skipped).
-# Diagnostic only: without ncu, or without access to the GPU's counters, it says so and passes.
-ncu_fused() {
-  local ncu rc=0
-  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || {
-    echo "no ncu on this machine"
-    return 0
-  }
-  "$ncu" --kernel-name regex:fused_map --launch-skip 1 --launch-count 1 --section SpeedOfLight \
-    --section MemoryWorkloadAnalysis --section Occupancy --section SchedulerStats --section WarpStateStats \
-    --section LaunchStats "$build/bench/bench_device_bandwidth" --mib 64 --reps 3 >/tmp/amber-ncu.txt 2>&1 || rc=$?
-  grep -v '^==PROF==' /tmp/amber-ncu.txt | tail -120
-  if grep -q 'ERR_NVGPUCTRPERM' /tmp/amber-ncu.txt; then
-    echo "ncu: no access to the GPU's performance counters here (not counted as a failure)"
-    return 0
-  fi
-  return $rc
-}
-step "ncu: the fused elementwise kernel (speed of light, memory, occupancy, warp states)" ncu_fused
 # Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
 # node's time includes its launch): the cases furthest from their targets, on the benchmark's
 # archives (written by the step above); each convolution's cuDNN choice printed at load.
@@ -279,6 +257,29 @@ conv_plans() {
   return $rc
 }
 step "AMBER_CUDA_CONV_PLANS=1: test_cuda x15, its threads case x40, e2e, ResNet-18 bench" conv_plans
+# The fused elementwise kernel under Nsight Compute ([cuda]'s bandwidth target: 63% of the
+# device's copy on 2026-11-28, as before the eight-elements-a-thread kernel): whether it waits on
+# memory (too few loads in flight), on issue (decoding the program) or on something else, from
+# one launch of relu(2x + 1) over 64 MiB (the bandwidth program's first; its first call skipped).
+# Diagnostic only: without ncu, or without access to the GPU's counters, it says so and passes.
+# Last of the checks, so that a lease running out cuts it rather than the plans' step.
+ncu_fused() {
+  local ncu rc=0
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || {
+    echo "no ncu on this machine"
+    return 0
+  }
+  "$ncu" --kernel-name regex:fused_map --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section Occupancy --section SchedulerStats --section WarpStateStats \
+    --section LaunchStats "$build/bench/bench_device_bandwidth" --mib 64 --reps 3 >/tmp/amber-ncu.txt 2>&1 || rc=$?
+  grep -v '^==PROF==' /tmp/amber-ncu.txt | tail -120
+  if grep -q 'ERR_NVGPUCTRPERM' /tmp/amber-ncu.txt; then
+    echo "ncu: no access to the GPU's performance counters here (not counted as a failure)"
+    return 0
+  fi
+  return $rc
+}
+step "ncu: the fused elementwise kernel (speed of light, memory, occupancy, warp states)" ncu_fused
 if [[ -n ${AMBER_GPU_EXTRA:-} ]]; then
   only=""
   step "AMBER_GPU_EXTRA" bash -c "$AMBER_GPU_EXTRA"
