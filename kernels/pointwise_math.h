@@ -1,6 +1,6 @@
 // Per-element formulas of the pointwise ops, shared by the op kernels and the fused-program
-// kernel of every device (CPU: unary.cpp, fused.cpp; CUDA: pointwise.cu) so that a fused
-// chain computes what the separate ops compute, and the CPU tests cover the CUDA formulas.
+// kernel of every device (CPU: unary.cpp, fused.cpp; CUDA: pointwise.cu, fused.cu) so that a
+// fused chain computes what the separate ops compute, and the CPU tests cover the CUDA formulas.
 // Formulas are ATen's; pw::op::NAME is instruction NAME of core/fused_ops.h. Transcendentals
 // go through exp_/log_/tanh_/erf_: libmvec's vectorisable calls on the CPU, CUDA's on the GPU.
 #pragma once
