@@ -185,13 +185,14 @@ fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
 # Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
 # node's time includes its launch): the cases furthest from their targets, on the benchmark's
-# archives (written by the step above); each convolution's cuDNN choice printed at load.
+# archives (written by the step above); each convolution's cuDNN choice and each matrix product's
+# cuBLASLt choice (timed candidates) printed at load.
 profile_cuda() {
   local rc=0 iters=$((short ? 50 : 200))
   # (transformer_b1 in bf16-model: 2.7x PyTorch's bf16 CUDA graph on 2026-11-28, where f32 is 1.5x;
   # in f32, 0.58x PyTorch's eager, the target 0.5x: its add_layer_norm and attention_merge_heads rows.)
   for c in transformer_b1:f32 transformer_b8:f32 transformer_b1:bf16-model resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
-    AMBER_CUDA_CONV_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
+    AMBER_CUDA_CONV_LOG=1 AMBER_CUDA_GEMM_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
       --profile --seconds 2 --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
     head -32 /tmp/amber-profile.txt
   done

@@ -8,13 +8,17 @@
 // column stride is used as is and one with a unit row stride through a transpose; an
 // operand with neither is copied to dense rows first (in the call's workspace). Batches whose
 // offsets follow one stride run as one strided-batched product, others one product each, on
-// the algorithm cuBLASLt's heuristic ranks first with up to 4 MiB of workspace and the
-// operands' alignment. The step's state holds the cuBLASLt handle and the heuristic's choices.
+// the fastest of cuBLASLt's heuristic's first few algorithms (up to 4 MiB of workspace, the
+// operands' alignment), timed on the first call of each geometry. The step's state holds the
+// cuBLASLt handle and those choices.
 
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -41,6 +45,8 @@ struct Choice {
   bool found = false;  // false: no algorithm found, cuBLASLt's implicit choice (algo NULL)
 };
 constexpr size_t kMaxChoices = 16;  // a step sees one geometry, a few with matmul's batches
+constexpr int kCandidates = 8;      // the heuristic's algorithms timed for a new geometry
+constexpr int kTimedRuns = 3;       // runs of each candidate after its first
 
 struct GemmState {
   cublasLtHandle_t handle = nullptr;
@@ -221,6 +227,96 @@ struct Out {
   void* at(int64_t c) const { return static_cast<char*>(data) + c * cstride * int64_t(itemsize(type)); }
 };
 
+// One product's operands as cuBLASLt sees them (run_product; fastest() times candidates on them).
+struct Operands {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t a, b, c;  // cuBLASLt's A, B (our B, A) and C = D
+  const void *ap, *bp;
+  void* cp;
+  void* workspace;
+  size_t room;
+};
+
+cublasStatus_t run_product(const GemmState& st, const Operands& o, const cublasLtMatmulAlgo_t* algo,
+                           cudaStream_t stream) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasLtMatmul(st.handle, o.desc, &one, o.ap, o.a, o.bp, o.b, &zero, o.cp, o.c, o.cp, o.c, algo, o.workspace,
+                        o.room, stream);
+}
+
+// The fastest of the heuristic's results (ranked, each within the room), timed with CUDA events
+// on the call's own operands: its output is overwritten by the call after. Each candidate runs
+// once, then kTimedRuns times for its best unless that first run took over twice the best so far.
+// Returns the index of the fastest, or 0 when none could be timed: the stream is being recorded
+// into a graph, another thread is recording (its capture holds capture_lock; timing waits on the
+// device), or no events. `us` gets each candidate's time (-1 where it did not run).
+int fastest(const GemmState& st, const Operands& o, const cublasLtMatmulHeuristicResult_t* results, int n,
+            cudaStream_t stream, float* us) {
+  std::fill(us, us + n, -1.0f);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (n < 2 || cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  std::unique_lock no_capture(capture_lock(), std::try_to_lock);
+  if (!no_capture.owns_lock()) return 0;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (start) cudaEventDestroy(start);
+    return 0;
+  }
+  auto time_one = [&](const cublasLtMatmulAlgo_t& algo, float& ms) {
+    return cudaEventRecord(start, stream) == cudaSuccess &&
+           run_product(st, o, &algo, stream) == CUBLAS_STATUS_SUCCESS && cudaEventRecord(stop, stream) == cudaSuccess &&
+           cudaEventSynchronize(stop) == cudaSuccess && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+  };
+  int best = -1;
+  float best_ms = 0;
+  for (int i = 0; i < n; ++i) {
+    float ms = 0;
+    if (!time_one(results[i].algo, ms)) {  // refused or failed: not a candidate
+      (void)cudaGetLastError();
+      continue;
+    }
+    for (int r = 0; r < kTimedRuns && !(best >= 0 && ms > 2 * best_ms); ++r) {
+      float t = 0;
+      if (!time_one(results[i].algo, t)) {
+        ms = -1;
+        break;
+      }
+      ms = r == 0 ? t : std::min(ms, t);
+    }
+    (void)cudaGetLastError();
+    if (ms < 0) continue;
+    us[i] = ms * 1000.0f;
+    if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best < 0 ? 0 : best;
+}
+
+// AMBER_CUDA_GEMM_LOG=1: each product's choice printed to stderr when its geometry is first seen
+// (sizes, types, how many candidates, the chosen one's time against the heuristic's first), for a
+// GPU session's diagnostics (scripts/gpu_check.sh's profile).
+void log_choice(int64_t m, int64_t k, int64_t n, int64_t batches, int32_t type, bool tf32, int count, int chosen,
+                const float* us) {
+  const char* v = std::getenv("AMBER_CUDA_GEMM_LOG");
+  if (!v || std::strcmp(v, "1") != 0) return;
+  const char* name = type == kBF16 ? "bf16" : type == kF16 ? "f16" : tf32 ? "tf32" : "f32";
+  std::fprintf(stderr, "amber cuda: product [%lld, %lld] x [%lld, %lld] x %lld in %s: ", (long long)m, (long long)k,
+               (long long)k, (long long)n, (long long)batches, name);
+  if (count == 0) {
+    std::fprintf(stderr, "no algorithm from the heuristic, cuBLASLt's implicit choice\n");
+  } else if (us[chosen] < 0) {
+    std::fprintf(stderr, "the heuristic's first of %d, not timed\n", count);
+  } else {
+    std::fprintf(stderr, "candidate %d of %d, %.1f us (the heuristic's first: %.1f us)\n", chosen + 1, count,
+                 double(us[chosen]), double(us[0]));
+  }
+}
+
 // C[b] (rows m, dense) = A[b] B[b] (+ bias[n], of C's type), accumulated in f32: A and B both
 // f32 (C f32), or both 16-bit (C f32, or of their type, rounded once). The workspace's first
 // `reserved` bytes hold what the caller put there.
@@ -304,32 +400,45 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof align_b);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c);
-    cublasLtMatmulHeuristicResult_t result{};
+    if (C.type != kF32) {
+      // A 16-bit output: split-K partial sums kept in f32 or none, never in the output's type
+      // (in place and output-type reductions round every partial sum to 16 bits).
+      const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes);
+    }
+    cublasLtMatmulHeuristicResult_t results[kCandidates]{};
     int returned = 0;
-    choice.found = cublasLtMatmulAlgoGetHeuristic(st->handle, desc, lb.l, la.l, lc.l, lc.l, pref, 1, &result,
-                                                  &returned) == CUBLAS_STATUS_SUCCESS &&
-                   returned > 0 && result.state == CUBLAS_STATUS_SUCCESS && result.workspaceSize <= room;
-    if (choice.found) choice.algo = result.algo;
+    if (cublasLtMatmulAlgoGetHeuristic(st->handle, desc, lb.l, la.l, lc.l, lc.l, pref, kCandidates, results,
+                                       &returned) != CUBLAS_STATUS_SUCCESS)
+      returned = 0;
+    int count = 0;  // the usable results, kept in their ranking
+    for (int i = 0; i < returned; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= room) results[count++] = results[i];
+    float us[kCandidates];
+    int chosen = 0;
+    if (count > 0) {
+      const Operands o{desc, lb.l, la.l, lc.l, B.at(B.offsets[0]), A.at(A.offsets[0]), C.at(0), ws + used, room};
+      chosen = fastest(*st, o, results, count, stream_of(a), us);
+      choice.found = true;
+      choice.algo = results[chosen].algo;
+    }
+    log_choice(m, k, n, batches, A.type, compute == CUBLAS_COMPUTE_32F_FAST_TF32, count, chosen, us);
     cublasLtMatmulPreferenceDestroy(pref);
     std::lock_guard lock(st->choices_mutex);
     if (st->choices.size() < kMaxChoices) st->choices.emplace_back(key, choice);
   }
-  const float one = 1.0f, zero = 0.0f;
   for (int64_t c = 0; c < calls; ++c) {
-    const void* ap = A.at(A.offsets[size_t(c)]);
-    const void* bp = B.at(B.offsets[size_t(c)]);
-    void* cp = C.at(c);
-    cublasStatus_t s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l,
-                                      choice.found ? &choice.algo : nullptr, ws + used, room, stream_of(a));
+    const Operands o{desc,    lb.l,      la.l, lc.l, B.at(B.offsets[size_t(c)]), A.at(A.offsets[size_t(c)]),
+                     C.at(c), ws + used, room};
+    cublasStatus_t s = run_product(*st, o, choice.found ? &choice.algo : nullptr, stream_of(a));
     if (s != CUBLAS_STATUS_SUCCESS && choice.found) {
-      // The heuristic's algorithm refused (nothing was queued): cuBLASLt's implicit choice,
-      // from now on for this geometry.
+      // The chosen algorithm refused (nothing was queued): cuBLASLt's implicit choice, from now
+      // on for this geometry.
       const cublasStatus_t first = s;
-      s = cublasLtMatmul(st->handle, desc, &one, bp, lb.l, ap, la.l, &zero, cp, lc.l, cp, lc.l, nullptr, ws + used,
-                         room, stream_of(a));
+      s = run_product(*st, o, nullptr, stream_of(a));
       if (s != CUBLAS_STATUS_SUCCESS)
         return fail(a,
-                    "cublasLtMatmul failed (status %d with the heuristic's algorithm, %d with the implicit one) for "
+                    "cublasLtMatmul failed (status %d with the chosen algorithm, %d with the implicit one) for "
                     "[%lld, %lld] x [%lld, %lld]",
                     int(first), int(s), (long long)m, (long long)k, (long long)k, (long long)n);
       choice.found = false;
