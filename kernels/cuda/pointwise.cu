@@ -27,13 +27,27 @@ struct FormulaAttrs {
 
 namespace {
 
+// The element functors' operands: element i of T (p[i]) widened to its compute type, and the
+// result stored into the output element (p[0]), rounded once.
+template <typename T>
+__device__ compute_t<T> operand(char* const* p, int i) {
+  return load_as_compute(*reinterpret_cast<const T*>(p[i]));
+}
+template <typename T>
+__device__ void store(char* const* p, compute_t<T> v) {
+  *reinterpret_cast<T*>(p[0]) = cast_value<T>(v);
+}
+// A Scalar attribute in T's compute type.
+template <typename T>
+compute_t<T> scalar_attr(const amber_kernel_args* a, int i) {
+  return attr_scalar<compute_t<T>>(a, i);
+}
+
 // ---- Unary ----
 template <typename T, typename Op>
 struct UnaryF {
   Op op;
-  __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = cast_value<T>(op(load_as_compute(*reinterpret_cast<const T*>(p[1]))));
-  }
+  __device__ void operator()(char* const* p) const { store<T>(p, op(operand<T>(p, 1))); }
 };
 
 template <typename T, typename Op>
@@ -102,10 +116,7 @@ struct Unary {
 template <typename T, typename Op>
 struct ListBinaryF {
   Op op;
-  __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = cast_value<T>(
-        op(load_as_compute(*reinterpret_cast<const T*>(p[1])), load_as_compute(*reinterpret_cast<const T*>(p[2]))));
-  }
+  __device__ void operator()(char* const* p) const { store<T>(p, op(operand<T>(p, 1), operand<T>(p, 2))); }
 };
 template <typename Op>
 struct ListBinary {
@@ -125,7 +136,7 @@ struct UnaryAttrs {
   struct Kernel {
     static int run(const amber_kernel_args* a) {
       Op op;
-      for (int i = 0; i < Op::kAttrs; ++i) op.attr[i] = double(attr_scalar<compute_t<T>>(a, i));  // exactly
+      for (int i = 0; i < Op::kAttrs; ++i) op.attr[i] = double(scalar_attr<T>(a, i));  // exactly
       return run_unary<T>(a, op, "unary kernel launch");
     }
   };
@@ -212,22 +223,17 @@ struct BinaryOp {
   }
 };
 
-// Elements of T, the op on their compute type C.
-template <typename T, typename C = compute_t<T>>
+// Elements of T, the op on their compute type.
+template <typename T>
 struct BinaryF {
-  BinaryOp<C> op;
-  __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = cast_value<T>(
-        op(load_as_compute(*reinterpret_cast<const T*>(p[1])), load_as_compute(*reinterpret_cast<const T*>(p[2]))));
-  }
+  BinaryOp<compute_t<T>> op;
+  __device__ void operator()(char* const* p) const { store<T>(p, op(operand<T>(p, 1), operand<T>(p, 2))); }
 };
-template <typename T, typename C = compute_t<T>>
+template <typename T>
 struct ScalarF {  // the second operand is a number
-  BinaryOp<C> op;
-  C y;
-  __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<T*>(p[0]) = cast_value<T>(op(load_as_compute(*reinterpret_cast<const T*>(p[1])), y));
-  }
+  BinaryOp<compute_t<T>> op;
+  compute_t<T> y;
+  __device__ void operator()(char* const* p) const { store<T>(p, op(operand<T>(p, 1), y)); }
 };
 
 DivMode div_mode(const amber_kernel_args* a, int i) {
@@ -256,13 +262,13 @@ BinaryOp<T> with_alpha(Bin op, T alpha) {
 template <typename T>
 struct AddKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, with_alpha(Bin::add, attr_scalar<compute_t<T>>(a, op_attrs::add::alpha)));
+    return run_binary<T>(a, with_alpha(Bin::add, scalar_attr<T>(a, op_attrs::add::alpha)));
   }
 };
 template <typename T>
 struct SubKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, with_alpha(Bin::sub, attr_scalar<compute_t<T>>(a, op_attrs::sub::alpha)));
+    return run_binary<T>(a, with_alpha(Bin::sub, scalar_attr<T>(a, op_attrs::sub::alpha)));
   }
 };
 template <typename T>
@@ -282,38 +288,37 @@ struct PowKernel {
 template <typename T>
 struct AddScalarKernel {  // add.Scalar(self, other, alpha): self + alpha * other, the product made once
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::add, compute_t<T>(1)),
-                         pw::wrap_mul(attr_scalar<compute_t<T>>(a, op_attrs::add_Scalar::alpha),
-                                      attr_scalar<compute_t<T>>(a, op_attrs::add_Scalar::other)));
+    return run_scalar<T>(
+        a, with_alpha(Bin::add, compute_t<T>(1)),
+        pw::wrap_mul(scalar_attr<T>(a, op_attrs::add_Scalar::alpha), scalar_attr<T>(a, op_attrs::add_Scalar::other)));
   }
 };
 template <typename T>
 struct SubScalarKernel {
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::sub, compute_t<T>(1)),
-                         pw::wrap_mul(attr_scalar<compute_t<T>>(a, op_attrs::sub_Scalar::alpha),
-                                      attr_scalar<compute_t<T>>(a, op_attrs::sub_Scalar::other)));
+    return run_scalar<T>(
+        a, with_alpha(Bin::sub, compute_t<T>(1)),
+        pw::wrap_mul(scalar_attr<T>(a, op_attrs::sub_Scalar::alpha), scalar_attr<T>(a, op_attrs::sub_Scalar::other)));
   }
 };
 template <typename T>
 struct RsubScalarKernel {  // rsub.Scalar(self, other, alpha): other - alpha * self
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::rsub, attr_scalar<compute_t<T>>(a, op_attrs::rsub_Scalar::alpha)),
-                         attr_scalar<compute_t<T>>(a, op_attrs::rsub_Scalar::other));
+    return run_scalar<T>(a, with_alpha(Bin::rsub, scalar_attr<T>(a, op_attrs::rsub_Scalar::alpha)),
+                         scalar_attr<T>(a, op_attrs::rsub_Scalar::other));
   }
 };
 template <typename T>
 struct MulScalarKernel {
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, with_alpha(Bin::mul, compute_t<T>(1)),
-                         attr_scalar<compute_t<T>>(a, op_attrs::mul_Scalar::other));
+    return run_scalar<T>(a, with_alpha(Bin::mul, compute_t<T>(1)), scalar_attr<T>(a, op_attrs::mul_Scalar::other));
   }
 };
 template <typename T>
 struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
     return run_scalar<T>(a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode(a, op_attrs::div_Scalar::rounding_mode)},
-                         attr_scalar<compute_t<T>>(a, op_attrs::div_Scalar::other));
+                         scalar_attr<T>(a, op_attrs::div_Scalar::other));
   }
 };
 
@@ -347,17 +352,14 @@ template <typename T>
 struct CompareF {
   Cmp c;
   __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<bool*>(p[0]) = compare(c, load_as_compute(*reinterpret_cast<const T*>(p[1])),
-                                             load_as_compute(*reinterpret_cast<const T*>(p[2])));
+    *reinterpret_cast<bool*>(p[0]) = compare(c, operand<T>(p, 1), operand<T>(p, 2));
   }
 };
 template <typename T>
 struct CompareScalarF {
   Cmp c;
   compute_t<T> y;
-  __device__ void operator()(char* const* p) const {
-    *reinterpret_cast<bool*>(p[0]) = compare(c, load_as_compute(*reinterpret_cast<const T*>(p[1])), y);
-  }
+  __device__ void operator()(char* const* p) const { *reinterpret_cast<bool*>(p[0]) = compare(c, operand<T>(p, 1), y); }
 };
 template <Cmp C>
 struct Compare {
@@ -374,7 +376,7 @@ struct Compare {
     static int run(const amber_kernel_args* a) {
       const amber_tensor_view* v[2] = {&a->outputs[0], &a->inputs[0]};
       const int64_t items[2] = {1, sizeof(T)};
-      return map<2>(a, v, items, CompareScalarF<T>{C, attr_scalar<compute_t<T>>(a, op_attrs::eq_Scalar::other)},
+      return map<2>(a, v, items, CompareScalarF<T>{C, scalar_attr<T>(a, op_attrs::eq_Scalar::other)},
                     "comparison kernel launch");
     }
   };
