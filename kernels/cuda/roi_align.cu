@@ -1,5 +1,6 @@
 // CUDA kernel for roi_align: one thread per output bin (kernels/roi_align.h, torchvision's
-// rules, shared with the CPU kernel). A box whose batch index is outside the input's batch, or
+// rules, shared with the CPU kernel; f16 and bf16 computed in f32, each bin rounded once). A box
+// whose batch index is outside the input's batch, or
 // whose sample grid passes 2^31 - 1 a side, gives zeros (the CPU refuses both; reporting them
 // here would cost a read back per call).
 
@@ -16,9 +17,9 @@ __global__ void roi_align_kernel(const T* x, const T* boxes, T* y, roi::Args g) 
   for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < total; q += int64_t(gridDim.x) * blockDim.x) {
     const int64_t pw = q % g.ow, ph = q / g.ow % g.oh, c = q / (g.ow * g.oh) % g.c, k = q / (g.ow * g.oh * g.c);
     const int64_t batch = roi::batch_of(boxes, g, k);
-    T v = T(0);
+    roi::Acc<T> v = 0;
     if (batch >= 0) v = roi::bin_value(x + batch * g.xs[0] + c * g.xs[1], g, roi::box_of(boxes, g, k), ph, pw);
-    y[k * g.ys[0] + c * g.ys[1] + ph * g.ys[2] + pw * g.ys[3]] = v;
+    y[k * g.ys[0] + c * g.ys[1] + ph * g.ys[2] + pw * g.ys[3]] = cast_value<T>(v);
   }
 }
 
@@ -36,7 +37,7 @@ struct RoiAlignKernel {  // roi_align(input, boxes, output_size, spatial_scale, 
   }
 };
 
-AMBER_CUDA_KERNELS(roi_align) { register_typed<RoiAlignKernel, AMBER_CUDA_FLOATING>("roi_align"); }
+AMBER_CUDA_KERNELS(roi_align) { register_typed<RoiAlignKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("roi_align"); }
 
 }  // namespace
 }  // namespace amber::cuda
