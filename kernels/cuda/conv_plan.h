@@ -12,7 +12,8 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
+
+#include "amber/kernels/cuda/cudnn_graph.h"
 
 namespace amber::cuda {
 
@@ -30,7 +31,7 @@ class ConvPlan {
   ConvPlan() = default;
   ConvPlan(const ConvPlan&) = delete;
   ConvPlan& operator=(const ConvPlan&) = delete;
-  ~ConvPlan();  // before the handle it was built with is destroyed
+  ~ConvPlan() = default;  // before the handle it was built with is destroyed
 
   // Builds and times the candidates on `stream` with the buffers given (x, w, y, bias; the
   // same sizes as the call's, 16-byte aligned; their contents are overwritten in y only).
@@ -47,10 +48,8 @@ class ConvPlan {
   float microseconds() const { return microseconds_; }
 
  private:
-  cudnnBackendDescriptor_t make(cudnnBackendDescriptorType_t type);
-  std::vector<cudnnBackendDescriptor_t> owned_;           // every descriptor the plan refers to
-  std::vector<cudnnBackendDescriptor_t> captured_packs_;  // variant packs of runs recorded into graphs
-  cudnnBackendDescriptor_t plan_ = nullptr;
+  cudnn_graph::Descriptors d_;               // every descriptor the plan refers to, the plan too once chosen
+  cudnnBackendDescriptor_t plan_ = nullptr;  // the chosen plan (owned by d_)
   int64_t workspace_ = 0, engine_ = -1;
   int n_tensors_ = 3;
   float microseconds_ = 0;
