@@ -13,7 +13,9 @@
 #                                           (bench/run_vs_torch_cuda.py), test_cuda 15 times with
 #                                           and without the opt-in convolution plans (and their e2e,
 #                                           ops and ResNet-18 benchmark), Nsight Compute on the
-#                                           fused elementwise kernel, and prints one summary
+#                                           fused elementwise kernel, then the opt-in cuDNN
+#                                           attention (e2e bf16-model, the transformer's
+#                                           timing), and prints one summary
 #   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
 #                                           (how the non-GPU half is tested on a CPU machine)
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
@@ -23,10 +25,12 @@
 #                                           line right after its first table), a per-node CUDA
 #                                           profile of five benchmark runs, the convolution plans
 #                                           (test_cuda 15 times and its threads case 40, the e2e
-#                                           models, ResNet-18), and last Nsight Compute on the fused
-#                                           elementwise kernel (where ncu is); not the whole suite nor the
+#                                           models, ResNet-18), Nsight Compute on the fused
+#                                           elementwise kernel (where ncu is) and last the opt-in
+#                                           cuDNN attention; not the whole suite nor the
 #                                           default 15-run loop (2026-11-28 on an H200: 488 s before
-#                                           the 40 threads runs, about 40 s; give it 580 s)
+#                                           the 40 threads runs, about 40 s; give it 580 s: the
+#                                           last two steps are the first cut)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -55,7 +59,7 @@ if [[ ${1:-} == --short ]]; then
   short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|many|sanitizer|benchmark|ncu|profile|CONV_PLANS}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|many|sanitizer|benchmark|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
   : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
@@ -281,6 +285,26 @@ ncu_fused() {
   return $rc
 }
 step "ncu: the fused elementwise kernel (speed of light, memory, occupancy, warp states)" ncu_fused
+# cuDNN's fused attention for 16-bit tensors (opt-in, kernels/cuda/attention_plan.h; written
+# 2026-11-29 without a GPU): whether cuDNN makes a plan for the bench transformer's attention
+# (each setup says so on stderr), the e2e models in bf16-model (the transformer's attention is
+# the shape it takes; no op case is: cuDNN rounds the softmax's weights to 16 bits, which the op
+# cases' per-element tolerances near zero do not allow), and the transformer in bf16-model
+# without and with it. Last: the newest code, the first to go when a lease runs out.
+cudnn_attention() {
+  local rc=0 c on
+  AMBER_CUDA_CUDNN_ATTENTION=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/test_e2e" "[models]" || rc=1
+  for c in transformer_b1 transformer_b8; do
+    for on in 0 1; do
+      echo "$c in bf16-model, AMBER_CUDA_CUDNN_ATTENTION=$on:"
+      AMBER_CUDA_CUDNN_ATTENTION=$on "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda \
+        --precision bf16-model --seconds 1 >/tmp/amber-attention.txt 2>&1 || rc=1
+      grep -E 'on cuDNN|latency p50' /tmp/amber-attention.txt | sort | uniq -c
+    done
+  done
+  return $rc
+}
+step "AMBER_CUDA_CUDNN_ATTENTION=1: e2e bf16-model, transformer bf16-model" cudnn_attention
 if [[ -n ${AMBER_GPU_EXTRA:-} ]]; then
   only=""
   step "AMBER_GPU_EXTRA" bash -c "$AMBER_GPU_EXTRA"
