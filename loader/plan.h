@@ -122,7 +122,7 @@ class Plan {
   // Graph mode: records the steps (with from_host, the input copies from the workspace's
   // page-locked block first) into *graph; false when the device refused.
   bool capture(Workspace& ws, const RunOptions& options, bool from_host, void** graph) const;
-  // Queues the copies of the inputs from the workspace's page-locked block to the arena.
+  // Queues the copy of the inputs from the workspace's page-locked block to the arena (one copy).
   void copy_staged_inputs(Workspace& ws, void* stream) const;
   // The graph outputs as tensors over buffers (copied to the host with to_host).
   std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const;

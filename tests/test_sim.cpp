@@ -252,6 +252,26 @@ TEST_CASE("sim: calls from the host stage their inputs in page-locked memory, co
   CHECK(sim::counters().uploads - c3.uploads == 1);
 }
 
+TEST_CASE("sim: a call's staged host inputs go to the device in one copy", "[sim][graphs]") {
+  // Three inputs of 5, 3 and 7 floats: their staging slots have alignment gaps between them.
+  const std::vector<uint8_t> archive =
+      trace([](const Tensor& a, const Tensor& b, const Tensor& c) { return a.sum() * b.sum() + c; },
+            {randn({5}), randn({3}), randn({7})}, quiet())
+          .save_to_bytes();
+  const Model cpu = load(archive);
+  const Model dev = load(archive, LoadOptions{.device = Device::sim(0), .warm_up = false});
+  const amber_sim_counters c0 = sim::counters();
+  for (uint64_t i = 0; i < 3; ++i) {  // run directly, recorded, replayed
+    manual_seed(40 + i);
+    const std::vector<Tensor> in = {randn({5}), randn({3}), randn({7})};
+    check_equal(dev.forward(in)[0].to(Device::cpu()), cpu.forward(in)[0], str("call ", i));
+  }
+  // One upload by the first call and one recorded by the second; the replay's is within it.
+  const amber_sim_counters c1 = sim::counters();
+  CHECK(c1.uploads - c0.uploads == 2);
+  CHECK(c1.graphs_captured - c0.graphs_captured == 1);
+}
+
 TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {
   const Model cpu = load(lenet_archive());
   const amber_sim_counters c0 = sim::counters();
