@@ -249,7 +249,8 @@ cublasStatus_t run_product(const GemmState& st, const Operands& o, const cublasL
 // once, then kTimedRuns times for its best unless that first run took over twice the best so far.
 // Returns the index of the fastest, or 0 when none could be timed: the stream is being recorded
 // into a graph, another thread is recording (its capture holds capture_lock; timing waits on the
-// device), or no events. `us` gets each candidate's time (-1 where it did not run).
+// device), or no events. `us` gets each candidate's time (-1 where it did not run). The caller
+// times only choices it keeps: timing runs each candidate several times and waits for them.
 int fastest(const GemmState& st, const Operands& o, const cublasLtMatmulHeuristicResult_t* results, int n,
             cudaStream_t stream, float* us) {
   std::fill(us, us + n, -1.0f);
@@ -415,10 +416,18 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
     for (int i = 0; i < returned; ++i)
       if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= room) results[count++] = results[i];
     float us[kCandidates];
+    std::fill(us, us + kCandidates, -1.0f);
     int chosen = 0;
+    // Timed only when the choice will be kept: a step past kMaxChoices geometries (eager calls
+    // of ever new shapes) asks the heuristic on each call and takes its first.
+    bool room_to_keep = false;
+    {
+      std::lock_guard lock(st->choices_mutex);
+      room_to_keep = st->choices.size() < kMaxChoices;
+    }
     if (count > 0) {
       const Operands o{desc, lb.l, la.l, lc.l, B.at(B.offsets[0]), A.at(A.offsets[0]), C.at(0), ws + used, room};
-      chosen = fastest(*st, o, results, count, stream_of(a), us);
+      if (room_to_keep) chosen = fastest(*st, o, results, count, stream_of(a), us);
       choice.found = true;
       choice.algo = results[chosen].algo;
     }
