@@ -14,8 +14,8 @@
 #                                           and without the opt-in convolution plans (and their e2e,
 #                                           ops and ResNet-18 benchmark), Nsight Compute on the
 #                                           fused elementwise kernel, then the opt-in cuDNN
-#                                           attention (e2e bf16-model, the transformer's
-#                                           timing), and prints one summary
+#                                           attention (every op, e2e bf16-model, the
+#                                           transformer's timing), and prints one summary
 #   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
 #                                           (how the non-GPU half is tested on a CPU machine)
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
@@ -287,12 +287,14 @@ ncu_fused() {
 step "ncu: the fused elementwise kernel (speed of light, memory, occupancy, warp states)" ncu_fused
 # cuDNN's fused attention for 16-bit tensors (opt-in, kernels/cuda/attention_plan.h; written
 # 2026-11-29 without a GPU): whether cuDNN makes a plan for the bench transformer's attention
-# (each setup says so on stderr), the e2e models in bf16-model (the transformer's attention is
-# the shape it takes; no op case is: cuDNN rounds the softmax's weights to 16 bits, which the op
-# cases' per-element tolerances near zero do not allow), and the transformer in bf16-model
-# without and with it. Last: the newest code, the first to go when a lease runs out.
+# (each setup says so on stderr), every op on CUDA vs the CPU with it (the attn_merge_cudnn_shape
+# cases are the shape it takes, with room for its rounding of the softmax's weights to 16 bits),
+# the e2e models in bf16-model (the transformer's attention is that shape too), and the
+# transformer in bf16-model without and with it. Last: the newest code, the first to go when a
+# lease runs out.
 cudnn_attention() {
   local rc=0 c on
+  AMBER_CUDA_CUDNN_ATTENTION=1 "$build/tests/test_ops" "[devices]" || rc=1
   AMBER_CUDA_CUDNN_ATTENTION=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/test_e2e" "[models]" || rc=1
   for c in transformer_b1 transformer_b8; do
     for on in 0 1; do
@@ -304,7 +306,7 @@ cudnn_attention() {
   done
   return $rc
 }
-step "AMBER_CUDA_CUDNN_ATTENTION=1: e2e bf16-model, transformer bf16-model" cudnn_attention
+step "AMBER_CUDA_CUDNN_ATTENTION=1: every op vs the CPU, e2e bf16-model, transformer bf16-model" cudnn_attention
 if [[ -n ${AMBER_GPU_EXTRA:-} ]]; then
   only=""
   step "AMBER_GPU_EXTRA" bash -c "$AMBER_GPU_EXTRA"

@@ -1548,6 +1548,16 @@ case("attn_merge_many_blocks_causal", "attention_merge_heads", attn_merged,
 
 half_cases(CASES[ADDED:])
 
+# The bench transformer's heads in 16 bits: the shape cuDNN's fused attention takes (opt-in on
+# CUDA, AMBER_CUDA_CUDNN_ATTENTION=1), which rounds the softmax's weights to 16 bits before their
+# product with V, an absolute error of about a weight's rounding times |v| / sqrt(S) per output
+# (about 2e-4 in bf16 here, 3e-5 in f16): atol a quarter of the format's step leaves ten times
+# that, for outputs near zero; rtol the output's own rounding. Appended last.
+for dtype, ulp in HALF_ULP.items():
+    case(f"attn_merge_cudnn_shape.{dtype}", "attention_merge_heads", widened(attn_merged, DTYPES[dtype]),
+         [In([1, 4, 128, 64], dtype), In([1, 4, 128, 64], dtype), In([1, 4, 128, 64], dtype)], atol=ulp / 4,
+         rtol=ulp + 1e-4)
+
 
 def run_cases():
     tensors, specs = {}, []
