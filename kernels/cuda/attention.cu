@@ -18,8 +18,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -315,14 +313,9 @@ static_assert(op_attrs::scaled_dot_product_attention::is_causal == op_attrs::att
 // ---- cuDNN's fused attention (opt-in) ----
 
 bool cudnn_attention_asked() {
-  static const bool asked = [] {
-    const char* v = std::getenv("AMBER_CUDA_CUDNN_ATTENTION");
-    return v && std::strcmp(v, "1") == 0;
-  }();
+  static const bool asked = env_is_one("AMBER_CUDA_CUDNN_ATTENTION");
   return asked;
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The cuDNN operation's view of a call, or false where it does not apply: 4-D q, k, v of the same
 // batch and head counts, unit-stride rows, every other stride a multiple of 8 elements (16

@@ -41,10 +41,7 @@ namespace {
 // in 7 of 25 runs on an H100, 1 of 15 and 4 of 40 on an H200, never without them; README's GPU
 // section. On the H200 they took ResNet-18 in f32 from 1.45 to 1.20 ms at batch 1.
 bool conv_plans_asked() {
-  static const bool asked = [] {
-    const char* v = std::getenv("AMBER_CUDA_CONV_PLANS");
-    return v && std::strcmp(v, "1") == 0;
-  }();
+  static const bool asked = env_is_one("AMBER_CUDA_CONV_PLANS");
   return asked;
 }
 
@@ -248,8 +245,6 @@ int pair(const amber_kernel_args* a, int i, int which) {
   return int(at.count > which ? at.ints[which] : at.ints[0]);
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 // Microseconds cudnnAddTensor takes to add the bias to an output at y (the best of three;
 // a large number where it cannot be timed, so the fused plan is preferred).
 float time_bias_add(ConvState* s, const amber_tensor_view& bias, void* y, cudaStream_t stream) {
@@ -278,8 +273,7 @@ float time_bias_add(ConvState* s, const amber_tensor_view& bias, void* y, cudaSt
 // for a GPU session's diagnostics (scripts/gpu_check.sh's profile).
 void log_choice(const char* op, const ConvState& s, const int xd[4], const int w[4], const int yd[4], bool tf32,
                 bool transposed) {
-  const char* v = std::getenv("AMBER_CUDA_CONV_LOG");
-  if (!v || std::strcmp(v, "1") != 0) return;
+  if (!env_is_one("AMBER_CUDA_CONV_LOG")) return;
   const char* type = s.half == kBF16 ? "bf16" : s.half == kF16 ? "f16" : tf32 ? "tf32" : "f32";
   std::fprintf(stderr,
                "amber cuda: %s x [%d, %d, %d, %d] w [%d, %d, %d, %d] y [%d, %d, %d, %d] in %s: cuDNN %s algo %d, "

@@ -17,8 +17,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -303,8 +301,7 @@ int fastest(const GemmState& st, const Operands& o, const cublasLtMatmulHeuristi
 // GPU session's diagnostics (scripts/gpu_check.sh's profile).
 void log_choice(int64_t m, int64_t k, int64_t n, int64_t batches, int32_t type, bool tf32, int count, int chosen,
                 const float* us) {
-  const char* v = std::getenv("AMBER_CUDA_GEMM_LOG");
-  if (!v || std::strcmp(v, "1") != 0) return;
+  if (!env_is_one("AMBER_CUDA_GEMM_LOG")) return;
   const char* name = type == kBF16 ? "bf16" : type == kF16 ? "f16" : tf32 ? "tf32" : "f32";
   std::fprintf(stderr, "amber cuda: product [%lld, %lld] x [%lld, %lld] x %lld in %s: ", (long long)m, (long long)k,
                (long long)k, (long long)n, (long long)batches, name);
