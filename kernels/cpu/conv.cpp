@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "amber/core/parallel.h"
+#include "amber/kernels/cpu/activation.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/onednn.h"
@@ -98,9 +99,6 @@ bool strides_usable(const Dims& dims, const Dims& strides) {
     if (dims[i] > 1 && strides[i] <= 0) return false;
   return true;
 }
-
-// fused_conv2d's activation (none for conv2d and conv_transpose2d).
-enum class Act { none, clamp, silu, hardswish };
 
 // The geometry of one conv2d, fused_conv2d or conv_transpose2d step, as oneDNN sees it.
 struct Geometry {
@@ -158,7 +156,7 @@ Geometry geometry_of(const amber_kernel_args* a) {
                     ua::input_zero_point == qa::input_zero_point && ua::activation == qa::activation &&
                     ua::min_val == qa::min_val && ua::max_val == qa::max_val);
       const std::string_view act = attr_str(a, qa::activation);
-      g.act = act == "none" ? Act::none : act == "clamp" ? Act::clamp : act == "silu" ? Act::silu : Act::hardswish;
+      g.act = act_of(act);
       g.lo = float(attr_float(a, qa::min_val));
       g.hi = float(attr_float(a, qa::max_val));
       g.fixed_quant = g.int8 = true;
@@ -175,7 +173,7 @@ Geometry geometry_of(const amber_kernel_args* a) {
     if constexpr (K == kFused) {
       namespace fa = op_attrs::fused_conv2d;
       const std::string_view act = attr_str(a, fa::activation);
-      g.act = act == "clamp" ? Act::clamp : act == "silu" ? Act::silu : Act::hardswish;
+      g.act = act_of(act);
       g.lo = float(attr_float(a, fa::min_val));
       g.hi = float(attr_float(a, fa::max_val));
     }
@@ -258,37 +256,14 @@ bool dense_run(const int64_t* sizes, const int64_t* strides, size_t ndim, int64_
   return positive && span == n;
 }
 
-// fused_conv2d's silu or clamp (ctx: its bounds) over a dense run in place, compiled per
-// ISA (IsaVariants; silu with libmvec's exp).
-template <Act A>
-struct ActivationRun {
-  static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
-    float* __restrict x = reinterpret_cast<float*>(p[0]);
-    if constexpr (A == Act::silu) {
-      for (int64_t i = 0; i < n; ++i) x[i] = pw::op::silu(x[i]);
-    } else {
-      const float lo = static_cast<const float*>(ctx)[0], hi = static_cast<const float*>(ctx)[1];
-      for (int64_t i = 0; i < n; ++i) x[i] = pw::op::clamp(x[i], lo, hi);
-    }
-  }
-};
-
 // fused_conv2d's activation by the op's own formula (clamp keeps NaN) over y in place: a
 // dense y (any order of dims) in vectorised runs, others element by element.
 void activation_output(const amber_tensor_view& y, const Geometry& g) {
   float* p = static_cast<float*>(y.data);
   const Dims &d = g.yd, &st = g.ys;
-  const float bounds[2] = {g.lo, g.hi};
   int64_t n = 0;
   if (dense_run(d.data(), st.data(), d.size(), n)) {
-    static const InnerFn silu = IsaVariants<ActivationRun<Act::silu>>::pick();
-    static const InnerFn clamp = IsaVariants<ActivationRun<Act::clamp>>::pick();
-    const InnerFn run = g.act == Act::silu ? silu : clamp;
-    constexpr int64_t kChunk = 4096;
-    parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
-      char* at[1] = {reinterpret_cast<char*>(p + b * kChunk)};
-      run(at, nullptr, std::min(n, e * kChunk) - b * kChunk, bounds);
-    });
+    activation_dense(p, n, g.act, g.lo, g.hi);
     return;
   }
   const auto apply = [&](float& v) { v = g.act == Act::silu ? pw::op::silu(v) : pw::op::clamp(v, g.lo, g.hi); };

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 
+#include "amber/kernels/cuda/activation.cuh"
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -223,9 +224,6 @@ constexpr ConvAttrs attrs_of() {
   }
 }
 
-// fused_conv2d's activation (the pass after the convolution applies it: apply_act).
-enum class Act { none, clamp, silu, hardswish };
-
 // fused_conv2d's activation and its bounds (Act::none for the other ops).
 template <Kind Op>
 Act activation_of(const amber_kernel_args* a, float& lo, float& hi) {
@@ -235,7 +233,7 @@ Act activation_of(const amber_kernel_args* a, float& lo, float& hi) {
     const char* act = a->attrs[at::activation].str;
     lo = float(a->attrs[at::min_val].f);
     hi = float(a->attrs[at::max_val].f);
-    return std::strcmp(act, "clamp") == 0 ? Act::clamp : std::strcmp(act, "silu") == 0 ? Act::silu : Act::hardswish;
+    return act_of(act);
   }
   return Act::none;
 }
@@ -618,12 +616,6 @@ void destroy(void* state) { delete static_cast<ConvState*>(state); }
 // y = act(src + bias[i % channels]), the one rounding where cudnnAddTensor and a separate pass
 // would make two. I indexes: 32-bit where n fits, since a 64-bit remainder costs tens of
 // instructions an element.
-__device__ float apply_act(float v, Act act, float lo, float hi) {
-  return act == Act::none    ? v
-         : act == Act::clamp ? pw::op::clamp(v, lo, hi)
-         : act == Act::silu  ? pw::op::silu(v)
-                             : pw::op::hardswish(v);
-}
 template <typename T, typename I, typename D = float>
 __global__ void finish(const T* src, D* y, I n, I channels, const float* bias, int64_t bias_stride, Act act, float lo,
                        float hi) {
