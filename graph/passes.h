@@ -60,9 +60,10 @@ void fuse_pointwise(Graph& g);
 // `fused` reads and writes 16-bit values itself on every device, where a lone op's kernel would
 // run in f32 between conversions).
 void fuse_pointwise_all(Graph& g);
-// conv2d whose output only an activation reads (relu, relu6, hardtanh or clamp with bounds
-// in order, silu, hardswish, or a one-input fused program spelling one) becomes fused_conv2d.
-void fuse_conv_activation(Graph& g);
+// conv2d or linear whose f32 output only an activation reads (relu, relu6, hardtanh or clamp
+// with bounds in order, silu, hardswish, or a one-input fused program spelling one) becomes
+// fused_conv2d or fused_linear.
+void fuse_product_activation(Graph& g);
 // max_pool2d of a channel cat read by nothing else becomes a cat of max_pool2d's.
 void pool_before_cat(Graph& g);
 

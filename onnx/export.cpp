@@ -135,7 +135,7 @@ class Exporter {
   }
   std::string value(const Opd& o, DType t) { return o.imm ? scalar(*o.imm, t) : o.name; }
 
-  // y through fused_conv2d's or a quantized op's activation (clamp to [lo, hi] of dtype t,
+  // y through fused_conv2d's, fused_linear's or a quantized op's activation (clamp to [lo, hi] of dtype t,
   // Relu for [0, inf]; silu, hardswish), written to dst.
   void activation(const std::string& y, const std::string& act, double lo, double hi, DType t, const std::string& dst) {
     if (act == "clamp" && lo == 0 && hi == std::numeric_limits<double>::infinity())  // the fused ReLU
@@ -930,13 +930,18 @@ void Exporter::node(const Node& n, const std::string* as) {
                                       : op("DequantizeLinear", {op("QuantizeLinear", {x_in, sc, zp}), sc, zp});
     w_in = op("DequantizeLinear", {w_in, in(n, 2)}, [](onnx::NodeProto* p) { attr_i(p, "axis", 0); });
   }
-  if (name == "linear" || name == "quantized_linear") {
-    // quantized_linear.u8's activation (emitted as quantized_linear, its attributes beyond)
+  if (name == "linear" || name == "fused_linear" || name == "quantized_linear") {
+    // fused_linear's activation, or quantized_linear.u8's (emitted as quantized_linear, its
+    // attributes beyond): Gemm or MatMul, then the activation (Relu or Clip, x * Sigmoid(x),
+    // HardSwish).
     static_assert(oa::quantized_linear_u8::activation == oa::quantized_linear_u8::input_zero_point + 1 &&
                   oa::quantized_linear_u8::min_val == oa::quantized_linear_u8::activation + 1 &&
                   oa::quantized_linear_u8::max_val == oa::quantized_linear_u8::min_val + 1);
-    const bool act = at.size() > size_t(oa::quantized_linear_u8::activation) &&
-                     at[oa::quantized_linear_u8::activation].s() != std::string("none");
+    const bool fused = name == "fused_linear";
+    const size_t act_at = fused ? oa::fused_linear::activation : oa::quantized_linear_u8::activation,
+                 lo_at = fused ? oa::fused_linear::min_val : oa::quantized_linear_u8::min_val,
+                 hi_at = fused ? oa::fused_linear::max_val : oa::quantized_linear_u8::max_val;
+    const bool act = at.size() > act_at && at[act_at].s() != std::string("none");
     const std::string y = act ? fresh("linear") : out(n);
     if (rank(x0) == 2) {
       std::vector<std::string> ins{x_in, w_in};
@@ -950,9 +955,7 @@ void Exporter::node(const Node& n, const std::string* as) {
       else
         op("MatMul", {x_in, w}, {}, y);
     }
-    if (act)
-      activation(y, at[oa::quantized_linear_u8::activation].s(), at[oa::quantized_linear_u8::min_val].f(),
-                 at[oa::quantized_linear_u8::max_val].f(), DType::f32, out(n));
+    if (act) activation(y, at[act_at].s(), at[lo_at].f(), at[hi_at].f(), fused ? out_type(n) : DType::f32, out(n));
     return;
   }
   if (name == "matmul" || name == "mm" || name == "bmm") {

@@ -240,6 +240,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, SrcLoc loc) { return call(AMBER_
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, SrcLoc loc) {
   return call(AMBER_OP("linear"), {&x, &w, &b}, {}, loc);
 }
+Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, const std::string& activation, double min_val,
+                    double max_val, SrcLoc loc) {
+  return call(AMBER_OP("fused_linear"), {&x, &w, &b}, {Attr(activation), Attr(min_val), Attr(max_val)}, loc);
+}
 Tensor quantized_linear(const Tensor& x, const Tensor& w, const Tensor& ws, const Tensor& b, double input_scale,
                         int64_t input_zero_point, SrcLoc loc) {
   return call(AMBER_OP("quantized_linear"), {&x, &w, &ws, &b}, {Attr(input_scale), Attr(input_zero_point)}, loc);

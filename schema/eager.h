@@ -141,6 +141,10 @@ Tensor bmm(const Tensor& self, const Tensor& mat2, SrcLoc loc = {});
 Tensor matmul(const Tensor& self, const Tensor& other, SrcLoc loc = {});
 // input @ weight^T + bias; bias may be undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, SrcLoc loc = {});
+// linear and then an activation of its output (fused_conv2d's), as one op (what the
+// product-activation fusion makes of a linear layer and its ReLU, clamp, SiLU or hardswish).
+Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias, const std::string& activation,
+                    double min_val = 0.0, double max_val = 6.0, SrcLoc loc = {});
 // linear of the input quantized to uint8 with a static scale and zero point, by int8 weights
 // [out, in] with a scale per output feature, in integers, plus the bias (docs/OPS.md).
 Tensor quantized_linear(const Tensor& input, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,

@@ -1,6 +1,6 @@
 // Op table entries for matrix products (mm, bmm, matmul with PyTorch's 1-D and batched
-// broadcasting rules), linear (and quantized_linear, int8 weights and a static input
-// quantization), and scaled_dot_product_attention (torch 2.0 semantics:
+// broadcasting rules), linear (and fused_linear, with an activation; quantized_linear, int8
+// weights and a static input quantization), and scaled_dot_product_attention (torch 2.0 semantics:
 // softmax(q k^T / sqrt(E) + mask) v, a bool mask keeping the positions that are true), with its
 // heads-merged form attention_merge_heads.
 
@@ -67,6 +67,13 @@ void infer_linear(InferCtx& c) {
             " does not match out_features ", w[0]);
   }
   c.add_output(c.in(0).dtype, out);
+}
+
+// fused_linear: linear's rules, and an activation the kernels apply to its output as they
+// write it (the product-activation fusion pass makes these; see docs/OPS.md).
+void infer_fused_linear(InferCtx& c) {
+  infer::check_activation(c, false);
+  infer_linear(c);
 }
 
 // quantized_linear (made by tracer/quantize.h's calibration): linear's shapes with an int8
@@ -141,6 +148,13 @@ const OpRegistrar registrar{
      "torch.matmul: dot, matrix-vector, matrix or batched products, broadcasting batch dims.", OpCost::matmul},
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kF32, infer_linear, 0, nullptr, 1,
      "input @ weight^T + bias over the last dim of input.", OpCost::matmul},
+    {"fused_linear(Tensor input, Tensor weight, Tensor? bias=None, str activation=\"clamp\", float min_val=0.0, "
+     "float max_val=6.0) -> Tensor",
+     kF32, infer_fused_linear, 0, nullptr, 1,
+     "linear followed by an activation of its output, fused_conv2d's: clamp (to [min_val, max_val]; either may be "
+     "infinite; NaN stays NaN), silu or hardswish, each with its pointwise op's formula; made by the "
+     "product-activation fusion pass.",
+     OpCost::matmul, 8},
     {"quantized_linear(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, float input_scale=1.0, "
      "int input_zero_point=0) -> Tensor",
      kQuantizedInput, infer_quantized_linear, 0, nullptr, 1,

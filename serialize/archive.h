@@ -26,9 +26,10 @@ inline constexpr uint32_t kArchiveFormatMajor = 1;
 // products of symbols), 1.3 (int8 quantized ops: quantized_conv2d, quantized_linear), 1.4
 // (int8 ops with uint8 outputs: quantized_conv2d.u8, quantized_linear.u8), 1.5 (the
 // uint8 residual addition quantized_add), 1.6 (add_layer_norm, a residual connection and
-// its layer norm) or 1.7 (attention_merge_heads, attention writing its heads merged), so
-// archives without them stay readable by older readers.
-inline constexpr uint32_t kArchiveFormatMinor = 7;
+// its layer norm), 1.7 (attention_merge_heads, attention writing its heads merged) or 1.8
+// (fused_linear, a linear layer and its activation), so archives without them stay readable by
+// older readers.
+inline constexpr uint32_t kArchiveFormatMinor = 8;
 inline constexpr size_t kArchiveRecordAlignment = 64;
 
 // Limits the reader enforces (each with an error naming it).

@@ -136,7 +136,7 @@ void fill_traced(pb::Graph* pg, const graph::Graph& g) {
 // bodies (format 1.1), to 2 when a size depends on symbols other than N (1.2), and to the
 // minor that first carries a node's op (OpSchema::format_minor: 3 for the quantized ops, 4 for
 // their .u8 overloads, 5 for quantized_add, 6 for add_layer_norm, 7 for
-// attention_merge_heads).
+// attention_merge_heads, 8 for fused_linear).
 void fill_nodes_and_outputs(pb::Graph* pg, const graph::Graph& g, uint32_t& minor) {
   for (const graph::Node* n : g.nodes()) {
     minor = std::max(minor, n->op->format_minor);

@@ -2,9 +2,10 @@
 // model (convolution, pooling, linear, fused pointwise ops, every storage dtype among its
 // constants, dynamic batch) saved normally and with zip64 records, and the expected weight
 // values as safetensors; with --fuzz-seeds, small archives of varied programs (formats 1.3 to
-// 1.7's ops among them) and broken variants of one (the fuzzers' seed corpus,
+// 1.8's ops among them) and broken variants of one (the fuzzers' seed corpus,
 // tests/fuzz/run_fuzz.sh).
-// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.7) | --golden-1.6 OUT_DIR | --golden-1.5 OUT_DIR |
+// Usage: archive_fixture OUT_DIR | --golden OUT_DIR (format 1.8) | --golden-1.7 OUT_DIR | --golden-1.6 OUT_DIR |
+//        --golden-1.5 OUT_DIR |
 //        --golden-1.4 OUT_DIR | --golden-1.3 OUT_DIR | --golden-1.2 OUT_DIR | --golden-1.1 OUT_DIR |
 //        --golden-1.0 OUT_DIR | --fuzz-seeds OUT_DIR
 
@@ -111,7 +112,7 @@ int write_fuzz_seeds(const std::string& out) {
                  return avg_pool2d(max_pool2d(relu(y), {2}, {}, {0}, {1}, true), {2}).flatten(1).log_softmax(-1);
                },
                {randn({1, 2, 9, 9})}, o));
-  Tensor wd = randn({3, 1, 3, 3});  // fused_conv2d's three activations (fuse_conv_activation)
+  Tensor wd = randn({3, 1, 3, 3});  // fused_conv2d's three activations (fuse_product_activation)
   save("conv_activations", trace(
                                [&](const Tensor& x) {
                                  Tensor y = relu6(conv2d(x, w, bw, {1}, {1}));
@@ -320,11 +321,10 @@ int write_golden_1_6(const std::string& out) {
   return save_golden(out, "1_6", model, {3, 8}, 2.0);
 }
 
-// The golden archive of format 1.7, the current one (committed under tests/golden/, never
-// regenerated once released): over x [N, 5, 12], multi-head self-attention as a transformer
-// writes it: one QKV product, its thirds split into 3 heads of 4, attention with a causal mask,
-// the heads moved back beside each other and merged (one attention_merge_heads, the head-merge
-// pass), then the output projection. Weights seeded; inputs and outputs at N = 1 and 3.
+// The golden archive of format 1.7 (committed under tests/golden/, never regenerated): over x [N, 5, 12], multi-head
+// self-attention as a transformer writes it: one QKV product, its thirds split into 3 heads of 4, attention with a
+// causal mask, the heads moved back beside each other and merged (one attention_merge_heads, the head-merge pass), then
+// the output projection. Weights seeded; inputs and outputs at N = 1 and 3.
 int write_golden_1_7(const std::string& out) {
   manual_seed(2033);
   const Tensor w_qkv = randn({36, 12}) * 0.3, b_qkv = randn({36}) * 0.1, w_o = randn({12, 12}) * 0.3;
@@ -338,8 +338,25 @@ int write_golden_1_7(const std::string& out) {
   return save_golden(out, "1_7", model, {5, 12}, 1.0);
 }
 
+// The golden archive of format 1.8, the current one (committed under tests/golden/, never
+// regenerated once released): over x [N, 7], an MLP whose layers end in a ReLU, a clamp to
+// [-1, 0.5] and a hardswish, each linear layer and its activation one fused_linear (the
+// product-activation fusion), then a plain output layer. Weights seeded; inputs and outputs at
+// N = 1 and 3.
+int write_golden_1_8(const std::string& out) {
+  manual_seed(2034);
+  const Tensor w1 = randn({9, 7}) * 0.4, b1 = randn({9}) * 0.1, w2 = randn({6, 9}) * 0.4, w3 = randn({5, 6}) * 0.4,
+               b3 = randn({5}) * 0.1, w4 = randn({3, 5}) * 0.4;
+  auto model = [&](const Tensor& x) {
+    const Tensor h = clamp(linear(relu(linear(x, w1, b1)), w2), -1.0, 0.5);
+    return linear(hardswish(linear(h, w3, b3)), w4);
+  };
+  return save_golden(out, "1_8", model, {7}, 2.0);
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_7(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden") return write_golden_1_8(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--golden-1.7") return write_golden_1_7(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.6") return write_golden_1_6(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.5") return write_golden_1_5(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "--golden-1.4") return write_golden_1_4(argv[2]);
@@ -350,7 +367,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--fuzz-seeds") return write_fuzz_seeds(argv[2]);
   if (argc != 2) {
     std::fprintf(stderr,
-                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.6 OUT_DIR | --golden-1.5 OUT_DIR | "
+                 "usage: archive_fixture OUT_DIR | --golden OUT_DIR | --golden-1.7 OUT_DIR | --golden-1.6 OUT_DIR | "
+                 "--golden-1.5 OUT_DIR | "
                  "--golden-1.4 OUT_DIR | "
                  "--golden-1.3 OUT_DIR | "
                  "--golden-1.2 OUT_DIR | "

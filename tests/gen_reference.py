@@ -1559,6 +1559,38 @@ for dtype, ulp in HALF_ULP.items():
          rtol=ulp + 1e-4)
 
 
+# fused_linear: linear, then fused_conv2d's activations (the product-activation fusion's).
+def fused_lin(x, w, b=None, activation="clamp", min_val=0.0, max_val=6.0):
+    if activation not in ("clamp", "silu", "hardswish") or (activation == "clamp" and min_val > max_val):
+        raise ValueError(f"activation {activation} [{min_val}, {max_val}]")
+    y = F.linear(x, w, b)
+    if activation == "clamp":
+        return torch.clamp(y, min_val, max_val)
+    return F.silu(y) if activation == "silu" else F.hardswish(y)
+
+
+LIN_TOL = {"atol": 1e-5, "rtol": 1e-4}
+# ReLU as the fusion pass makes it (clamp to [0, inf]; 3e38 here, JSON has no infinity).
+case("fused_linear_relu", "fused_linear", fused_lin, [In([7, 13]), In([5, 13]), In([5])], attrs={"max_val": 3e38},
+     **LIN_TOL)
+case("fused_linear_relu6_3d", "fused_linear", fused_lin, [In([2, 7, 13], kind="wide"), In([9, 13]), In([9])],
+     **LIN_TOL)
+case("fused_linear_clamp_nan_inf", "fused_linear", fused_lin,
+     [Fixed(with_nan_inf([4, 16], [5], [37], [50])), In([6, 16]), In([6])], attrs={"min_val": -1.5, "max_val": 2.0},
+     **LIN_TOL)
+case("fused_linear_silu_no_bias", "fused_linear", fused_lin, [In([3, 5, 11], kind="wide"), In([8, 11]), None],
+     attrs={"activation": "silu"}, **LIN_TOL)
+case("fused_linear_silu_nan_inf", "fused_linear", fused_lin,
+     [Fixed(with_nan_inf([3, 9], [2], [12], [22])), In([4, 9]), In([4])], attrs={"activation": "silu"}, **LIN_TOL)
+case("fused_linear_hardswish_noncontig", "fused_linear", fused_lin,
+     [In([3, 7, 13], kind="wide", layout=("t", 0, 1)), In([5, 13]), In([5])], attrs={"activation": "hardswish"},
+     **LIN_TOL)
+case("fused_linear_bad_activation", "fused_linear", fused_lin, [In([2, 13]), In([5, 13]), None],
+     attrs={"activation": "gelu"}, error="activation must be clamp, silu or hardswish")
+case("fused_linear_clamp_bounds", "fused_linear", fused_lin, [In([2, 13]), In([5, 13]), None],
+     attrs={"min_val": 2.0, "max_val": 1.0}, error="min_val <= max_val")
+case("fused_linear_mismatch", "fused_linear", fused_lin, [In([7, 13]), In([5, 12]), None], error="in_features")
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

@@ -1158,6 +1158,11 @@ void check_golden_ops(int minor, const std::vector<std::string>& want_ops,
     check_golden_outputs(a, m, {io.tensor(str("input.", b))}, io.tensor(str("output.", b)), b);
 }
 
+TEST_CASE("the golden archive of format 1.8 (linear layers with their activations) loads and computes",
+          "[archive][golden]") {
+  check_golden_ops(8, {"fused_linear", "fused_linear", "fused_linear", "linear"}, std::vector<std::string>(4, "f32"));
+}
+
 TEST_CASE("the golden archive of format 1.7 (attention writing its heads merged) loads and computes",
           "[archive][golden]") {
   check_golden_ops(7,

@@ -446,6 +446,53 @@ TEST_CASE("cuda: convolutions on 16-bit tensors", "[cuda][gpu]") {
   }
 }
 
+// fused_linear on CUDA against the CPU: its ReLU (clamp to [0, inf], as the fusion pass makes
+// it) takes cuBLASLt's ReLU epilogue only where that keeps NaN (gemm.cu's relu_keeps_nan, asked
+// on a geometry's first call); the other activations run as a pass after the product. Rows
+// holding NaN and infinities, eager (with and without bias, 2-D and 3-D rows) and loaded (its
+// warm-up probes the epilogue, then a captured graph replays it), f32 and a model in bf16.
+TEST_CASE("cuda: fused_linear's activations keep NaN, with or without cuBLASLt's ReLU epilogue", "[cuda][gpu]") {
+  if (skip("fused_linear")) return;
+  manual_seed(23);
+  const Tensor w = randn({24, 40}) * 0.3, b = randn({24}), w2 = randn({16, 24}) * 0.3;
+  Tensor x = randn({3, 10, 40});
+  float* p = x.data_ptr<float>();
+  p[7] = std::nanf("");  // row 0
+  p[40 * 13 + 2] = INFINITY;
+  p[x.numel() - 5] = std::nanf("");  // the last row
+  const Device g = Device::cuda(0);
+  struct Act {
+    const char* name;
+    double lo, hi;
+  };
+  for (const Act& act :
+       {Act{"clamp", 0.0, double(INFINITY)}, Act{"clamp", -0.5, 1.5}, Act{"silu", 0, 6}, Act{"hardswish", 0, 6}}) {
+    for (const Tensor& bias : {b, Tensor()}) {
+      for (const Tensor& rows : {x, x.reshape({30, 40})}) {
+        const Tensor want = fused_linear(rows, w, bias, act.name, act.lo, act.hi);
+        const Tensor got =
+            fused_linear(rows.to(g), w.to(g), bias.defined() ? bias.to(g) : bias, act.name, act.lo, act.hi);
+        check_close(got, want,
+                    str("eager fused_linear ", act.name, " [", act.lo, ", ", act.hi, "]",
+                        bias.defined() ? "" : " without bias", ", rows ", rows.sizes()));
+      }
+    }
+  }
+  const auto mlp = [&](const Tensor& in) { return linear(relu(linear(in, w, b)), w2); };
+  const TracedModule t = trace(mlp, {x}, quiet());
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  CHECK(load(bytes).graph_text().find("= fused_linear(") != std::string::npos);
+  const Tensor want = load(bytes).forward({x})[0];
+  const Model m = load(bytes, LoadOptions{.device = g});
+  for (int call = 0; call < 3; ++call) check_close(m.forward({x})[0], want, str("loaded, call ", call + 1));
+  if (backend(g).flags & AMBER_BACKEND_BF16) {
+    const Tensor got = load(bytes, LoadOptions{.device = g, .precision = Precision::bf16_model}).forward({x})[0];
+    const test::Diff d = test::compare(got.to(Device::cpu()).to(DType::f32), want, 0.05, 0.05);
+    INFO("bf16 model: " << d.message);
+    CHECK(d.ok);
+  }
+}
+
 TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the device's memory", "[cuda][gpu]") {
   if (skip("device memory")) return;
   const Device d = Device::cuda(0);

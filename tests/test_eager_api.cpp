@@ -60,6 +60,7 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
   const Tensor qw4 = (cw * 50.0).to(DType::i8), qw2 = (randn({6, 4}) * 50.0).to(DType::i8), qs6 = rand({6}) * 0.01;
   const Tensor qa = (rand({2, 3}) * 255.0).to(DType::u8), qb = (rand({2, 3}) * 255.0).to(DType::u8);  // quantized_add's
   const Tensor ln_w = randn({4, 5}), ln_b = randn({4, 5});
+  const Tensor lw = randn({6, 4});  // fused_linear's weight [out, in]
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6}), mask = randn({3, 5});
   const Tensor table = randn({5, 3}), idx = tensor(std::vector<int64_t>{4, 0, 2});
   const Tensor idx2 = tensor(std::vector<int64_t>{3, 0, 2, 1}).reshape({2, 2});
@@ -146,6 +147,10 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
         {"min_val", -0.5},
         {"max_val", 1.5}},
        {{"input", x4}, {"weight", cw}, {"bias", cb}}},
+      {"fused_linear",
+       [&] { (void)fused_linear(m, lw, cb, "clamp", -0.25, 2.5); },
+       {{"activation", "clamp"}, {"min_val", -0.25}, {"max_val", 2.5}},
+       {{"input", m}, {"weight", lw}, {"bias", cb}}},
       {"div", [&] { (void)div(m, m2, "floor"); }, {{"rounding_mode", "floor"}}, {{"self", m}, {"other", m2}}},
       {"div.Scalar",
        [&] { (void)div(m, Scalar(2.0), "trunc"); },

@@ -621,6 +621,71 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   CHECK(loader::estimate_step_ns(OpCost::window, &lenet_in, 1, &lenet_out, 1, 4) > loader::kParallelMinNs);
 }
 
+TEST_CASE("product-activation fusion: relu, relu6, clamp, silu and hardswish after linear layers; NaN kept",
+          "[loader][fusion]") {
+  // Odd sizes; linear layers with and without bias over 2-D and 3-D rows, each followed by an
+  // activation the pass fuses into a fused_linear (format 1.8); a layer read twice and one
+  // whose output is the graph's stay apart. Loaded and traced against eager (the unfused ops),
+  // also for rows holding NaN and infinities, at batch 1 and 3, and in bf16 and dynamic int8
+  // within their e2e bounds.
+  Generator gen(17);
+  auto init = [&](const DimVec& shape, double scale) { return randn(shape, {}, &gen) * scale; };
+  Tensor w1 = init({12, 7}, 0.6), b1 = init({12}, 0.5), w2 = init({9, 12}, 0.4), w3 = init({10, 9}, 0.4);
+  Tensor b3 = init({10}, 0.2), w4 = init({6, 10}, 0.4), w5 = init({5, 6}, 0.4);
+  auto f = [&](const Tensor& x) {
+    Tensor h = relu6(linear(x, w1, b1));
+    h = clamp(linear(h, w2), -0.75, 1.25);
+    h = sigmoid(linear(h, w3, b3)) * linear(h, w3, b3);  // x * sigmoid(x): silu (after CSE)
+    const Tensor c = linear(h, w4);                      // read twice: apart
+    const Tensor y = hardswish(linear(relu(c) + c, w5));
+    return std::vector<Tensor>{y, relu(linear(h, w4, b3.slice(0, 0, 6))), linear(y, w5.slice(1, 0, 5))};
+  };
+  const Tensor x = randn({3, 4, 7}, {}, &gen);
+  const TracedModule t = trace(f, {x}, quiet(true));
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  const Model m = load(bytes);
+  CHECK(m.metadata().format_minor == 8);
+  const std::string text = m.graph_text();
+  INFO(text);
+  size_t fused = 0;
+  for (size_t at = text.find("= fused_linear("); at != std::string::npos; at = text.find("= fused_linear(", at + 1))
+    ++fused;
+  CHECK(fused == 5);
+  CHECK(text.find("activation=\"clamp\", min_val=-0.75, max_val=1.25") != std::string::npos);
+  CHECK(text.find("activation=\"clamp\", min_val=0.0, max_val=inf") != std::string::npos);
+  CHECK(text.find("activation=\"silu\"") != std::string::npos);
+  for (int64_t n : {int64_t(1), int64_t(3)}) {
+    Tensor xs = x.slice(0, 0, n).clone();
+    check_loaded(t, {xs}, f(xs), 2e-5, 2e-5, "batch " + std::to_string(n));
+    float* p = xs.data_ptr<float>();
+    p[3] = std::nanf("");
+    p[9] = INFINITY;
+    p[xs.numel() - 2] = -INFINITY;
+    const std::vector<Tensor> want = f(xs), got = m.forward({xs});
+    size_t nans = 0;
+    for (double v : want[0].to_vector<double>(SrcLoc::none())) nans += std::isnan(v);
+    CHECK(nans > 0);
+    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 2e-5, 2e-5, "non-finite rows");
+  }
+  const std::vector<Tensor> want = f(x);
+  for (const auto& [precision, bound] : {std::pair{Precision::bf16, 2e-2}, std::pair{Precision::dynamic_int8, 4e-2}}) {
+    Model reduced;
+    try {
+      reduced = load(bytes, LoadOptions{.precision = precision});
+    } catch (const Error& e) {
+      WARN("fused_linear in " << precision_name(precision) << " not checked: " << e.what());
+      continue;
+    }
+    const std::vector<Tensor> got = reduced.forward({x});
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double ref_max = amax(abs(want[i]), {}).item<double>();
+      const double err = amax(abs(got[i] - want[i]), {}).item<double>();
+      INFO(precision_name(precision) << " output " << i << ": max |diff| " << err << " against max |ref| " << ref_max);
+      CHECK(err <= bound * ref_max);
+    }
+  }
+}
+
 TEST_CASE("conv-activation fusion: relu, relu6, clamp, silu and hardswish after convolutions; NaN and infinities kept",
           "[loader][fusion]") {
   // Odd sizes; a plain, a depthwise, a strided grouped and a 1x1 convolution, each followed by

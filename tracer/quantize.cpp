@@ -15,6 +15,7 @@
 
 #include "amber/core/backend.h"
 #include "amber/graph/interpreter.h"
+#include "amber/graph/passes.h"
 #include "amber/graph/verify.h"
 
 namespace amber {
@@ -214,6 +215,35 @@ std::optional<std::vector<std::pair<Node*, size_t>>> readers_of(const Graph& g, 
   return readers;
 }
 
+// Each fused_linear (a linear layer and its activation, the product-activation fusion's) as the
+// two nodes it was made of: an int8 linear layer takes its activation only with a uint8 output
+// (quantized_linear.u8), so the calibration decides each one as it did before that fusion; what
+// stays f32 is fused again at the end. The activation's output keeps the fused node's name.
+void split_fused_linear(Graph& g) {
+  const OpSchema& linear = op_schema("linear");
+  std::vector<Node*> fused;
+  for (Node* n : g.nodes())
+    if (n->op->name == "fused_linear") fused.push_back(n);
+  for (Node* n : fused) {
+    Value* y = n->outputs[0];
+    const std::string name = y->name, act = n->attr("activation").s();
+    const double lo = n->attr("min_val").f(), hi = n->attr("max_val").f();
+    Node* product = g.insert_node(n, &linear, n->inputs, {}, {{g.fresh_name(), y->type}});
+    const bool relu = act == "clamp" && lo == 0 && hi == double(INFINITY);
+    std::vector<Attr> attrs;
+    if (act == "clamp" && !relu) attrs = {Attr(Scalar(lo)), Attr(Scalar(hi))};
+    Node* a = g.insert_node(n, &op_schema(relu ? "relu" : act), {product->outputs[0]}, std::move(attrs),
+                            {{g.fresh_name(), y->type}});
+    for (Node* m : {product, a}) {
+      m->source = n->source;
+      m->scope = n->scope;
+    }
+    g.replace_uses(y, a->outputs[0]);
+    g.remove_node(n);
+    a->outputs[0]->name = name;
+  }
+}
+
 // Runs g over the calibration samples, `chunk` at a time, calling visit(name, tensor) for
 // each observed value: graph inputs as they enter, node outputs as they are computed.
 template <typename F>
@@ -242,6 +272,7 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   AMBER_CHECK(calibration.size() == g.inputs().size(), "quantize: the graph has ", g.inputs().size(),
               " inputs, the calibration data ", calibration.size(), " tensors");
   QuantizeReport report;
+  split_fused_linear(g);
   std::vector<Node*> candidates;
   std::set<std::string> observed;
   std::set<const Node*> quantizable;
@@ -260,7 +291,10 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
   }
   report_bodies(g, report);  // after the candidates: report.nodes[k] is candidates[k]
   // Nothing to calibrate: the graph stays as it is (whatever the samples' shapes).
-  if (observed.empty()) return report;
+  if (observed.empty()) {
+    graph::fuse_product_activation(g);
+    return report;
+  }
 
   // The chains (options.chain): the nodes that may write uint8 (the int8 layers, and the
   // additions, as quantized_add), each with the activation it absorbs. A producer writes
@@ -504,6 +538,7 @@ QuantizeReport quantize_int8(Graph& g, const std::vector<Tensor>& calibration, c
     r.quantized = true;
   }
   g.remove_unused_constants();
+  graph::fuse_product_activation(g);  // the linear layers left f32 and their activations, as before
   graph::verify_or_throw(g, "the quantized graph");
   return report;
 }

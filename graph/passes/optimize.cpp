@@ -67,7 +67,7 @@ void optimize(Graph& g) {
   fuse_gelu(g);
   fuse_residual_norm(g);
   fuse_pointwise(g);
-  fuse_conv_activation(g);
+  fuse_product_activation(g);
   pool_before_cat(g);
   eliminate_dead_code(g);
 }

@@ -1,5 +1,5 @@
-// CPU kernels for matrix products: mm, bmm, matmul, linear and quantized_linear, on oneDNN (tiny
-// products computed directly).
+// CPU kernels for matrix products: mm, bmm, matmul, linear, fused_linear and quantized_linear, on
+// oneDNN (tiny products computed directly).
 //
 // Why oneDNN: measured here (AMD EPYC with AVX-512, `g++ -O2`, dnnl_sgemm vs OpenBLAS 0.3.21
 // cblas_sgemm, row-major, B transposed), GFLOP/s with 1 / 2 threads:
@@ -26,6 +26,7 @@
 #include "amber/core/hot.h"
 #include "amber/core/mapped_pages.h"
 #include "amber/core/parallel.h"
+#include "amber/kernels/cpu/activation.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/onednn.h"
 #include "amber/kernels/cpu/quantize.h"
@@ -566,6 +567,20 @@ int linear_kernel(const amber_kernel_args* a) {
   return sgemm(A, B, out, out_f, beta, a->num_threads) ? 0 : fail(a, "oneDNN sgemm failed");
 }
 
+// fused_linear: linear's product, then its activation by the op's formula over the output (dense
+// [rows, out]) as it leaves the product, in the same call: oneDNN's eltwise post-ops would lose
+// NaN in clip (see conv.cpp) and divide per element in swish, and a ReLU of its own after the
+// layer reads and writes the output again through memory.
+int fused_linear_kernel(const amber_kernel_args* a) {
+  namespace fa = op_attrs::fused_linear;
+  const int rc = linear_kernel(a);
+  if (rc != 0) return rc;
+  const amber_tensor_view& y = a->outputs[0];
+  activation_dense(static_cast<float*>(y.data), numel(y), act_of(attr_str(a, fa::activation)),
+                   float(attr_float(a, fa::min_val)), float(attr_float(a, fa::max_val)));
+  return 0;
+}
+
 // Setup of quantized_linear and quantized_linear.u8 (and their state for a call without one;
 // without `setup`, the parameters alone, for a call with no products): the int8 inner product
 // with the op's weights copied dense, their scales and sums, the input's quantization and the
@@ -690,6 +705,9 @@ AMBER_CPU_KERNELS(gemm) {
   using State = onednn::StateOf<LinearState, linear_state>;
   register_kernel("linear", DType::f32,
                   amber_kernel{&Guarded<linear_kernel>::Kernel<float>::run, State::setup, State::destroy, nullptr});
+  register_kernel(
+      "fused_linear", DType::f32,
+      amber_kernel{&Guarded<fused_linear_kernel>::Kernel<float>::run, State::setup, State::destroy, nullptr});
   using QuantState = onednn::StateOf<LinearState, quantized_linear_setup<false>>;
   using QuantU8State = onednn::StateOf<LinearState, quantized_linear_setup<true>>;
   for (DType t : {DType::f32, DType::u8}) {  // the rows as f32 (quantized as they enter) or u8

@@ -1,5 +1,6 @@
 // CUDA kernels for matrix products: mm, bmm, matmul (torch.matmul's broadcasting and 1-D
-// operands) and linear (bias in cuBLASLt's epilogue), on cuBLASLt in plain f32 (TF32 tensor cores
+// operands), linear (bias in cuBLASLt's epilogue) and fused_linear (its activation a pass after),
+// on cuBLASLt in plain f32 (TF32 tensor cores
 // only under AMBER_PRECISION_TF32; a linear layer's product in bf16 or f16 with f32 accumulation
 // and output under AMBER_PRECISION_BF16 / F16: weights converted at setup, rows per call), and on
 // bf16 or f16 operands (a model in 16 bits) with f32 accumulation, the bias added in f32 and the
@@ -16,15 +17,21 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "amber/kernels/cuda/activation.cuh"
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
@@ -36,12 +43,19 @@ namespace {
 constexpr size_t kLtWorkspace = size_t(4) << 20;
 
 // Everything cuBLASLt's heuristic sees of one product: shapes, strides, batching, types,
-// compute type, the bias epilogue (by its alignment), the operands' alignments and the room.
-using ChoiceKey = std::array<int64_t, 20>;
+// compute type, the bias epilogue (by its alignment), the ReLU epilogue, the operands'
+// alignments and the room.
+using ChoiceKey = std::array<int64_t, 21>;
 struct Choice {
   cublasLtMatmulAlgo_t algo{};
-  bool found = false;  // false: no algorithm found, cuBLASLt's implicit choice (algo NULL)
+  bool found = false;    // false: no algorithm found, cuBLASLt's implicit choice (algo NULL)
+  bool relu_ok = false;  // with the ReLU epilogue: its algorithm kept NaN (relu_keeps_nan)
 };
+// gemm()'s answer when it was asked for the ReLU epilogue and ran nothing: the product takes
+// the plain epilogue and the activation pass instead.
+constexpr int kNoReluEpilogue = -1;
+// The most scratch relu_keeps_nan allocates; a larger product takes no ReLU epilogue.
+constexpr size_t kMaxProbeBytes = size_t(64) << 20;
 constexpr size_t kMaxChoices = 16;  // a step sees one geometry, a few with matmul's batches
 constexpr int kCandidates = 8;      // the heuristic's algorithms timed for a new geometry
 constexpr int kTimedRuns = 3;       // runs of each candidate after its first
@@ -56,6 +70,9 @@ struct GemmState {
   // kF16), under a reduced precision; -1 and NULL in f32.
   int32_t half = -1;
   void* weights = nullptr;
+  // fused_linear: a geometry's ReLU epilogue lost NaN (relu_keeps_nan), so the step's later
+  // calls take the plain epilogue and the activation pass without asking.
+  mutable std::atomic<bool> relu_refused{false};
   ~GemmState() {
     if (weights) cudaFree(weights);
     if (handle) cublasLtDestroy(handle);
@@ -315,14 +332,112 @@ void log_choice(int64_t m, int64_t k, int64_t n, int64_t batches, int32_t type, 
   }
 }
 
+// Whether cuBLASLt's ReLU epilogue keeps NaN for one product: NVIDIA documents
+// CUBLASLT_EPILOGUE_RELU(_BIAS) as x := max(x, 0), silent on NaN, where Amber's ReLU (clamp to
+// [0, inf]) keeps it. The product's algorithm (NULL: cuBLASLt's implicit one) runs once on
+// scratch operands of the same layouts (o's desc and layouts; its bias pointer swapped for the
+// scratch's and back): zero weights, NaN across the input's first and last rows, a bias of -1
+// and 2 by turns; the output must be NaN across those rows and max(bias, 0) elsewhere. A GEMM's
+// kernels take the same path whatever the values, so what holds there holds for the call's own
+// operands. false as well when the scratch would pass kMaxProbeBytes or is not to be had;
+// nullopt when it cannot run now: the stream is being recorded, or another thread is recording
+// (capture_lock).
+std::optional<bool> relu_keeps_nan(const GemmState& st, const Operands& o, const Mat& A, const Mat& B, const Out& C,
+                                   int64_t n, bool with_bias, const cublasLtMatmulAlgo_t* algo, cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  std::unique_lock no_capture(capture_lock(), std::try_to_lock);
+  if (!no_capture.owns_lock()) return std::nullopt;
+  const int64_t m = A.rows, k = A.cols;
+  const size_t ia = itemsize(A.type), ib = itemsize(B.type), ic = itemsize(C.type);
+  const int64_t span_a = (m - 1) * A.rs + (k - 1) * A.cs + 1, span_b = (k - 1) * B.rs + (n - 1) * B.cs + 1,
+                span_c = (m - 1) * C.ldc + n;
+  const size_t bytes_a = padded(size_t(span_a) * ia), bytes_b = padded(size_t(span_b) * ib),
+               bytes_c = padded(size_t(span_c) * ic), bytes_bias = padded(size_t(n) * ic);
+  const size_t total = bytes_a + bytes_b + bytes_c + bytes_bias;
+  if (total > kMaxProbeBytes) return false;  // not probed: no epilogue, for good
+  // The host's picture of each buffer: NaN, -1 and 2 in each type's bits.
+  auto put = [](std::vector<uint8_t>& buf, int64_t i, int32_t type, int what) {  // 0: NaN, 1: -1, 2: 2
+    if (type == kF32) {
+      const float v = what == 0 ? NAN : what == 1 ? -1.0f : 2.0f;
+      std::memcpy(buf.data() + i * 4, &v, 4);
+    } else {
+      static constexpr uint16_t kF16Bits[3] = {0x7e00, 0xbc00, 0x4000}, kBF16Bits[3] = {0x7fc0, 0xbf80, 0x4000};
+      const uint16_t v = (type == kF16 ? kF16Bits : kBF16Bits)[what];
+      std::memcpy(buf.data() + i * 2, &v, 2);
+    }
+  };
+  std::vector<uint8_t> host(total, 0);
+  std::vector<uint8_t> xa(size_t(span_a) * ia, 0), bias(size_t(n) * ic, 0);
+  for (const int64_t r : {int64_t(0), m - 1})
+    for (int64_t j = 0; j < k; ++j) put(xa, r * A.rs + j * A.cs, A.type, 0);
+  for (int64_t j = 0; j < n; ++j) put(bias, j, C.type, j % 2 == 0 ? 1 : 2);
+  std::memcpy(host.data(), xa.data(), xa.size());
+  std::memcpy(host.data() + bytes_a + bytes_b + bytes_c, bias.data(), bias.size());
+  char* dev = nullptr;
+  if (cudaMalloc(&dev, total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const void* probe_bias = dev + bytes_a + bytes_b + bytes_c;
+  Operands p = o;
+  p.ap = dev + bytes_a;  // cuBLASLt's A is our B
+  p.bp = dev;
+  p.cp = dev + bytes_a + bytes_b;
+  std::vector<uint8_t> out(size_t(span_c) * ic);
+  bool ran = cudaMemcpyAsync(dev, host.data(), total, cudaMemcpyHostToDevice, stream) == cudaSuccess;
+  if (ran && with_bias) {
+    const void* real = nullptr;
+    size_t written = 0;
+    cublasLtMatmulDescGetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &real, sizeof real, &written);
+    cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &probe_bias, sizeof probe_bias);
+    ran = run_product(st, p, algo, stream) == CUBLAS_STATUS_SUCCESS;
+    cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &real, sizeof real);
+  } else if (ran) {
+    ran = run_product(st, p, algo, stream) == CUBLAS_STATUS_SUCCESS;
+  }
+  ran = ran && cudaMemcpyAsync(out.data(), p.cp, out.size(), cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+        cudaStreamSynchronize(stream) == cudaSuccess;
+  cudaFree(dev);
+  (void)cudaGetLastError();
+  if (!ran) return false;  // the algorithm refused: no ReLU epilogue for this geometry
+  // What the output holds at (r, j): 0 NaN, 1 zero (either sign), 2 two, 3 anything else.
+  auto kind = [&](int64_t r, int64_t j) {
+    const int64_t i = r * C.ldc + j;
+    if (C.type == kF32) {
+      float v;
+      std::memcpy(&v, out.data() + i * 4, 4);
+      return std::isnan(v) ? 0 : v == 0.0f ? 1 : v == 2.0f ? 2 : 3;
+    }
+    uint16_t v;
+    std::memcpy(&v, out.data() + i * 2, 2);
+    const uint16_t exp = C.type == kF16 ? 0x7c00 : 0x7f80;
+    return (v & exp) == exp && (v & ~exp & 0x7fff) != 0 ? 0 : (v & 0x7fff) == 0 ? 1 : v == 0x4000 ? 2 : 3;
+  };
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      const int want = r == 0 || r == m - 1 ? 0 : with_bias && j % 2 == 1 ? 2 : 1;
+      if (kind(r, j) != want) return false;
+    }
+  return true;
+}
+
 // C[b] (rows m, dense) = A[b] B[b] (+ bias[n], of C's type), accumulated in f32: A and B both
 // f32 (C f32), or both 16-bit (C f32, or of their type, rounded once). The workspace's first
 // `reserved` bytes hold what the caller put there.
-int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bias, size_t reserved = 0) {
+// With relu, the ReLU epilogue as well (RELU_BIAS, or RELU without a bias), for one product
+// whose algorithm keeps NaN through it (relu_keeps_nan, asked on the geometry's first call);
+// otherwise nothing runs and the answer is kNoReluEpilogue.
+int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bias, size_t reserved = 0,
+         bool relu = false) {
   const int64_t ldc = C.ldc, cstride = C.cstride;
   const auto* st = static_cast<const GemmState*>(a->state);
   if (!st) return fail(a, "matmul: called without its setup");
   const int64_t m = A.rows, k = A.cols, n = B.cols, batches = int64_t(A.offsets.size());
+  if (relu && (batches != 1 || st->relu_refused.load())) return kNoReluEpilogue;
   if (m == 0 || n == 0 || batches == 0) return 0;
   char* ws = static_cast<char*>(a->workspace);
   size_t used = reserved;
@@ -354,10 +469,11 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
   const cublasOperation_t opb = describe(B, per_call, sb, lb), opa = describe(A, per_call, sa, la);
   cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opb, sizeof opb);
   cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof opa);
-  if (bias) {
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  if (bias || relu) {
+    const cublasLtEpilogue_t epi =
+        relu ? (bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU) : CUBLASLT_EPILOGUE_BIAS;
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (bias) cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
   }
   cublasLtMatrixLayoutCreate(&lc.l, cuda_type(C.type), uint64_t(n), uint64_t(m), std::max<int64_t>(ldc, n));
   if (per_call > 1) {
@@ -376,9 +492,9 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
   }
   const int64_t types = int64_t(compute) * 16 + C.type;  // with A.type and B.type below
   const ChoiceKey key = {
-      m,       n,       k,       per_call,     sa,   sb,     cstride, ldc,
-      A.rs,    A.cs,    A.type,  B.rs,         B.cs, B.type, types,   bias ? int64_t(alignment(bias)) : 0,
-      align_a, align_b, align_c, int64_t(room)};
+      m,       n,       k,       per_call,      sa,          sb,     cstride, ldc,
+      A.rs,    A.cs,    A.type,  B.rs,          B.cs,        B.type, types,   bias ? int64_t(alignment(bias)) : 0,
+      align_a, align_b, align_c, int64_t(room), relu ? 1 : 0};
   Choice choice;
   bool known = false;
   {
@@ -390,6 +506,7 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
         break;
       }
   }
+  if (known && relu && !choice.relu_ok) return kNoReluEpilogue;
   cublasLtMatmulPreference_t pref = nullptr;
   if (!known && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
     const uint64_t max_ws = room;
@@ -430,13 +547,36 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
     }
     log_choice(m, k, n, batches, A.type, compute == CUBLAS_COMPUTE_32F_FAST_TF32, count, chosen, us);
     cublasLtMatmulPreferenceDestroy(pref);
+    if (relu) {
+      // The ReLU epilogue only where its algorithm keeps NaN; not asked (a recording, another
+      // thread's, no room to keep the answer): nothing kept, asked again on a later call.
+      const Operands o{desc, lb.l, la.l, lc.l, B.at(B.offsets[0]), A.at(A.offsets[0]), C.at(0), ws + used, room};
+      const std::optional<bool> keeps =
+          room_to_keep
+              ? relu_keeps_nan(*st, o, A, B, C, n, bias != nullptr, choice.found ? &choice.algo : nullptr, stream_of(a))
+              : std::nullopt;
+      if (env_is_one("AMBER_CUDA_GEMM_LOG"))
+        std::fprintf(stderr, "amber cuda: product [%lld, %lld] x [%lld, %lld]: ReLU epilogue %s\n", (long long)m,
+                     (long long)k, (long long)k, (long long)n,
+                     !keeps   ? "not probed now"
+                     : *keeps ? "keeps NaN, used"
+                              : "loses NaN, not used");
+      if (!keeps) return kNoReluEpilogue;
+      choice.relu_ok = *keeps;
+      if (!*keeps) st->relu_refused.store(true);
+    }
     std::lock_guard lock(st->choices_mutex);
     if (st->choices.size() < kMaxChoices) st->choices.emplace_back(key, choice);
   }
+  if (relu && !choice.relu_ok) return kNoReluEpilogue;
   for (int64_t c = 0; c < calls; ++c) {
     const Operands o{desc,    lb.l,      la.l, lc.l, B.at(B.offsets[size_t(c)]), A.at(A.offsets[size_t(c)]),
                      C.at(c), ws + used, room};
     cublasStatus_t s = run_product(*st, o, choice.found ? &choice.algo : nullptr, stream_of(a));
+    if (s != CUBLAS_STATUS_SUCCESS && relu) {  // (nothing was queued) the implicit choice was not probed
+      st->relu_refused.store(true);
+      return kNoReluEpilogue;
+    }
     if (s != CUBLAS_STATUS_SUCCESS && choice.found) {
       // The chosen algorithm refused (nothing was queued): cuBLASLt's implicit choice, from now
       // on for this geometry.
@@ -521,7 +661,7 @@ struct AddBiasF {
 // linear's product on its operands as they are, f32 or 16-bit (bias: the epilogue's, or NULL).
 // The leading dims of the input become rows: one batch of rows when their strides allow, else
 // one product per row.
-int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias) {
+int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias, bool relu) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   int64_t rs = in_f;
@@ -549,12 +689,12 @@ int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias) {
   }
   // B = weight^T: [in, out] with strides (w.strides[1], w.strides[0]).
   Mat B{w.data, in_f, out_f, w.strides[1], w.strides[0], std::vector<int64_t>(A.offsets.size(), 0), w.dtype};
-  return gemm(a, A, B, Out{c.data, c.dtype, out_f, uniform ? 0 : out_f}, bias);
+  return gemm(a, A, B, Out{c.data, c.dtype, out_f, uniform ? 0 : out_f}, bias, 0, relu);
 }
 
 // linear's product in 16 bits (linear_setup's weights): the input converted into the
 // workspace's start as dense rows, then one product with f32 accumulation and output.
-int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const void* bias) {
+int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const void* bias, bool relu) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   const size_t row_bytes = padded(size_t(rows * in_f) * 2);
@@ -571,12 +711,13 @@ int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, c
   if (rows * in_f > 0 && copy_convert(a, dense, x) != 0) return 1;
   const Mat A{a->workspace, rows, in_f, in_f, 1, {0}, st.half};
   const Mat B{st.weights, in_f, out_f, 1, in_f, {0}, st.half};  // weight^T of the dense [out, in]
-  return gemm(a, A, B, Out{c.data, c.dtype, out_f, 0}, bias, row_bytes);
+  return gemm(a, A, B, Out{c.data, c.dtype, out_f, 0}, bias, row_bytes, relu);
 }
 
 // linear(input, weight, bias): [*, in] x [out, in]^T + bias, the bias in cuBLASLt's epilogue
-// when dense, else added after.
-int linear_kernel(const amber_kernel_args* a) {
+// when dense, else added after. With relu (fused_linear's ReLU), the ReLU in the epilogue as well
+// where gemm() takes it, else kNoReluEpilogue and nothing run.
+int linear_product(const amber_kernel_args* a, bool relu) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &c = a->outputs[0];
   const int64_t out_f = w.sizes[0];
   int64_t rows = 1;
@@ -585,7 +726,9 @@ int linear_kernel(const amber_kernel_args* a) {
                           (bias.ndim == 1 && bias.sizes[0] == out_f);
   const void* const epilogue_bias = dense_bias ? bias.data : nullptr;
   const auto* st = static_cast<const GemmState*>(a->state);
-  const int rc = st && st->half >= 0 ? linear_half(a, *st, rows, epilogue_bias) : linear_direct(a, rows, epilogue_bias);
+  if (relu && (!st || st->relu_refused.load() || (present(bias) && !dense_bias))) return kNoReluEpilogue;
+  const int rc = st && st->half >= 0 ? linear_half(a, *st, rows, epilogue_bias, relu)
+                                     : linear_direct(a, rows, epilogue_bias, relu);
   if (rc != 0 || !present(bias) || dense_bias) return rc;
   const amber_tensor_view* v[2] = {&c, &bias};
   const int64_t item = int64_t(itemsize(c.dtype)), items[2] = {item, item};
@@ -599,12 +742,52 @@ int linear_kernel(const amber_kernel_args* a) {
   }
 }
 
+int linear_kernel(const amber_kernel_args* a) { return linear_product(a, false); }
+
+// fused_linear's activation over its output in place, in f32 (a 16-bit output rounded again).
+template <typename T>
+struct ActivationF {
+  Act act;
+  float lo, hi;
+  __device__ void operator()(char* const* p) const {
+    T& y = *reinterpret_cast<T*>(p[0]);
+    y = cast_value<T>(apply_act(float(widen(y)), act, lo, hi));
+  }
+};
+
+// fused_linear: a ReLU (clamp to [0, inf]) in cuBLASLt's epilogue where its algorithm keeps NaN
+// (relu_keeps_nan), one product; otherwise linear's product (its bias in the epilogue), then the
+// activation by the op's formula in one pass over the output.
+int fused_linear_kernel(const amber_kernel_args* a) {
+  namespace fa = op_attrs::fused_linear;
+  const Act act = act_of(a->attrs[fa::activation].str);
+  const float lo = float(a->attrs[fa::min_val].f), hi = float(a->attrs[fa::max_val].f);
+  if (act == Act::clamp && lo == 0.0f && hi == INFINITY) {
+    const int rc = linear_product(a, true);
+    if (rc != kNoReluEpilogue) return rc;
+  }
+  const int rc = linear_kernel(a);
+  if (rc != 0) return rc;
+  const amber_tensor_view& c = a->outputs[0];
+  const amber_tensor_view* v[1] = {&c};
+  const int64_t items[1] = {int64_t(itemsize(c.dtype))};
+  switch (c.dtype) {
+    case kBF16:
+      return map<1>(a, v, items, ActivationF<__nv_bfloat16>{act, lo, hi}, "fused_linear: the activation");
+    case kF16:
+      return map<1>(a, v, items, ActivationF<__half>{act, lo, hi}, "fused_linear: the activation");
+    default:
+      return map<1>(a, v, items, ActivationF<float>{act, lo, hi}, "fused_linear: the activation");
+  }
+}
+
 AMBER_CUDA_KERNELS(gemm) {
   for (int32_t t : {kF32, kBF16, kF16}) {  // 16-bit operands: a model in 16 bits
     register_kernel("mm", t, amber_kernel{mm_kernel, setup, destroy, nullptr});
     register_kernel("bmm", t, amber_kernel{bmm_kernel, setup, destroy, nullptr});
     register_kernel("matmul", t, amber_kernel{matmul_kernel, setup, destroy, nullptr});
     register_kernel("linear", t, amber_kernel{linear_kernel, linear_setup, destroy, nullptr});
+    register_kernel("fused_linear", t, amber_kernel{fused_linear_kernel, linear_setup, destroy, nullptr});
   }
 }
 

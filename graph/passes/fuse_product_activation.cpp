@@ -1,11 +1,11 @@
-// Conv-activation fusion: a conv2d whose f32 output is read only by an activation — relu,
-// relu6, hardtanh or clamp (bounds in order, either may be infinite), silu (or sigmoid(x) * x),
-// hardswish, as a single op or as a one-input `fused` program spelling one of them — becomes
-// one fused_conv2d, whose kernel applies the activation as it writes the output (oneDNN's
-// post-ops on the CPU, when no NaN can be lost: see kernels/cpu/conv.cpp) instead of a pass
-// over memory after it. Runs after pointwise fusion, which is where ONNX's Clip (ReLU6) and
-// Sigmoid-Mul (SiLU) chains become programs. ReLU is clamp to [0, inf] (the same result,
-// NaN and -0.0 included).
+// Product-activation fusion: a conv2d or linear whose f32 output is read only by an activation —
+// relu, relu6, hardtanh or clamp (bounds in order, either may be infinite), silu (or
+// sigmoid(x) * x), hardswish, as a single op or as a one-input `fused` program spelling one of
+// them — becomes one fused_conv2d or fused_linear, whose kernel applies the activation as it
+// writes the output (oneDNN's post-ops on the CPU, when no NaN can be lost: see
+// kernels/cpu/conv.cpp) or over the product while it is fresh, instead of a node of its own.
+// Runs after pointwise fusion, which is where ONNX's Clip (ReLU6) and Sigmoid-Mul (SiLU) chains
+// become programs. ReLU is clamp to [0, inf] (the same result, NaN and -0.0 included).
 
 #include <cmath>
 #include <limits>
@@ -35,7 +35,8 @@ std::optional<Activation> clamp_of(double lo, double hi) {
 // A Scalar attribute as the kernels read it, or +-inf when None.
 double bound(const Attr& a, double none) { return a.is_none() ? none : a.f(); }
 
-// The activation a one-input program computes, when it is one of fused_conv2d's.
+// The activation a one-input program computes, when it is one of fused_conv2d's (and
+// fused_linear's).
 std::optional<Activation> program_activation(const FusedProgram& p) {
   using K = FusedOperand::Kind;
   const auto& in = p.instrs;
@@ -98,34 +99,37 @@ std::optional<Activation> activation_of(const Node& n) {
 
 }  // namespace
 
-void fuse_conv_activation(Graph& g) {
+void fuse_product_activation(Graph& g) {
   const std::set<const Value*> outputs = output_values(g);
-  const OpSchema& fused_conv = op_schema("fused_conv2d");
+  const OpSchema &fused_conv = op_schema("fused_conv2d"), &fused_linear = op_schema("fused_linear");
   struct Match {
-    Node *conv, *act_node;
+    Node *product, *act_node;
     Activation act;
   };
   std::vector<Match> matches;  // found first: rewriting frees nodes the walk would visit
-  for (Node* conv : g.nodes()) {
-    if (conv->op->name != "conv2d") continue;
-    Value* y = conv->outputs[0];
+  for (Node* product : g.nodes()) {
+    if (product->op->name != "conv2d" && product->op->name != "linear") continue;
+    Value* y = product->outputs[0];
     if (y->type.dtype != DType::f32 || !sole_reader(y, outputs)) continue;
     Node* act_node = y->uses[0];
     if (act_node->inputs.empty() || act_node->inputs[0] != y || act_node->outputs.size() != 1) continue;
     if (!(act_node->outputs[0]->type == y->type)) continue;
-    if (const std::optional<Activation> act = activation_of(*act_node)) matches.push_back({conv, act_node, *act});
+    if (const std::optional<Activation> act = activation_of(*act_node)) matches.push_back({product, act_node, *act});
   }
   for (const Match& m : matches) {
-    std::vector<Attr> attrs = {m.conv->attr("stride"), m.conv->attr("padding"), m.conv->attr("dilation"),
-                               m.conv->attr("groups"), Attr(m.act.name),        Attr(m.act.lo),
-                               Attr(m.act.hi)};
-    Node* f = g.insert_node(m.act_node, &fused_conv, m.conv->inputs, std::move(attrs),
+    const bool conv = m.product->op->name == "conv2d";
+    std::vector<Attr> attrs;
+    if (conv)
+      attrs = {m.product->attr("stride"), m.product->attr("padding"), m.product->attr("dilation"),
+               m.product->attr("groups")};
+    attrs.insert(attrs.end(), {Attr(m.act.name), Attr(m.act.lo), Attr(m.act.hi)});
+    Node* f = g.insert_node(m.act_node, conv ? &fused_conv : &fused_linear, m.product->inputs, std::move(attrs),
                             {{g.fresh_name(), m.act_node->outputs[0]->type}});
-    f->source = m.conv->source;
-    f->scope = m.conv->scope;
+    f->source = m.product->source;
+    f->scope = m.product->scope;
     g.replace_uses(m.act_node->outputs[0], f->outputs[0]);
     g.remove_node(m.act_node);
-    g.remove_node(m.conv);
+    g.remove_node(m.product);
   }
 }
 
