@@ -4,11 +4,13 @@
 // and while_loop models too) with handles dropped and failing calls alongside; a call too
 // large for memory fails alone; the warm-up, recycled output buffers, per-step threads.
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "amber/graph/graph.h"
@@ -621,13 +623,61 @@ TEST_CASE("steps too small for the thread pool run on the calling thread", "[loa
   CHECK(loader::estimate_step_ns(OpCost::window, &lenet_in, 1, &lenet_out, 1, 4) > loader::kParallelMinNs);
 }
 
+// What the product-activation fusion tests check of model f traced on x: the loaded graph has
+// `count` nodes of `op` and each of `attrs`; loaded equals eager (the unfused ops) at batch 1
+// and 3, also with a NaN, an infinity and a negative infinity at offsets `bad` of the input (the
+// last counted from its end), where the first output must hold NaN; and in bf16 and dynamic int8,
+// where the processor offers them, within their e2e bounds of the eager (f32) outputs. Returns
+// the model loaded in f32.
+Model check_product_fusion(const std::function<std::vector<Tensor>(const Tensor&)>& f, const Tensor& x, const char* op,
+                           size_t count, const std::vector<std::string>& attrs, const std::array<int64_t, 3>& bad) {
+  const TracedModule t = trace(f, {x}, quiet(true));
+  const std::vector<uint8_t> bytes = t.save_to_bytes();
+  Model m = load(bytes);
+  const std::string text = m.graph_text(), node = str("= ", op, "(");
+  INFO(text);
+  size_t fused = 0;
+  for (size_t at = text.find(node); at != std::string::npos; at = text.find(node, at + 1)) ++fused;
+  CHECK(fused == count);
+  for (const std::string& a : attrs) CHECK(text.find(a) != std::string::npos);
+  for (int64_t n : {int64_t(1), int64_t(3)}) {
+    Tensor xs = x.slice(0, 0, n).clone();
+    check_loaded(t, {xs}, f(xs), 2e-5, 2e-5, "batch " + std::to_string(n));
+    float* p = xs.data_ptr<float>();
+    p[bad[0]] = std::nanf("");
+    p[bad[1]] = INFINITY;
+    p[xs.numel() - bad[2]] = -INFINITY;
+    const std::vector<Tensor> want = f(xs), got = m.forward({xs});
+    size_t nans = 0;
+    for (double v : want[0].to_vector<double>(SrcLoc::none())) nans += std::isnan(v);
+    CHECK(nans > 0);
+    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 2e-5, 2e-5, "non-finite input");
+  }
+  const std::vector<Tensor> want = f(x);
+  for (const auto& [precision, bound] : {std::pair{Precision::bf16, 2e-2}, std::pair{Precision::dynamic_int8, 4e-2}}) {
+    Model reduced;
+    try {
+      reduced = load(bytes, LoadOptions{.precision = precision});
+    } catch (const Error& e) {
+      WARN(op << " in " << precision_name(precision) << " not checked: " << e.what());
+      continue;
+    }
+    const std::vector<Tensor> got = reduced.forward({x});
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double ref_max = amax(abs(want[i]), {}).item<double>();
+      const double err = amax(abs(got[i] - want[i]), {}).item<double>();
+      INFO(precision_name(precision) << " output " << i << ": max |diff| " << err << " against max |ref| " << ref_max);
+      CHECK(err <= bound * ref_max);
+    }
+  }
+  return m;
+}
+
 TEST_CASE("product-activation fusion: relu, relu6, clamp, silu and hardswish after linear layers; NaN kept",
           "[loader][fusion]") {
   // Odd sizes; linear layers with and without bias over 2-D and 3-D rows, each followed by an
   // activation the pass fuses into a fused_linear (format 1.8); a layer read twice and one
-  // whose output is the graph's stay apart. Loaded and traced against eager (the unfused ops),
-  // also for rows holding NaN and infinities, at batch 1 and 3, and in bf16 and dynamic int8
-  // within their e2e bounds.
+  // whose output is the graph's stay apart; checked as check_product_fusion says.
   Generator gen(17);
   auto init = [&](const DimVec& shape, double scale) { return randn(shape, {}, &gen) * scale; };
   Tensor w1 = init({12, 7}, 0.6), b1 = init({12}, 0.5), w2 = init({9, 12}, 0.4), w3 = init({10, 9}, 0.4);
@@ -640,59 +690,20 @@ TEST_CASE("product-activation fusion: relu, relu6, clamp, silu and hardswish aft
     const Tensor y = hardswish(linear(relu(c) + c, w5));
     return std::vector<Tensor>{y, relu(linear(h, w4, b3.slice(0, 0, 6))), linear(y, w5.slice(1, 0, 5))};
   };
-  const Tensor x = randn({3, 4, 7}, {}, &gen);
-  const TracedModule t = trace(f, {x}, quiet(true));
-  const std::vector<uint8_t> bytes = t.save_to_bytes();
-  const Model m = load(bytes);
+  const Model m = check_product_fusion(f, randn({3, 4, 7}, {}, &gen), "fused_linear", 5,
+                                       {"activation=\"clamp\", min_val=-0.75, max_val=1.25",
+                                        "activation=\"clamp\", min_val=0.0, max_val=inf", "activation=\"silu\""},
+                                       {3, 9, 2});
   CHECK(m.metadata().format_minor == 8);
-  const std::string text = m.graph_text();
-  INFO(text);
-  size_t fused = 0;
-  for (size_t at = text.find("= fused_linear("); at != std::string::npos; at = text.find("= fused_linear(", at + 1))
-    ++fused;
-  CHECK(fused == 5);
-  CHECK(text.find("activation=\"clamp\", min_val=-0.75, max_val=1.25") != std::string::npos);
-  CHECK(text.find("activation=\"clamp\", min_val=0.0, max_val=inf") != std::string::npos);
-  CHECK(text.find("activation=\"silu\"") != std::string::npos);
-  for (int64_t n : {int64_t(1), int64_t(3)}) {
-    Tensor xs = x.slice(0, 0, n).clone();
-    check_loaded(t, {xs}, f(xs), 2e-5, 2e-5, "batch " + std::to_string(n));
-    float* p = xs.data_ptr<float>();
-    p[3] = std::nanf("");
-    p[9] = INFINITY;
-    p[xs.numel() - 2] = -INFINITY;
-    const std::vector<Tensor> want = f(xs), got = m.forward({xs});
-    size_t nans = 0;
-    for (double v : want[0].to_vector<double>(SrcLoc::none())) nans += std::isnan(v);
-    CHECK(nans > 0);
-    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 2e-5, 2e-5, "non-finite rows");
-  }
-  const std::vector<Tensor> want = f(x);
-  for (const auto& [precision, bound] : {std::pair{Precision::bf16, 2e-2}, std::pair{Precision::dynamic_int8, 4e-2}}) {
-    Model reduced;
-    try {
-      reduced = load(bytes, LoadOptions{.precision = precision});
-    } catch (const Error& e) {
-      WARN("fused_linear in " << precision_name(precision) << " not checked: " << e.what());
-      continue;
-    }
-    const std::vector<Tensor> got = reduced.forward({x});
-    for (size_t i = 0; i < want.size(); ++i) {
-      const double ref_max = amax(abs(want[i]), {}).item<double>();
-      const double err = amax(abs(got[i] - want[i]), {}).item<double>();
-      INFO(precision_name(precision) << " output " << i << ": max |diff| " << err << " against max |ref| " << ref_max);
-      CHECK(err <= bound * ref_max);
-    }
-  }
 }
 
-TEST_CASE("conv-activation fusion: relu, relu6, clamp, silu and hardswish after convolutions; NaN and infinities kept",
+TEST_CASE("product-activation fusion: relu, relu6, clamp, silu and hardswish after convolutions; NaN kept",
           "[loader][fusion]") {
   // Odd sizes; a plain, a depthwise, a strided grouped and a 1x1 convolution, each followed by
   // an activation the pass fuses, with weights large enough that clamp's upper bound bites;
   // a convolution read twice stays apart, one followed by relu and one by a one-sided clamp
-  // fuse (docs/OPS.md, "Convolutions with their activation"). Loaded and traced against
-  // eager (the unfused ops), also for sources holding NaN and infinities, at batch 1 and 3.
+  // fuse (docs/OPS.md, "Convolutions and linear layers with their activation"); checked as
+  // check_product_fusion says.
   Generator gen(13);
   auto init = [&](const DimVec& shape, double scale) { return randn(shape, {}, &gen) * scale; };
   Tensor w1 = init({8, 3, 3, 3}, 2.0), b1 = init({8}, 1.0), w2 = init({8, 1, 3, 3}, 0.5), w3 = init({6, 4, 3, 3}, 0.3);
@@ -707,52 +718,11 @@ TEST_CASE("conv-activation fusion: relu, relu6, clamp, silu and hardswish after 
                                relu(conv2d(y, w6)),
                                clamp(conv2d(y, w6, b3.slice(0, 0, 4)), -1.0)};  // [0, inf], [-1, inf]
   };
-  const Tensor x = randn({3, 3, 11, 9}, {}, &gen);
-  const TracedModule t = trace(f, {x}, quiet(true));
-  const std::vector<uint8_t> bytes = t.save_to_bytes();
-  const Model m = load(bytes);
-  const std::string text = m.graph_text();
-  INFO(text);
-  size_t fused = 0;
-  for (size_t at = text.find("= fused_conv2d("); at != std::string::npos; at = text.find("= fused_conv2d(", at + 1))
-    ++fused;
-  CHECK(fused == 7);
-  CHECK(text.find("activation=\"clamp\", min_val=-2.5, max_val=4.0") != std::string::npos);
-  CHECK(text.find("activation=\"clamp\", min_val=0.0, max_val=inf") != std::string::npos);
-  CHECK(text.find("activation=\"clamp\", min_val=-1.0, max_val=inf") != std::string::npos);
-  for (int64_t n : {int64_t(1), int64_t(3)}) {
-    Tensor xs = x.slice(0, 0, n).clone();
-    check_loaded(t, {xs}, f(xs), 2e-5, 2e-5, "batch " + std::to_string(n));
-    // NaN and infinities in the source: the unfused ops' NaN, infinities and values.
-    float* p = xs.data_ptr<float>();
-    p[5] = std::nanf("");
-    p[40] = INFINITY;
-    p[xs.numel() - 3] = -INFINITY;
-    const std::vector<Tensor> want = f(xs), got = m.forward({xs});
-    size_t nans = 0;
-    for (double v : want[0].to_vector<double>(SrcLoc::none())) nans += std::isnan(v);
-    CHECK(nans > 0);
-    for (size_t i = 0; i < want.size(); ++i) check_close(got[i], want[i], 2e-5, 2e-5, "non-finite source");
-  }
-  // bf16 and dynamic int8 (the activation after int8's scale and bias post-ops), where the
-  // processor offers them: within their e2e bounds of the eager (f32) outputs.
-  const std::vector<Tensor> want = f(x);
-  for (const auto& [precision, bound] : {std::pair{Precision::bf16, 2e-2}, std::pair{Precision::dynamic_int8, 4e-2}}) {
-    Model reduced;
-    try {
-      reduced = load(bytes, LoadOptions{.precision = precision});
-    } catch (const Error& e) {
-      WARN("fused_conv2d in " << precision_name(precision) << " not checked: " << e.what());
-      continue;
-    }
-    const std::vector<Tensor> got = reduced.forward({x});
-    for (size_t i = 0; i < want.size(); ++i) {
-      const double ref_max = amax(abs(want[i]), {}).item<double>();
-      const double err = amax(abs(got[i] - want[i]), {}).item<double>();
-      INFO(precision_name(precision) << " output " << i << ": max |diff| " << err << " against max |ref| " << ref_max);
-      CHECK(err <= bound * ref_max);
-    }
-  }
+  check_product_fusion(
+      f, randn({3, 3, 11, 9}, {}, &gen), "fused_conv2d", 7,
+      {"activation=\"clamp\", min_val=-2.5, max_val=4.0", "activation=\"clamp\", min_val=0.0, max_val=inf",
+       "activation=\"clamp\", min_val=-1.0, max_val=inf"},
+      {5, 40, 3});
 }
 
 TEST_CASE("precision bf16: convolutions and linear layers in bf16 near f32; products of inputs stay f32",
