@@ -1590,6 +1590,10 @@ case("fused_linear_bad_activation", "fused_linear", fused_lin, [In([2, 13]), In(
 case("fused_linear_clamp_bounds", "fused_linear", fused_lin, [In([2, 13]), In([5, 13]), None],
      attrs={"min_val": 2.0, "max_val": 1.0}, error="min_val <= max_val")
 case("fused_linear_mismatch", "fused_linear", fused_lin, [In([7, 13]), In([5, 12]), None], error="in_features")
+# Operands whose rows are one row expanded (stride 0): CUDA packs them (cuBLASLt's leading
+# dimension cannot be 0).
+case("linear_expanded_rows", "linear", LINEAR, [In([4, 13], layout=("exp", 0, 4)), In([5, 13]), In([5])], **LIN_TOL)
+case("mm_expanded", "mm", torch.mm, [In([6, 9], layout=("exp", 0, 6)), In([9, 4], layout=("exp", 1, 4))], **LIN_TOL)
 
 def run_cases():
     tensors, specs = {}, []

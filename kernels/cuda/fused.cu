@@ -1,8 +1,11 @@
 // CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
 // the kernel as C data): one generic kernel interpreting the program, on f32 and on f16/bf16
 // storage computed in f32 (a model in 16 bits), with the pointwise ops' own formulas
-// (kernels/pointwise_math.h). Its own file: its 72 instantiations (inputs x storage x layout)
-// are most of the elementwise kernels' compile time, which now runs beside theirs.
+// (kernels/pointwise_math.h); the program is turned into the kernel's Code once, at the step's
+// setup. Its own file: its 72 instantiations (inputs x storage x layout) are most of the
+// elementwise kernels' compile time, which now runs beside theirs.
+
+#include <memory>
 
 #include "amber/core/fused_ops.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -300,13 +303,20 @@ int assign_slots(Code& code, bool slot_per_instr) {
   return needed;
 }
 
-// S: the storage of every operand (the op table's inference gives a fused node one dtype).
-template <typename S>
-int fused_kernel(const amber_kernel_args* a) {
+// The node's program as the kernel's Code, its slots assigned (one per instruction when the
+// program needs more than kSlots): made once, at the step's setup (a plan's step, or an eager
+// call's state, which the program's text keys), so that calls from the host (node by node:
+// loop bodies, profiling, graphs off) only launch. Checks the program against the call's inputs.
+struct FusedState {
+  Code code;
+  bool few_slots = true;
+};
+
+int build_code(const amber_kernel_args* a, FusedState& st) {
   const amber_fused_program* p = a->program;
   if (!p || p->n_instrs < 1 || p->n_instrs > kMaxInstrs || p->n_inputs != a->n_inputs || a->n_inputs > kMaxInputs)
     return fail(a, "fused: the call carries no valid program for its %d inputs", a->n_inputs);
-  Code code;
+  Code& code = st.code;
   code.n_instrs = p->n_instrs;
   for (int i = 0; i < p->n_instrs; ++i) {
     const amber_fused_instr& in = p->instrs[i];
@@ -329,11 +339,38 @@ int fused_kernel(const amber_kernel_args* a) {
     }
   }
   Code per_instr = code;
-  const bool few_slots = assign_slots(code, false) <= kSlots;
-  if (!few_slots) {
+  st.few_slots = assign_slots(code, false) <= kSlots;
+  if (!st.few_slots) {
     assign_slots(per_instr, true);
     code = per_instr;
   }
+  return 0;
+}
+
+int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  auto st = std::make_unique<FusedState>();
+  if (build_code(a, *st) != 0) return 1;
+  *workspace_bytes = 0;
+  *state = st.release();
+  return 0;
+}
+void destroy(void* state) { delete static_cast<FusedState*>(state); }
+
+// S: the storage of every operand (the op table's inference gives a fused node one dtype).
+template <typename S>
+int fused_kernel(const amber_kernel_args* a) {
+  std::unique_ptr<FusedState> own;  // a call without setup: its code for this call alone
+  const FusedState* st = static_cast<const FusedState*>(a->state);
+  if (!st) {
+    own = std::make_unique<FusedState>();
+    if (build_code(a, *own) != 0) return 1;
+    st = own.get();
+  }
+  if (a->program && a->program->n_instrs != st->code.n_instrs)
+    return fail(a, "fused: the call's program has %d instructions, its setup's %d", a->program->n_instrs,
+                st->code.n_instrs);
+  const Code& code = st->code;
+  const bool few_slots = st->few_slots;
   switch (a->n_inputs) {
     case 1:
       return run_fused<S, 1>(a, code, few_slots);
@@ -356,9 +393,9 @@ int fused_kernel(const amber_kernel_args* a) {
 }
 
 AMBER_CUDA_KERNELS(fused) {
-  register_kernel("fused", kF32, &fused_kernel<float>);
-  register_kernel("fused", kBF16, &fused_kernel<__nv_bfloat16>);
-  register_kernel("fused", kF16, &fused_kernel<__half>);
+  register_kernel("fused", kF32, amber_kernel{fused_kernel<float>, setup, destroy, nullptr});
+  register_kernel("fused", kBF16, amber_kernel{fused_kernel<__nv_bfloat16>, setup, destroy, nullptr});
+  register_kernel("fused", kF16, amber_kernel{fused_kernel<__half>, setup, destroy, nullptr});
 }
 
 }  // namespace

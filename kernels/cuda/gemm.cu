@@ -199,7 +199,14 @@ uint32_t alignment(const void* p) {
   return a;
 }
 
-bool usable(const Mat& m) { return (m.cs == 1 || m.cols == 1) || (m.rs == 1 || m.rows == 1); }
+// Whether cuBLASLt can read m in place: a unit stride in one dim and, in the other, a stride
+// that steps past it (the leading dimension cuBLASLt needs is at least that dim's length, so
+// rows of stride 0, as an expand makes them, would be read as separate rows past the buffer's
+// end); others are packed into dense rows first.
+bool usable(const Mat& m) {
+  return ((m.cs == 1 || m.cols == 1) && (m.rows == 1 || m.rs >= std::max<int64_t>(m.cols, 1))) ||
+         ((m.rs == 1 || m.rows == 1) && (m.cols == 1 || m.cs >= std::max<int64_t>(m.rows, 1)));
+}
 
 // The stride between consecutive batches when the offsets follow one, else -1.
 int64_t batch_stride(const std::vector<int64_t>& o) {
