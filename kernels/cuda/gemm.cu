@@ -366,24 +366,22 @@ std::optional<bool> relu_keeps_nan(const GemmState& st, const Operands& o, const
                bytes_c = padded(size_t(span_c) * ic), bytes_bias = padded(size_t(n) * ic);
   const size_t total = bytes_a + bytes_b + bytes_c + bytes_bias;
   if (total > kMaxProbeBytes) return false;  // not probed: no epilogue, for good
-  // The host's picture of each buffer: NaN, -1 and 2 in each type's bits.
-  auto put = [](std::vector<uint8_t>& buf, int64_t i, int32_t type, int what) {  // 0: NaN, 1: -1, 2: 2
+  // The host's picture of the scratch (input, weights, output, bias; zeros but for NaN, -1 and 2
+  // in each type's bits), written at element i of the part starting at byte `at`.
+  std::vector<uint8_t> host(total, 0);
+  auto put = [&](size_t at, int64_t i, int32_t type, int what) {  // 0: NaN, 1: -1, 2: 2
     if (type == kF32) {
       const float v = what == 0 ? NAN : what == 1 ? -1.0f : 2.0f;
-      std::memcpy(buf.data() + i * 4, &v, 4);
+      std::memcpy(host.data() + at + i * 4, &v, 4);
     } else {
       static constexpr uint16_t kF16Bits[3] = {0x7e00, 0xbc00, 0x4000}, kBF16Bits[3] = {0x7fc0, 0xbf80, 0x4000};
       const uint16_t v = (type == kF16 ? kF16Bits : kBF16Bits)[what];
-      std::memcpy(buf.data() + i * 2, &v, 2);
+      std::memcpy(host.data() + at + i * 2, &v, 2);
     }
   };
-  std::vector<uint8_t> host(total, 0);
-  std::vector<uint8_t> xa(size_t(span_a) * ia, 0), bias(size_t(n) * ic, 0);
   for (const int64_t r : {int64_t(0), m - 1})
-    for (int64_t j = 0; j < k; ++j) put(xa, r * A.rs + j * A.cs, A.type, 0);
-  for (int64_t j = 0; j < n; ++j) put(bias, j, C.type, j % 2 == 0 ? 1 : 2);
-  std::memcpy(host.data(), xa.data(), xa.size());
-  std::memcpy(host.data() + bytes_a + bytes_b + bytes_c, bias.data(), bias.size());
+    for (int64_t j = 0; j < k; ++j) put(0, r * A.rs + j * A.cs, A.type, 0);
+  for (int64_t j = 0; j < n; ++j) put(bytes_a + bytes_b + bytes_c, j, C.type, j % 2 == 0 ? 1 : 2);
   char* dev = nullptr;
   if (cudaMalloc(&dev, total) != cudaSuccess) {
     (void)cudaGetLastError();
