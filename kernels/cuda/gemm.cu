@@ -51,8 +51,8 @@ struct Choice {
   bool found = false;    // false: no algorithm found, cuBLASLt's implicit choice (algo NULL)
   bool relu_ok = false;  // with the ReLU epilogue: its algorithm kept NaN (relu_keeps_nan)
 };
-// gemm()'s answer when it was asked for the ReLU epilogue and ran nothing: the product takes
-// the plain epilogue and the activation pass instead.
+// multiply()'s answer when it was asked for the ReLU epilogue and ran nothing: gemm() then runs
+// the product with the plain epilogue, and fused_linear its activation pass after.
 constexpr int kNoReluEpilogue = -1;
 // The most scratch relu_keeps_nan allocates; a larger product takes no ReLU epilogue.
 constexpr size_t kMaxProbeBytes = size_t(64) << 20;
@@ -430,29 +430,17 @@ std::optional<bool> relu_keeps_nan(const GemmState& st, const Operands& o, const
   return true;
 }
 
-// C[b] (rows m, dense) = A[b] B[b] (+ bias[n], of C's type), accumulated in f32: A and B both
-// f32 (C f32), or both 16-bit (C f32, or of their type, rounded once). The workspace's first
-// `reserved` bytes hold what the caller put there.
-// With relu, the ReLU epilogue as well (RELU_BIAS, or RELU without a bias), for one product
-// whose algorithm keeps NaN through it (relu_keeps_nan, asked on the geometry's first call);
-// otherwise nothing runs and the answer is kNoReluEpilogue.
-int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bias, size_t reserved = 0,
-         bool relu = false) {
+// gemm()'s product on operands cuBLASLt reads as they are (the packed ones in the workspace's
+// first `used` bytes): the choice of algorithm per geometry, then one cuBLASLt call per batch
+// that its strides cannot take in one. With relu, the ReLU epilogue as well (RELU_BIAS, or RELU
+// without a bias), for one product whose algorithm keeps NaN through it (relu_keeps_nan, asked
+// on the geometry's first call); otherwise nothing runs and the answer is kNoReluEpilogue.
+int multiply(const amber_kernel_args* a, const Mat& A, const Mat& B, const Out& C, const void* bias, size_t used,
+             bool relu) {
   const int64_t ldc = C.ldc, cstride = C.cstride;
   const auto* st = static_cast<const GemmState*>(a->state);
-  if (!st) return fail(a, "matmul: called without its setup");
   const int64_t m = A.rows, k = A.cols, n = B.cols, batches = int64_t(A.offsets.size());
-  if (relu && (batches != 1 || st->relu_refused.load())) return kNoReluEpilogue;
-  if (m == 0 || n == 0 || batches == 0) return 0;
   char* ws = static_cast<char*>(a->workspace);
-  size_t used = reserved;
-  for (Mat* x : {&A, &B})
-    if (!usable(*x)) {
-      const size_t need = size_t(batches * x->rows * x->cols) * itemsize(x->type);
-      if (used + need > a->workspace_bytes) return fail(a, "matmul: the workspace is too small to pack an operand");
-      if (pack(a, *x, ws + used) != 0) return 1;
-      used += padded(need);
-    }
   DeviceScope scope(a->device);
   const int64_t sa = batch_stride(A.offsets), sb = batch_stride(B.offsets);
   const bool one_call = batches == 1 || (sa >= 0 && sb >= 0);
@@ -604,6 +592,35 @@ int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bia
   return launched(a, "matmul");
 }
 
+// C[b] (rows m, dense) = A[b] B[b] (+ bias[n], of C's type), accumulated in f32: A and B both
+// f32 (C f32), or both 16-bit (C f32, or of their type, rounded once). The workspace's first
+// `reserved` bytes hold what the caller put there. With relu (*relu true: fused_linear's ReLU
+// asked for), the ReLU in the epilogue where multiply() takes it; *relu says on return whether
+// it did (false: the caller applies it). The operands are packed once either way.
+int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bias, size_t reserved = 0,
+         bool* relu = nullptr) {
+  const auto* st = static_cast<const GemmState*>(a->state);
+  if (!st) return fail(a, "matmul: called without its setup");
+  const int64_t batches = int64_t(A.offsets.size());
+  if (relu && (batches != 1 || st->relu_refused.load())) *relu = false;
+  if (A.rows == 0 || B.cols == 0 || batches == 0) return 0;
+  char* ws = static_cast<char*>(a->workspace);
+  size_t used = reserved;
+  for (Mat* x : {&A, &B})
+    if (!usable(*x)) {
+      const size_t need = size_t(batches * x->rows * x->cols) * itemsize(x->type);
+      if (used + need > a->workspace_bytes) return fail(a, "matmul: the workspace is too small to pack an operand");
+      if (pack(a, *x, ws + used) != 0) return 1;
+      used += padded(need);
+    }
+  if (relu && *relu) {
+    const int rc = multiply(a, A, B, C, bias, used, true);
+    if (rc != kNoReluEpilogue) return rc;
+    *relu = false;
+  }
+  return multiply(a, A, B, C, bias, used, false);
+}
+
 Mat mat_of(const amber_tensor_view& v) {
   const int r = v.ndim;
   return {v.data, v.sizes[r - 2], v.sizes[r - 1], v.strides[r - 2], v.strides[r - 1], {0}, v.dtype};
@@ -666,7 +683,7 @@ struct AddBiasF {
 // linear's product on its operands as they are, f32 or 16-bit (bias: the epilogue's, or NULL).
 // The leading dims of the input become rows: one batch of rows when their strides allow, else
 // one product per row.
-int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias, bool relu) {
+int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias, bool* relu) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   int64_t rs = in_f;
@@ -699,7 +716,7 @@ int linear_direct(const amber_kernel_args* a, int64_t rows, const void* bias, bo
 
 // linear's product in 16 bits (linear_setup's weights): the input converted into the
 // workspace's start as dense rows, then one product with f32 accumulation and output.
-int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const void* bias, bool relu) {
+int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, const void* bias, bool* relu) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &c = a->outputs[0];
   const int64_t in_f = w.sizes[1], out_f = w.sizes[0];
   const size_t row_bytes = padded(size_t(rows * in_f) * 2);
@@ -720,9 +737,9 @@ int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, c
 }
 
 // linear(input, weight, bias): [*, in] x [out, in]^T + bias, the bias in cuBLASLt's epilogue
-// when dense, else added after. With relu (fused_linear's ReLU), the ReLU in the epilogue as well
-// where gemm() takes it, else kNoReluEpilogue and nothing run.
-int linear_product(const amber_kernel_args* a, bool relu) {
+// when dense, else added after. With relu (*relu true: fused_linear's ReLU), the ReLU in the
+// epilogue as well where gemm() takes it; *relu says on return whether it did.
+int linear_product(const amber_kernel_args* a, bool* relu) {
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &c = a->outputs[0];
   const int64_t out_f = w.sizes[0];
   int64_t rows = 1;
@@ -731,7 +748,7 @@ int linear_product(const amber_kernel_args* a, bool relu) {
                           (bias.ndim == 1 && bias.sizes[0] == out_f);
   const void* const epilogue_bias = dense_bias ? bias.data : nullptr;
   const auto* st = static_cast<const GemmState*>(a->state);
-  if (relu && (!st || st->relu_refused.load() || (present(bias) && !dense_bias))) return kNoReluEpilogue;
+  if (relu && (!st || st->relu_refused.load() || (present(bias) && !dense_bias))) *relu = false;
   const int rc = st && st->half >= 0 ? linear_half(a, *st, rows, epilogue_bias, relu)
                                      : linear_direct(a, rows, epilogue_bias, relu);
   if (rc != 0 || !present(bias) || dense_bias) return rc;
@@ -747,7 +764,7 @@ int linear_product(const amber_kernel_args* a, bool relu) {
   }
 }
 
-int linear_kernel(const amber_kernel_args* a) { return linear_product(a, false); }
+int linear_kernel(const amber_kernel_args* a) { return linear_product(a, nullptr); }
 
 // fused_linear's activation over its output in place, in f32 (a 16-bit output rounded again).
 template <typename T>
@@ -761,18 +778,16 @@ struct ActivationF {
 };
 
 // fused_linear: a ReLU (clamp to [0, inf]) in cuBLASLt's epilogue where its algorithm keeps NaN
-// (relu_keeps_nan), one product; otherwise linear's product (its bias in the epilogue), then the
-// activation by the op's formula in one pass over the output.
+// (relu_keeps_nan), one product; otherwise linear's product (its bias in the epilogue; a 16-bit
+// layer's rows converted once either way), then the activation by the op's formula in one pass
+// over the output.
 int fused_linear_kernel(const amber_kernel_args* a) {
   namespace fa = op_attrs::fused_linear;
   const Act act = act_of(a->attrs[fa::activation].str);
   const float lo = float(a->attrs[fa::min_val].f), hi = float(a->attrs[fa::max_val].f);
-  if (act == Act::clamp && lo == 0.0f && hi == INFINITY) {
-    const int rc = linear_product(a, true);
-    if (rc != kNoReluEpilogue) return rc;
-  }
-  const int rc = linear_kernel(a);
-  if (rc != 0) return rc;
+  bool relu = act == Act::clamp && lo == 0.0f && hi == INFINITY;
+  const int rc = linear_product(a, &relu);
+  if (rc != 0 || relu) return rc;
   const amber_tensor_view& c = a->outputs[0];
   const amber_tensor_view* v[1] = {&c};
   const int64_t items[1] = {int64_t(itemsize(c.dtype))};
