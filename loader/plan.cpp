@@ -672,6 +672,10 @@ void Plan::copy_staged_inputs(Workspace& ws, void* stream) const {
 bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host, void** graph) const {
   void* recording = nullptr;
   if (backend_->capture_begin(device_.index, &recording) != 0) return false;
+  auto drop = [&] {  // ends the recording (which holds the backend's capture locks) and discards it
+    void* g = nullptr;
+    if (backend_->capture_end(device_.index, recording, &g) == 0 && g) backend_->graph_destroy(device_.index, g);
+  };
   try {
     if (from_host) copy_staged_inputs(ws, recording);
     int64_t no_loops = 0;  // plans with loops never record a graph
@@ -679,9 +683,11 @@ bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host, voi
   } catch (const Error&) {
     // A kernel that cannot be recorded (or failed): the capture is dropped, and the call runs
     // the steps directly, where a real failure reports itself.
-    void* g = nullptr;
-    if (backend_->capture_end(device_.index, recording, &g) == 0 && g) backend_->graph_destroy(device_.index, g);
+    drop();
     return false;
+  } catch (...) {  // out of host memory, say: the recording ends before it goes on up
+    drop();
+    throw;
   }
   void* g = nullptr;
   if (backend_->capture_end(device_.index, recording, &g) != 0 || !g) return false;
