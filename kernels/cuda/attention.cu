@@ -312,11 +312,6 @@ static_assert(op_attrs::scaled_dot_product_attention::is_causal == op_attrs::att
 
 // ---- cuDNN's fused attention (opt-in) ----
 
-bool cudnn_attention_asked() {
-  static const bool asked = env_is_one("AMBER_CUDA_CUDNN_ATTENTION");
-  return asked;
-}
-
 // The cuDNN operation's view of a call, or false where it does not apply: 4-D q, k, v of the same
 // batch and head counts, unit-stride rows, every other stride a multiple of 8 elements (16
 // bytes), no mask, not causal, at least one query and one key (not both one: a case cuDNN's own
@@ -363,6 +358,7 @@ struct CudnnAttention {
   std::unique_ptr<AttentionPlan> plan;
   std::mutex launch;  // a handle holds one stream at a time
   ~CudnnAttention() {
+    CudnnPlanTurn turn;
     plan.reset();  // its descriptors refer to the handle: they go first
     if (handle) cudnnDestroy(handle);
   }
@@ -387,6 +383,7 @@ int sdpa_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes
       !cudnn_shape<Merged>(a, std::is_same_v<T, __half> ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16, &shape))
     return 0;
   std::unique_lock no_capture(capture_lock());
+  CudnnPlanTurn turn;  // after the capture lock, as a capture takes them
   DeviceScope scope(a->device);
   auto s = std::make_unique<CudnnAttention>();
   const cudnnStatus_t st = cudnnCreate(&s->handle);
@@ -425,6 +422,7 @@ int by_cudnn(const amber_kernel_args* a, int* rc) {
       !aligned16(a->workspace))
     return 0;
   DeviceScope scope(a->device);
+  CudnnPlanTurn turn;
   std::lock_guard lock(s->launch);
   cudnnStatus_t st = cudnnSetStream(s->handle, stream_of(a));
   if (st == CUDNN_STATUS_SUCCESS)

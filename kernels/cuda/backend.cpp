@@ -225,13 +225,18 @@ const char* last_error() { return t_error.c_str(); }
 
 // CUDA graphs. The recording stream is non-blocking: a blocking stream being captured would
 // make any other thread's work on the legacy default stream (allocations, eager ops) fail and
-// spoil the capture. Kernel setups wait while a capture is in flight (capture_lock.h).
+// spoil the capture. Kernel setups wait while a capture is in flight, and with a cuDNN
+// backend-API path asked for, a capture holds cuDNN's turn from its begin to its end
+// (capture_lock.h); both are taken and released on the recording thread.
 int capture_begin(int32_t device, void** stream) {
   DeviceGuard guard(device);
   cudaStream_t s = nullptr;
   if (!guard.ok() || !ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return 1;
   capture_lock().lock_shared();
+  const bool turn = cudnn_takes_turns();
+  if (turn) cudnn_plan_turn().lock();
   if (!ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture")) {
+    if (turn) cudnn_plan_turn().unlock();
     capture_lock().unlock_shared();
     (void)cudaStreamDestroy(s);
     return 1;
@@ -245,6 +250,7 @@ int capture_end(int32_t device, void* stream, void** graph) {
   auto* s = static_cast<cudaStream_t>(stream);
   cudaGraph_t g = nullptr;
   bool good = ok(cudaStreamEndCapture(s, &g), "recording a CUDA graph");
+  if (cudnn_takes_turns()) cudnn_plan_turn().unlock();
   capture_lock().unlock_shared();
   (void)cudaStreamDestroy(s);
   cudaGraphExec_t exec = nullptr;

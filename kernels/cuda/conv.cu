@@ -37,31 +37,13 @@
 namespace amber::cuda {
 namespace {
 
-// The backend-API plans are opt-in (AMBER_CUDA_CONV_PLANS=1) until a crash seen with them is
-// gone: test_cuda's 8-threads-on-one-model case segfaults in cudnnSetStream (in cuEventRecord)
-// in 7 of 25 runs on an H100, 1 of 15 and 4 of 40 on an H200, never without them; README's GPU
-// section. On the H200 they took ResNet-18 in f32 from 1.45 to 1.20 ms at batch 1.
-bool conv_plans_asked() {
-  static const bool asked = env_is_one("AMBER_CUDA_CONV_PLANS");
-  return asked;
-}
-
-// With the plans on, the cuDNN calls of every convolution in the process (setups, calls, the
-// states' teardown) take turns: the candidate fix for that crash, not yet run on a GPU. Keeping
-// every stream alive did not cure it (4 of 40 on the H200 with no stream ever destroyed);
-// PyTorch met cudnnBackendExecute crashing on concurrent threads (pytorch/pytorch#103939) and
-// cuDNN documents that execution plans are not guaranteed thread-safe. Only host-side launches
-// wait: a replayed CUDA graph makes no cuDNN call.
-class PlanTurn {
- public:
-  PlanTurn() {
-    static std::recursive_mutex turn;  // recursive: a failed setup's state goes while it holds it
-    if (conv_plans_asked()) lock_ = std::unique_lock(turn);
-  }
-
- private:
-  std::unique_lock<std::recursive_mutex> lock_;
-};
+// The backend-API plans (conv_plans_asked) are opt-in until a crash seen with them is gone:
+// test_cuda's 8-threads-on-one-model case segfaults in cudnnSetStream (in cuEventRecord) in 7 of
+// 25 runs on an H100, 1 of 15 and 4 of 40 on an H200, never without them; README's GPU section.
+// On the H200 they took ResNet-18 in f32 from 1.45 to 1.20 ms at batch 1. Keeping every stream
+// alive did not cure it (4 of 40 on the H200 with no stream ever destroyed); with them on, the
+// convolutions' cuDNN work and the captures take turns (capture_lock.h's CudnnPlanTurn), the
+// candidate fix, not yet run on a GPU.
 
 struct ConvState {
   cudnnHandle_t handle = nullptr;
@@ -83,7 +65,7 @@ struct ConvState {
   bool plan_clamp = false;         // the plan clamps too (fused_conv2d's clamp): no pass after it
   std::mutex launch;
   ~ConvState() {
-    PlanTurn turn;
+    CudnnPlanTurn turn;
     plan.reset();  // its descriptors refer to the handle: they go first
     if (packed) cudaFree(packed);
     if (bias32) cudaFree(bias32);
@@ -441,7 +423,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
       return fail(a, "%s: a %s of %lld elements is more than cuDNN takes (2^31 - 1); split the batch", op,
                   v == &x ? "input" : "output", static_cast<long long>(numel(*v)));
   std::unique_lock no_capture(capture_lock());
-  PlanTurn turn;  // after the capture lock: a call holding its turn never waits for that one
+  CudnnPlanTurn turn;  // after the capture lock: a call holding its turn never waits for that one
   DeviceScope scope(a->device);
   auto s = std::make_unique<ConvState>();
   CUDNN_TRY(cudnnCreate(&s->handle));
@@ -714,7 +696,7 @@ int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, si
   if (!out || !yp) return fail(a, "%s: the workspace is too small", op);
   {
     const float one = 1.0f, zero = 0.0f;
-    PlanTurn turn;
+    CudnnPlanTurn turn;
     std::lock_guard lock(s->launch);
     CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
     if constexpr (Op == kTransposed)
@@ -790,7 +772,7 @@ int conv(const amber_kernel_args* a) {
   const float one = 1.0f, zero = 0.0f;
   bool add_bias = false, finished = false;  // finished: the plan added the bias and clamped
   {
-    PlanTurn turn;
+    CudnnPlanTurn turn;
     std::lock_guard lock(s->launch);
     CUDNN_TRY(cudnnSetStream(s->handle, stream_of(a)));
     const bool by_plan = s->plan && ws_bytes >= s->plan->workspace_bytes() && aligned16(xp) && aligned16(yp) &&

@@ -18,6 +18,7 @@
 #include "amber/core/backend.h"
 #include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/switches.h"
 
 namespace amber::cuda {
 
@@ -76,13 +77,6 @@ inline cudaStream_t stream_of(const amber_kernel_args* a) { return static_cast<c
 
 // Whether p is 16-byte aligned (what cuDNN's plans and 16-byte vector accesses ask of a buffer).
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// Whether the environment variable `name` is "1": the backend's opt-ins and diagnostics
-// (AMBER_CUDA_CONV_PLANS, AMBER_CUDA_CUDNN_ATTENTION, AMBER_CUDA_CONV_LOG, AMBER_CUDA_GEMM_LOG).
-inline bool env_is_one(const char* name) {
-  const char* v = std::getenv(name);
-  return v && v[0] == '1' && v[1] == '\0';
-}
 
 // After a launch: 0, or the launch error reported as the kernel's failure.
 inline int launched(const amber_kernel_args* a, const char* what) {
