@@ -208,16 +208,21 @@ step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, 
 # on 2026-11-23 on an H100; 1 in 15 and 4 in 40 on 2026-11-28 on an H200; never without them)
 # is gone.
 # Each side runs test_cuda 15 times, so the rate with and without them is in one summary; a
-# crash is reported frame by frame (scripts/crash_backtrace.c, symbolized with addr2line).
+# crash is reported frame by frame, the crashing thread's and then every other thread's
+# (scripts/crash_backtrace.c; Amber's own frames symbolized with addr2line, others by name).
 crash_reporter=""
 if command -v gcc >/dev/null && gcc -shared -fPIC scripts/crash_backtrace.c -o /tmp/amber-crash-backtrace.so -ldl; then
   crash_reporter=/tmp/amber-crash-backtrace.so
 fi
-symbolize() {  # the FRAME lines of a crash report, with file:line where addr2line finds them
-  grep -v '^FRAME' "$1" | tail -4
-  grep '^FRAME' "$1" | head -30 | while read -r _ file offset symbol; do
+symbolize() {  # a crash report's threads and frames; Amber's frames with file:line from addr2line
+  grep -v '^FRAME\|^THREAD\|^CRASH' "$1" | tail -4
+  grep '^FRAME\|^THREAD\|^CRASH' "$1" | head -300 | while read -r kind file offset symbol; do
+    if [[ $kind != FRAME ]]; then
+      echo "$kind $file $offset $symbol"
+      continue
+    fi
     local where=""
-    [[ $file != "?" ]] && command -v addr2line >/dev/null &&
+    [[ $(basename "$file") == *amber* || $(basename "$file") == test_* ]] && command -v addr2line >/dev/null &&
       where=$(addr2line -f -C -i -e "$file" "$offset" 2>/dev/null | paste -sd' ' | cut -c1-200)
     echo "  $(basename "$file") $offset $symbol $where"
   done
