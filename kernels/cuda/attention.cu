@@ -178,27 +178,41 @@ __device__ float warp_sum(float x) {
 // branch) before storing them: a few memory round trips a tile, where a load-then-store loop
 // waited for each element in turn. At batch 1 a block is alone on its SM (the transformer's
 // 64 blocks on 132 SMs): nothing else hides that latency. (All of a thread's loads at once,
-// 32 at the widest head, took 255 registers and spilled.)
+// 32 at the widest head, took 255 registers and spilled.) A thread's elements are kThreads
+// apart, so its row and column step by (kThreads / width, kThreads % width) from one to the
+// next, with one carry: no integer division an element (two a division, about 20 instructions
+// each, were most of the staging's work).
 template <typename T>
 __device__ void stage_rows(const T* src, int64_t rs, int64_t cs, int count, int rows, int width, float* dst, int ds) {
   constexpr int kBatch = 8;
-  const int n = rows * width;
+  const int n = rows * width, dr = kThreads / width, de = kThreads % width;
+  int r = int(threadIdx.x) / width, e = int(threadIdx.x) % width;  // of the thread's next element
 #pragma unroll 1
   for (int i0 = int(threadIdx.x); i0 < n; i0 += kBatch * kThreads) {
     float v[kBatch];
+    const int r0 = r, e0 = e;  // the batch's first element: the stores walk from it again
 #pragma unroll
     for (int t = 0; t < kBatch; ++t) {
-      const int i = i0 + t * kThreads, r = i / width, e = i % width;
       v[t] = 0.0f;
-      if (i < n) {
+      if (i0 + t * kThreads < n) {
         const float x = float(widen(src[(r < count ? r : count - 1) * rs + e * cs]));
         v[t] = r < count ? x : 0.0f;
       }
+      r += dr;
+      e += de;
+      const bool wrap = e >= width;
+      e -= wrap ? width : 0;
+      r += wrap;
     }
+    int sr = r0, se = e0;
 #pragma unroll
     for (int t = 0; t < kBatch; ++t) {
-      const int i = i0 + t * kThreads;
-      if (i < n) dst[(i / width) * ds + i % width] = v[t];
+      if (i0 + t * kThreads < n) dst[sr * ds + se] = v[t];
+      sr += dr;
+      se += de;
+      const bool wrap = se >= width;
+      se -= wrap ? width : 0;
+      sr += wrap;
     }
   }
 }
@@ -209,8 +223,11 @@ size_t tiled_smem(int64_t rows, int64_t E, int64_t Ev) {
   return size_t(rows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
 }
 
+// At least four blocks an SM (the bench transformer at batch 8: 512 blocks on 132 SMs, all
+// resident): ptxas then keeps every value in registers (95-100), where its own choice (64-80)
+// spilled 8-16 bytes.
 template <typename T, int RowsPerWarp>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     sdpa_tiled_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
                       Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int E, int Ev, float scale,
                       int64_t row_tiles) {
