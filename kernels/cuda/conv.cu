@@ -8,12 +8,12 @@
 // conv2d and fused_conv2d under the matching precision on tensor cores in that type (cuDNN's
 // output rounded, then bias and activation in f32 and one more rounding, as the f32 kernel's
 // 16-bit path and PyTorch's CUDA convolutions do), else (and conv_transpose2d always) widened to
-// f32 and rounded once at the end. conv2d runs
-// the backend-API plan timed fastest at setup when asked (conv_plan.h; f32 only), else the legacy
-// API's algorithm; fused_conv2d's bias (unless the plan adds it) and activation are one pass over
-// the channels-last output with the pointwise ops' own formulas (pointwise_math.h). The step's
-// state owns handle, descriptors, plan and packed weights; calls share it under a mutex (a
-// handle holds one stream at a time).
+// f32 and rounded once at the end. conv2d runs the backend-API plan timed fastest at setup
+// when asked (conv_plan.h; f32 only), else the legacy API's algorithm (in f32 through NCHW
+// copies where that times faster: try_nchw); fused_conv2d's bias (unless the plan adds it) and
+// activation are one pass over the channels-last output with the pointwise ops' own formulas
+// (pointwise_math.h). The step's state owns handle, descriptors, plan and packed weights; calls
+// share it under a mutex (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -63,6 +63,14 @@ struct ConvState {
   std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
   bool plan_bias = false;          // the plan adds the bias
   bool plan_clamp = false;         // the plan clamps too (fused_conv2d's clamp): no pass after it
+  // An f32 convolution whose legacy algorithms run faster on NCHW tensors, the two transforms
+  // counted (try_nchw): its descriptors (the filter is the weight as given, dense [K, C, R, S])
+  // and algorithm.
+  bool nchw = false;
+  cudnnTensorDescriptor_t xn = nullptr, yn = nullptr;
+  cudnnFilterDescriptor_t wn = nullptr;
+  cudnnConvolutionFwdAlgo_t nchw_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  float nchw_us = -1, nhwc_us = -1;  // the two routes' times at setup (-1: not timed)
   std::mutex launch;
   ~ConvState() {
     CudnnPlanTurn turn;
@@ -71,6 +79,9 @@ struct ConvState {
     if (bias32) cudaFree(bias32);
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
+    if (xn) cudnnDestroyTensorDescriptor(xn);
+    if (yn) cudnnDestroyTensorDescriptor(yn);
+    if (wn) cudnnDestroyFilterDescriptor(wn);
     if (b) cudnnDestroyTensorDescriptor(b);
     if (w) cudnnDestroyFilterDescriptor(w);
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -101,6 +112,17 @@ bool is_nhwc(const amber_tensor_view& v) {
   const int lead = v.ndim == 4 ? 0 : 1;
   for (int i = lead; i < 4; ++i)
     if (d[i] != 1 && v.strides[i - lead] != want[i]) return false;
+  return true;
+}
+
+// True when the view is laid out as dense NCHW (a caller's image; dims of size 1 may have any
+// stride).
+bool is_nchw(const amber_tensor_view& v) {
+  int64_t want = 1;
+  for (int i = v.ndim - 1; i >= 0; --i) {
+    if (v.sizes[i] != 1 && v.strides[i] != want) return false;
+    want *= v.sizes[i];
+  }
   return true;
 }
 
@@ -261,6 +283,9 @@ void log_choice(const char* op, const ConvState& s, const int xd[4], const int w
                op, xd[0], xd[1], xd[2], xd[3], w[0], w[1], w[2], w[3], yd[0], yd[1], yd[2], yd[3], type,
                transposed ? "backward-data" : "forward", transposed ? int(s.data_algo) : int(s.algo),
                double(s.algo_ms) * 1000.0, s.workspace);
+  if (s.nchw_us >= 0)
+    std::fprintf(stderr, "; NCHW: algo %d, %.1f us with its transforms against %.1f us%s", int(s.nchw_algo),
+                 double(s.nchw_us), double(s.nhwc_us), s.nchw ? ", used" : "");
   if (s.plan)
     std::fprintf(stderr, "; plan: engine %lld, %.1f us%s", static_cast<long long>(s.plan->engine()),
                  double(s.plan->microseconds()),
@@ -411,6 +436,104 @@ bool choose_data_algo(ConvState* s, bool tf32) {
       });
 }
 
+// Whether an f32 convolution runs faster on NCHW tensors (s->nchw, with its descriptors and
+// algorithm): on channels-last FP32 tensors cuDNN's legacy API offers its implicit GEMMs (the
+// H200's cudnnFind picked algorithm 0 or 1 for ResNet-18's 3x3 convolutions), where its
+// Winograd, FFT and explicit-GEMM algorithms take NCHW tensors (PyTorch's eager ResNet-18, NCHW
+// by default, beat its channels-last run there: 11.0 against 12.0 ms at batch 64, where Amber's
+// took 13.6). cudnnFind times the NCHW algorithms; its pick, with cudnnTransformTensor's two
+// transforms (the input to NCHW, the output back to channels-last), is then timed against the
+// channels-last algorithm on scratch buffers, each the best of three runs after a warm-up, and
+// taken when at least 5% faster. The filter is the immutable weight itself, when dense
+// [K, C, R, S]. Leaves s->nchw false, and no error, where anything is missing. (An algorithm's
+// workspace is held by every call slot's arena: one that needs more than this, or than the
+// channels-last algorithm's, is passed over: FFT's grow with the batch.)
+constexpr size_t kNchwMaxWorkspace = size_t(64) << 20;
+void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const int yd[4], bool tf32) {
+  const amber_tensor_view& w = a->inputs[1];
+  const int64_t K = w.sizes[0], C = w.sizes[1], R = w.sizes[2], S = w.sizes[3];
+  if (w.dtype != kF32 || !w.data || w.cache_id == 0 || w.strides[3] != 1 || w.strides[2] != S ||
+      w.strides[1] != R * S || w.strides[0] != C * R * S)
+    return;
+  const int xs[4] = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1},
+            ys[4] = {yd[1] * yd[2] * yd[3], yd[2] * yd[3], yd[3], 1};
+  constexpr cudnnStatus_t kOk = CUDNN_STATUS_SUCCESS;
+  if (cudnnCreateTensorDescriptor(&s->xn) != kOk || cudnnCreateTensorDescriptor(&s->yn) != kOk ||
+      cudnnCreateFilterDescriptor(&s->wn) != kOk ||  // (each destroyed with the state)
+      cudnnSetTensorNdDescriptor(s->xn, CUDNN_DATA_FLOAT, 4, xd, xs) != kOk ||
+      cudnnSetTensorNdDescriptor(s->yn, CUDNN_DATA_FLOAT, 4, yd, ys) != kOk ||
+      cudnnSetFilter4dDescriptor(s->wn, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(K), int(C), int(R), int(S)) != kOk)
+    return;
+  // cuDNN's fastest NCHW algorithm (FMA math unless TF32 was asked for), as choose_algo's.
+  constexpr int n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  cudnnConvolutionFwdAlgoPerf_t perf[n];
+  int found = 0;
+  if (cudnnFindConvolutionForwardAlgorithm(s->handle, s->xn, s->wn, s->conv, s->yn, n, &found, perf) != kOk) found = 0;
+  (void)cudaGetLastError();
+  int pick = -1;
+  size_t nchw_ws = 0;
+  for (int i = 0; i < found && pick < 0; ++i)
+    if (perf[i].status == kOk && (tf32 || perf[i].mathType == CUDNN_FMA_MATH) &&
+        cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->xn, s->wn, s->conv, s->yn, perf[i].algo, &nchw_ws) ==
+            kOk &&
+        nchw_ws <= std::max(s->workspace, kNchwMaxWorkspace))
+      pick = i;
+  if (pick < 0) return;
+  const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
+  // The two routes timed on scratch buffers of the call's sizes (zeros: the algorithms' time
+  // does not depend on the values), on a stream of their own.
+  const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
+               ybytes = size_t(numel(a->outputs[0])) * sizeof(float), wsbytes = std::max(s->workspace, nchw_ws);
+  void *x = nullptr, *xn = nullptr, *yn = nullptr, *y = nullptr, *ws = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  float nhwc_ms = -1, nchw_ms = -1;
+  if (cudaMalloc(&x, xbytes) == cudaSuccess && cudaMalloc(&xn, xbytes) == cudaSuccess &&
+      cudaMalloc(&yn, ybytes) == cudaSuccess && cudaMalloc(&y, ybytes) == cudaSuccess &&
+      (wsbytes == 0 || cudaMalloc(&ws, wsbytes) == cudaSuccess) &&
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+      cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
+      cudaMemsetAsync(x, 0, xbytes, stream) == cudaSuccess && cudnnSetStream(s->handle, stream) == kOk) {
+    const float one = 1.0f, zero = 0.0f;
+    auto time = [&](auto run) {  // the best of three after a warm-up, in ms; -1 where a run failed
+      float best = -1;
+      for (int r = 0; r < 4; ++r) {
+        float ms = 0;
+        if (cudaEventRecord(start, stream) != cudaSuccess || !run() || cudaEventRecord(stop, stream) != cudaSuccess ||
+            cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
+          return -1.0f;
+        if (r > 0) best = best < 0 ? ms : std::min(best, ms);
+      }
+      return best;
+    };
+    nhwc_ms = time([&] {
+      return cudnnConvolutionForward(s->handle, &one, s->x, x, s->w, s->packed, s->conv, s->algo, ws, s->workspace,
+                                     &zero, s->y, y) == kOk;
+    });
+    nchw_ms = time([&] {
+      return cudnnTransformTensor(s->handle, &one, s->x, x, &zero, s->xn, xn) == kOk &&
+             cudnnConvolutionForward(s->handle, &one, s->xn, xn, s->wn, w.data, s->conv, algo, ws, nchw_ws, &zero,
+                                     s->yn, yn) == kOk &&
+             cudnnTransformTensor(s->handle, &one, s->yn, yn, &zero, s->y, y) == kOk;
+    });
+  }
+  // The legacy stream again before this one goes (cudnnSetStream touches the one it replaces).
+  (void)cudnnSetStream(s->handle, nullptr);
+  if (stream) (void)cudaStreamSynchronize(stream);
+  for (void* p : {x, xn, yn, y, ws})
+    if (p) cudaFree(p);
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  if (stream) cudaStreamDestroy(stream);
+  (void)cudaGetLastError();  // an algorithm that failed to run leaves no error behind
+  if (nhwc_ms < 0 || nchw_ms < 0) return;
+  s->nhwc_us = nhwc_ms * 1000.0f, s->nchw_us = nchw_ms * 1000.0f, s->nchw_algo = algo;
+  if (nchw_ms < 0.95f * nhwc_ms) {
+    s->nchw = true;
+    s->workspace = std::max(s->workspace, padded(nchw_ws));
+  }
+}
+
 template <Kind Op>
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   constexpr bool Transposed = Op == kTransposed;
@@ -557,6 +680,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                 "%s: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
                 "groups %d, output [%d, %d, %d, %d]",
                 op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
+  if (!Transposed && s->half < 0 && s->io == kF32 && !s->plan && s->weights_packed) try_nchw(s.get(), a, xd, yd, tf32);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
   const int wd[4] = {K, C, R, S};
   log_choice(op, *s, xd, wd, yd, tf32, Transposed);  // cuDNN's workspace, before the copies' room
@@ -579,7 +703,8 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   else if (s->io != kF32)
     s->workspace += padded(nx * sizeof(float)) + padded(ny * sizeof(float)) + (is_nhwc(y) ? 0 : padded(ny * 2));
   else if (s->half < 0)
-    s->workspace += (is_nhwc(x) ? 0 : padded(nx * sizeof(float))) + y_room;
+    s->workspace += (is_nhwc(x) ? 0 : padded(nx * sizeof(float))) + y_room +
+                    (s->nchw ? padded(nx * sizeof(float)) + padded(ny * sizeof(float)) : 0);
   else
     s->workspace += padded(nx_copy * 2) + padded(ny * 2) + y_room;
   if (bias16 && !s->bias32) s->workspace += padded(size_t(numel(bias)) * sizeof(float));
@@ -753,6 +878,8 @@ int conv(const amber_kernel_args* a) {
       return 1;
     wp = dst;
   }
+  // The NCHW route (s->nchw) reads an input that is dense NCHW already (a caller's image) as it is.
+  const bool x_nchw = s->nchw && is_nchw(x);
   void* yp = y.data;  // the f32 output in channels-last
   const bool y_direct = is_nhwc(y);
   if (!y_direct && !(yp = take(size_t(numel(y)) * sizeof(float)))) return fail(a, "%s: the workspace is too small", op);
@@ -763,12 +890,15 @@ int conv(const amber_kernel_args* a) {
     if (!dst || !(out = take(size_t(numel(y)) * 2))) return fail(a, "%s: the workspace is too small", op);
     if (input_copy(a, s, dst, s->half) != 0) return 1;
     xp = dst;
-  } else if (!is_nhwc(x)) {
+  } else if (!is_nhwc(x) && !x_nchw) {
     void* dst = take(size_t(numel(x)) * sizeof(float));
     if (!dst) return fail(a, "%s: the workspace is too small", op);
     if (copy_convert(a, nhwc_view(x, dst), x) != 0) return 1;
     xp = dst;
   }
+  void *xn = nullptr, *yn = nullptr;  // the NCHW route's input and output (s->nchw)
+  if (s->nchw && (!(xn = take(size_t(numel(x)) * sizeof(float))) || !(yn = take(size_t(numel(y)) * sizeof(float)))))
+    return fail(a, "%s: the workspace is too small", op);
   const float one = 1.0f, zero = 0.0f;
   bool add_bias = false, finished = false;  // finished: the plan added the bias and clamped
   {
@@ -783,6 +913,11 @@ int conv(const amber_kernel_args* a) {
     } else if constexpr (Transposed) {
       CUDNN_TRY(cudnnConvolutionBackwardData(s->handle, &one, s->w, wp, s->x, xp, s->conv, s->data_algo, ws, ws_bytes,
                                              &zero, s->y, yp));
+    } else if (s->nchw) {  // through NCHW copies (try_nchw): the weight as given
+      if (!x_nchw) CUDNN_TRY(cudnnTransformTensor(s->handle, &one, s->x, xp, &zero, s->xn, xn));
+      CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->xn, x_nchw ? x.data : xn, s->wn, w.data, s->conv,
+                                        s->nchw_algo, ws, ws_bytes, &zero, s->yn, yn));
+      CUDNN_TRY(cudnnTransformTensor(s->handle, &one, s->yn, yn, &zero, s->y, out));
     } else {
       CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->x, xp, s->w, wp, s->conv, s->algo, ws, ws_bytes, &zero,
                                         s->y, out));
