@@ -59,7 +59,7 @@ if [[ ${1:-} == --short ]]; then
   short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|many|sanitizer|benchmark|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|many|sanitizer|benchmark|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
   : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
@@ -175,6 +175,11 @@ step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
 step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
 step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" env "${short_matrix_env[@]}" \
   "$build/tests/test_e2e"
+# The NCHW route of f32 convolutions (kernels/cuda/conv.cu's try_nchw) is taken where it times
+# faster; here every convolution that can takes it, so that its results are checked on every
+# model whatever the timings choose (the op tests' weights are mutable: that route never runs there).
+step "e2e f32 and tf32 with every convolution through NCHW (AMBER_CUDA_CONV_NCHW=1)" env AMBER_CUDA_CONV_NCHW=1 \
+  AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.

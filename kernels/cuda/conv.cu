@@ -450,6 +450,7 @@ bool choose_data_algo(ConvState* s, bool tf32) {
 // channels-last algorithm's, is passed over: FFT's grow with the batch.)
 constexpr size_t kNchwMaxWorkspace = size_t(64) << 20;
 void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const int yd[4], bool tf32) {
+  if (conv_nchw_switch() == 0) return;  // AMBER_CUDA_CONV_NCHW=0: never (=1: always, untimed, below)
   const amber_tensor_view& w = a->inputs[1];
   const int64_t K = w.sizes[0], C = w.sizes[1], R = w.sizes[2], S = w.sizes[3];
   if (w.dtype != kF32 || !w.data || w.cache_id == 0 || w.strides[3] != 1 || w.strides[2] != S ||
@@ -480,6 +481,11 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
       pick = i;
   if (pick < 0) return;
   const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
+  if (conv_nchw_switch() == 1) {
+    s->nchw = true, s->nchw_algo = algo;
+    s->workspace = std::max(s->workspace, padded(nchw_ws));
+    return;
+  }
   // The two routes timed on scratch buffers of the call's sizes (zeros: the algorithms' time
   // does not depend on the values), on a stream of their own.
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),

@@ -1,7 +1,8 @@
 // The CUDA backend's switches read from the environment: a variable counts as set when it is
-// exactly "1". The opt-in cuDNN backend-API paths (convolution plans, fused attention) are read
-// here once, for the kernels that take them and for the captures that take turns with them
-// (capture_lock.h); diagnostics' logs are read where they print. Private to libamber_cuda.so.
+// exactly "1". The opt-in cuDNN backend-API paths (convolution plans, fused attention) and the
+// NCHW convolution route's override are read here once, for the kernels that take them and for
+// the captures that take turns with them (capture_lock.h); diagnostics' logs are read where they
+// print. Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdlib>
@@ -23,6 +24,17 @@ inline bool conv_plans_asked() {
 inline bool cudnn_attention_asked() {
   static const bool asked = env_is_one("AMBER_CUDA_CUDNN_ATTENTION");
   return asked;
+}
+
+// AMBER_CUDA_CONV_NCHW: 1 runs every f32 convolution through NCHW copies where cuDNN has an NCHW
+// algorithm for it, untimed (scripts/gpu_check.sh checks that route on every model so); 0 never;
+// unset, as each times fastest at load (conv.cu's try_nchw). Returns 1, 0 or -1 (unset).
+inline int conv_nchw_switch() {
+  static const int value = [] {
+    const char* v = std::getenv("AMBER_CUDA_CONV_NCHW");
+    return !v || (v[0] != '0' && v[0] != '1') || v[1] != '\0' ? -1 : v[0] - '0';
+  }();
+  return value;
 }
 
 }  // namespace amber::cuda
