@@ -59,7 +59,7 @@ if [[ ${1:-} == --short ]]; then
   short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|many|sanitizer|benchmark|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|many|sanitizer|benchmark|prefetching|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
   : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
@@ -192,6 +192,25 @@ else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
+# [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): the opt-in prefetching
+# fused kernel (kernels/cuda/fused.cu's fused_ahead_kernel: resident blocks walking many chunks,
+# the next one loaded while the current one runs) checked (test_cuda's fused programs; 37.3 MiB:
+# many chunks a thread and a partial last one, every result compared on the host) and timed
+# against the default kernel, three rounds alternating.
+fused_ahead() {
+  local rc=0
+  AMBER_CUDA_FUSED_AHEAD=1 "$build/tests/test_cuda" "cuda: fused programs*" >/tmp/amber-ahead.txt 2>&1 ||
+    { rc=1; tail -30 /tmp/amber-ahead.txt; }
+  AMBER_CUDA_FUSED_AHEAD=1 "$build/bench/bench_device_bandwidth" --mib 37.3 --reps 3 || rc=1
+  for round in 1 2 3; do
+    for ahead in 0 1; do
+      echo -n "round $round, AMBER_CUDA_FUSED_AHEAD=$ahead: "
+      AMBER_CUDA_FUSED_AHEAD=$ahead "$build/bench/bench_device_bandwidth" --mib 256 || rc=1
+    done
+  done
+  return $rc
+}
+step "fused bandwidth: the prefetching kernel (AMBER_CUDA_FUSED_AHEAD=1) against the default" fused_ahead
 # Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
 # node's time includes its launch): the cases furthest from their targets, on the benchmark's
 # archives (written by the step above); each convolution's cuDNN choice and each matrix product's

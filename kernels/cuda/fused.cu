@@ -1,9 +1,8 @@
 // CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
-// the kernel as C data): one generic kernel interpreting the program, on f32 and on f16/bf16
-// storage computed in f32 (a model in 16 bits), with the pointwise ops' own formulas
-// (kernels/pointwise_math.h); the program is turned into the kernel's Code once, at the step's
-// setup. Its own file: its 72 instantiations (inputs x storage x layout) are most of the
-// elementwise kernels' compile time, which now runs beside theirs.
+// the kernel as C data): one generic kernel interpreting the program (and an opt-in prefetching
+// form, fused_ahead_kernel), on f32 and on f16/bf16 storage computed in f32, with the pointwise
+// ops' own formulas (kernels/pointwise_math.h); the program becomes the kernel's Code once, at
+// the step's setup. Its own file: its 78 instantiations are most of the elementwise compile time.
 
 #include <memory>
 
@@ -236,8 +235,65 @@ __global__ void __launch_bounds__(256, fused_blocks_per_sm<K, E, Vec>())
   }
 }
 
+// The dense, aligned form run by a grid of resident blocks that each walk many chunks, every
+// thread's next chunk loaded before the program runs on its current one, so that loads stay in
+// flight while it decodes, computes and stores (the one-chunk-a-thread kernel above waits a
+// memory round trip per chunk, and its 32768 blocks of a 256 MiB call come and go in about 80
+// waves). Opt-in (AMBER_CUDA_FUSED_AHEAD=1) until a GPU run times it against that one
+// (gpu_check's bandwidth step runs both). Chunks are E elements, E a multiple of 4.
+template <typename S, int K, int E>
+__device__ inline void load_chunk(const Operands<K + 1>& o, int64_t base, int64_t n, float (&in)[K][E]) {
+  constexpr int64_t kItem = sizeof(S);
+  if (base + E <= n) {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int q = 0; q < E; q += 4) load4<S>(o.ptr[k + 1] + (base + q) * kItem, &in[k][q]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
+#pragma unroll
+      for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
+    }
+  }
+}
+constexpr int kAheadBlocksPerSm = 2;  // room for two chunks a thread in registers (three spilled)
+template <typename S, int K, int E, int Slots>
+__global__ void __launch_bounds__(256, kAheadBlocksPerSm) fused_ahead_kernel(int64_t n, Operands<K + 1> o, Code code) {
+  static_assert(E % 4 == 0);
+  constexpr int64_t kItem = sizeof(S);
+  const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
+  int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E;
+  if (base >= n) return;
+  float in[K][E];
+  load_chunk<S, K, E>(o, base, n, in);
+  for (;;) {
+    const int64_t next = base + step;
+    const bool more = next < n;
+    float ahead[K][E];
+    if (more) load_chunk<S, K, E>(o, next, n, ahead);  // in flight while this chunk runs
+    float out[E];
+    run_program<K, E, Slots>(code, in, out);
+    if (base + E <= n) {
+#pragma unroll
+      for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (base + e < n) store_elem<S>(o.ptr[0] + (base + e) * kItem, out[e]);
+    }
+    if (!more) return;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < E; ++e) in[k][e] = ahead[k][e];
+    base = next;
+  }
+}
+
 template <typename S, int K>
-int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
+int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots, int sms) {
   const amber_tensor_view* v[K + 1];
   int64_t items[K + 1];
   v[0] = &a->outputs[0];
@@ -254,6 +310,15 @@ int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots) {
   bool vec = o.dense;
   for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
   constexpr int kVecPerThread = K <= kWideInputs ? kWidePerThread : kPerThread;
+  if constexpr (K <= kWideInputs) {
+    if (few_slots && vec && sms > 0 && fused_ahead_asked()) {
+      // Two waves of resident blocks, each thread walking every (grid x 256 x E)-th chunk.
+      const int64_t resident = int64_t(sms) * kAheadBlocksPerSm * 2;
+      const int64_t blocks = std::min<int64_t>(grid_for((n + kVecPerThread - 1) / kVecPerThread), resident);
+      fused_ahead_kernel<S, K, kVecPerThread, kSlots><<<unsigned(blocks), 256, 0, stream_of(a)>>>(n, o, code);
+      return launched(a, "fused kernel launch");
+    }
+  }
   if (few_slots && vec)
     fused_map_kernel<S, K, kVecPerThread, kSlots, true>
         <<<grid_for((n + kVecPerThread - 1) / kVecPerThread), 256, 0, stream_of(a)>>>(n, o, code);
@@ -310,6 +375,7 @@ int assign_slots(Code& code, bool slot_per_instr) {
 struct FusedState {
   Code code;
   bool few_slots = true;
+  int sms = 0;  // the device's multiprocessors (the prefetching kernel's grid), 0 if unknown
 };
 
 int build_code(const amber_kernel_args* a, FusedState& st) {
@@ -337,6 +403,10 @@ int build_code(const amber_kernel_args* a, FusedState& st) {
       c.index[j] = uint8_t(index);
       c.imm[j] = used ? ops[j]->imm : 0.0f;
     }
+  }
+  if (cudaDeviceGetAttribute(&st.sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    st.sms = 0;
   }
   Code per_instr = code;
   st.few_slots = assign_slots(code, false) <= kSlots;
@@ -371,23 +441,24 @@ int fused_kernel(const amber_kernel_args* a) {
                 st->code.n_instrs);
   const Code& code = st->code;
   const bool few_slots = st->few_slots;
+  const int sms = st->sms;
   switch (a->n_inputs) {
     case 1:
-      return run_fused<S, 1>(a, code, few_slots);
+      return run_fused<S, 1>(a, code, few_slots, sms);
     case 2:
-      return run_fused<S, 2>(a, code, few_slots);
+      return run_fused<S, 2>(a, code, few_slots, sms);
     case 3:
-      return run_fused<S, 3>(a, code, few_slots);
+      return run_fused<S, 3>(a, code, few_slots, sms);
     case 4:
-      return run_fused<S, 4>(a, code, few_slots);
+      return run_fused<S, 4>(a, code, few_slots, sms);
     case 5:
-      return run_fused<S, 5>(a, code, few_slots);
+      return run_fused<S, 5>(a, code, few_slots, sms);
     case 6:
-      return run_fused<S, 6>(a, code, few_slots);
+      return run_fused<S, 6>(a, code, few_slots, sms);
     case 7:
-      return run_fused<S, 7>(a, code, few_slots);
+      return run_fused<S, 7>(a, code, few_slots, sms);
     case 8:
-      return run_fused<S, 8>(a, code, few_slots);
+      return run_fused<S, 8>(a, code, few_slots, sms);
   }
   return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
 }

@@ -1,8 +1,8 @@
 // The CUDA backend's switches read from the environment: a variable counts as set when it is
-// exactly "1". The opt-in cuDNN backend-API paths (convolution plans, fused attention) and the
-// NCHW convolution route's override are read here once, for the kernels that take them and for
-// the captures that take turns with them (capture_lock.h); diagnostics' logs are read where they
-// print. Private to libamber_cuda.so.
+// exactly "1". The opt-in paths (cuDNN's backend-API convolution plans and fused attention, the
+// prefetching fused kernel) and the NCHW convolution route's override are read here once, for
+// the kernels that take them and for the captures that take turns with them (capture_lock.h);
+// diagnostics' logs are read where they print. Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdlib>
@@ -23,6 +23,13 @@ inline bool conv_plans_asked() {
 // AMBER_CUDA_CUDNN_ATTENTION=1: 16-bit attention on cuDNN's fused operation (attention_plan.h).
 inline bool cudnn_attention_asked() {
   static const bool asked = env_is_one("AMBER_CUDA_CUDNN_ATTENTION");
+  return asked;
+}
+
+// AMBER_CUDA_FUSED_AHEAD=1: dense fused programs of one or two inputs on the prefetching kernel
+// (fused.cu's fused_ahead_kernel), until a GPU run times it against the default one.
+inline bool fused_ahead_asked() {
+  static const bool asked = env_is_one("AMBER_CUDA_FUSED_AHEAD");
   return asked;
 }
 
