@@ -8,9 +8,12 @@
 #   bash scripts/gpu_check.sh               there: unpacks .gpu-debs/ into a scratch prefix,
 #                                           builds with CUDA, runs every `gpu` test, the e2e
 #                                           matrix's CUDA column, every op on CUDA vs the CPU,
-#                                           many threads on one CUDA model, compute-sanitizer
+#                                           the e2e models with every f32 convolution through
+#                                           NCHW, many threads on one CUDA model, compute-sanitizer
 #                                           (memcheck) on the e2e test, the GPU benchmark
-#                                           (bench/run_vs_torch_cuda.py), test_cuda 15 times with
+#                                           (bench/run_vs_torch_cuda.py), the opt-in prefetching
+#                                           fused kernel checked and timed against the default,
+#                                           test_cuda 15 times with
 #                                           and without the opt-in convolution plans (and their e2e,
 #                                           ops and ResNet-18 benchmark), Nsight Compute on the
 #                                           fused elementwise kernel, then the opt-in cuDNN
@@ -20,17 +23,19 @@
 #                                           (how the non-GPU half is tested on a CPU machine)
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
 #                                           below need, runs every `gpu` test, every op on CUDA vs
-#                                           the CPU, the e2e matrix, many threads, memcheck on the
-#                                           e2e models, the benchmark for one round (the bandwidth
-#                                           line right after its first table), a per-node CUDA
+#                                           the CPU, the e2e matrix, the NCHW route's e2e models,
+#                                           many threads, memcheck on the e2e models, the benchmark
+#                                           for one round (the bandwidth line right after its first
+#                                           table), the prefetching fused kernel, a per-node CUDA
 #                                           profile of five benchmark runs, the convolution plans
 #                                           (test_cuda 15 times and its threads case 40, the e2e
 #                                           models, ResNet-18), Nsight Compute on the fused
 #                                           elementwise kernel (where ncu is) and last the opt-in
 #                                           cuDNN attention; not the whole suite nor the
 #                                           default 15-run loop (2026-11-28 on an H200: 488 s before
-#                                           the 40 threads runs, about 40 s; give it 580 s: the
-#                                           last two steps are the first cut)
+#                                           the 40 threads runs, about 40 s, and the NCHW and
+#                                           prefetching steps added since; give it 580 s: the last
+#                                           two steps are the first cut)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
