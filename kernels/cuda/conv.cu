@@ -54,7 +54,7 @@ struct ConvState {
   cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // conv_transpose2d's
   size_t workspace = 0;
   float algo_ms = -1;      // the legacy algorithm's time in cudnnFind at setup (-1: not timed)
-  void* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state)
+  void* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state; none on the NCHW route)
   bool weights_packed = false;
   int32_t half = -1;               // kBF16 / kF16 when the product is 16-bit (packed holds that type), else -1
   int32_t io = kF32;               // the input's and output's dtype (kBF16 / kF16: a model in 16 bits)
@@ -481,11 +481,15 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
       pick = i;
   if (pick < 0) return;
   const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
-  if (conv_nchw_switch() == 1) {
+  // Taking the route: the channels-last copy of the weights goes (the route reads the weight as
+  // given; weights_packed stays true: nothing to pack per call).
+  auto take_route = [&] {
     s->nchw = true, s->nchw_algo = algo;
     s->workspace = std::max(s->workspace, padded(nchw_ws));
-    return;
-  }
+    cudaFree(s->packed);
+    s->packed = nullptr;
+  };
+  if (conv_nchw_switch() == 1) return take_route();
   // The two routes timed on scratch buffers of the call's sizes (zeros: the algorithms' time
   // does not depend on the values), on a stream of their own.
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
@@ -501,7 +505,7 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
       cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
       cudaMemsetAsync(x, 0, xbytes, stream) == cudaSuccess && cudnnSetStream(s->handle, stream) == kOk) {
     const float one = 1.0f, zero = 0.0f;
-    auto time = [&](auto run) {  // the best of three after a warm-up, in ms; -1 where a run failed
+    auto best_ms = [&](auto run) {  // the best of three after a warm-up, in ms; -1 where a run failed
       float best = -1;
       for (int r = 0; r < 4; ++r) {
         float ms = 0;
@@ -512,11 +516,11 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
       }
       return best;
     };
-    nhwc_ms = time([&] {
+    nhwc_ms = best_ms([&] {
       return cudnnConvolutionForward(s->handle, &one, s->x, x, s->w, s->packed, s->conv, s->algo, ws, s->workspace,
                                      &zero, s->y, y) == kOk;
     });
-    nchw_ms = time([&] {
+    nchw_ms = best_ms([&] {
       return cudnnTransformTensor(s->handle, &one, s->x, x, &zero, s->xn, xn) == kOk &&
              cudnnConvolutionForward(s->handle, &one, s->xn, xn, s->wn, w.data, s->conv, algo, ws, nchw_ws, &zero,
                                      s->yn, yn) == kOk &&
@@ -534,10 +538,7 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
   (void)cudaGetLastError();  // an algorithm that failed to run leaves no error behind
   if (nhwc_ms < 0 || nchw_ms < 0) return;
   s->nhwc_us = nhwc_ms * 1000.0f, s->nchw_us = nchw_ms * 1000.0f, s->nchw_algo = algo;
-  if (nchw_ms < 0.95f * nhwc_ms) {
-    s->nchw = true;
-    s->workspace = std::max(s->workspace, padded(nchw_ws));
-  }
+  if (nchw_ms < 0.95f * nhwc_ms) take_route();
 }
 
 template <Kind Op>
