@@ -175,6 +175,39 @@ __device__ inline void store4(char* p, const float* v) {
         make_uint2(to_bits<S>(v[0]) | to_bits<S>(v[1]) << 16, to_bits<S>(v[2]) | to_bits<S>(v[3]) << 16);
 }
 
+// A dense, aligned chunk of E elements (E a multiple of 4) at element base: every operand's
+// loads issued before any is used (16-byte ones when the chunk is whole; elements past n read an
+// element in range, never stored), and the results stored.
+template <typename S, int K, int E>
+__device__ inline void load_chunk(const Operands<K + 1>& o, int64_t base, int64_t n, float (&in)[K][E]) {
+  constexpr int64_t kItem = sizeof(S);
+  if (base + E <= n) {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int q = 0; q < E; q += 4) load4<S>(o.ptr[k + 1] + (base + q) * kItem, &in[k][q]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
+#pragma unroll
+      for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
+    }
+  }
+}
+template <typename S, int K, int E>
+__device__ inline void store_chunk(const Operands<K + 1>& o, int64_t base, int64_t n, const float (&out)[E]) {
+  constexpr int64_t kItem = sizeof(S);
+  if (base + E <= n) {
+#pragma unroll
+    for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (base + e < n) store_elem<S>(o.ptr[0] + (base + e) * kItem, out[e]);
+  }
+}
+
 // Vec: every operand dense and 16-byte aligned (E a multiple of 4): 16-byte loads and stores
 // (8-byte ones of four 16-bit values), the last partial group element by element at dense
 // offsets; else each element's offsets from the dims. The two are separate kernels so that
@@ -194,29 +227,9 @@ __global__ void __launch_bounds__(256, fused_blocks_per_sm<K, E, Vec>())
   for (int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E; base < n; base += step) {
     float in[K][E], out[E];
     if constexpr (Vec) {
-      const bool whole = base + E <= n;
-      if (whole) {  // every load of every operand issued before the program runs
-#pragma unroll
-        for (int k = 0; k < K; ++k)
-#pragma unroll
-          for (int q = 0; q < E; q += 4) load4<S>(o.ptr[k + 1] + (base + q) * kItem, &in[k][q]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-          const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
-#pragma unroll
-          for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
-        }
-      }
+      load_chunk<S, K, E>(o, base, n, in);
       run_program<K, E, Slots>(code, in, out);  // each instruction decoded once for the E elements
-      if (whole) {
-#pragma unroll
-        for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-          if (base + e < n) store_elem<S>(o.ptr[0] + (base + e) * kItem, out[e]);
-      }
+      store_chunk<S, K, E>(o, base, n, out);
     } else {
       int64_t out_off[E];
 #pragma unroll
@@ -241,28 +254,10 @@ __global__ void __launch_bounds__(256, fused_blocks_per_sm<K, E, Vec>())
 // memory round trip per chunk, and its 32768 blocks of a 256 MiB call come and go in about 80
 // waves). Opt-in (AMBER_CUDA_FUSED_AHEAD=1) until a GPU run times it against that one
 // (gpu_check's bandwidth step runs both). Chunks are E elements, E a multiple of 4.
-template <typename S, int K, int E>
-__device__ inline void load_chunk(const Operands<K + 1>& o, int64_t base, int64_t n, float (&in)[K][E]) {
-  constexpr int64_t kItem = sizeof(S);
-  if (base + E <= n) {
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int q = 0; q < E; q += 4) load4<S>(o.ptr[k + 1] + (base + q) * kItem, &in[k][q]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const int64_t i = base + e < n ? base + e : base;  // past the end: an element in range, not stored
-#pragma unroll
-      for (int k = 0; k < K; ++k) in[k][e] = load_elem<S>(o.ptr[k + 1] + i * kItem);
-    }
-  }
-}
 constexpr int kAheadBlocksPerSm = 2;  // room for two chunks a thread in registers (three spilled)
 template <typename S, int K, int E, int Slots>
 __global__ void __launch_bounds__(256, kAheadBlocksPerSm) fused_ahead_kernel(int64_t n, Operands<K + 1> o, Code code) {
   static_assert(E % 4 == 0);
-  constexpr int64_t kItem = sizeof(S);
   const int64_t step = int64_t(gridDim.x) * blockDim.x * E;
   int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * E;
   if (base >= n) return;
@@ -275,14 +270,7 @@ __global__ void __launch_bounds__(256, kAheadBlocksPerSm) fused_ahead_kernel(int
     if (more) load_chunk<S, K, E>(o, next, n, ahead);  // in flight while this chunk runs
     float out[E];
     run_program<K, E, Slots>(code, in, out);
-    if (base + E <= n) {
-#pragma unroll
-      for (int q = 0; q < E; q += 4) store4<S>(o.ptr[0] + (base + q) * kItem, &out[q]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (base + e < n) store_elem<S>(o.ptr[0] + (base + e) * kItem, out[e]);
-    }
+    store_chunk<S, K, E>(o, base, n, out);
     if (!more) return;
 #pragma unroll
     for (int k = 0; k < K; ++k)
