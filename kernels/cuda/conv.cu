@@ -31,6 +31,7 @@
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/stopwatch.h"
 #include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
 
@@ -44,6 +45,8 @@ namespace {
 // alive did not cure it (4 of 40 on the H200 with no stream ever destroyed); with them on, the
 // convolutions' cuDNN work and the captures take turns (capture_lock.h's CudnnPlanTurn), the
 // candidate fix, not yet run on a GPU.
+
+constexpr int kTimedRuns = 3;  // runs timed after a warm-up (time_bias_add, try_nchw), the best kept
 
 struct ConvState {
   cudnnHandle_t handle = nullptr;
@@ -247,27 +250,19 @@ int pair(const amber_kernel_args* a, int i, int which) {
   return int(at.count > which ? at.ints[which] : at.ints[0]);
 }
 
-// Microseconds cudnnAddTensor takes to add the bias to an output at y (the best of three;
-// a large number where it cannot be timed, so the fused plan is preferred).
+// Microseconds cudnnAddTensor takes to add the bias to an output at y (the best of three after a
+// warm-up; a large number where it cannot be timed, so the fused plan is preferred).
 float time_bias_add(ConvState* s, const amber_tensor_view& bias, void* y, cudaStream_t stream) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  float best = 1e9f;
   const float one = 1.0f;
-  if (cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
-      cudnnSetStream(s->handle, stream) == CUDNN_STATUS_SUCCESS)
-    for (int r = 0; r < 4; ++r) {
-      float ms = 0;
-      if (cudaEventRecord(start, stream) != cudaSuccess ||
-          cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, y) != CUDNN_STATUS_SUCCESS ||
-          cudaEventRecord(stop, stream) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
-          cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
-        break;
-      if (r > 0) best = std::min(best, ms * 1000.0f);  // the first run is a warm-up
-    }
+  Stopwatch watch(stream);
+  const float ms =
+      cudnnSetStream(s->handle, stream) != CUDNN_STATUS_SUCCESS
+          ? -1
+          : watch.best_ms(
+                [&] { return cudnnAddTensor(s->handle, &one, s->b, bias.data, &one, s->y, y) == CUDNN_STATUS_SUCCESS; },
+                kTimedRuns);
   (void)cudaGetLastError();
-  if (start) cudaEventDestroy(start);
-  if (stop) cudaEventDestroy(stop);
-  return best;
+  return ms < 0 ? 1e9f : ms * 1000.0f;
 }
 
 // AMBER_CUDA_CONV_LOG=1: each convolution's choice printed to stderr at setup (shapes, the
@@ -496,44 +491,34 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float), wsbytes = std::max(s->workspace, nchw_ws);
   void *x = nullptr, *xn = nullptr, *yn = nullptr, *y = nullptr, *ws = nullptr;
   cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
   float nhwc_ms = -1, nchw_ms = -1;
   if (cudaMalloc(&x, xbytes) == cudaSuccess && cudaMalloc(&xn, xbytes) == cudaSuccess &&
       cudaMalloc(&yn, ybytes) == cudaSuccess && cudaMalloc(&y, ybytes) == cudaSuccess &&
       (wsbytes == 0 || cudaMalloc(&ws, wsbytes) == cudaSuccess) &&
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
-      cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
       cudaMemsetAsync(x, 0, xbytes, stream) == cudaSuccess && cudnnSetStream(s->handle, stream) == kOk) {
     const float one = 1.0f, zero = 0.0f;
-    auto best_ms = [&](auto run) {  // the best of three after a warm-up, in ms; -1 where a run failed
-      float best = -1;
-      for (int r = 0; r < 4; ++r) {
-        float ms = 0;
-        if (cudaEventRecord(start, stream) != cudaSuccess || !run() || cudaEventRecord(stop, stream) != cudaSuccess ||
-            cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
-          return -1.0f;
-        if (r > 0) best = best < 0 ? ms : std::min(best, ms);
-      }
-      return best;
-    };
-    nhwc_ms = best_ms([&] {
-      return cudnnConvolutionForward(s->handle, &one, s->x, x, s->w, s->packed, s->conv, s->algo, ws, s->workspace,
-                                     &zero, s->y, y) == kOk;
-    });
-    nchw_ms = best_ms([&] {
-      return cudnnTransformTensor(s->handle, &one, s->x, x, &zero, s->xn, xn) == kOk &&
-             cudnnConvolutionForward(s->handle, &one, s->xn, xn, s->wn, w.data, s->conv, algo, ws, nchw_ws, &zero,
-                                     s->yn, yn) == kOk &&
-             cudnnTransformTensor(s->handle, &one, s->yn, yn, &zero, s->y, y) == kOk;
-    });
+    Stopwatch watch(stream);
+    nhwc_ms = watch.best_ms(
+        [&] {
+          return cudnnConvolutionForward(s->handle, &one, s->x, x, s->w, s->packed, s->conv, s->algo, ws, s->workspace,
+                                         &zero, s->y, y) == kOk;
+        },
+        kTimedRuns);
+    nchw_ms = watch.best_ms(
+        [&] {
+          return cudnnTransformTensor(s->handle, &one, s->x, x, &zero, s->xn, xn) == kOk &&
+                 cudnnConvolutionForward(s->handle, &one, s->xn, xn, s->wn, w.data, s->conv, algo, ws, nchw_ws, &zero,
+                                         s->yn, yn) == kOk &&
+                 cudnnTransformTensor(s->handle, &one, s->yn, yn, &zero, s->y, y) == kOk;
+        },
+        kTimedRuns);
   }
   // The legacy stream again before this one goes (cudnnSetStream touches the one it replaces).
   (void)cudnnSetStream(s->handle, nullptr);
   if (stream) (void)cudaStreamSynchronize(stream);
   for (void* p : {x, xn, yn, y, ws})
     if (p) cudaFree(p);
-  if (start) cudaEventDestroy(start);
-  if (stop) cudaEventDestroy(stop);
   if (stream) cudaStreamDestroy(stream);
   (void)cudaGetLastError();  // an algorithm that failed to run leaves no error behind
   if (nhwc_ms < 0 || nchw_ms < 0) return;

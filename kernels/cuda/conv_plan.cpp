@@ -9,6 +9,8 @@
 #include <cmath>
 #include <set>
 
+#include "amber/kernels/cuda/stopwatch.h"
+
 namespace amber::cuda {
 namespace {
 
@@ -121,12 +123,8 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
     }
     if (configs.empty()) return "cuDNN's heuristics offer no FP32 engine for this convolution";
 
-    cudaEvent_t start = nullptr, stop = nullptr;
-    if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-      (void)cudaGetLastError();
-      if (start) cudaEventDestroy(start);
-      return "no CUDA events to time the engines";
-    }
+    Stopwatch watch(stream);
+    if (!watch.ok()) return "no CUDA events to time the engines";
     check(cudnnSetStream(handle, stream), "setting the stream");
     const int64_t ids[4] = {kX, kW, kY, kB};
     float best = 0;
@@ -142,24 +140,11 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
         continue;
       }
       ++tried;
-      auto time_run = [&](float& ms) {
-        return cudaEventRecord(start, stream) == cudaSuccess &&
-               d_.execute(handle, plan, n_tensors_, ids, buffers, workspace) == CUDNN_STATUS_SUCCESS &&
-               cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess &&
-               cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
-      };
-      float ms = -1;
-      if (!time_run(ms)) ms = -1;
       // The best of a few runs (the first paid for any lazy loading), unless the first was
       // already over twice the best so far: load time matters too.
-      for (int r = 0; ms >= 0 && r < kTimedRuns && !(plan_ && ms > 2 * best); ++r) {
-        float t = 0;
-        if (!time_run(t)) {
-          ms = -1;
-          break;
-        }
-        ms = r == 0 ? t : std::min(ms, t);
-      }
+      const float ms = watch.best_ms(
+          [&] { return d_.execute(handle, plan, n_tensors_, ids, buffers, workspace) == CUDNN_STATUS_SUCCESS; },
+          kTimedRuns, plan_ ? 2 * best : FLT_MAX);
       if (ms >= 0) d_.engine_of(config, &index, nullptr);
       (void)cudaGetLastError();  // an engine that failed to run leaves no error behind
       if (workspace) cudaFree(workspace);
@@ -170,8 +155,6 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
         cudnnBackendDestroyDescriptor(plan);
       }
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     if (!plan_) return "none of cuDNN's " + std::to_string(configs.size()) + " FP32 engine configs ran";
     d_.own_plan(plan_);
     microseconds_ = best * 1000.0f;

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +32,7 @@
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/stopwatch.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cuda {
@@ -283,40 +285,18 @@ int fastest(const GemmState& st, const Operands& o, const cublasLtMatmulHeuristi
   }
   std::unique_lock no_capture(capture_lock(), std::try_to_lock);
   if (!no_capture.owns_lock()) return 0;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    (void)cudaGetLastError();
-    if (start) cudaEventDestroy(start);
-    return 0;
-  }
-  auto time_one = [&](const cublasLtMatmulAlgo_t& algo, float& ms) {
-    return cudaEventRecord(start, stream) == cudaSuccess &&
-           run_product(st, o, &algo, stream) == CUBLAS_STATUS_SUCCESS && cudaEventRecord(stop, stream) == cudaSuccess &&
-           cudaEventSynchronize(stop) == cudaSuccess && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
-  };
+  Stopwatch watch(stream);
+  if (!watch.ok()) return 0;
   int best = -1;
   float best_ms = 0;
   for (int i = 0; i < n; ++i) {
-    float ms = 0;
-    if (!time_one(results[i].algo, ms)) {  // refused or failed: not a candidate
-      (void)cudaGetLastError();
-      continue;
-    }
-    for (int r = 0; r < kTimedRuns && !(best >= 0 && ms > 2 * best_ms); ++r) {
-      float t = 0;
-      if (!time_one(results[i].algo, t)) {
-        ms = -1;
-        break;
-      }
-      ms = r == 0 ? t : std::min(ms, t);
-    }
-    (void)cudaGetLastError();
-    if (ms < 0) continue;
+    const float ms =
+        watch.best_ms([&] { return run_product(st, o, &results[i].algo, stream) == CUBLAS_STATUS_SUCCESS; }, kTimedRuns,
+                      best >= 0 ? 2 * best_ms : FLT_MAX);
+    if (ms < 0) continue;  // refused or failed: not a candidate
     us[i] = ms * 1000.0f;
     if (best < 0 || ms < best_ms) best = i, best_ms = ms;
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return best < 0 ? 0 : best;
 }
 
