@@ -363,7 +363,7 @@ int assign_slots(Code& code, bool slot_per_instr) {
 struct FusedState {
   Code code;
   bool few_slots = true;
-  int sms = 0;  // the device's multiprocessors (the prefetching kernel's grid), 0 if unknown
+  int sms = 0;  // the device's multiprocessors (the prefetching kernel's grid), 0 if unknown or not asked
 };
 
 int build_code(const amber_kernel_args* a, FusedState& st) {
@@ -392,7 +392,10 @@ int build_code(const amber_kernel_args* a, FusedState& st) {
       c.imm[j] = used ? ops[j]->imm : 0.0f;
     }
   }
-  if (cudaDeviceGetAttribute(&st.sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
+  // The prefetching kernel's grid: asked only where that kernel is (an eager call without a
+  // setup builds its code each call).
+  if (fused_ahead_asked() &&
+      cudaDeviceGetAttribute(&st.sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
     (void)cudaGetLastError();
     st.sms = 0;
   }

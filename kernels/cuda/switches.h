@@ -1,18 +1,22 @@
 // The CUDA backend's switches read from the environment: a variable counts as set when it is
-// exactly "1". The opt-in paths (cuDNN's backend-API convolution plans and fused attention, the
-// prefetching fused kernel) and the NCHW convolution route's override are read here once, for
-// the kernels that take them and for the captures that take turns with them (capture_lock.h);
-// diagnostics' logs are read where they print. Private to libamber_cuda.so.
+// exactly "1" (and as off, for a switch with a default of its own, when exactly "0"). The opt-in
+// paths (cuDNN's backend-API convolution plans and fused attention, the prefetching fused kernel)
+// and the NCHW convolution route's override are read here once, for the kernels that take them
+// and for the captures that take turns with them (capture_lock.h); diagnostics' logs are read
+// where they print. Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdlib>
 
 namespace amber::cuda {
 
-inline bool env_is_one(const char* name) {
+// A switch's value: 1 or 0 where the variable is exactly "1" or "0", -1 where it is unset or
+// anything else.
+inline int env_switch(const char* name) {
   const char* v = std::getenv(name);
-  return v && v[0] == '1' && v[1] == '\0';
+  return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
 }
+inline bool env_is_one(const char* name) { return env_switch(name) == 1; }
 
 // AMBER_CUDA_CONV_PLANS=1: convolutions on cuDNN backend-API plans (conv_plan.h).
 inline bool conv_plans_asked() {
@@ -37,10 +41,7 @@ inline bool fused_ahead_asked() {
 // algorithm for it, untimed (scripts/gpu_check.sh checks that route on every model so); 0 never;
 // unset, as each times fastest at load (conv.cu's try_nchw). Returns 1, 0 or -1 (unset).
 inline int conv_nchw_switch() {
-  static const int value = [] {
-    const char* v = std::getenv("AMBER_CUDA_CONV_NCHW");
-    return !v || (v[0] != '0' && v[0] != '1') || v[1] != '\0' ? -1 : v[0] - '0';
-  }();
+  static const int value = env_switch("AMBER_CUDA_CONV_NCHW");
   return value;
 }
 
