@@ -9,7 +9,8 @@
 #                                           builds with CUDA, runs every `gpu` test, the e2e
 #                                           matrix's CUDA column, every op on CUDA vs the CPU,
 #                                           the e2e models with every f32 convolution through
-#                                           NCHW, many threads on one CUDA model, compute-sanitizer
+#                                           NCHW, every op and e2e model with Amber's own
+#                                           convolution kernel, many threads on one CUDA model, compute-sanitizer
 #                                           (memcheck) on the e2e test, the GPU benchmark
 #                                           (bench/run_vs_torch_cuda.py), the opt-in prefetching
 #                                           fused kernel checked and timed against the default,
@@ -22,20 +23,22 @@
 #   bash scripts/gpu_check.sh --build-only  the same unpack, configure and build, no GPU needed
 #                                           (how the non-GPU half is tested on a CPU machine)
 #   bash scripts/gpu_check.sh --short       for a 15-minute lease: builds only what the checks
-#                                           below need, runs every `gpu` test, every op on CUDA vs
-#                                           the CPU, the e2e matrix, the NCHW route's e2e models,
-#                                           many threads, memcheck on the e2e models, the benchmark
-#                                           for one round (the bandwidth line right after its first
-#                                           table), the prefetching fused kernel, a per-node CUDA
-#                                           profile of five benchmark runs, the convolution plans
-#                                           (test_cuda 15 times and its threads case 40, the e2e
-#                                           models, ResNet-18), Nsight Compute on the fused
-#                                           elementwise kernel (where ncu is) and last the opt-in
-#                                           cuDNN attention; not the whole suite nor the
-#                                           default 15-run loop (2026-11-28 on an H200: 488 s before
-#                                           the 40 threads runs, about 40 s, and the NCHW and
-#                                           prefetching steps added since; give it 580 s: the last
-#                                           two steps are the first cut)
+#                                           below need, runs every `gpu` test, every op on CUDA
+#                                           vs the CPU, the e2e matrix, the NCHW route's e2e
+#                                           models, the own convolution kernel's ops and
+#                                           models, many threads, memcheck on the e2e models,
+#                                           the benchmark for one round (the bandwidth line
+#                                           right after its first table), the prefetching fused
+#                                           kernel, a per-node CUDA profile of five benchmark
+#                                           runs, the convolution plans (test_cuda 15 times and
+#                                           its threads case 40, the e2e models, ResNet-18),
+#                                           Nsight Compute on the fused elementwise kernel
+#                                           (where ncu is) and last the opt-in cuDNN attention;
+#                                           not the whole suite nor the default 15-run loop
+#                                           (2026-11-28 on an H200: 488 s before the 40 threads
+#                                           runs, about 40 s, and the NCHW, own convolution and
+#                                           prefetching steps added since; give it 580 s: the
+#                                           last two steps are the first cut)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -64,7 +67,7 @@ if [[ ${1:-} == --short ]]; then
   short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|many|sanitizer|benchmark|prefetching|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|own convolution|many|sanitizer|benchmark|prefetching|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
   : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
@@ -180,11 +183,18 @@ step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
 step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
 step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" env "${short_matrix_env[@]}" \
   "$build/tests/test_e2e"
-# The NCHW route of f32 convolutions (kernels/cuda/conv.cu's try_nchw) is taken where it times
+# The NCHW route of f32 convolutions (kernels/cuda/conv.cu's choose_route) is taken where it times
 # faster; here every convolution that can takes it, so that its results are checked on every
 # model whatever the timings choose (the op tests' weights are mutable: that route never runs there).
 step "e2e f32 and tf32 with every convolution through NCHW (AMBER_CUDA_CONV_NCHW=1)" env AMBER_CUDA_CONV_NCHW=1 \
   AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
+# Amber's own f32 convolution kernel (kernels/cuda/conv_direct.h) is likewise taken where it
+# times faster; here wherever it fits, on every op (mutable weights too) and every model.
+own_conv() {
+  AMBER_CUDA_CONV_DIRECT=1 "$build/tests/test_ops" "[devices]" &&
+    AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
+}
+step "every op and the e2e models (f32, tf32) with Amber's own convolution kernel (AMBER_CUDA_CONV_DIRECT=1)" own_conv
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.

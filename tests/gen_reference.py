@@ -1594,6 +1594,14 @@ case("fused_linear_mismatch", "fused_linear", fused_lin, [In([7, 13]), In([5, 12
 # dimension cannot be 0).
 case("linear_expanded_rows", "linear", LINEAR, [In([4, 13], layout=("exp", 0, 4)), In([5, 13]), In([5])], **LIN_TOL)
 case("mm_expanded", "mm", torch.mm, [In([6, 9], layout=("exp", 0, 6)), In([9, 4], layout=("exp", 1, 4))], **LIN_TOL)
+# Convolutions with channels in fours (what the CUDA backend's own kernel takes, conv_direct.h):
+# pixels over two 64-row tiles, strided and dilated unevenly; and a deep sum over few pixels
+# (batch 1, 7 x 7: that kernel splits the sum across blocks) into 68 channels (a 64-channel tile
+# and a partial one), ReLU.
+case("conv_fours_strided_dilated", "conv2d", conv, [In([2, 12, 11, 10]), In([8, 12, 3, 2]), In([8])],
+     attrs={"stride": [2, 1], "padding": [2, 1], "dilation": [2, 1]}, **CONV_TOL)
+case("fused_conv_relu_deep_sum", "fused_conv2d", fused_conv, [In([1, 64, 7, 7]), In([68, 64, 3, 3]), In([68])],
+     attrs={"padding": [1], "max_val": 3e38}, atol=2e-4, rtol=1e-4)
 
 def run_cases():
     tensors, specs = {}, []

@@ -9,11 +9,12 @@
 // output rounded, then bias and activation in f32 and one more rounding, as the f32 kernel's
 // 16-bit path and PyTorch's CUDA convolutions do), else (and conv_transpose2d always) widened to
 // f32 and rounded once at the end. conv2d runs the backend-API plan timed fastest at setup
-// when asked (conv_plan.h; f32 only), else the legacy API's algorithm (in f32 through NCHW
-// copies where that times faster: try_nchw); fused_conv2d's bias (unless the plan adds it) and
-// activation are one pass over the channels-last output with the pointwise ops' own formulas
-// (pointwise_math.h). The step's state owns handle, descriptors, plan and packed weights; calls
-// share it under a mutex (a handle holds one stream at a time).
+// when asked (conv_plan.h; f32 only), else the legacy API's algorithm, or in f32 cuDNN on NCHW
+// copies or Amber's own kernel (conv_direct.h) where either times faster (choose_route);
+// fused_conv2d's bias (unless the plan or the own kernel adds it) and activation are one pass
+// over the channels-last output with the pointwise ops' own formulas (pointwise_math.h). The
+// step's state owns handle, descriptors, plan and packed weights; calls share it under a mutex
+// (a handle holds one stream at a time).
 
 #include <cudnn.h>
 
@@ -27,6 +28,7 @@
 
 #include "amber/kernels/cuda/activation.cuh"
 #include "amber/kernels/cuda/capture_lock.h"
+#include "amber/kernels/cuda/conv_direct.h"
 #include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/half_products.h"
@@ -46,7 +48,7 @@ namespace {
 // convolutions' cuDNN work and the captures take turns (capture_lock.h's CudnnPlanTurn), the
 // candidate fix, not yet run on a GPU.
 
-constexpr int kTimedRuns = 3;  // runs timed after a warm-up (time_bias_add, try_nchw), the best kept
+constexpr int kTimedRuns = 3;  // runs timed after a warm-up (time_bias_add, choose_route), the best kept
 
 struct ConvState {
   cudnnHandle_t handle = nullptr;
@@ -67,13 +69,16 @@ struct ConvState {
   bool plan_bias = false;          // the plan adds the bias
   bool plan_clamp = false;         // the plan clamps too (fused_conv2d's clamp): no pass after it
   // An f32 convolution whose legacy algorithms run faster on NCHW tensors, the two transforms
-  // counted (try_nchw): its descriptors (the filter is the weight as given, dense [K, C, R, S])
+  // counted (choose_route): its descriptors (the filter is the weight as given, dense [K, C, R, S])
   // and algorithm.
   bool nchw = false;
   cudnnTensorDescriptor_t xn = nullptr, yn = nullptr;
   cudnnFilterDescriptor_t wn = nullptr;
   cudnnConvolutionFwdAlgo_t nchw_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  float nchw_us = -1, nhwc_us = -1;  // the two routes' times at setup (-1: not timed)
+  // Amber's own kernel (conv_direct.h) where it times faster than cuDNN (choose_route).
+  bool direct = false;
+  DirectConv dc;
+  float nchw_us = -1, nhwc_us = -1, direct_us = -1;  // the routes' times at setup (-1: not timed)
   std::mutex launch;
   ~ConvState() {
     CudnnPlanTurn turn;
@@ -278,9 +283,14 @@ void log_choice(const char* op, const ConvState& s, const int xd[4], const int w
                op, xd[0], xd[1], xd[2], xd[3], w[0], w[1], w[2], w[3], yd[0], yd[1], yd[2], yd[3], type,
                transposed ? "backward-data" : "forward", transposed ? int(s.data_algo) : int(s.algo),
                double(s.algo_ms) * 1000.0, s.workspace);
+  if (s.nhwc_us >= 0) std::fprintf(stderr, "; timed %.1f us", double(s.nhwc_us));
   if (s.nchw_us >= 0)
-    std::fprintf(stderr, "; NCHW: algo %d, %.1f us with its transforms against %.1f us%s", int(s.nchw_algo),
-                 double(s.nchw_us), double(s.nhwc_us), s.nchw ? ", used" : "");
+    std::fprintf(stderr, "; NCHW: algo %d, %.1f us with its transforms%s", int(s.nchw_algo), double(s.nchw_us),
+                 s.nchw ? ", used" : "");
+  if (s.direct && s.direct_us < 0) std::fprintf(stderr, "; own kernel: %d slices, used (asked)", s.dc.splits);
+  if (s.direct_us >= 0)
+    std::fprintf(stderr, "; own kernel: %d slices, %.1f us%s", s.dc.splits, double(s.direct_us),
+                 s.direct ? ", used" : "");
   if (s.plan)
     std::fprintf(stderr, "; plan: engine %lld, %.1f us%s", static_cast<long long>(s.plan->engine()),
                  double(s.plan->microseconds()),
@@ -431,26 +441,35 @@ bool choose_data_algo(ConvState* s, bool tf32) {
       });
 }
 
-// Whether an f32 convolution runs faster on NCHW tensors (s->nchw, with its descriptors and
-// algorithm): on channels-last FP32 tensors cuDNN's legacy API offers its implicit GEMMs (the
-// H200's cudnnFind picked algorithm 0 or 1 for ResNet-18's 3x3 convolutions), where its
-// Winograd, FFT and explicit-GEMM algorithms take NCHW tensors (PyTorch's eager ResNet-18, NCHW
-// by default, beat its channels-last run there: 11.0 against 12.0 ms at batch 64, where Amber's
-// took 13.6). cudnnFind times the NCHW algorithms; its pick, with cudnnTransformTensor's two
-// transforms (the input to NCHW, the output back to channels-last), is then timed against the
-// channels-last algorithm on scratch buffers, each the best of three runs after a warm-up, and
-// taken when at least 5% faster. The filter is the immutable weight itself, when dense
-// [K, C, R, S]. Leaves s->nchw false, and no error, where anything is missing. (An algorithm's
-// workspace is held by every call slot's arena: one that needs more than this, or than the
-// channels-last algorithm's, is passed over: FFT's grow with the batch.)
+// An f32 convolution's route (conv2d and fused_conv2d, no plan): cuDNN's legacy algorithm on the
+// channels-last tensors (s->algo), Amber's own kernel (s->direct, conv_direct.h), or cuDNN on NCHW
+// copies (s->nchw). On channels-last FP32 tensors cuDNN's legacy API offers its implicit GEMMs
+// only (the H200's cudnnFind picked algorithm 0 or 1 for ResNet-18's 3x3 convolutions, 170-220 us
+// each at batch 1, where the whole network took 0.46 ms in TF32); its Winograd, FFT and
+// explicit-GEMM algorithms take NCHW tensors (PyTorch's eager ResNet-18, NCHW by default, beat its
+// channels-last run there: 11.0 against 12.0 ms at batch 64, where Amber's took 13.6), and Amber's
+// own kernel splits the sum where the output gives too few blocks. Each candidate is timed on
+// scratch buffers of the call's sizes, the best of three runs after a warm-up (NCHW's with
+// cudnnTransformTensor's two transforms, the input to NCHW and the output back; the bias and
+// activation pass left out, which the own kernel does in its own), and taken when at least 5%
+// faster than the legacy algorithm. AMBER_CUDA_CONV_DIRECT=1 takes the own kernel wherever it
+// fits, untimed (mutable weights too: scripts/gpu_check.sh runs every op so), else
+// AMBER_CUDA_CONV_NCHW=1 the NCHW route wherever cuDNN has an NCHW algorithm; either =0 never.
+// Leaves the legacy route, and no error, where anything is missing.
 constexpr size_t kNchwMaxWorkspace = size_t(64) << 20;
-void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const int yd[4], bool tf32) {
-  if (conv_nchw_switch() == 0) return;  // AMBER_CUDA_CONV_NCHW=0: never (=1: always, untimed, below)
+
+// The NCHW route's descriptors (the filter: the immutable weight as given, dense [K, C, R, S]) and
+// cuDNN's fastest algorithm for them (FMA math unless TF32 was asked for), as choose_algo's.
+// False where there is none. (An algorithm's workspace is held by every call slot's arena: one
+// that needs more than 64 MiB, or than the channels-last algorithm's, is passed over: FFT's grow
+// with the batch.)
+bool prepare_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const int yd[4], bool tf32,
+                  cudnnConvolutionFwdAlgo_t* algo, size_t* workspace) {
   const amber_tensor_view& w = a->inputs[1];
   const int64_t K = w.sizes[0], C = w.sizes[1], R = w.sizes[2], S = w.sizes[3];
-  if (w.dtype != kF32 || !w.data || w.cache_id == 0 || w.strides[3] != 1 || w.strides[2] != S ||
+  if (!s->weights_packed || w.dtype != kF32 || !w.data || w.cache_id == 0 || w.strides[3] != 1 || w.strides[2] != S ||
       w.strides[1] != R * S || w.strides[0] != C * R * S)
-    return;
+    return false;
   const int xs[4] = {xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1},
             ys[4] = {yd[1] * yd[2] * yd[3], yd[2] * yd[3], yd[3], 1};
   constexpr cudnnStatus_t kOk = CUDNN_STATUS_SUCCESS;
@@ -459,41 +478,73 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
       cudnnSetTensorNdDescriptor(s->xn, CUDNN_DATA_FLOAT, 4, xd, xs) != kOk ||
       cudnnSetTensorNdDescriptor(s->yn, CUDNN_DATA_FLOAT, 4, yd, ys) != kOk ||
       cudnnSetFilter4dDescriptor(s->wn, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(K), int(C), int(R), int(S)) != kOk)
-    return;
-  // cuDNN's fastest NCHW algorithm (FMA math unless TF32 was asked for), as choose_algo's.
+    return false;
   constexpr int n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   cudnnConvolutionFwdAlgoPerf_t perf[n];
   int found = 0;
   if (cudnnFindConvolutionForwardAlgorithm(s->handle, s->xn, s->wn, s->conv, s->yn, n, &found, perf) != kOk) found = 0;
   (void)cudaGetLastError();
-  int pick = -1;
-  size_t nchw_ws = 0;
-  for (int i = 0; i < found && pick < 0; ++i)
+  for (int i = 0; i < found; ++i)
     if (perf[i].status == kOk && (tf32 || perf[i].mathType == CUDNN_FMA_MATH) &&
-        cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->xn, s->wn, s->conv, s->yn, perf[i].algo, &nchw_ws) ==
+        cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->xn, s->wn, s->conv, s->yn, perf[i].algo, workspace) ==
             kOk &&
-        nchw_ws <= std::max(s->workspace, kNchwMaxWorkspace))
-      pick = i;
-  if (pick < 0) return;
-  const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
-  // Taking the route: the channels-last copy of the weights goes (the route reads the weight as
-  // given; weights_packed stays true: nothing to pack per call).
-  auto take_route = [&] {
+        *workspace <= std::max(s->workspace, kNchwMaxWorkspace)) {
+      *algo = perf[i].algo;
+      return true;
+    }
+  return false;
+}
+
+// The own kernel's description of the convolution (conv_direct.h), its sum split for the device.
+// False where the kernel does not take it.
+bool prepare_direct(const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4], DirectConv* d) {
+  const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
+  if (a->attrs[at.groups].i != 1 || (present(bias) && bias.dtype != kF32)) return false;
+  d->n = xd[0], d->c = xd[1], d->h = xd[2], d->w = xd[3];
+  d->k = int(w.sizes[0]), d->r = int(w.sizes[2]), d->s = int(w.sizes[3]);
+  d->p = yd[2], d->q = yd[3];
+  for (int i = 0; i < 2; ++i)
+    d->stride[i] = pair(a, at.stride, i), d->pad[i] = pair(a, at.padding, i), d->dilation[i] = pair(a, at.dilation, i);
+  int sms = 0;
+  if (int(w.sizes[1]) != d->c || !direct_conv_fits(*d) ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  direct_conv_split(*d, sms);
+  return true;
+}
+
+void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4],
+                  bool tf32) {
+  const amber_tensor_view& w = a->inputs[1];
+  auto take_direct = [&] { s->direct = true; };  // (its partial sums' room: setup's, after cuDNN's)
+  const bool direct = conv_direct_switch() != 0 && prepare_direct(a, at, xd, yd, &s->dc);
+  if (direct && conv_direct_switch() == 1) return take_direct();
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t nchw_ws = 0;
+  const bool nchw = conv_nchw_switch() != 0 && prepare_nchw(s, a, xd, yd, tf32, &algo, &nchw_ws);
+  // Taking the NCHW route: the channels-last copy of the weights goes (the route reads the weight
+  // as given; weights_packed stays true: nothing to pack per call).
+  auto take_nchw = [&] {
     s->nchw = true, s->nchw_algo = algo;
     s->workspace = std::max(s->workspace, padded(nchw_ws));
     cudaFree(s->packed);
     s->packed = nullptr;
   };
-  if (conv_nchw_switch() == 1) return take_route();
-  // The two routes timed on scratch buffers of the call's sizes (zeros: the algorithms' time
-  // does not depend on the values), on a stream of their own.
+  if (nchw && conv_nchw_switch() == 1) return take_nchw();
+  if (!s->packed || (!direct && !nchw)) return;
+  // The routes timed on scratch buffers of the call's sizes (zeros: the algorithms' time does not
+  // depend on the values), on a stream of their own.
+  constexpr cudnnStatus_t kOk = CUDNN_STATUS_SUCCESS;
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
-               ybytes = size_t(numel(a->outputs[0])) * sizeof(float), wsbytes = std::max(s->workspace, nchw_ws);
+               ybytes = size_t(numel(a->outputs[0])) * sizeof(float),
+               wsbytes = std::max({s->workspace, nchw ? nchw_ws : 0, direct ? direct_conv_workspace(s->dc) : 0});
   void *x = nullptr, *xn = nullptr, *yn = nullptr, *y = nullptr, *ws = nullptr;
   cudaStream_t stream = nullptr;
-  float nhwc_ms = -1, nchw_ms = -1;
-  if (cudaMalloc(&x, xbytes) == cudaSuccess && cudaMalloc(&xn, xbytes) == cudaSuccess &&
-      cudaMalloc(&yn, ybytes) == cudaSuccess && cudaMalloc(&y, ybytes) == cudaSuccess &&
+  float nhwc_ms = -1, direct_ms = -1, nchw_ms = -1;
+  if (cudaMalloc(&x, xbytes) == cudaSuccess && cudaMalloc(&y, ybytes) == cudaSuccess &&
+      (!nchw || (cudaMalloc(&xn, xbytes) == cudaSuccess && cudaMalloc(&yn, ybytes) == cudaSuccess)) &&
       (wsbytes == 0 || cudaMalloc(&ws, wsbytes) == cudaSuccess) &&
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
       cudaMemsetAsync(x, 0, xbytes, stream) == cudaSuccess && cudnnSetStream(s->handle, stream) == kOk) {
@@ -505,14 +556,22 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
                                          &zero, s->y, y) == kOk;
         },
         kTimedRuns);
-    nchw_ms = watch.best_ms(
-        [&] {
-          return cudnnTransformTensor(s->handle, &one, s->x, x, &zero, s->xn, xn) == kOk &&
-                 cudnnConvolutionForward(s->handle, &one, s->xn, xn, s->wn, w.data, s->conv, algo, ws, nchw_ws, &zero,
-                                         s->yn, yn) == kOk &&
-                 cudnnTransformTensor(s->handle, &one, s->yn, yn, &zero, s->y, y) == kOk;
-        },
-        kTimedRuns);
+    if (direct)
+      direct_ms = watch.best_ms(
+          [&] {
+            return direct_conv(s->dc, static_cast<const float*>(x), static_cast<const float*>(s->packed), nullptr, 0,
+                               Act::none, 0, 0, static_cast<float*>(y), ws, stream) == cudaSuccess;
+          },
+          kTimedRuns);
+    if (nchw)
+      nchw_ms = watch.best_ms(
+          [&] {
+            return cudnnTransformTensor(s->handle, &one, s->x, x, &zero, s->xn, xn) == kOk &&
+                   cudnnConvolutionForward(s->handle, &one, s->xn, xn, s->wn, w.data, s->conv, algo, ws, nchw_ws, &zero,
+                                           s->yn, yn) == kOk &&
+                   cudnnTransformTensor(s->handle, &one, s->yn, yn, &zero, s->y, y) == kOk;
+          },
+          kTimedRuns);
   }
   // The legacy stream again before this one goes (cudnnSetStream touches the one it replaces).
   (void)cudnnSetStream(s->handle, nullptr);
@@ -521,9 +580,14 @@ void try_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], const i
     if (p) cudaFree(p);
   if (stream) cudaStreamDestroy(stream);
   (void)cudaGetLastError();  // an algorithm that failed to run leaves no error behind
-  if (nhwc_ms < 0 || nchw_ms < 0) return;
-  s->nhwc_us = nhwc_ms * 1000.0f, s->nchw_us = nchw_ms * 1000.0f, s->nchw_algo = algo;
-  if (nchw_ms < 0.95f * nhwc_ms) take_route();
+  if (nhwc_ms < 0) return;
+  s->nhwc_us = nhwc_ms * 1000.0f;
+  if (direct_ms >= 0) s->direct_us = direct_ms * 1000.0f;
+  if (nchw_ms >= 0) s->nchw_us = nchw_ms * 1000.0f, s->nchw_algo = algo;
+  const bool direct_wins = direct_ms >= 0 && direct_ms < 0.95f * nhwc_ms && (nchw_ms < 0 || direct_ms <= nchw_ms);
+  const bool nchw_wins = !direct_wins && nchw_ms >= 0 && nchw_ms < 0.95f * nhwc_ms;
+  if (direct_wins) take_direct();
+  if (nchw_wins) take_nchw();
 }
 
 template <Kind Op>
@@ -672,7 +736,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                 "%s: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
                 "groups %d, output [%d, %d, %d, %d]",
                 op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
-  if (!Transposed && s->half < 0 && s->io == kF32 && !s->plan && s->weights_packed) try_nchw(s.get(), a, xd, yd, tf32);
+  if (!Transposed && s->half < 0 && s->io == kF32 && !s->plan) choose_route(s.get(), a, at, xd, yd, tf32);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
   const int wd[4] = {K, C, R, S};
   log_choice(op, *s, xd, wd, yd, tf32, Transposed);  // cuDNN's workspace, before the copies' room
@@ -696,7 +760,8 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     s->workspace += padded(nx * sizeof(float)) + padded(ny * sizeof(float)) + (is_nhwc(y) ? 0 : padded(ny * 2));
   else if (s->half < 0)
     s->workspace += (is_nhwc(x) ? 0 : padded(nx * sizeof(float))) + y_room +
-                    (s->nchw ? padded(nx * sizeof(float)) + padded(ny * sizeof(float)) : 0);
+                    (s->nchw ? padded(nx * sizeof(float)) + padded(ny * sizeof(float)) : 0) +
+                    (s->direct ? padded(direct_conv_workspace(s->dc)) : 0);
   else
     s->workspace += padded(nx_copy * 2) + padded(ny * 2) + y_room;
   if (bias16 && !s->bias32) s->workspace += padded(size_t(numel(bias)) * sizeof(float));
@@ -888,6 +953,21 @@ int conv(const amber_kernel_args* a) {
     if (copy_convert(a, nhwc_view(x, dst), x) != 0) return 1;
     xp = dst;
   }
+  if (s->direct && aligned16(xp) && aligned16(yp) && aligned16(wp)) {  // Amber's own kernel (choose_route)
+    const size_t pbytes = direct_conv_workspace(s->dc);
+    void* partials = pbytes ? take(pbytes) : nullptr;
+    if (pbytes && !partials) return fail(a, "%s: the workspace is too small", op);
+    float lo, hi;
+    const Act which = activation_of<Op>(a, lo, hi);
+    const bool with_bias = present(bias);
+    const cudaError_t e =
+        direct_conv(s->dc, static_cast<const float*>(xp), static_cast<const float*>(wp),
+                    with_bias ? static_cast<const float*>(bias.data) : nullptr, with_bias ? bias.strides[0] : 0, which,
+                    lo, hi, static_cast<float*>(yp), partials, stream_of(a));
+    if (e != cudaSuccess) return fail(a, "%s: %s", op, cudaGetErrorString(e));
+    if (!y_direct && copy_convert(a, y, nhwc_view(y, yp)) != 0) return 1;
+    return launched(a, op);
+  }
   void *xn = nullptr, *yn = nullptr;  // the NCHW route's input and output (s->nchw)
   if (s->nchw && (!(xn = take(size_t(numel(x)) * sizeof(float))) || !(yn = take(size_t(numel(y)) * sizeof(float)))))
     return fail(a, "%s: the workspace is too small", op);
@@ -905,7 +985,7 @@ int conv(const amber_kernel_args* a) {
     } else if constexpr (Transposed) {
       CUDNN_TRY(cudnnConvolutionBackwardData(s->handle, &one, s->w, wp, s->x, xp, s->conv, s->data_algo, ws, ws_bytes,
                                              &zero, s->y, yp));
-    } else if (s->nchw) {  // through NCHW copies (try_nchw): the weight as given
+    } else if (s->nchw) {  // through NCHW copies (choose_route): the weight as given
       if (!x_nchw) CUDNN_TRY(cudnnTransformTensor(s->handle, &one, s->x, xp, &zero, s->xn, xn));
       CUDNN_TRY(cudnnConvolutionForward(s->handle, &one, s->xn, x_nchw ? x.data : xn, s->wn, w.data, s->conv,
                                         s->nchw_algo, ws, ws_bytes, &zero, s->yn, yn));

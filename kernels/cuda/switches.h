@@ -1,7 +1,7 @@
 // The CUDA backend's switches read from the environment: a variable counts as set when it is
 // exactly "1" (and as off, for a switch with a default of its own, when exactly "0"). The opt-in
 // paths (cuDNN's backend-API convolution plans and fused attention, the prefetching fused kernel)
-// and the NCHW convolution route's override are read here once, for the kernels that take them
+// and the convolution routes' overrides are read here once, for the kernels that take them
 // and for the captures that take turns with them (capture_lock.h); diagnostics' logs are read
 // where they print. Private to libamber_cuda.so.
 #pragma once
@@ -38,10 +38,19 @@ inline bool fused_ahead_asked() {
 }
 
 // AMBER_CUDA_CONV_NCHW: 1 runs every f32 convolution through NCHW copies where cuDNN has an NCHW
-// algorithm for it, untimed (scripts/gpu_check.sh checks that route on every model so); 0 never;
-// unset, as each times fastest at load (conv.cu's try_nchw). Returns 1, 0 or -1 (unset).
+// algorithm for it, untimed (scripts/gpu_check.sh checks that route on every model so; the own
+// kernel's AMBER_CUDA_CONV_DIRECT=1 comes first); 0 never; unset, as each times fastest at load
+// (conv.cu's choose_route). Returns 1, 0 or -1 (unset).
 inline int conv_nchw_switch() {
   static const int value = env_switch("AMBER_CUDA_CONV_NCHW");
+  return value;
+}
+
+// AMBER_CUDA_CONV_DIRECT: 1 runs every f32 convolution Amber's own kernel takes (conv_direct.h)
+// on it, untimed (scripts/gpu_check.sh checks it on every op and model so); 0 never; unset, as
+// each times fastest at load (conv.cu's choose_route). Returns 1, 0 or -1 (unset).
+inline int conv_direct_switch() {
+  static const int value = env_switch("AMBER_CUDA_CONV_DIRECT");
   return value;
 }
 
