@@ -13,32 +13,41 @@
 namespace amber::cuda {
 namespace {
 
-constexpr int kBM = 64, kBN = 64, kBK = 16, kThreads = 256;
-constexpr int kRow = kBM + 4;  // a shared row's floats: 16-byte aligned, stores 2-way conflicted at most
+constexpr int kThreads = 256;
+
+// The tile: BM x BM outputs a block (64 or 128), BK terms a step (1024 / BM: a float4 of the
+// pixels' and of the channels' operands a thread), each thread's outputs (BM / 16)^2 in 4 x 4
+// blocks 64 apart (conflict-free shared reads of whole float4s).
+template <int BM>
+struct Tile {
+  static constexpr int kBK = 1024 / BM, kSub = BM / 64, kRow = BM + 4;  // kRow: 16-byte aligned rows
+};
 
 struct Geometry {
   int h, w, c, k, s, p, q;
   int sh, sw, ph, pw, dh, dw;
   int m;                // output pixels (N * P * Q): the product's rows
   int terms;            // R * S * C: the sum's length
-  int steps_per_split;  // kBK-term steps each slice sums
+  int steps_per_split;  // BK-term steps each slice sums
 };
 
-// Block (x, y, z): output pixels [64 x, +64), channels [64 y, +64), slice z of the sum. Writes
+// Block (x, y, z): output pixels [BM x, +BM), channels [BM y, +BM), slice z of the sum. Writes
 // act(sum + bias) into y (one slice), or slice z's partial sums into y + z * m * k.
-__global__ void __launch_bounds__(kThreads)
+template <int BM>
+__global__ void __launch_bounds__(kThreads, BM == 64 ? 4 : 2)
     direct_conv_kernel(Geometry g, const float* __restrict__ x, const float* __restrict__ w,
                        const float* __restrict__ bias, int64_t bias_stride, Act act, float lo, float hi,
                        float* __restrict__ y, bool partial) {
-  __shared__ __align__(16) float as[kBK][kRow];  // [term][pixel]
-  __shared__ __align__(16) float bs[kBK][kRow];  // [term][channel]
+  constexpr int BK = Tile<BM>::kBK, kSub = Tile<BM>::kSub, kRow = Tile<BM>::kRow;
+  __shared__ __align__(16) float as[BK][kRow];  // [term][pixel]
+  __shared__ __align__(16) float bs[BK][kRow];  // [term][channel]
   const int t = threadIdx.x;
-  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
-  const int steps = (g.terms + kBK - 1) / kBK;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BM;
+  const int steps = (g.terms + BK - 1) / BK;
   const int first = blockIdx.z * g.steps_per_split, last = min(steps, first + g.steps_per_split);
 
   // This thread's loads: four consecutive terms (from lt) of pixel m0 + lr and of channel n0 + lr.
-  const int lr = t / 4, lt = (t % 4) * 4;
+  const int lr = t / (BK / 4), lt = (t % (BK / 4)) * 4;
   const int m = m0 + lr, kn = n0 + lr;
   const bool m_ok = m < g.m, k_ok = kn < g.k;
   int ih0 = 0, iw0 = 0;
@@ -52,7 +61,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   const float* wk = w + int64_t(k_ok ? kn : 0) * g.terms;
   auto load = [&](int step, float4& a, float4& b) {
-    const int term = step * kBK + lt;
+    const int term = step * BK + lt;
     a = b = make_float4(0.f, 0.f, 0.f, 0.f);
     if (term >= g.terms) return;  // terms come in fours (C is a multiple of four)
     if (k_ok) b = *reinterpret_cast<const float4*>(wk + term);
@@ -65,9 +74,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  // This thread's outputs: pixels m0 + 4 ty + i, channels n0 + 4 tx + j.
+  // This thread's outputs: pixels m0 + 64 i + 4 ty + ii, channels n0 + 64 j + 4 tx + jj.
   const int tx = t % 16, ty = t / 16;
-  float acc[4][4] = {};
+  float acc[kSub * 4][kSub * 4] = {};
   float4 a, b;
   if (first < last) load(first, a, b);
   for (int step = first; step < last; ++step) {
@@ -76,33 +85,41 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (step + 1 < last) load(step + 1, a, b);  // in flight while this step multiplies
 #pragma unroll
-    for (int e = 0; e < kBK; ++e) {
-      const float4 av = *reinterpret_cast<const float4*>(&as[e][ty * 4]);
-      const float4 bv = *reinterpret_cast<const float4*>(&bs[e][tx * 4]);
-      const float ar[4] = {av.x, av.y, av.z, av.w}, br[4] = {bv.x, bv.y, bv.z, bv.w};
+    for (int e = 0; e < BK; ++e) {
+      float ar[kSub * 4], br[kSub * 4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < kSub; ++i) {
+        const float4 av = *reinterpret_cast<const float4*>(&as[e][64 * i + ty * 4]);
+        const float4 bv = *reinterpret_cast<const float4*>(&bs[e][64 * i + tx * 4]);
+        ar[4 * i] = av.x, ar[4 * i + 1] = av.y, ar[4 * i + 2] = av.z, ar[4 * i + 3] = av.w;
+        br[4 * i] = bv.x, br[4 * i + 1] = bv.y, br[4 * i + 2] = bv.z, br[4 * i + 3] = bv.w;
+      }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+      for (int i = 0; i < kSub * 4; ++i)
+#pragma unroll
+        for (int j = 0; j < kSub * 4; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
     __syncthreads();
   }
 
-  const int col = n0 + tx * 4;
-  if (col >= g.k) return;  // K is a multiple of four: a thread's four channels are all in or all out
   float* out = y + (partial ? int64_t(blockIdx.z) * g.m * g.k : 0);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int row = m0 + ty * 4 + i;
-    if (row >= g.m) break;
-    float v[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
-    if (!partial)
+  for (int j = 0; j < kSub; ++j) {
+    const int col = n0 + 64 * j + tx * 4;
+    if (col >= g.k) break;  // K is a multiple of four: a thread's four channels are all in or all out
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (bias) v[j] += bias[int64_t(col + j) * bias_stride];
-        v[j] = apply_act(v[j], act, lo, hi);
-      }
-    *reinterpret_cast<float4*>(out + int64_t(row) * g.k + col) = make_float4(v[0], v[1], v[2], v[3]);
+    for (int i = 0; i < kSub * 4; ++i) {
+      const int row = m0 + 64 * (i / 4) + ty * 4 + i % 4;
+      if (row >= g.m) break;
+      float v[4] = {acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]};
+      if (!partial)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (bias) v[e] += bias[int64_t(col + e) * bias_stride];
+          v[e] = apply_act(v[e], act, lo, hi);
+        }
+      *reinterpret_cast<float4*>(out + int64_t(row) * g.k + col) = make_float4(v[0], v[1], v[2], v[3]);
+    }
   }
 }
 
@@ -129,7 +146,10 @@ __global__ void direct_conv_sum(const float4* __restrict__ partials, int splits,
 
 int64_t pixels(const DirectConv& d) { return int64_t(d.n) * d.p * d.q; }
 int64_t terms(const DirectConv& d) { return int64_t(d.r) * d.s * d.c; }
-int64_t steps(const DirectConv& d) { return (terms(d) + kBK - 1) / kBK; }
+int tile_of(const DirectConv& d) { return d.tile == 128 ? 128 : 64; }
+int64_t steps(const DirectConv& d) { return (terms(d) + 1024 / tile_of(d) - 1) / (1024 / tile_of(d)); }
+int64_t row_tiles(const DirectConv& d) { return (pixels(d) + tile_of(d) - 1) / tile_of(d); }
+int64_t col_tiles(const DirectConv& d) { return (int64_t(d.k) + tile_of(d) - 1) / tile_of(d); }
 
 }  // namespace
 
@@ -137,12 +157,11 @@ bool direct_conv_fits(const DirectConv& d) {
   const int64_t in = int64_t(d.n) * d.h * d.w * d.c, out = pixels(d) * d.k;
   return d.n > 0 && d.c > 0 && d.k > 0 && d.r > 0 && d.s > 0 && d.p > 0 && d.q > 0 && d.c % 4 == 0 && d.k % 4 == 0 &&
          in <= INT_MAX && out <= INT_MAX && terms(d) * d.k <= INT_MAX && d.stride[0] > 0 && d.stride[1] > 0 &&
-         d.dilation[0] > 0 && d.dilation[1] > 0 && (pixels(d) + kBM - 1) / kBM <= INT_MAX &&
-         (int64_t(d.k) + kBN - 1) / kBN <= 65535;
+         d.dilation[0] > 0 && d.dilation[1] > 0 && row_tiles(d) <= INT_MAX && col_tiles(d) <= 65535;
 }
 
 void direct_conv_split(DirectConv& d, int sms) {
-  const int64_t tiles = (pixels(d) + kBM - 1) / kBM * ((d.k + kBN - 1) / kBN);
+  const int64_t tiles = row_tiles(d) * col_tiles(d);
   const int64_t most = std::max<int64_t>(1, std::min<int64_t>(steps(d) / 4, 65535));
   const int64_t want = std::clamp<int64_t>((2 * int64_t(std::max(sms, 1)) + tiles - 1) / tiles, 1, most);
   const int64_t per = (steps(d) + want - 1) / want;  // steps a slice; then no slice left empty
@@ -162,10 +181,13 @@ cudaError_t direct_conv(const DirectConv& d, const float* x, const float* w, con
   g.m = int(pixels(d));
   g.terms = int(terms(d));
   g.steps_per_split = int((steps(d) + splits - 1) / splits);
-  const dim3 grid(unsigned((pixels(d) + kBM - 1) / kBM), unsigned((d.k + kBN - 1) / kBN), unsigned(splits));
+  const dim3 grid(unsigned(row_tiles(d)), unsigned(col_tiles(d)), unsigned(splits));
   float* partials = static_cast<float*>(workspace);
-  direct_conv_kernel<<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, splits > 1 ? partials : y,
-                                                    splits > 1);
+  float* out = splits > 1 ? partials : y;
+  if (tile_of(d) == 128)
+    direct_conv_kernel<128><<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
+  else
+    direct_conv_kernel<64><<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
   if (splits > 1) {
     const int64_t groups = pixels(d) * d.k / 4;
     const unsigned blocks = unsigned(std::min<int64_t>((groups + 255) / 256, 65535 * 8));

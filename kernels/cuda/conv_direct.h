@@ -20,6 +20,7 @@ struct DirectConv {
   int k = 0, r = 0, s = 0;         // the weights, dense [K, R, S, C]
   int p = 0, q = 0;                // the output's height and width (dense channels-last, [N, P, Q, K])
   int stride[2] = {1, 1}, pad[2] = {0, 0}, dilation[2] = {1, 1};
+  int tile = 64;   // the output tile's side: 64 (small outputs) or 128 (large ones: more sums a load)
   int splits = 1;  // slices of the sum over R * S * C, each on blocks of its own (direct_conv_split)
 };
 
@@ -27,8 +28,8 @@ struct DirectConv {
 // loads and stores), every index within 32 bits.
 bool direct_conv_fits(const DirectConv& d);
 
-// Sets d.splits for a GPU of `sms` multiprocessors: enough blocks for two of them each, each
-// slice at least four tiles of the sum.
+// Sets d.splits for d.tile and a GPU of `sms` multiprocessors: enough blocks for two of them each,
+// each slice at least four steps of the sum.
 void direct_conv_split(DirectConv& d, int sms);
 
 // Workspace bytes a call takes: the slices' partial sums when split, else none.

@@ -1,5 +1,6 @@
 // The CUDA backend's switches read from the environment: a variable counts as set when it is
-// exactly "1" (and as off, for a switch with a default of its own, when exactly "0"). The opt-in
+// exactly "1" (and as off, for a switch with a default of its own, when exactly "0"; a switch
+// with more settings takes a single digit). The opt-in
 // paths (cuDNN's backend-API convolution plans and fused attention, the prefetching fused kernel)
 // and the convolution routes' overrides are read here once, for the kernels that take them
 // and for the captures that take turns with them (capture_lock.h); diagnostics' logs are read
@@ -10,11 +11,11 @@
 
 namespace amber::cuda {
 
-// A switch's value: 1 or 0 where the variable is exactly "1" or "0", -1 where it is unset or
+// A switch's value: 0 to 9 where the variable is exactly that digit, -1 where it is unset or
 // anything else.
 inline int env_switch(const char* name) {
   const char* v = std::getenv(name);
-  return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
+  return v && v[0] >= '0' && v[0] <= '9' && v[1] == '\0' ? v[0] - '0' : -1;
 }
 inline bool env_is_one(const char* name) { return env_switch(name) == 1; }
 
@@ -40,15 +41,16 @@ inline bool fused_ahead_asked() {
 // AMBER_CUDA_CONV_NCHW: 1 runs every f32 convolution through NCHW copies where cuDNN has an NCHW
 // algorithm for it, untimed (scripts/gpu_check.sh checks that route on every model so; the own
 // kernel's AMBER_CUDA_CONV_DIRECT=1 comes first); 0 never; unset, as each times fastest at load
-// (conv.cu's choose_route). Returns 1, 0 or -1 (unset).
+// (conv.cu's choose_route). Returns the digit, or -1 (unset).
 inline int conv_nchw_switch() {
   static const int value = env_switch("AMBER_CUDA_CONV_NCHW");
   return value;
 }
 
 // AMBER_CUDA_CONV_DIRECT: 1 runs every f32 convolution Amber's own kernel takes (conv_direct.h)
-// on it, untimed (scripts/gpu_check.sh checks it on every op and model so); 0 never; unset, as
-// each times fastest at load (conv.cu's choose_route). Returns 1, 0 or -1 (unset).
+// on it with 64-output tiles, 2 with 128-output tiles, untimed (scripts/gpu_check.sh checks both
+// on every op and model so); 0 never; unset, as each times fastest at load (conv.cu's
+// choose_route). Returns the digit, or -1 (unset).
 inline int conv_direct_switch() {
   static const int value = env_switch("AMBER_CUDA_CONV_DIRECT");
   return value;
