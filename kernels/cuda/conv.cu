@@ -19,6 +19,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -288,10 +289,10 @@ void log_choice(const char* op, const ConvState& s, const int xd[4], const int w
     std::fprintf(stderr, "; NCHW: algo %d, %.1f us with its transforms%s", int(s.nchw_algo), double(s.nchw_us),
                  s.nchw ? ", used" : "");
   if (s.direct && s.direct_us < 0)
-    std::fprintf(stderr, "; own kernel: %d-tiles, %d slices, used (asked)", s.dc.tile, s.dc.splits);
+    std::fprintf(stderr, "; own kernel: %dx%d tiles, %d slices, used (asked)", s.dc.tile_m, s.dc.tile_n, s.dc.splits);
   if (s.direct_us >= 0)
-    std::fprintf(stderr, "; own kernel: %d-tiles, %d slices, %.1f us%s", s.dc.tile, s.dc.splits, double(s.direct_us),
-                 s.direct ? ", used" : "");
+    std::fprintf(stderr, "; own kernel: %dx%d tiles, %d slices, %.1f us%s", s.dc.tile_m, s.dc.tile_n, s.dc.splits,
+                 double(s.direct_us), s.direct ? ", used" : "");
   if (s.plan)
     std::fprintf(stderr, "; plan: engine %lld, %.1f us%s", static_cast<long long>(s.plan->engine()),
                  double(s.plan->microseconds()),
@@ -498,14 +499,14 @@ bool prepare_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], con
 
 // The own kernel's description of the convolution (conv_direct.h), its sum split for the device.
 // False where the kernel does not take it.
-bool prepare_direct(const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4], int tile,
-                    DirectConv* d) {
+bool prepare_direct(const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4], int tile_m,
+                    int tile_n, DirectConv* d) {
   const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
   if (a->attrs[at.groups].i != 1 || (present(bias) && bias.dtype != kF32)) return false;
   d->n = xd[0], d->c = xd[1], d->h = xd[2], d->w = xd[3];
   d->k = int(w.sizes[0]), d->r = int(w.sizes[2]), d->s = int(w.sizes[3]);
   d->p = yd[2], d->q = yd[3];
-  d->tile = tile;
+  d->tile_m = tile_m, d->tile_n = tile_n;
   for (int i = 0; i < 2; ++i)
     d->stride[i] = pair(a, at.stride, i), d->pad[i] = pair(a, at.padding, i), d->dilation[i] = pair(a, at.dilation, i);
   int sms = 0;
@@ -521,16 +522,20 @@ bool prepare_direct(const amber_kernel_args* a, const ConvAttrs& at, const int x
 void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4],
                   bool tf32) {
   const amber_tensor_view& w = a->inputs[1];
-  // The own kernel's two tiles (64 and 128 outputs a side); its partial sums' room is setup's,
-  // after cuDNN's.
-  DirectConv own[2];
-  bool fits[2] = {false, false};
-  for (int i = 0; i < 2; ++i)
-    fits[i] = conv_direct_switch() != 0 && prepare_direct(a, at, xd, yd, i == 0 ? 64 : 128, &own[i]);
+  // The own kernel's three tiles (pixels x channels: 64 x 64, 128 x 128, 128 x 64, as
+  // AMBER_CUDA_CONV_DIRECT's 1, 2, 3 force them); its partial sums' room is setup's, after cuDNN's.
+  constexpr int kTiles = 3, kTile[kTiles][2] = {{64, 64}, {128, 128}, {128, 64}};
+  DirectConv own[kTiles];
+  bool fits[kTiles] = {};
+  size_t own_ws = 0;
+  for (int i = 0; i < kTiles; ++i) {
+    fits[i] = conv_direct_switch() != 0 && prepare_direct(a, at, xd, yd, kTile[i][0], kTile[i][1], &own[i]);
+    if (fits[i]) own_ws = std::max(own_ws, direct_conv_workspace(own[i]));
+  }
   auto take_direct = [&](int i) { s->direct = true, s->dc = own[i]; };
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < kTiles; ++i)
     if (fits[i] && conv_direct_switch() == i + 1) return take_direct(i);
-  const bool direct = fits[0] || fits[1];
+  const bool direct = std::find(fits, fits + kTiles, true) != fits + kTiles;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t nchw_ws = 0;
   const bool nchw = conv_nchw_switch() != 0 && prepare_nchw(s, a, xd, yd, tf32, &algo, &nchw_ws);
@@ -549,11 +554,10 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   constexpr cudnnStatus_t kOk = CUDNN_STATUS_SUCCESS;
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float),
-               wsbytes = std::max({s->workspace, nchw ? nchw_ws : 0, fits[0] ? direct_conv_workspace(own[0]) : 0,
-                                   fits[1] ? direct_conv_workspace(own[1]) : 0});
+               wsbytes = std::max({s->workspace, nchw ? nchw_ws : 0, own_ws});
   void *x = nullptr, *xn = nullptr, *yn = nullptr, *y = nullptr, *ws = nullptr;
   cudaStream_t stream = nullptr;
-  float nhwc_ms = -1, direct_ms[2] = {-1, -1}, nchw_ms = -1;
+  float nhwc_ms = -1, direct_ms[kTiles] = {-1, -1, -1}, nchw_ms = -1;
   if (cudaMalloc(&x, xbytes) == cudaSuccess && cudaMalloc(&y, ybytes) == cudaSuccess &&
       (!nchw || (cudaMalloc(&xn, xbytes) == cudaSuccess && cudaMalloc(&yn, ybytes) == cudaSuccess)) &&
       (wsbytes == 0 || cudaMalloc(&ws, wsbytes) == cudaSuccess) &&
@@ -567,14 +571,17 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
                                          &zero, s->y, y) == kOk;
         },
         kTimedRuns);
-    for (int i = 0; i < 2; ++i)
-      if (fits[i])
+    float quickest = FLT_MAX;  // a tile whose first run takes twice that is not timed further
+    for (int i = 0; i < kTiles; ++i)
+      if (fits[i]) {
         direct_ms[i] = watch.best_ms(
             [&] {
               return direct_conv(own[i], static_cast<const float*>(x), static_cast<const float*>(s->packed), nullptr, 0,
                                  Act::none, 0, 0, static_cast<float*>(y), ws, stream) == cudaSuccess;
             },
-            kTimedRuns);
+            kTimedRuns, quickest < FLT_MAX ? 2 * quickest : FLT_MAX);
+        if (direct_ms[i] >= 0) quickest = std::min(quickest, direct_ms[i]);
+      }
     if (nchw)
       nchw_ms = watch.best_ms(
           [&] {
@@ -594,7 +601,9 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   (void)cudaGetLastError();  // an algorithm that failed to run leaves no error behind
   if (nhwc_ms < 0) return;
   s->nhwc_us = nhwc_ms * 1000.0f;
-  const int best = direct_ms[1] >= 0 && (direct_ms[0] < 0 || direct_ms[1] < direct_ms[0]) ? 1 : 0;
+  int best = 0;
+  for (int i = 1; i < kTiles; ++i)
+    if (direct_ms[i] >= 0 && (direct_ms[best] < 0 || direct_ms[i] < direct_ms[best])) best = i;
   if (direct_ms[best] >= 0) s->direct_us = direct_ms[best] * 1000.0f, s->dc = own[best];
   if (nchw_ms >= 0) s->nchw_us = nchw_ms * 1000.0f, s->nchw_algo = algo;
   const float own_ms = direct_ms[best];

@@ -1,9 +1,9 @@
 // DirectConv (conv_direct.h): an implicit-GEMM f32 convolution on channels-last tensors. Output
 // pixels are the product's rows, output channels its columns, the sum runs over (r, s, c) in the
-// weights' KRSC order; 64 x 64 tiles of the output, 16 terms of the sum a step through shared
-// memory, a thread's 4 x 4 outputs in registers, the next step's loads in flight while the
-// current one multiplies. Split, each slice's blocks write partial sums that a second kernel adds
-// in slice order, with the bias and activation; unsplit, the first kernel applies them.
+// weights' KRSC order; tiles of 64 x 64 outputs (16 terms a step, 4 x 4 a thread), 128 x 64 or
+// 128 x 128 (8 terms, 8 x 4 or 8 x 8), the step's operands through shared memory, the next
+// step's loads in flight while the current one multiplies. Split, each slice's blocks write
+// partial sums that a second kernel adds in slice order, with the bias and activation.
 
 #include "amber/kernels/cuda/conv_direct.h"
 
@@ -15,12 +15,13 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The tile: BM x BM outputs a block (64 or 128), BK terms a step (1024 / BM: a float4 of the
-// pixels' and of the channels' operands a thread), each thread's outputs (BM / 16)^2 in 4 x 4
-// blocks 64 apart (conflict-free shared reads of whole float4s).
-template <int BM>
+// The tile: BM x BN outputs a block (64 x 64, 128 x 64 or 128 x 128), BK terms a step (16, or 8
+// with 128 rows: a float4 of a row's operands a thread, for each pixel's and each channel's row),
+// each thread's outputs in 4 x 4 blocks 64 apart (conflict-free shared reads of whole float4s).
+template <int BM, int BN>
 struct Tile {
-  static constexpr int kBK = 1024 / BM, kSub = BM / 64, kRow = BM + 4;  // kRow: 16-byte aligned rows
+  static constexpr int kBK = 1024 / BM, kSubM = BM / 64, kSubN = BN / 64;
+  static constexpr int kMinBlocks = BM * BN <= 64 * 64 ? 4 : 2;  // a multiprocessor (64 or 128 registers)
 };
 
 struct Geometry {
@@ -31,25 +32,27 @@ struct Geometry {
   int steps_per_split;  // BK-term steps each slice sums
 };
 
-// Block (x, y, z): output pixels [BM x, +BM), channels [BM y, +BM), slice z of the sum. Writes
+// Block (x, y, z): output pixels [BM x, +BM), channels [BN y, +BN), slice z of the sum. Writes
 // act(sum + bias) into y (one slice), or slice z's partial sums into y + z * m * k.
-template <int BM>
-__global__ void __launch_bounds__(kThreads, BM == 64 ? 4 : 2)
+template <int BM, int BN>
+__global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
     direct_conv_kernel(Geometry g, const float* __restrict__ x, const float* __restrict__ w,
                        const float* __restrict__ bias, int64_t bias_stride, Act act, float lo, float hi,
                        float* __restrict__ y, bool partial) {
-  constexpr int BK = Tile<BM>::kBK, kSub = Tile<BM>::kSub, kRow = Tile<BM>::kRow;
-  __shared__ __align__(16) float as[BK][kRow];  // [term][pixel]
-  __shared__ __align__(16) float bs[BK][kRow];  // [term][channel]
+  constexpr int BK = Tile<BM, BN>::kBK, kSubM = Tile<BM, BN>::kSubM, kSubN = Tile<BM, BN>::kSubN;
+  __shared__ __align__(16) float as[BK][BM + 4];  // [term][pixel] (rows 16-byte aligned)
+  __shared__ __align__(16) float bs[BK][BN + 4];  // [term][channel]
   const int t = threadIdx.x;
-  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BM;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   const int steps = (g.terms + BK - 1) / BK;
   const int first = blockIdx.z * g.steps_per_split, last = min(steps, first + g.steps_per_split);
 
-  // This thread's loads: four consecutive terms (from lt) of pixel m0 + lr and of channel n0 + lr.
+  // This thread's loads: four consecutive terms (from lt) of pixel m0 + lr and (lr < BN) of
+  // channel n0 + lr.
   const int lr = t / (BK / 4), lt = (t % (BK / 4)) * 4;
+  const bool loads_b = BN == BM || lr < BN;  // (every thread, in a square tile)
   const int m = m0 + lr, kn = n0 + lr;
-  const bool m_ok = m < g.m, k_ok = kn < g.k;
+  const bool m_ok = m < g.m, k_ok = loads_b && kn < g.k;
   int ih0 = 0, iw0 = 0;
   const float* xn = x;
   if (m_ok) {
@@ -76,39 +79,42 @@ __global__ void __launch_bounds__(kThreads, BM == 64 ? 4 : 2)
 
   // This thread's outputs: pixels m0 + 64 i + 4 ty + ii, channels n0 + 64 j + 4 tx + jj.
   const int tx = t % 16, ty = t / 16;
-  float acc[kSub * 4][kSub * 4] = {};
+  float acc[kSubM * 4][kSubN * 4] = {};
   float4 a, b;
   if (first < last) load(first, a, b);
   for (int step = first; step < last; ++step) {
     as[lt + 0][lr] = a.x, as[lt + 1][lr] = a.y, as[lt + 2][lr] = a.z, as[lt + 3][lr] = a.w;
-    bs[lt + 0][lr] = b.x, bs[lt + 1][lr] = b.y, bs[lt + 2][lr] = b.z, bs[lt + 3][lr] = b.w;
+    if (loads_b) bs[lt + 0][lr] = b.x, bs[lt + 1][lr] = b.y, bs[lt + 2][lr] = b.z, bs[lt + 3][lr] = b.w;
     __syncthreads();
     if (step + 1 < last) load(step + 1, a, b);  // in flight while this step multiplies
 #pragma unroll
     for (int e = 0; e < BK; ++e) {
-      float ar[kSub * 4], br[kSub * 4];
+      float ar[kSubM * 4], br[kSubN * 4];
 #pragma unroll
-      for (int i = 0; i < kSub; ++i) {
-        const float4 av = *reinterpret_cast<const float4*>(&as[e][64 * i + ty * 4]);
-        const float4 bv = *reinterpret_cast<const float4*>(&bs[e][64 * i + tx * 4]);
-        ar[4 * i] = av.x, ar[4 * i + 1] = av.y, ar[4 * i + 2] = av.z, ar[4 * i + 3] = av.w;
-        br[4 * i] = bv.x, br[4 * i + 1] = bv.y, br[4 * i + 2] = bv.z, br[4 * i + 3] = bv.w;
+      for (int i = 0; i < kSubM; ++i) {
+        const float4 v = *reinterpret_cast<const float4*>(&as[e][64 * i + ty * 4]);
+        ar[4 * i] = v.x, ar[4 * i + 1] = v.y, ar[4 * i + 2] = v.z, ar[4 * i + 3] = v.w;
       }
 #pragma unroll
-      for (int i = 0; i < kSub * 4; ++i)
+      for (int j = 0; j < kSubN; ++j) {
+        const float4 v = *reinterpret_cast<const float4*>(&bs[e][64 * j + tx * 4]);
+        br[4 * j] = v.x, br[4 * j + 1] = v.y, br[4 * j + 2] = v.z, br[4 * j + 3] = v.w;
+      }
 #pragma unroll
-        for (int j = 0; j < kSub * 4; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+      for (int i = 0; i < kSubM * 4; ++i)
+#pragma unroll
+        for (int j = 0; j < kSubN * 4; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
     __syncthreads();
   }
 
   float* out = y + (partial ? int64_t(blockIdx.z) * g.m * g.k : 0);
 #pragma unroll
-  for (int j = 0; j < kSub; ++j) {
+  for (int j = 0; j < kSubN; ++j) {
     const int col = n0 + 64 * j + tx * 4;
     if (col >= g.k) break;  // K is a multiple of four: a thread's four channels are all in or all out
 #pragma unroll
-    for (int i = 0; i < kSub * 4; ++i) {
+    for (int i = 0; i < kSubM * 4; ++i) {
       const int row = m0 + 64 * (i / 4) + ty * 4 + i % 4;
       if (row >= g.m) break;
       float v[4] = {acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]};
@@ -146,10 +152,11 @@ __global__ void direct_conv_sum(const float4* __restrict__ partials, int splits,
 
 int64_t pixels(const DirectConv& d) { return int64_t(d.n) * d.p * d.q; }
 int64_t terms(const DirectConv& d) { return int64_t(d.r) * d.s * d.c; }
-int tile_of(const DirectConv& d) { return d.tile == 128 ? 128 : 64; }
-int64_t steps(const DirectConv& d) { return (terms(d) + 1024 / tile_of(d) - 1) / (1024 / tile_of(d)); }
-int64_t row_tiles(const DirectConv& d) { return (pixels(d) + tile_of(d) - 1) / tile_of(d); }
-int64_t col_tiles(const DirectConv& d) { return (int64_t(d.k) + tile_of(d) - 1) / tile_of(d); }
+int rows_of(const DirectConv& d) { return d.tile_m == 128 ? 128 : 64; }
+int cols_of(const DirectConv& d) { return d.tile_n == 128 && d.tile_m == 128 ? 128 : 64; }
+int64_t steps(const DirectConv& d) { return (terms(d) + 1024 / rows_of(d) - 1) / (1024 / rows_of(d)); }
+int64_t row_tiles(const DirectConv& d) { return (pixels(d) + rows_of(d) - 1) / rows_of(d); }
+int64_t col_tiles(const DirectConv& d) { return (int64_t(d.k) + cols_of(d) - 1) / cols_of(d); }
 
 }  // namespace
 
@@ -184,10 +191,14 @@ cudaError_t direct_conv(const DirectConv& d, const float* x, const float* w, con
   const dim3 grid(unsigned(row_tiles(d)), unsigned(col_tiles(d)), unsigned(splits));
   float* partials = static_cast<float*>(workspace);
   float* out = splits > 1 ? partials : y;
-  if (tile_of(d) == 128)
-    direct_conv_kernel<128><<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
+  if (rows_of(d) == 64)
+    direct_conv_kernel<64, 64><<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
+  else if (cols_of(d) == 64)
+    direct_conv_kernel<128, 64>
+        <<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
   else
-    direct_conv_kernel<64><<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
+    direct_conv_kernel<128, 128>
+        <<<grid, kThreads, 0, stream>>>(g, x, w, bias, bias_stride, act, lo, hi, out, splits > 1);
   if (splits > 1) {
     const int64_t groups = pixels(d) * d.k / 4;
     const unsigned blocks = unsigned(std::min<int64_t>((groups + 255) / 256, 65535 * 8));

@@ -20,15 +20,15 @@ struct DirectConv {
   int k = 0, r = 0, s = 0;         // the weights, dense [K, R, S, C]
   int p = 0, q = 0;                // the output's height and width (dense channels-last, [N, P, Q, K])
   int stride[2] = {1, 1}, pad[2] = {0, 0}, dilation[2] = {1, 1};
-  int tile = 64;   // the output tile's side: 64 (small outputs) or 128 (large ones: more sums a load)
-  int splits = 1;  // slices of the sum over R * S * C, each on blocks of its own (direct_conv_split)
+  int tile_m = 64, tile_n = 64;  // the output tile: 64 x 64, 128 x 64 or 128 x 128 (pixels x channels)
+  int splits = 1;                // slices of the sum over R * S * C, each on blocks of its own (direct_conv_split)
 };
 
 // Whether the kernel takes the convolution (groups of one): C and K multiples of four (16-byte
 // loads and stores), every index within 32 bits.
 bool direct_conv_fits(const DirectConv& d);
 
-// Sets d.splits for d.tile and a GPU of `sms` multiprocessors: enough blocks for two of them each,
+// Sets d.splits for d's tile and a GPU of `sms` multiprocessors: enough blocks for two of them each,
 // each slice at least four steps of the sum.
 void direct_conv_split(DirectConv& d, int sms);
 
