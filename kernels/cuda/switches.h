@@ -49,8 +49,8 @@ inline int conv_nchw_switch() {
 
 // AMBER_CUDA_CONV_DIRECT: 1, 2 or 3 runs every f32 convolution Amber's own kernel takes
 // (conv_direct.h) on it with tiles of 64 x 64, 128 x 128 or 128 x 64 outputs, untimed
-// (scripts/gpu_check.sh checks each on every op and model so); 0 never; unset, as each times
-// fastest at load (conv.cu's choose_route). Returns the digit, or -1 (unset).
+// (scripts/gpu_check.sh checks each on every op, and 1 on every model); 0 never; unset, as
+// each times fastest at load (conv.cu's choose_route). Returns the digit, or -1 (unset).
 inline int conv_direct_switch() {
   static const int value = env_switch("AMBER_CUDA_CONV_DIRECT");
   return value;
