@@ -3,18 +3,24 @@
 // barrier, __shared__ arrays as function statics (the blocks run one at a time, so one block's
 // threads share them), threadIdx and blockIdx thread-local. What it proves is the indexing, the
 // tiling and the synchronisation's logic without a GPU; not speed, not the memory model.
-// Include it before the kernel's header, after CUDA's own (vector types, make_float4).
+// Include it before the kernel's header (it includes CUDA's own: vector types, 16-bit floats).
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <vector_functions.h>
 
 #include <algorithm>
 #include <barrier>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <thread>
 #include <vector>
 
+#undef __host__
+#define __host__
 #undef __global__
 #define __global__
 #undef __device__
@@ -31,6 +37,13 @@ using std::min;
 
 inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 gridDim, blockDim;
+
+// Device-only intrinsics the kernels' headers name.
+inline float __uint_as_float(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 namespace amber::emulation {
 

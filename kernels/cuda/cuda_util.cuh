@@ -255,6 +255,7 @@ inline unsigned grid_for(int64_t n, unsigned block = 256) {
   return unsigned(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
 }
 
+#if defined(__CUDACC__)  // (a launch: the rest of this header also compiles on the host, tests/cuda_emulation.h)
 // Runs f(char* p[N]) for every output element: p[0] the output element, p[k] operand k's.
 template <int N, typename F>
 int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const int64_t* items, F f,
@@ -267,5 +268,6 @@ int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const
   map_kernel<N><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, f);
   return launched(a, what);
 }
+#endif
 
 }  // namespace amber::cuda
