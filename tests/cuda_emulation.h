@@ -1,10 +1,13 @@
 // Runs a CUDA kernel's code on the CPU, for the kernels whose device code sits in a header of its
 // own (kernels/cuda/*_kernels.cuh): each block's threads as std::threads, __syncthreads as a
 // barrier, __shared__ arrays as function statics (the blocks run one at a time, so one block's
-// threads share them), threadIdx and blockIdx thread-local. What it proves is the indexing, the
-// tiling and the synchronisation's logic without a GPU; not speed, not the memory model.
-// Include it before the kernel's header (it includes CUDA's own: vector types, 16-bit floats).
+// threads share them), dynamic shared memory a buffer per block (NaN-filled: a read before any
+// write shows), warp shuffles through a barrier per warp, threadIdx and blockIdx thread-local.
+// What it proves is the indexing, the tiling and the synchronisation's logic without a GPU; not
+// speed, not the memory model. Include it before the kernel's header (it includes CUDA's own).
 #pragma once
+
+#define AMBER_CUDA_EMULATION 1
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -16,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -32,34 +36,38 @@
 #define __syncthreads() amber::emulation::block_barrier->arrive_and_wait()
 
 using std::fmaf;
+using std::fmaxf;
 using std::max;
 using std::min;
 
 inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 gridDim, blockDim;
 
-// Device-only intrinsics the kernels' headers name.
-inline float __uint_as_float(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 namespace amber::emulation {
 
 inline std::barrier<>* block_barrier = nullptr;
+inline float* block_dynamic_shared = nullptr;
+inline std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
+inline std::vector<float> warp_lanes;  // 32 a warp: what each lane offers a shuffle
 
-// kernel<<<grid, block>>>(args...) as launch(kernel, grid, block, args...): the blocks in turn,
-// each with its threads at once.
+// kernel<<<grid, block, shared_bytes>>>(args...): the blocks in turn, each with its threads at
+// once.
 template <typename Kernel, typename... Args>
-void launch(Kernel kernel, dim3 grid, dim3 block, Args... args) {
+void launch_shared(Kernel kernel, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
   gridDim = grid, blockDim = block;
-  const unsigned threads = block.x * block.y * block.z;
+  const unsigned threads = block.x * block.y * block.z, warps = (threads + 31) / 32;
+  std::vector<float> dynamic(shared_bytes / sizeof(float) + 1);
+  warp_lanes.assign(size_t(warps) * 32, 0.0f);
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
         std::barrier<> barrier(threads);
         block_barrier = &barrier;
+        std::fill(dynamic.begin(), dynamic.end(), NAN);
+        block_dynamic_shared = dynamic.data();
+        warp_barriers.clear();
+        for (unsigned w = 0; w < warps; ++w)
+          warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, threads - 32 * w)));
         std::vector<std::thread> running;
         running.reserve(threads);
         for (unsigned t = 0; t < threads; ++t)
@@ -67,10 +75,38 @@ void launch(Kernel kernel, dim3 grid, dim3 block, Args... args) {
             blockIdx = dim3(x, y, z);
             threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
             kernel(args...);
-            barrier.arrive_and_drop();  // a thread that has returned no longer holds the others
+            // A thread that has returned no longer holds the others.
+            warp_barriers[t / 32]->arrive_and_drop();
+            barrier.arrive_and_drop();
           });
         for (std::thread& t : running) t.join();
       }
 }
+template <typename Kernel, typename... Args>
+void launch(Kernel kernel, dim3 grid, dim3 block, Args... args) {
+  launch_shared(kernel, grid, block, 0, args...);
+}
+
+// The lane `from` of the calling thread's warp offered x.
+inline float shuffle(float x, unsigned from) {
+  const unsigned t = threadIdx.x, w = t / 32;
+  warp_lanes[t] = x;
+  warp_barriers[w]->arrive_and_wait();
+  const float got = warp_lanes[w * 32 + from % 32];
+  warp_barriers[w]->arrive_and_wait();
+  return got;
+}
 
 }  // namespace amber::emulation
+
+// The device-side names the kernels' headers use.
+inline float* dynamic_shared() { return amber::emulation::block_dynamic_shared; }
+inline float __shfl_sync(unsigned, float x, int lane) { return amber::emulation::shuffle(x, unsigned(lane)); }
+inline float __shfl_xor_sync(unsigned, float x, int mask) {
+  return amber::emulation::shuffle(x, (threadIdx.x % 32) ^ unsigned(mask));
+}
+inline float __uint_as_float(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}

@@ -243,6 +243,15 @@ __global__ void map_kernel(int64_t n, Operands<N> o, F f) {
   }
 }
 
+// The block's dynamic shared memory as floats (sized by the launch's third parameter).
+// tests/cuda_emulation.h (which defines AMBER_CUDA_EMULATION) gives its own.
+#if !defined(AMBER_CUDA_EMULATION)
+__device__ inline float* dynamic_shared() {
+  extern __shared__ float dynamic_smem[];
+  return dynamic_smem;
+}
+#endif
+
 // Copies src into dst (same shape, any strides), converting dtypes with cast_value's rules
 // (pointwise.cu).
 int copy_convert(const amber_kernel_args* a, const amber_tensor_view& dst, const amber_tensor_view& src);

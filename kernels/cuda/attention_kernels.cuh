@@ -1,0 +1,307 @@
+// The device code of the attention kernels (attention.cu): the tiled kernel with its running
+// softmax and the row-at-a-time kernel for wide heads, with what they share (strided views,
+// broadcast batch offsets, masks, merged heads' output rows), in a header of its own so that
+// tests/test_attention_emulated.cpp runs the same code on the CPU (tests/cuda_emulation.h) where
+// no GPU is; attention.cu chooses and launches them. Private to libamber_cuda.so.
+#pragma once
+
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/pointwise_math.h"
+
+namespace amber::cuda::attention {
+
+constexpr int kThreads = 128;
+constexpr int64_t kMaxKeys = (48 * 1024) / sizeof(float) - 2 * kThreads;
+
+template <typename T>
+struct View {
+  const T* data;
+  int ndim;
+  int64_t sizes[AMBER_MAX_DIMS], strides[AMBER_MAX_DIMS];
+};
+template <typename T>
+View<T> view_of(const amber_tensor_view& v) {
+  View<T> r{static_cast<const T*>(v.data), v.ndim, {}, {}};
+  for (int d = 0; d < v.ndim; ++d) r.sizes[d] = v.sizes[d], r.strides[d] = v.strides[d];
+  return r;
+}
+
+struct Batch {
+  int nb;
+  int64_t sizes[AMBER_MAX_DIMS];
+};
+
+// The offset of batch entry b in v, whose last two dims are matrices and whose batch dims
+// broadcast against bsizes (right-aligned; size-1 dims repeat).
+template <typename T>
+__device__ int64_t batch_offset(const View<T>& v, const Batch& bt, int64_t b) {
+  int64_t off = 0;
+  for (int d = bt.nb - 1; d >= 0; --d) {
+    const int64_t i = b % bt.sizes[d];
+    b /= bt.sizes[d];
+    const int vd = d - (bt.nb - (v.ndim - 2));
+    if (vd >= 0 && v.sizes[vd] != 1) off += i * v.strides[vd];
+  }
+  return off;
+}
+
+// The mask of one batch entry (when there is one): its offset and its row and column strides
+// (0 where a dim of size 1 broadcasts); applied to the score of (row, key), a bool mask's false
+// gives -inf, a float mask (of the query's type T) adds.
+template <typename T>
+struct MaskAt {
+  const void* data = nullptr;
+  bool is_bool = false;
+  int64_t base = 0, rs = 0, cs = 0;
+  __device__ float apply(float x, int64_t row, int64_t key) const {
+    if (!data) return x;
+    const int64_t at = base + row * rs + key * cs;
+    return is_bool ? (static_cast<const bool*>(data)[at] ? x : -INFINITY)
+                   : x + float(widen(static_cast<const T*>(data)[at]));
+  }
+};
+template <typename T>
+__device__ MaskAt<T> mask_at(const View<T>& mask, bool has_mask, bool bool_mask, const Batch& bt, int64_t b) {
+  MaskAt<T> m;
+  if (!has_mask) return m;
+  m.data = mask.data;
+  m.is_bool = bool_mask;
+  m.base = batch_offset(mask, bt, b);
+  m.rs = mask.ndim >= 2 && mask.sizes[mask.ndim - 2] != 1 ? mask.strides[mask.ndim - 2] : 0;
+  m.cs = mask.ndim >= 1 && mask.sizes[mask.ndim - 1] != 1 ? mask.strides[mask.ndim - 1] : 0;
+  return m;
+}
+
+// Where batch entry b's output rows start and how far apart they are: b's own [L, Ev] block, or
+// with the heads merged (heads > 1; b = outer * heads + h) the columns [h * Ev, (h + 1) * Ev)
+// of outer's [L, heads * Ev] rows.
+struct OutRows {
+  int64_t heads, L, Ev;
+  __device__ int64_t stride() const { return heads * Ev; }
+  __device__ int64_t at(int64_t b, int64_t row) const { return ((b / heads) * L + row) * stride() + (b % heads) * Ev; }
+};
+
+template <typename T>
+__global__ void sdpa_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
+                            Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale) {
+  float* const smem = dynamic_shared();
+  float* scores = smem;   // S
+  float* red = smem + S;  // kThreads
+  const int64_t b = blockIdx.x / L, row = blockIdx.x % L;
+  const int r = q.ndim;
+  const T* qp = q.data + batch_offset(q, bt, b) + row * q.strides[r - 2];
+  const T* kp = k.data + batch_offset(k, bt, b);
+  const T* vp = v.data + batch_offset(v, bt, b);
+  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    const T* kr = kp + j * k.strides[r - 2];
+    float s = 0;
+    for (int64_t e = 0; e < E; ++e)
+      s += float(widen(qp[e * q.strides[r - 1]])) * float(widen(kr[e * k.strides[r - 1]]));
+    s = mk.apply(s * scale, row, j);
+    if (causal && j > row) s = -INFINITY;
+    scores[j] = s;
+    mx = fmaxf(mx, s);
+  }
+  red[threadIdx.x] = mx;
+  __syncthreads();
+  for (int t = kThreads / 2; t > 0; t /= 2) {
+    if (int(threadIdx.x) < t) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + t]);
+    __syncthreads();
+  }
+  mx = red[0];
+  __syncthreads();
+  float sum = 0;
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    const float p = pw::exp_(scores[j] - mx);
+    scores[j] = p;
+    sum += p;
+  }
+  red[threadIdx.x] = sum;
+  __syncthreads();
+  for (int t = kThreads / 2; t > 0; t /= 2) {
+    if (int(threadIdx.x) < t) red[threadIdx.x] += red[threadIdx.x + t];
+    __syncthreads();
+  }
+  const float inv = 1.0f / red[0];
+  T* orow = out + orows.at(b, row);
+  for (int64_t e = threadIdx.x; e < Ev; e += blockDim.x) {
+    float acc = 0;
+    for (int64_t j = 0; j < S; ++j) acc += scores[j] * float(widen(vp[j * v.strides[r - 2] + e * v.strides[r - 1]]));
+    orow[e] = cast_value<T>(S == 0 ? NAN : acc * inv);
+  }
+}
+
+constexpr int kWarps = kThreads / 32;
+constexpr int kTileKeys = 32;  // keys a tile: one a lane
+constexpr int kMaxHead = 128;  // E and Ev the tiled kernel takes
+constexpr int kHeadSlices = kMaxHead / 32;
+// A block of the tiled kernel takes two query rows a warp (8 a block), or one when blocks of 8
+// rows would number fewer than kFewBlocks: short sequences at small batches (the bench
+// transformer's 4 heads of 128 rows make 64 blocks at batch 1), where most SMs would idle.
+constexpr int64_t kFewBlocks = 128;
+
+__device__ float warp_max(float x) {
+  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+__device__ float warp_sum(float x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Stages rows [0, count) of a [rows, width] tile (row r at src + r * rs, its elements cs apart)
+// into shared memory as floats (row r at dst + r * ds), rows past count as zeros. Each thread
+// issues its loads kBatch at a time (rows clamped to the valid ones, so no load waits behind a
+// branch) before storing them: a few memory round trips a tile, where a load-then-store loop
+// waited for each element in turn. At batch 1 a block is alone on its SM (the transformer's
+// 64 blocks on 132 SMs): nothing else hides that latency. (All of a thread's loads at once,
+// 32 at the widest head, took 255 registers and spilled.) A thread's elements are kThreads
+// apart, so its row and column step by (kThreads / width, kThreads % width) from one to the
+// next, with one carry: no integer division an element (two a division, about 20 instructions
+// each, were most of the staging's work).
+template <typename T>
+__device__ void stage_rows(const T* src, int64_t rs, int64_t cs, int count, int rows, int width, float* dst, int ds) {
+  constexpr int kBatch = 8;
+  const int n = rows * width, dr = kThreads / width, de = kThreads % width;
+  int r = int(threadIdx.x) / width, e = int(threadIdx.x) % width;  // of the thread's next element
+#pragma unroll 1
+  for (int i0 = int(threadIdx.x); i0 < n; i0 += kBatch * kThreads) {
+    float v[kBatch];
+    const int r0 = r, e0 = e;  // the batch's first element: the stores walk from it again
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      v[t] = 0.0f;
+      if (i0 + t * kThreads < n) {
+        const float x = float(widen(src[(r < count ? r : count - 1) * rs + e * cs]));
+        v[t] = r < count ? x : 0.0f;
+      }
+      r += dr;
+      e += de;
+      const bool wrap = e >= width;
+      e -= wrap ? width : 0;
+      r += wrap;
+    }
+    int sr = r0, se = e0;
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      if (i0 + t * kThreads < n) dst[sr * ds + se] = v[t];
+      sr += dr;
+      se += de;
+      const bool wrap = se >= width;
+      se -= wrap ? width : 0;
+      sr += wrap;
+    }
+  }
+}
+
+// Shared memory of the tiled kernel: the block's query rows, a tile of keys (rows of an odd
+// stride, so that lanes each reading their own key's row hit distinct banks) and of values.
+size_t tiled_smem(int64_t rows, int64_t E, int64_t Ev) {
+  return size_t(rows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
+}
+
+// At least four blocks an SM (the bench transformer at batch 8: 512 blocks on 132 SMs, all
+// resident): ptxas then keeps every value in registers (95-100), where its own choice (64-80)
+// spilled 8-16 bytes.
+template <typename T, int RowsPerWarp>
+__global__ void __launch_bounds__(kThreads, 4)
+    sdpa_tiled_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
+                      Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int E, int Ev, float scale,
+                      int64_t row_tiles) {
+  constexpr int kTileRows = RowsPerWarp * kWarps, kRowsPerWarp = RowsPerWarp;
+  float* const smem = dynamic_shared();
+  const int ks = E | 1;
+  float* qs = smem;                 // kTileRows x E
+  float* kt = qs + kTileRows * E;   // kTileKeys x ks
+  float* vt = kt + kTileKeys * ks;  // kTileKeys x Ev
+  const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kTileRows;
+  const int r = q.ndim, tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const T* qp = q.data + batch_offset(q, bt, b);
+  const T* kp = k.data + batch_offset(k, bt, b);
+  const T* vp = v.data + batch_offset(v, bt, b);
+  const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
+                vrs = v.strides[r - 2], vcs = v.strides[r - 1];
+  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
+  // Rows past L: zeros, never stored.
+  stage_rows(qp + row0 * qrs, qrs, qcs, int(L - row0 < kTileRows ? L - row0 : kTileRows), kTileRows, E, qs, E);
+  // Row rr of this warp is query row row0 + warp * kRowsPerWarp + rr; its running maximum m,
+  // sum l and output acc (element lane + 32 t).
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kHeadSlices];
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    m[rr] = -INFINITY;
+    l[rr] = 0;
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] = 0;
+  }
+  for (int64_t j0 = 0; j0 < S; j0 += kTileKeys) {
+    __syncthreads();  // the previous tile read (and the query rows written, the first time)
+    const int keys = int(S - j0 < kTileKeys ? S - j0 : kTileKeys);
+    stage_rows(kp + j0 * krs, krs, kcs, keys, kTileKeys, E, kt, ks);
+    stage_rows(vp + j0 * vrs, vrs, vcs, keys, kTileKeys, Ev, vt, Ev);
+    __syncthreads();
+    // This lane's key against the warp's rows.
+    float s[kRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) s[rr] = 0;
+    for (int e = 0; e < E; ++e) {
+      const float kv = kt[lane * ks + e];
+#pragma unroll
+      for (int rr = 0; rr < kRowsPerWarp; ++rr) s[rr] += qs[(warp * kRowsPerWarp + rr) * E + e] * kv;
+    }
+    const int64_t key = j0 + lane;
+    float p[kRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      const int64_t row = row0 + warp * kRowsPerWarp + rr;
+      float x = s[rr] * scale;
+      if (lane >= keys) {
+        x = -INFINITY;  // past the keys: no weight
+      } else {
+        if (row < L) x = mk.apply(x, row, key);
+        if (causal && key > row) x = -INFINITY;
+      }
+      // The running maximum ignores NaN (fmaxf) as the CPU's row maximum does; a NaN score then
+      // makes its weight, the sum and the row NaN. While every score so far is -inf the
+      // weights are taken against 0: exp(-inf) = 0 keeps the sum 0 (a fully masked row ends
+      // 0 / 0 = NaN, as the CPU's exp(-inf - -inf)), and a NaN score still gives NaN.
+      const float m_new = fmaxf(m[rr], warp_max(x));
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      p[rr] = lane < keys ? pw::exp_(x - m_use) : 0.0f;
+      const float corr = pw::exp_(m[rr] - m_use);
+      l[rr] = l[rr] * corr + warp_sum(p[rr]);
+      m[rr] = m_new;
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] *= corr;
+    }
+    for (int j = 0; j < keys; ++j) {  // the tile's weights times its values (keys: uniform in the warp)
+      float pj[kRowsPerWarp];
+#pragma unroll
+      for (int rr = 0; rr < kRowsPerWarp; ++rr) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) {
+        const int e = lane + 32 * t;
+        if (e < Ev) {
+          const float val = vt[j * Ev + e];
+#pragma unroll
+          for (int rr = 0; rr < kRowsPerWarp; ++rr) acc[rr][t] += pj[rr] * val;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int64_t row = row0 + warp * kRowsPerWarp + rr;
+    if (row >= L) continue;
+    T* orow = out + orows.at(b, row);
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t) {
+      const int e = lane + 32 * t;
+      if (e < Ev) orow[e] = cast_value<T>(acc[rr][t] / l[rr]);  // no keys: 0 / 0 = NaN
+    }
+  }
+}
+
+}  // namespace amber::cuda::attention
