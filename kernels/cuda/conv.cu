@@ -454,9 +454,10 @@ bool choose_data_algo(ConvState* s, bool tf32) {
 // scratch buffers of the call's sizes, the best of three runs after a warm-up (NCHW's with
 // cudnnTransformTensor's two transforms, the input to NCHW and the output back; the bias and
 // activation pass left out, which the own kernel does in its own), and taken when at least 5%
-// faster than the legacy algorithm. AMBER_CUDA_CONV_DIRECT=1 takes the own kernel wherever it
-// fits, untimed (mutable weights too: scripts/gpu_check.sh runs every op so), else
-// AMBER_CUDA_CONV_NCHW=1 the NCHW route wherever cuDNN has an NCHW algorithm; either =0 never.
+// faster than the legacy algorithm. AMBER_CUDA_CONV_DIRECT=1, 2 or 3 takes the own kernel with
+// that tile wherever it fits, untimed (mutable weights too: scripts/gpu_check.sh runs every op
+// so), else AMBER_CUDA_CONV_NCHW=1 the NCHW route wherever cuDNN has an NCHW algorithm; either =0
+// never.
 // Leaves the legacy route, and no error, where anything is missing.
 constexpr size_t kNchwMaxWorkspace = size_t(64) << 20;
 
