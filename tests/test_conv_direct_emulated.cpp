@@ -40,23 +40,10 @@ double run(DirectConv d, int sms, bool with_bias, int64_t bias_stride, Act act, 
   REQUIRE(direct::fits(d));
   direct::split(d, sms);
   std::vector<float> y(size_t(d.n) * d.p * d.q * d.k, NAN), partials(direct::workspace(d) / sizeof(float) + 1, NAN);
-  const direct::Launch l = direct::launch_of(d);
-  const float* b = with_bias ? bias.data() : nullptr;
-  float* out = l.splits > 1 ? partials.data() : y.data();
-  const bool partial = l.splits > 1;
-  if (direct::rows_of(d) == 64)
-    amber::emulation::launch(&direct::tile_kernel<64, 64>, l.grid, dim3(direct::kThreads), l.g, x.data(), w.data(), b,
-                             bias_stride, act, lo, hi, out, partial);
-  else if (direct::cols_of(d) == 64)
-    amber::emulation::launch(&direct::tile_kernel<128, 64>, l.grid, dim3(direct::kThreads), l.g, x.data(), w.data(), b,
-                             bias_stride, act, lo, hi, out, partial);
-  else
-    amber::emulation::launch(&direct::tile_kernel<128, 128>, l.grid, dim3(direct::kThreads), l.g, x.data(), w.data(), b,
-                             bias_stride, act, lo, hi, out, partial);
-  if (partial)
-    amber::emulation::launch(&direct::sum_kernel, dim3(l.sum_blocks), dim3(256),
-                             reinterpret_cast<const float4*>(partials.data()), l.splits, l.groups, uint32_t(d.k), b,
-                             bias_stride, act, lo, hi, reinterpret_cast<float4*>(y.data()));
+  direct::enqueue(
+      d, direct::launch_of(d),
+      [](auto kernel, dim3 grid, dim3 block, auto... args) { amber::emulation::launch(kernel, grid, block, args...); },
+      x.data(), w.data(), with_bias ? bias.data() : nullptr, bias_stride, act, lo, hi, y.data(), partials.data());
   double worst = 0;
   for (int n = 0; n < d.n; ++n)
     for (int p = 0; p < d.p; ++p)

@@ -18,24 +18,10 @@ size_t direct_conv_workspace(const DirectConv& d) { return direct::workspace(d);
 
 cudaError_t direct_conv(const DirectConv& d, const float* x, const float* w, const float* bias, int64_t bias_stride,
                         Act act, float lo, float hi, float* y, void* workspace, cudaStream_t stream) {
-  using direct::kThreads;
-  const direct::Launch l = direct::launch_of(d);
-  float* partials = static_cast<float*>(workspace);
-  float* out = l.splits > 1 ? partials : y;
-  const bool partial = l.splits > 1;
-  if (direct::rows_of(d) == 64)
-    direct::tile_kernel<64, 64>
-        <<<l.grid, kThreads, 0, stream>>>(l.g, x, w, bias, bias_stride, act, lo, hi, out, partial);
-  else if (direct::cols_of(d) == 64)
-    direct::tile_kernel<128, 64>
-        <<<l.grid, kThreads, 0, stream>>>(l.g, x, w, bias, bias_stride, act, lo, hi, out, partial);
-  else
-    direct::tile_kernel<128, 128>
-        <<<l.grid, kThreads, 0, stream>>>(l.g, x, w, bias, bias_stride, act, lo, hi, out, partial);
-  if (partial)
-    direct::sum_kernel<<<l.sum_blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(partials), l.splits, l.groups,
-                                                         uint32_t(d.k), bias, bias_stride, act, lo, hi,
-                                                         reinterpret_cast<float4*>(y));
+  direct::enqueue(
+      d, direct::launch_of(d),
+      [stream](auto kernel, dim3 grid, dim3 block, auto... args) { kernel<<<grid, block, 0, stream>>>(args...); }, x, w,
+      bias, bias_stride, act, lo, hi, y, static_cast<float*>(workspace));
   return cudaGetLastError();
 }
 

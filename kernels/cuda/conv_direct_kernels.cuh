@@ -128,10 +128,12 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
 }
 
 // y = act(sum of the slices' partial sums, in slice order, + bias), four outputs a thread.
+// (A template, as every kernel here: a header's kernel must not be defined once per file.)
+template <int Threads>
 __global__ void sum_kernel(const float4* __restrict__ partials, int splits, uint32_t groups, uint32_t k,
                            const float* __restrict__ bias, int64_t bias_stride, Act act, float lo, float hi,
                            float4* __restrict__ y) {
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < groups; i += gridDim.x * blockDim.x) {
+  for (uint32_t i = blockIdx.x * Threads + threadIdx.x; i < groups; i += gridDim.x * Threads) {
     float4 p = partials[i];
     float v[4] = {p.x, p.y, p.z, p.w};
     for (int z = 1; z < splits; ++z) {
@@ -177,6 +179,8 @@ inline size_t workspace(const DirectConv& d) {
   return d.splits > 1 ? size_t(d.splits) * size_t(pixels(d)) * size_t(d.k) * sizeof(float) : 0;
 }
 
+constexpr int kSumThreads = 256;
+
 // A call's launches: the product's grid (row tiles, column tiles, slices) and geometry, and where
 // split, the sum's grid over groups of four outputs.
 struct Launch {
@@ -198,8 +202,31 @@ inline Launch launch_of(const DirectConv& d) {
   l.grid = dim3(unsigned(row_tiles(d)), unsigned(col_tiles(d)), unsigned(l.splits));
   const int64_t groups = pixels(d) * d.k / 4;
   l.groups = uint32_t(groups);
-  l.sum_blocks = unsigned(std::min<int64_t>((groups + 255) / 256, 65535 * 8));
+  l.sum_blocks = unsigned(std::min<int64_t>((groups + kSumThreads - 1) / kSumThreads, 65535 * 8));
   return l;
+}
+
+// Queues a call (conv_direct.h's direct_conv; l = launch_of(d)) through
+// launch(kernel, grid, block, arguments...): the backend's <<<>>> on a stream, or the emulation's
+// launch on the CPU. The tile's product into y, or where split into the partial sums' room, then
+// their sum.
+template <typename Launcher>
+void enqueue(const DirectConv& d, const Launch& l, Launcher&& launch, const float* x, const float* w, const float* bias,
+             int64_t bias_stride, Act act, float lo, float hi, float* y, float* partials) {
+  const bool partial = l.splits > 1;
+  float* out = partial ? partials : y;
+  auto product = [&](auto kernel) {
+    launch(kernel, l.grid, dim3(kThreads), l.g, x, w, bias, bias_stride, act, lo, hi, out, partial);
+  };
+  if (rows_of(d) == 64)
+    product(&tile_kernel<64, 64>);
+  else if (cols_of(d) == 64)
+    product(&tile_kernel<128, 64>);
+  else
+    product(&tile_kernel<128, 128>);
+  if (partial)
+    launch(&sum_kernel<kSumThreads>, dim3(l.sum_blocks), dim3(kSumThreads), reinterpret_cast<const float4*>(partials),
+           l.splits, l.groups, uint32_t(d.k), bias, bias_stride, act, lo, hi, reinterpret_cast<float4*>(y));
 }
 
 }  // namespace amber::cuda::direct
