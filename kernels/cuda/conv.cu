@@ -26,6 +26,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "amber/kernels/cuda/activation.cuh"
 #include "amber/kernels/cuda/capture_lock.h"
@@ -35,6 +36,7 @@
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/stopwatch.h"
+#include "amber/kernels/cuda/switches.h"
 #include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
 
@@ -256,9 +258,41 @@ int pair(const amber_kernel_args* a, int i, int which) {
   return int(at.count > which ? at.ints[which] : at.ints[0]);
 }
 
+// Device buffers to time candidates on (try_plan's engines, choose_route's routes), freed together
+// when it goes (after the caller's last use of them is synchronized).
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {
+    for (void* p : held_) cudaFree(p);
+  }
+  // A buffer of `bytes`: NULL for none, or where cudaMalloc failed (ok() false after, the error
+  // cleared).
+  void* take(size_t bytes) {
+    void* p = nullptr;
+    if (bytes == 0 || !ok_) return nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      ok_ = false;
+      return nullptr;
+    }
+    held_.push_back(p);
+    return p;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::vector<void*> held_;
+  bool ok_ = true;
+};
+
 // Microseconds cudnnAddTensor takes to add the bias to an output at y (the best of three after a
-// warm-up; a large number where it cannot be timed, so the fused plan is preferred).
+// warm-up; a large number where it cannot be timed or AMBER_CUDA_TUNING=0, so the fused plan is
+// preferred).
 float time_bias_add(ConvState* s, const amber_tensor_view& bias, void* y, cudaStream_t stream) {
+  if (!timed_choices()) return 1e9f;
   const float one = 1.0f;
   Stopwatch watch(stream);
   const float ms =
@@ -294,11 +328,12 @@ void log_choice(const char* op, const ConvState& s, const int xd[4], const int w
     std::fprintf(stderr, "; own kernel: %dx%d tiles, %d slices, %.1f us%s", s.dc.tile_m, s.dc.tile_n, s.dc.splits,
                  double(s.direct_us), s.direct ? ", used" : "");
   if (s.plan)
-    std::fprintf(stderr, "; plan: engine %lld, %.1f us%s", static_cast<long long>(s.plan->engine()),
+    std::fprintf(stderr, "; plan: engine %lld, %.1f us%s%s", static_cast<long long>(s.plan->engine()),
                  double(s.plan->microseconds()),
                  s.plan_clamp  ? ", bias and clamp fused"
                  : s.plan_bias ? ", bias fused"
-                               : "");
+                               : "",
+                 s.direct ? "" : ", used");
   std::fprintf(stderr, "\n");
 }
 
@@ -321,12 +356,9 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
   shape.bias = present(bias) && bias.cache_id != 0 && bias.data && bias.strides[0] == 1 && aligned16(bias.data);
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float);
-  void *x = nullptr, *y = nullptr;
-  if (cudaMalloc(&x, xbytes) != cudaSuccess || cudaMalloc(&y, ybytes) != cudaSuccess) {
-    (void)cudaGetLastError();  // no room to time engines now: the legacy API's heuristics decide
-    if (x) cudaFree(x);
-    return cudaSuccess;
-  }
+  Scratch scratch;
+  void *x = scratch.take(xbytes), *y = scratch.take(ybytes);
+  if (!scratch.ok()) return cudaSuccess;  // no room to time engines now: the legacy API's heuristics decide
   cudaError_t e = cudaMemsetAsync(x, 0, xbytes, stream);
   if (e == cudaSuccess) {
     // With a bias, the plan adding it and the plain one followed by cudnnAddTensor are both
@@ -362,15 +394,14 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
     }
     e = cudaStreamSynchronize(stream);
   }
-  cudaFree(x);
-  cudaFree(y);
   return e;
 }
 
 // Picks cuDNN's fastest algorithm from its timed list (find), or failing that from its heuristic
 // ranking (rank): the first with FMA math (any math with tf32) whose workspace (workspace_of)
 // can be sized; keep records it (with its timed milliseconds, -1 for a heuristic pick). Timing
-// runs every algorithm on this shape once, as PyTorch's cudnn.benchmark.
+// runs every algorithm on this shape once, as PyTorch's cudnn.benchmark; the callers' find
+// declines under AMBER_CUDA_TUNING=0.
 template <typename Perf, int Count, typename Find, typename Rank, typename WorkspaceOf, typename Keep>
 bool choose_fastest(bool tf32, Find find, Rank rank, WorkspaceOf workspace_of, Keep keep) {
   Perf perf[Count];
@@ -407,8 +438,9 @@ bool choose_algo(ConvState* s, bool tf32) {
   return choose_fastest<Perf, n>(
       tf32,
       [&](Perf* perf, int* found) {
-        return s->plan ? CUDNN_STATUS_NOT_SUPPORTED
-                       : cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, n, found, perf);
+        return s->plan || !timed_choices()
+                   ? CUDNN_STATUS_NOT_SUPPORTED
+                   : cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->w, s->conv, s->y, n, found, perf);
       },
       [&](Perf* perf, int* found) {
         return cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->w, s->conv, s->y, n, found, perf);
@@ -430,7 +462,9 @@ bool choose_data_algo(ConvState* s, bool tf32) {
   return choose_fastest<Perf, n>(
       tf32,
       [&](Perf* perf, int* found) {
-        return cudnnFindConvolutionBackwardDataAlgorithm(s->handle, s->w, s->x, s->conv, s->y, n, found, perf);
+        return !timed_choices()
+                   ? CUDNN_STATUS_NOT_SUPPORTED
+                   : cudnnFindConvolutionBackwardDataAlgorithm(s->handle, s->w, s->x, s->conv, s->y, n, found, perf);
       },
       [&](Perf* perf, int* found) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(s->handle, s->w, s->x, s->conv, s->y, n, found, perf);
@@ -443,26 +477,28 @@ bool choose_data_algo(ConvState* s, bool tf32) {
       });
 }
 
-// An f32 convolution's route (conv2d and fused_conv2d, no plan): cuDNN's legacy algorithm on the
-// channels-last tensors (s->algo), Amber's own kernel (s->direct, conv_direct.h), or cuDNN on NCHW
-// copies (s->nchw). On channels-last FP32 tensors cuDNN's legacy API offers its implicit GEMMs
-// only (the H200's cudnnFind picked algorithm 0 or 1 for ResNet-18's 3x3 convolutions, 170-220 us
-// each at batch 1, where the whole network took 0.46 ms in TF32); its Winograd, FFT and
-// explicit-GEMM algorithms take NCHW tensors (PyTorch's eager ResNet-18, NCHW by default, beat its
-// channels-last run there: 11.0 against 12.0 ms at batch 64, where Amber's took 13.6), and Amber's
-// own kernel splits the sum where the output gives too few blocks. Each candidate is timed on
-// scratch buffers of the call's sizes, the best of three runs after a warm-up (NCHW's with
-// cudnnTransformTensor's two transforms, the input to NCHW and the output back; the bias and
-// activation pass left out, which the own kernel does in its own), and taken when at least 5%
-// faster than the legacy algorithm. AMBER_CUDA_CONV_DIRECT=1, 2 or 3 takes the own kernel with
-// that tile wherever it fits, untimed (mutable weights too: scripts/gpu_check.sh runs every op
-// so), else AMBER_CUDA_CONV_NCHW=1 the NCHW route wherever cuDNN has an NCHW algorithm; either =0
-// never.
+// An f32 convolution's route (conv2d and fused_conv2d): cuDNN's legacy algorithm on the
+// channels-last tensors (s->algo) or its backend-API plan where one was built, Amber's own kernel
+// (s->direct, conv_direct.h), or cuDNN on NCHW copies (s->nchw). On channels-last FP32 tensors
+// cuDNN's legacy API offers its implicit GEMMs only (the H200's cudnnFind picked algorithm 0 or 1
+// for ResNet-18's 3x3 convolutions, 170-220 us each at batch 1, where the whole network took 0.46
+// ms in TF32); its Winograd, FFT and explicit-GEMM algorithms take NCHW tensors (PyTorch's eager
+// ResNet-18, NCHW by default, beat its channels-last run there: 11.0 against 12.0 ms at batch 64,
+// where Amber's took 13.6), and Amber's own kernel splits the sum where the output gives too few
+// blocks. Each candidate is timed on scratch buffers of the call's sizes, the best of three runs
+// after a warm-up (NCHW's with cudnnTransformTensor's two transforms, the input to NCHW and the
+// output back; the bias and activation pass left out, which the own kernel does in its own), and
+// taken when at least 5% faster than the legacy algorithm (than the plan, where there is one).
+// AMBER_CUDA_CONV_DIRECT=1, 2 or 3 takes the own kernel with that tile wherever it fits, untimed
+// (mutable weights too: scripts/gpu_check.sh runs every op so), else AMBER_CUDA_CONV_NCHW=1 the
+// NCHW route wherever cuDNN has an NCHW algorithm; either =0 never. AMBER_CUDA_TUNING=0 times
+// nothing: a forced route, else the legacy one.
 // Leaves the legacy route, and no error, where anything is missing.
 constexpr size_t kNchwMaxWorkspace = size_t(64) << 20;
 
 // The NCHW route's descriptors (the filter: the immutable weight as given, dense [K, C, R, S]) and
-// cuDNN's fastest algorithm for them (FMA math unless TF32 was asked for), as choose_algo's.
+// cuDNN's fastest algorithm for them (FMA math unless TF32 was asked for), as choose_algo's (its
+// heuristic's first under AMBER_CUDA_TUNING=0).
 // False where there is none. (An algorithm's workspace is held by every call slot's arena: one
 // that needs more than 64 MiB, or than the channels-last algorithm's, is passed over: FFT's grow
 // with the batch.)
@@ -485,7 +521,8 @@ bool prepare_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], con
   constexpr int n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   cudnnConvolutionFwdAlgoPerf_t perf[n];
   int found = 0;
-  if (cudnnFindConvolutionForwardAlgorithm(s->handle, s->xn, s->wn, s->conv, s->yn, n, &found, perf) != kOk) found = 0;
+  const auto find = timed_choices() ? cudnnFindConvolutionForwardAlgorithm : cudnnGetConvolutionForwardAlgorithm_v7;
+  if (find(s->handle, s->xn, s->wn, s->conv, s->yn, n, &found, perf) != kOk) found = 0;
   (void)cudaGetLastError();
   for (int i = 0; i < found; ++i)
     if (perf[i].status == kOk && (tf32 || perf[i].mathType == CUDNN_FMA_MATH) &&
@@ -539,30 +576,33 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   const bool direct = std::find(fits, fits + kTiles, true) != fits + kTiles;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t nchw_ws = 0;
-  const bool nchw = conv_nchw_switch() != 0 && prepare_nchw(s, a, xd, yd, tf32, &algo, &nchw_ws);
+  // Untimed (AMBER_CUDA_TUNING=0): a forced route, else the legacy one.
+  const bool nchw = (conv_nchw_switch() == 1 || (conv_nchw_switch() != 0 && timed_choices())) &&
+                    prepare_nchw(s, a, xd, yd, tf32, &algo, &nchw_ws);
   // Taking the NCHW route: the channels-last copy of the weights goes (the route reads the weight
-  // as given; weights_packed stays true: nothing to pack per call).
+  // as given; weights_packed stays true: nothing to pack per call), and with it a plan's use.
   auto take_nchw = [&] {
     s->nchw = true, s->nchw_algo = algo;
     s->workspace = std::max(s->workspace, padded(nchw_ws));
     cudaFree(s->packed);
     s->packed = nullptr;
+    s->plan.reset();
+    s->plan_bias = s->plan_clamp = false;
   };
   if (nchw && conv_nchw_switch() == 1) return take_nchw();
-  if (!s->packed || (!direct && !nchw)) return;
+  if (!s->packed || (!direct && !nchw) || !timed_choices()) return;
   // The routes timed on scratch buffers of the call's sizes (zeros: the algorithms' time does not
   // depend on the values), on a stream of their own.
   constexpr cudnnStatus_t kOk = CUDNN_STATUS_SUCCESS;
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float),
                wsbytes = std::max({s->workspace, nchw ? nchw_ws : 0, own_ws});
-  void *x = nullptr, *xn = nullptr, *yn = nullptr, *y = nullptr, *ws = nullptr;
+  Scratch scratch;
+  void *x = scratch.take(xbytes), *y = scratch.take(ybytes), *ws = scratch.take(wsbytes);
+  void *xn = nchw ? scratch.take(xbytes) : nullptr, *yn = nchw ? scratch.take(ybytes) : nullptr;
   cudaStream_t stream = nullptr;
   float nhwc_ms = -1, direct_ms[kTiles] = {-1, -1, -1}, nchw_ms = -1;
-  if (cudaMalloc(&x, xbytes) == cudaSuccess && cudaMalloc(&y, ybytes) == cudaSuccess &&
-      (!nchw || (cudaMalloc(&xn, xbytes) == cudaSuccess && cudaMalloc(&yn, ybytes) == cudaSuccess)) &&
-      (wsbytes == 0 || cudaMalloc(&ws, wsbytes) == cudaSuccess) &&
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+  if (scratch.ok() && cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
       cudaMemsetAsync(x, 0, xbytes, stream) == cudaSuccess && cudnnSetStream(s->handle, stream) == kOk) {
     const float one = 1.0f, zero = 0.0f;
     Stopwatch watch(stream);
@@ -595,9 +635,8 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   }
   // The legacy stream again before this one goes (cudnnSetStream touches the one it replaces).
   (void)cudnnSetStream(s->handle, nullptr);
+  // The scratch buffers go with `scratch`, once this stream's work is done.
   if (stream) (void)cudaStreamSynchronize(stream);
-  for (void* p : {x, xn, yn, y, ws})
-    if (p) cudaFree(p);
   if (stream) cudaStreamDestroy(stream);
   (void)cudaGetLastError();  // an algorithm that failed to run leaves no error behind
   if (nhwc_ms < 0) return;
@@ -608,8 +647,12 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   if (direct_ms[best] >= 0) s->direct_us = direct_ms[best] * 1000.0f, s->dc = own[best];
   if (nchw_ms >= 0) s->nchw_us = nchw_ms * 1000.0f, s->nchw_algo = algo;
   const float own_ms = direct_ms[best];
-  const bool direct_wins = own_ms >= 0 && own_ms < 0.95f * nhwc_ms && (nchw_ms < 0 || own_ms <= nchw_ms);
-  const bool nchw_wins = !direct_wins && nchw_ms >= 0 && nchw_ms < 0.95f * nhwc_ms;
+  // With a plan (AMBER_CUDA_CONV_PLANS=1), the plan's time (its bias fused where it fuses it) is
+  // what the others must beat; the own kernel keeps the plan, then the legacy algorithm, for
+  // buffers it cannot take (misaligned).
+  const float base_ms = s->plan ? s->plan->microseconds() / 1000.0f : nhwc_ms;
+  const bool direct_wins = own_ms >= 0 && own_ms < 0.95f * base_ms && (nchw_ms < 0 || own_ms <= nchw_ms);
+  const bool nchw_wins = !direct_wins && nchw_ms >= 0 && nchw_ms < 0.95f * base_ms;
   if (direct_wins) take_direct(best);
   if (nchw_wins) take_nchw();
 }
@@ -760,7 +803,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
                 "%s: cuDNN has no FP32 algorithm for input [%d, %d, %d, %d], weight [%d, %d, %d, %d], "
                 "groups %d, output [%d, %d, %d, %d]",
                 op, xd[0], xd[1], xd[2], xd[3], K, C, R, S, groups, yd[0], yd[1], yd[2], yd[3]);
-  if (!Transposed && s->half < 0 && s->io == kF32 && !s->plan) choose_route(s.get(), a, at, xd, yd, tf32);
+  if (!Transposed && s->half < 0 && s->io == kF32) choose_route(s.get(), a, at, xd, yd, tf32);
   if (s->plan) s->workspace = std::max(s->workspace, padded(s->plan->workspace_bytes()));
   const int wd[4] = {K, C, R, S};
   log_choice(op, *s, xd, wd, yd, tf32, Transposed);  // cuDNN's workspace, before the copies' room

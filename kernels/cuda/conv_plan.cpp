@@ -10,6 +10,7 @@
 #include <set>
 
 #include "amber/kernels/cuda/stopwatch.h"
+#include "amber/kernels/cuda/switches.h"
 
 namespace amber::cuda {
 namespace {
@@ -130,7 +131,8 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
     float best = 0;
     int tried = 0;
     for (cudnnBackendDescriptor_t config : configs) {
-      if (tried == kMaxCandidates) break;
+      // Under AMBER_CUDA_TUNING=0 (switches.h), the first that builds and runs once.
+      if (tried == kMaxCandidates || (plan_ && !timed_choices())) break;
       int64_t ws = 0, index = -1;
       cudnnBackendDescriptor_t plan = cudnn_graph::make_plan(handle, config, &ws);
       void* workspace = nullptr;
@@ -144,7 +146,7 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
       // already over twice the best so far: load time matters too.
       const float ms = watch.best_ms(
           [&] { return d_.execute(handle, plan, n_tensors_, ids, buffers, workspace) == CUDNN_STATUS_SUCCESS; },
-          kTimedRuns, plan_ ? 2 * best : FLT_MAX);
+          timed_choices() ? kTimedRuns : 0, plan_ ? 2 * best : FLT_MAX);
       if (ms >= 0) d_.engine_of(config, &index, nullptr);
       (void)cudaGetLastError();  // an engine that failed to run leaves no error behind
       if (workspace) cudaFree(workspace);

@@ -33,6 +33,7 @@
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/stopwatch.h"
+#include "amber/kernels/cuda/switches.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cuda {
@@ -273,13 +274,15 @@ cublasStatus_t run_product(const GemmState& st, const Operands& o, const cublasL
 // once, then kTimedRuns times for its best unless that first run took over twice the best so far.
 // Returns the index of the fastest, or 0 when none could be timed: the stream is being recorded
 // into a graph, another thread is recording (its capture holds capture_lock; timing waits on the
-// device), or no events. `us` gets each candidate's time (-1 where it did not run). The caller
-// times only choices it keeps: timing runs each candidate several times and waits for them.
+// device), no events, or AMBER_CUDA_TUNING=0 (switches.h). `us` gets each candidate's time (-1
+// where it did not run). The caller times only choices it keeps: timing runs each candidate
+// several times and waits for them.
 int fastest(const GemmState& st, const Operands& o, const cublasLtMatmulHeuristicResult_t* results, int n,
             cudaStream_t stream, float* us) {
   std::fill(us, us + n, -1.0f);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (n < 2 || cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+  if (n < 2 || !timed_choices() || cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+      capture != cudaStreamCaptureStatusNone) {
     (void)cudaGetLastError();
     return 0;
   }

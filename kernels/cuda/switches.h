@@ -3,8 +3,8 @@
 // with more settings takes a single digit). The opt-in
 // paths (cuDNN's backend-API convolution plans and fused attention, the prefetching fused kernel)
 // and the convolution routes' overrides are read here once, for the kernels that take them
-// and for the captures that take turns with them (capture_lock.h); diagnostics' logs are read
-// where they print. Private to libamber_cuda.so.
+// and for the captures that take turns with them (capture_lock.h), as is whether choices are
+// timed at all; diagnostics' logs are read where they print. Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdlib>
@@ -54,6 +54,16 @@ inline int conv_nchw_switch() {
 inline int conv_direct_switch() {
   static const int value = env_switch("AMBER_CUDA_CONV_DIRECT");
   return value;
+}
+
+// AMBER_CUDA_TUNING=0: every choice made without running candidates: cuBLASLt's and cuDNN's
+// heuristics take their first, f32 convolutions stay on cuDNN's legacy route unless a route is
+// forced, a plan's engine is the first that builds. For runs where every kernel is slow
+// (compute-sanitizer: scripts/gpu_check.sh's memcheck) or a load must be quick; the kernels so
+// chosen can be slower. Unset (or anything else): timed, the default.
+inline bool timed_choices() {
+  static const bool timed = env_switch("AMBER_CUDA_TUNING") != 0;
+  return timed;
 }
 
 }  // namespace amber::cuda
