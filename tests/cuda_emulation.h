@@ -48,7 +48,7 @@ namespace amber::emulation {
 inline std::barrier<>* block_barrier = nullptr;
 inline float* block_dynamic_shared = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
-inline std::vector<float> warp_lanes;  // 32 a warp: what each lane offers a shuffle
+inline std::vector<uint64_t> warp_lanes;  // 32 a warp: what each lane offers a shuffle (its bits)
 
 // kernel<<<grid, block, shared_bytes>>>(args...): the blocks in turn, each with its threads at
 // once.
@@ -57,7 +57,7 @@ void launch_shared(Kernel kernel, dim3 grid, dim3 block, size_t shared_bytes, Ar
   gridDim = grid, blockDim = block;
   const unsigned threads = block.x * block.y * block.z, warps = (threads + 31) / 32;
   std::vector<float> dynamic(shared_bytes / sizeof(float) + 1);
-  warp_lanes.assign(size_t(warps) * 32, 0.0f);
+  warp_lanes.assign(size_t(warps) * 32, 0);
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
@@ -87,12 +87,16 @@ void launch(Kernel kernel, dim3 grid, dim3 block, Args... args) {
   launch_shared(kernel, grid, block, 0, args...);
 }
 
-// The lane `from` of the calling thread's warp offered x.
-inline float shuffle(float x, unsigned from) {
+// What lane `from` of the calling thread's warp offered (x, on that lane): a float, a double, an
+// integer.
+template <typename T>
+T shuffle(T x, unsigned from) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
   const unsigned t = threadIdx.x, w = t / 32;
-  warp_lanes[t] = x;
+  std::memcpy(&warp_lanes[t], &x, sizeof x);
   warp_barriers[w]->arrive_and_wait();
-  const float got = warp_lanes[w * 32 + from % 32];
+  T got;
+  std::memcpy(&got, &warp_lanes[w * 32 + from % 32], sizeof got);
   warp_barriers[w]->arrive_and_wait();
   return got;
 }
@@ -101,8 +105,12 @@ inline float shuffle(float x, unsigned from) {
 
 // The device-side names the kernels' headers use.
 inline float* dynamic_shared() { return amber::emulation::block_dynamic_shared; }
-inline float __shfl_sync(unsigned, float x, int lane) { return amber::emulation::shuffle(x, unsigned(lane)); }
-inline float __shfl_xor_sync(unsigned, float x, int mask) {
+template <typename T>
+T __shfl_sync(unsigned, T x, int lane) {
+  return amber::emulation::shuffle(x, unsigned(lane));
+}
+template <typename T>
+T __shfl_xor_sync(unsigned, T x, int mask) {
   return amber::emulation::shuffle(x, (threadIdx.x % 32) ^ unsigned(mask));
 }
 inline float __uint_as_float(uint32_t bits) {

@@ -1,0 +1,271 @@
+// The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
+// with the input's and output's strides) and the row-wise kernels softmax/log_softmax and
+// layer_norm (a block a row, or a warp a row held in registers), in a header of their own so that
+// tests/test_rows_emulated.cpp runs the same code on the CPU (tests/cuda_emulation.h) where no
+// GPU is; reduce.cu launches them and its reductions walk the same Rows. Private to libamber_cuda.so.
+#pragma once
+
+#include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/pointwise_math.h"
+
+namespace amber::cuda::rows {
+
+constexpr int kThreads = 256;  // a block's threads, for the kernels a block a row
+
+// The rows of a view: `kept` dims index rows, `red` dims the elements of a row; strides in
+// elements for the input and the output (the output of a reduction has zero `red` strides).
+struct Rows {
+  int nk = 0, nr = 0;
+  int64_t ksize[AMBER_MAX_DIMS], kin[AMBER_MAX_DIMS], kout[AMBER_MAX_DIMS];
+  int64_t rsize[AMBER_MAX_DIMS], rin[AMBER_MAX_DIMS], rout[AMBER_MAX_DIMS];
+  int64_t rows = 1, len = 1;
+};
+
+__device__ inline void row_base(const Rows& r, int64_t row, int64_t& in, int64_t& out) {
+  in = out = 0;
+  for (int d = r.nk - 1; d >= 0; --d) {
+    const int64_t i = row % r.ksize[d];
+    row /= r.ksize[d];
+    in += i * r.kin[d];
+    out += i * r.kout[d];
+  }
+}
+__device__ inline void elem_offset(const Rows& r, int64_t j, int64_t& in, int64_t& out) {
+  in = out = 0;
+  for (int d = r.nr - 1; d >= 0; --d) {
+    const int64_t i = j % r.rsize[d];
+    j /= r.rsize[d];
+    in += i * r.rin[d];
+    out += i * r.rout[d];
+  }
+}
+
+// Rows of `in` reducing the dims in mask; out is the reduction's output (keepdim or not) or,
+// with same_shape, a tensor of in's shape (softmax, layer_norm).
+inline Rows rows_of(const amber_tensor_view& in, const amber_tensor_view& out, uint32_t mask, bool same_shape) {
+  Rows r;
+  int od = 0;
+  const bool keepdim = !same_shape && out.ndim == in.ndim;
+  for (int d = 0; d < in.ndim; ++d) {
+    const bool reduced = mask & (1u << d);
+    int64_t ostride = 0;
+    if (same_shape) {
+      ostride = out.strides[d];
+    } else if (!reduced || keepdim) {
+      ostride = reduced ? 0 : out.strides[od];
+      ++od;
+    }
+    if (reduced) {
+      r.rsize[r.nr] = in.sizes[d];
+      r.rin[r.nr] = in.strides[d];
+      r.rout[r.nr] = same_shape ? ostride : 0;
+      r.len *= in.sizes[d];
+      ++r.nr;
+    } else {
+      r.ksize[r.nk] = in.sizes[d];
+      r.kin[r.nk] = in.strides[d];
+      r.kout[r.nk] = ostride;
+      r.rows *= in.sizes[d];
+      ++r.nk;
+    }
+  }
+  return r;
+}
+
+// ---- softmax, log_softmax (16-bit rows computed in f32, each output rounded once) ----
+template <typename T, bool Log>
+__global__ void softmax_kernel(const T* x, T* y, Rows r) {
+  using C = compute_t<T>;
+  __shared__ C part[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    C mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const C v = load_as_compute(x[ib + io]);
+      mx = (v > mx || v != v) ? v : mx;
+    }
+    part[threadIdx.x] = mx;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s) {
+        const C o = part[threadIdx.x + s];
+        if (o > part[threadIdx.x] || o != o) part[threadIdx.x] = o;
+      }
+      __syncthreads();
+    }
+    mx = part[0];
+    __syncthreads();
+    C sum = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      sum += pw::exp_(load_as_compute(x[ib + io]) - mx);
+    }
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s) part[threadIdx.x] += part[threadIdx.x + s];
+      __syncthreads();
+    }
+    sum = part[0];
+    __syncthreads();
+    const C shift = mx + pw::log_(sum), inv = C(1) / sum;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const C v = load_as_compute(x[ib + io]);
+      y[ob + oo] = cast_value<T>(Log ? v - shift : pw::exp_(v - mx) * inv);
+    }
+  }
+}
+
+// ---- layer_norm(input, weight, bias, normalized_shape, eps); 16-bit rows normalised in f32 ----
+// With Add, add_layer_norm(input, other, weight, bias, normalized_shape, eps): each element of
+// the row is input + other, summed in the compute type (as add computes it; 16-bit operands in
+// f32, not rounded between the sum and the norm, as the CPU's route through its f32 kernel).
+template <typename T, bool Add>
+__global__ void layer_norm_kernel(const T* x, const T* other, T* y, const T* w, const T* b, Rows r, Rows orow, Rows wr,
+                                  double eps) {
+  using C = compute_t<T>;
+  __shared__ double part[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob, pb = 0, unused;
+    row_base(r, row, ib, ob);
+    if constexpr (Add) row_base(orow, row, pb, unused);
+    // Element j of the row (the sum, with Add) and its output offset.
+    const auto at = [&](int64_t j, int64_t& oo) {
+      int64_t io;
+      elem_offset(r, j, io, oo);
+      C v = load_as_compute(x[ib + io]);
+      if constexpr (Add) {
+        int64_t po, none;
+        elem_offset(orow, j, po, none);
+        v = v + load_as_compute(other[pb + po]);
+      }
+      return v;
+    };
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t oo;
+      s += double(at(j, oo));
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = kThreads / 2; k > 0; k /= 2) {
+      if (int(threadIdx.x) < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    const double mu = part[0] / double(r.len);
+    __syncthreads();
+    double q = 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t oo;
+      const double d = double(at(j, oo)) - mu;
+      q += d * d;
+    }
+    part[threadIdx.x] = q;
+    __syncthreads();
+    for (int k = kThreads / 2; k > 0; k /= 2) {
+      if (int(threadIdx.x) < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    const C rstd = C(1.0 / sqrt(part[0] / double(r.len) + eps));
+    const C m = C(mu);
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t oo, wo, none;
+      C v = (at(j, oo) - m) * rstd;
+      elem_offset(wr, j, wo, none);
+      if (w) v = v * load_as_compute(w[wo]);
+      if (b) v = v + load_as_compute(b[wo]);
+      y[ob + oo] = cast_value<T>(v);
+    }
+  }
+}
+
+// Rows of at most 32 * PerLane elements, each dense (its elements one run, as a linear layer's
+// output rows are), weight and bias dense too: a warp a row, the row held in its lanes'
+// registers (element lane + 32 i), mean and variance accumulated in double and summed across
+// the warp with shuffles, so a row costs one read and one write and no block-wide barrier
+// (the block-a-row kernel above reads it three times and meets at 16 barriers). 8 rows a block.
+constexpr int kRowWarps = 8;
+
+__device__ inline double warp_sum_double(double v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename T, bool Add, int PerLane>
+__global__ void __launch_bounds__(32 * kRowWarps)
+    layer_norm_rows_kernel(const T* x, const T* other, T* y, const T* w, const T* b, Rows r, Rows orow, double eps) {
+  using C = compute_t<T>;
+  const int lane = int(threadIdx.x) % 32;
+  const int64_t len = r.len;
+  for (int64_t row = int64_t(blockIdx.x) * kRowWarps + threadIdx.x / 32; row < r.rows;
+       row += int64_t(gridDim.x) * kRowWarps) {
+    int64_t ib, ob, pb = 0, unused;
+    row_base(r, row, ib, ob);
+    if constexpr (Add) row_base(orow, row, pb, unused);
+    C v[PerLane];
+    double s = 0;
+#pragma unroll
+    for (int i = 0; i < PerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      v[i] = C(0);
+      if (j < len) {
+        v[i] = load_as_compute(x[ib + j]);
+        if constexpr (Add) v[i] = v[i] + load_as_compute(other[pb + j]);
+        s += double(v[i]);
+      }
+    }
+    const double mu = warp_sum_double(s) / double(len);
+    double q = 0;
+#pragma unroll
+    for (int i = 0; i < PerLane; ++i)
+      if (lane + 32 * i < len) {
+        const double d = double(v[i]) - mu;
+        q += d * d;
+      }
+    const C rstd = C(1.0 / sqrt(warp_sum_double(q) / double(len) + eps));
+    const C m = C(mu);
+#pragma unroll
+    for (int i = 0; i < PerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      if (j >= len) continue;
+      C o = (v[i] - m) * rstd;
+      if (w) o = o * load_as_compute(w[j]);
+      if (b) o = o + load_as_compute(b[j]);
+      y[ob + j] = cast_value<T>(o);
+    }
+  }
+}
+
+// The elements of layer_norm's weight (or bias; p, NULL for neither) along x's last nn dims, the
+// normalised ones: the row layer_norm_kernel reads them from (one, with no kept dims).
+inline Rows param_rows(const amber_tensor_view& x, const amber_tensor_view* p, int nn) {
+  Rows wr;
+  wr.nr = nn;
+  for (int i = 0; i < nn; ++i) {
+    wr.rsize[i] = x.sizes[x.ndim - nn + i];
+    wr.rin[i] = p ? p->strides[p->ndim - nn + i] : 0;
+    wr.rout[i] = 0;
+  }
+  return wr;
+}
+
+// Whether the dims a Rows reduces are one dense run (each stride the product of the sizes
+// inside it), for `in` (the input's strides) or the output's.
+inline bool dense_rows(const Rows& r, bool out) {
+  int64_t expect = 1;
+  for (int d = r.nr - 1; d >= 0; --d) {
+    const int64_t st = out ? r.rout[d] : r.rin[d];
+    if (r.rsize[d] != 1 && st != expect) return false;
+    expect *= r.rsize[d];
+  }
+  return true;
+}
+
+}  // namespace amber::cuda::rows

@@ -1,0 +1,174 @@
+// The CUDA backend's row-wise kernels (kernels/cuda/row_kernels.cuh: softmax, log_softmax,
+// layer_norm and add_layer_norm a block a row, and a warp a row with the row in registers) run on
+// the CPU (cuda_emulation.h), without a GPU, against the same math in double precision: rows
+// strided and dense, longer than a block, partial warps, NaN and infinities, grids smaller than
+// the rows, with and without weight and bias. scripts/gpu_check.sh runs the real kernels.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "cuda_emulation.h"
+// After the emulation's macros:
+#include "amber/kernels/cuda/row_kernels.cuh"
+
+namespace {
+
+namespace rows = amber::cuda::rows;
+
+amber_tensor_view view(float* data, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+  amber_tensor_view v{};
+  v.data = data;
+  v.dtype = amber::cuda::kF32;
+  v.ndim = int32_t(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) v.sizes[d] = sizes[d], v.strides[d] = strides[d];
+  return v;
+}
+
+std::vector<float> random_values(size_t n, unsigned seed, float scale) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float& e : v) e = u(rng);
+  return v;
+}
+
+// |got - want| relative to max(1, |want|); NaN where exactly one is NaN counts as 1e30.
+double error(double got, double want) {
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) == std::isnan(got) ? 0 : 1e30;
+  if (std::isinf(want)) return got == want ? 0 : 1e30;
+  return std::fabs(got - want) / std::max(1.0, std::fabs(want));
+}
+
+// softmax or log_softmax of x ([a, n, b] in x_strides, along dim 1) into a dense output, on
+// `blocks` blocks; the largest error against double precision.
+template <bool Log>
+double softmax_case(int64_t a, int64_t n, int64_t b, std::vector<int64_t> x_strides, std::vector<float> x,
+                    unsigned blocks) {
+  std::vector<float> y(size_t(a * n * b), NAN);
+  const amber_tensor_view xv = view(x.data(), {a, n, b}, x_strides), yv = view(y.data(), {a, n, b}, {n * b, b, 1});
+  const rows::Rows r = rows::rows_of(xv, yv, 1u << 1, true);
+  amber::emulation::launch(&rows::softmax_kernel<float, Log>, dim3(blocks), dim3(rows::kThreads),
+                           static_cast<const float*>(x.data()), y.data(), r);
+  double worst = 0;
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t k = 0; k < b; ++k) {
+      auto at = [&](int64_t j) { return double(x[size_t(i * x_strides[0] + j * x_strides[1] + k * x_strides[2])]); };
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) mx = std::isnan(at(j)) || at(j) > mx ? at(j) : mx;
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(at(j) - mx);
+      for (int64_t j = 0; j < n; ++j) {
+        const double want = Log ? at(j) - mx - std::log(sum) : std::exp(at(j) - mx) / sum;
+        worst = std::max(worst, error(y[size_t((i * n + j) * b + k)], want));
+      }
+    }
+  return worst;
+}
+
+struct NormCase {
+  int64_t rows, len;  // x is [rows, len], normalised along its last dim
+  bool add, weight, bias;
+};
+
+// layer_norm (add_layer_norm with c.add) of dense rows through the block-a-row kernel (Warp 0) or
+// the warp-a-row one with Warp elements a lane; the largest error against double precision.
+template <int Warp>
+double norm_case(const NormCase& c, unsigned seed) {
+  const double eps = 1e-5;
+  std::vector<float> x = random_values(size_t(c.rows * c.len), seed, 3.0f),
+                     other = random_values(size_t(c.rows * c.len), seed + 1, 1.0f),
+                     w = random_values(size_t(c.len), seed + 2, 2.0f), b = random_values(size_t(c.len), seed + 3, 1.0f);
+  for (float& e : x) e += 5.0f;  // a mean far from zero
+  std::vector<float> y(x.size(), NAN);
+  const std::vector<int64_t> sizes{c.rows, c.len}, strides{c.len, 1};
+  const amber_tensor_view xv = view(x.data(), sizes, strides), yv = view(y.data(), sizes, strides),
+                          ov = view(other.data(), sizes, strides), wv = view(w.data(), {c.len}, {1});
+  const rows::Rows r = rows::rows_of(xv, yv, 1u << 1, true), orow = c.add ? rows::rows_of(ov, yv, 1u << 1, true) : r;
+  const rows::Rows wr = rows::param_rows(xv, c.weight || c.bias ? &wv : nullptr, 1);
+  REQUIRE(rows::dense_rows(r, false));
+  REQUIRE((!(c.weight || c.bias) || rows::dense_rows(wr, false)));
+  const float* op = c.add ? other.data() : nullptr;
+  const float* wp = c.weight ? w.data() : nullptr;
+  const float* bp = c.bias ? b.data() : nullptr;
+  auto launch = [&](auto kernel) {
+    if constexpr (Warp == 0)
+      amber::emulation::launch(kernel, dim3(2), dim3(rows::kThreads), static_cast<const float*>(x.data()), op, y.data(),
+                               wp, bp, r, orow, wr, eps);
+    else
+      amber::emulation::launch(kernel, dim3(unsigned((c.rows + rows::kRowWarps - 1) / rows::kRowWarps)),
+                               dim3(32 * rows::kRowWarps), static_cast<const float*>(x.data()), op, y.data(), wp, bp, r,
+                               orow, eps);
+  };
+  if constexpr (Warp == 0) {
+    if (c.add)
+      launch(&rows::layer_norm_kernel<float, true>);
+    else
+      launch(&rows::layer_norm_kernel<float, false>);
+  } else {
+    REQUIRE(c.len <= 32 * Warp);
+    if (c.add)
+      launch(&rows::layer_norm_rows_kernel<float, true, Warp>);
+    else
+      launch(&rows::layer_norm_rows_kernel<float, false, Warp>);
+  }
+  double worst = 0;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    // The row as the kernels see it: x + other summed in f32 (as add computes it), then in double.
+    std::vector<double> v(size_t(c.len));
+    for (int64_t j = 0; j < c.len; ++j) {
+      const size_t k = size_t(i * c.len + j);
+      v[size_t(j)] = double(c.add ? x[k] + other[k] : x[k]);
+    }
+    double mu = 0, var = 0;
+    for (double e : v) mu += e;
+    mu /= double(c.len);
+    for (double e : v) var += (e - mu) * (e - mu);
+    var /= double(c.len);
+    for (int64_t j = 0; j < c.len; ++j) {
+      double want = (v[size_t(j)] - mu) / std::sqrt(var + eps);
+      if (c.weight) want *= w[size_t(j)];
+      if (c.bias) want += b[size_t(j)];
+      worst = std::max(worst, error(y[size_t(i * c.len + j)], want));
+    }
+  }
+  std::printf("layer_norm %s[%lld, %lld]%s%s, %s: max relative error %.3g\n", c.add ? "(add) " : "",
+              static_cast<long long>(c.rows), static_cast<long long>(c.len), c.weight ? ", weight" : "",
+              c.bias ? ", bias" : "",
+              Warp == 0   ? "a block a row"
+              : Warp == 8 ? "a warp a row, 8 a lane"
+                          : "a warp a row, 32 a lane",
+              worst);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("cuda emulated: softmax and log_softmax equal double precision on strided and long rows", "[emulated]") {
+  // [3, 7, 5] along dim 1 read through a transposed layout (strides 1, 15, 3: rows of stride 15),
+  // 15 rows on 4 blocks (the grid-stride loop); one row holding a NaN, one an infinity.
+  std::vector<float> x = random_values(105, 7, 4.0f);
+  x[3 + 15 * 2] = NAN;       // row (i 0, k 1) at j 2
+  x[2 + 15 * 4] = INFINITY;  // row (i 2, k 0) at j 4: that row's max, its softmax NaN as PyTorch's
+  CHECK(softmax_case<false>(3, 7, 5, {1, 15, 3}, x, 4) < 1e-5);
+  CHECK(softmax_case<true>(3, 7, 5, {1, 15, 3}, x, 4) < 1e-5);
+  // Rows longer than a block's threads (601 elements, dense), values up to 80 (exp overflows f32
+  // without the max subtracted; the sum of 601 terms in f32 is what the tolerance allows for).
+  const std::vector<float> wide = random_values(2 * 601, 11, 80.0f);
+  CHECK(softmax_case<false>(2, 601, 1, {601, 1, 1}, wide, 1) < 1e-5);
+  CHECK(softmax_case<true>(2, 601, 1, {601, 1, 1}, wide, 1) < 1e-5);
+}
+
+TEST_CASE("cuda emulated: layer_norm and add_layer_norm, a block a row and a warp a row", "[emulated]") {
+  // (Rows past the last full warp, lanes past the row's end, a row longer than a block.)
+  CHECK(norm_case<0>({5, 300, false, true, true}, 1) < 2e-5);
+  CHECK(norm_case<0>({3, 17, true, true, false}, 2) < 2e-5);
+  CHECK(norm_case<8>({11, 33, false, true, true}, 3) < 2e-5);
+  CHECK(norm_case<8>({9, 256, true, false, true}, 4) < 2e-5);
+  CHECK(norm_case<8>({3, 5, false, false, false}, 5) < 2e-5);
+  CHECK(norm_case<32>({10, 700, true, true, true}, 6) < 2e-5);
+  CHECK(norm_case<32>({2, 1024, false, true, false}, 7) < 2e-5);
+}
