@@ -90,6 +90,10 @@ TEST_CASE("cuda emulated: the own convolution kernel equals a convolution in dou
       {shape(3, 11, 13, 4, 4, 1, 1, 2, 2, 0, 0, 1, 1), 4, false, 1, Act::none, 0, 0},
       // A deep sum over few pixels (ResNet's last layers at batch 1, smaller): many slices.
       {shape(1, 5, 5, 96, 64, 3, 3, 1, 1, 1, 1, 1, 1), 132, false, 1, Act::clamp, 0, INFINITY},
+      // Fewer channels than a step's terms (4 and 12 against 8 or 16): a step's loads cross
+      // several (r, s) positions, and slices start mid-position.
+      {shape(2, 6, 7, 4, 8, 3, 3, 1, 2, 1, 1, 1, 1), 132, true, 1, Act::none, 0, 0},
+      {shape(1, 7, 6, 12, 20, 3, 2, 1, 1, 2, 1, 2, 1), 132, true, 1, Act::none, 0, 0},
   };
   const int tiles[3][2] = {{64, 64}, {128, 64}, {128, 128}};
   for (const Case& c : cases)

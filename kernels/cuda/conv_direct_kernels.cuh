@@ -38,8 +38,9 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
     tile_kernel(Geometry g, const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
                 int64_t bias_stride, Act act, float lo, float hi, float* __restrict__ y, bool partial) {
   constexpr int BK = Tile<BM, BN>::kBK, kSubM = Tile<BM, BN>::kSubM, kSubN = Tile<BM, BN>::kSubN;
-  __shared__ __align__(16) float as[BK][BM + 4];  // [term][pixel] (rows 16-byte aligned)
-  __shared__ __align__(16) float bs[BK][BN + 4];  // [term][channel]
+  // Two buffers: a step multiplies from one while the next step's operands go into the other.
+  __shared__ __align__(16) float as[2][BK][BM + 4];  // [buffer][term][pixel] (rows 16-byte aligned)
+  __shared__ __align__(16) float bs[2][BK][BN + 4];  // [buffer][term][channel]
   const int t = threadIdx.x;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   const int steps = (g.terms + BK - 1) / BK;
@@ -61,41 +62,56 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
     xn = x + int64_t(n) * g.h * g.w * g.c;
   }
   const float* wk = w + int64_t(k_ok ? kn : 0) * g.terms;
-  auto load = [&](int step, float4& a, float4& b) {
-    const int term = step * BK + lt;
+  // The next load's first term and its (r, s, c), divided out once here, then advanced a step
+  // (BK terms) a load: the loads run through the steps in order.
+  int term = first * BK + lt, c = term % g.c, r = term / g.c, s = r % g.s;
+  r /= g.s;
+  auto load = [&](float4& a, float4& b) {
     a = b = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (term >= g.terms) return;  // terms come in fours (C is a multiple of four)
-    if (k_ok) b = *reinterpret_cast<const float4*>(wk + term);
-    if (m_ok) {
-      const int rs = term / g.c, c = term - rs * g.c;
-      const int r = rs / g.s, s = rs - r * g.s;
+    if (term < g.terms) {  // terms come in fours (C is a multiple of four)
+      if (k_ok) b = *reinterpret_cast<const float4*>(wk + term);
       const int ih = ih0 + r * g.dh, iw = iw0 + s * g.dw;
-      if (unsigned(ih) < unsigned(g.h) && unsigned(iw) < unsigned(g.w))
+      if (m_ok && unsigned(ih) < unsigned(g.h) && unsigned(iw) < unsigned(g.w))
         a = *reinterpret_cast<const float4*>(xn + (int64_t(ih) * g.w + iw) * g.c + c);
     }
+    term += BK, c += BK;
+    while (c >= g.c) {  // (more than once a step only where C < BK)
+      c -= g.c;
+      if (++s == g.s) s = 0, ++r;
+    }
+  };
+  auto store = [&](int buffer, const float4& a, const float4& b) {
+    float(&at)[BK][BM + 4] = as[buffer];
+    float(&bt)[BK][BN + 4] = bs[buffer];
+    at[lt + 0][lr] = a.x, at[lt + 1][lr] = a.y, at[lt + 2][lr] = a.z, at[lt + 3][lr] = a.w;
+    if (loads_b) bt[lt + 0][lr] = b.x, bt[lt + 1][lr] = b.y, bt[lt + 2][lr] = b.z, bt[lt + 3][lr] = b.w;
   };
 
   // This thread's outputs: pixels m0 + 64 i + 4 ty + ii, channels n0 + 64 j + 4 tx + jj.
   const int tx = t % 16, ty = t / 16;
   float acc[kSubM * 4][kSubN * 4] = {};
   float4 a, b;
-  if (first < last) load(first, a, b);
-  for (int step = first; step < last; ++step) {
-    as[lt + 0][lr] = a.x, as[lt + 1][lr] = a.y, as[lt + 2][lr] = a.z, as[lt + 3][lr] = a.w;
-    if (loads_b) bs[lt + 0][lr] = b.x, bs[lt + 1][lr] = b.y, bs[lt + 2][lr] = b.z, bs[lt + 3][lr] = b.w;
-    __syncthreads();
-    if (step + 1 < last) load(step + 1, a, b);  // in flight while this step multiplies
+  if (first < last) {
+    load(a, b);
+    store(0, a, b);
+  }
+  __syncthreads();
+  // One barrier a step: the buffer a step fills was last read a step before, by every thread
+  // before that step's barrier.
+  for (int step = first, buffer = 0; step < last; ++step, buffer ^= 1) {
+    const bool next = step + 1 < last;
+    if (next) load(a, b);  // in flight while this step multiplies
 #pragma unroll
     for (int e = 0; e < BK; ++e) {
       float ar[kSubM * 4], br[kSubN * 4];
 #pragma unroll
       for (int i = 0; i < kSubM; ++i) {
-        const float4 v = *reinterpret_cast<const float4*>(&as[e][64 * i + ty * 4]);
+        const float4 v = *reinterpret_cast<const float4*>(&as[buffer][e][64 * i + ty * 4]);
         ar[4 * i] = v.x, ar[4 * i + 1] = v.y, ar[4 * i + 2] = v.z, ar[4 * i + 3] = v.w;
       }
 #pragma unroll
       for (int j = 0; j < kSubN; ++j) {
-        const float4 v = *reinterpret_cast<const float4*>(&bs[e][64 * j + tx * 4]);
+        const float4 v = *reinterpret_cast<const float4*>(&bs[buffer][e][64 * j + tx * 4]);
         br[4 * j] = v.x, br[4 * j + 1] = v.y, br[4 * j + 2] = v.z, br[4 * j + 3] = v.w;
       }
 #pragma unroll
@@ -103,6 +119,7 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
 #pragma unroll
         for (int j = 0; j < kSubN * 4; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
+    if (next) store(buffer ^ 1, a, b);
     __syncthreads();
   }
 
