@@ -26,19 +26,20 @@
 #                                           below need, runs every `gpu` test, every op on CUDA
 #                                           vs the CPU, the e2e matrix, the NCHW route's e2e
 #                                           models, the own convolution kernel's ops and
-#                                           models, many threads, memcheck on the e2e models,
-#                                           the benchmark for one round (the bandwidth line
-#                                           right after its first table), the prefetching fused
-#                                           kernel, a per-node CUDA profile of five benchmark
-#                                           runs, the convolution plans (test_cuda 15 times and
+#                                           models, many threads, memcheck on the e2e models
+#                                           (untimed choices), the benchmark for one round (the
+#                                           bandwidth line right after its first table), a
+#                                           per-node CUDA profile of six benchmark runs (with
+#                                           each convolution's route), the prefetching fused
+#                                           kernel, the convolution plans (test_cuda 15 times and
 #                                           its threads case 40, the e2e models, ResNet-18),
 #                                           Nsight Compute on the fused elementwise kernel
 #                                           (where ncu is) and last the opt-in cuDNN attention;
 #                                           not the whole suite nor the default 15-run loop
-#                                           (2026-11-28 on an H200: 488 s before the 40 threads
-#                                           runs, about 40 s, and the NCHW, own convolution and
-#                                           prefetching steps added since; give it 580 s: the
-#                                           last two steps are the first cut)
+#                                           (2026-11-29 on an H200: 580 s ran out in the steps
+#                                           after the benchmark, memcheck then taking its whole
+#                                           240 s; give it 580 s: the last steps are the first
+#                                           cut)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -229,6 +230,22 @@ else
   names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
 fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
+# Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
+# node's time includes its launch): the cases furthest from their targets, on the benchmark's
+# archives (written by the step above); each convolution's cuDNN choice and each matrix product's
+# cuBLASLt choice (timed candidates) printed at load.
+profile_cuda() {
+  local rc=0 iters=$((short ? 50 : 200))
+  # (transformer_b1 in bf16-model: 2.7x PyTorch's bf16 CUDA graph on 2026-11-28, where f32 is 1.5x;
+  # in f32, 0.58x PyTorch's eager, the target 0.5x: its add_layer_norm and attention_merge_heads rows.)
+  for c in transformer_b1:f32 transformer_b8:f32 transformer_b1:bf16-model resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
+    AMBER_CUDA_CONV_LOG=1 AMBER_CUDA_GEMM_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
+      --profile --seconds 2 --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
+    head -32 /tmp/amber-profile.txt
+  done
+  return $rc
+}
+step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, resnet18_b1, resnet18_b64 f32 and bf16-model)" profile_cuda
 # [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): the opt-in prefetching
 # fused kernel (kernels/cuda/fused.cu's fused_ahead_kernel: resident blocks walking many chunks,
 # the next one loaded while the current one runs) checked (test_cuda's fused programs; 37.3 MiB:
@@ -248,22 +265,6 @@ fused_ahead() {
   return $rc
 }
 step "fused bandwidth: the prefetching kernel (AMBER_CUDA_FUSED_AHEAD=1) against the default" fused_ahead
-# Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
-# node's time includes its launch): the cases furthest from their targets, on the benchmark's
-# archives (written by the step above); each convolution's cuDNN choice and each matrix product's
-# cuBLASLt choice (timed candidates) printed at load.
-profile_cuda() {
-  local rc=0 iters=$((short ? 50 : 200))
-  # (transformer_b1 in bf16-model: 2.7x PyTorch's bf16 CUDA graph on 2026-11-28, where f32 is 1.5x;
-  # in f32, 0.58x PyTorch's eager, the target 0.5x: its add_layer_norm and attention_merge_heads rows.)
-  for c in transformer_b1:f32 transformer_b8:f32 transformer_b1:bf16-model resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
-    AMBER_CUDA_CONV_LOG=1 AMBER_CUDA_GEMM_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
-      --profile --seconds 2 --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
-    head -32 /tmp/amber-profile.txt
-  done
-  return $rc
-}
-step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, resnet18_b1, resnet18_b64 f32 and bf16-model)" profile_cuda
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
 # until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
 # on 2026-11-23 on an H100; 1 in 15 and 4 in 40 on 2026-11-28 on an H200; never without them)
