@@ -1,8 +1,11 @@
-// The CUDA backend's row-wise kernels (kernels/cuda/row_kernels.cuh: softmax, log_softmax,
-// layer_norm and add_layer_norm a block a row, and a warp a row with the row in registers) run on
-// the CPU (cuda_emulation.h), without a GPU, against the same math in double precision: rows
-// strided and dense, longer than a block, partial warps, NaN and infinities, grids smaller than
-// the rows, with and without weight and bias. scripts/gpu_check.sh runs the real kernels.
+// The CUDA backend's row-wise kernels (kernels/cuda/row_kernels.cuh) run on the CPU
+// (cuda_emulation.h), without a GPU: sum, prod, mean, amax, amin, argmax and argmin against
+// Amber's CPU reductions (f32, with NaN and ties), softmax, log_softmax, layer_norm
+// and add_layer_norm (a block a row, a warp a row) against the same math in double precision: rows
+// strided and dense, longer than a block, partial warps, grids smaller than the rows, with and
+// without weight and bias. scripts/gpu_check.sh runs the real kernels.
+
+#include <amber/amber.h>
 
 #include <catch2/catch.hpp>
 
@@ -18,6 +21,60 @@
 namespace {
 
 namespace rows = amber::cuda::rows;
+using amber::DimVec;
+using amber::DType;
+using amber::Tensor;
+
+amber_tensor_view view_of(const Tensor& t) {
+  amber_tensor_view v{};
+  v.data = const_cast<void*>(t.data());
+  v.dtype = t.dtype() == DType::i64 ? amber::cuda::kI64 : amber::cuda::kF32;
+  v.ndim = int32_t(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) v.sizes[d] = t.sizes()[size_t(d)], v.strides[d] = t.strides()[size_t(d)];
+  return v;
+}
+
+// Whether got equals want elementwise: exactly for integers, within 1e-6 relative for floats
+// (NaN where want has NaN).
+bool same(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.sizes() == want.sizes());
+  REQUIRE(got.dtype() == want.dtype());
+  if (want.dtype() == DType::i64) {
+    const Tensor gc = got.contiguous(), wc = want.contiguous();
+    const int64_t* g = gc.const_data_ptr<int64_t>();
+    const int64_t* w = wc.const_data_ptr<int64_t>();
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (g[i] != w[i]) return false;
+    return true;
+  }
+  const Tensor gd = got.to(DType::f64).contiguous(), wd = want.to(DType::f64).contiguous();
+  const double* g = gd.const_data_ptr<double>();
+  const double* w = wd.const_data_ptr<double>();
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    if (std::isnan(w[i]) != std::isnan(g[i])) return false;
+    if (!std::isnan(w[i]) && std::fabs(g[i] - w[i]) > 1e-6 * std::max(1.0, std::fabs(w[i]))) return false;
+  }
+  return true;
+}
+
+// The dims as reduce.cu's dims_mask gives them (none: all).
+uint32_t mask_of(const DimVec& dims, int ndim) {
+  uint32_t m = 0;
+  for (int64_t d : dims) m |= 1u << (d < 0 ? d + ndim : d);
+  return dims.empty() ? (1u << ndim) - 1 : m;
+}
+
+// A kernel a row (Kernel, launched as kernel(x, y, rows) on 2 blocks: the grid-stride loop) from x
+// into an output of want's sizes and dtype (filled first with NaN, or -7: what it leaves shows).
+template <typename Kernel>
+Tensor run_rows(Kernel kernel, const Tensor& x, const Tensor& want, const DimVec* dims) {
+  const Tensor y = amber::full(want.sizes(), want.dtype() == DType::i64 ? -7.0 : double(NAN), want.dtype());
+  const amber_tensor_view xv = view_of(x), yv = view_of(y);
+  const rows::Rows r = dims ? rows::rows_of(xv, yv, mask_of(*dims, x.dim()), false) : rows::flat_rows(xv, yv);
+  amber::emulation::launch(kernel, dim3(2), dim3(rows::kThreads), static_cast<const float*>(xv.data),
+                           static_cast<float*>(yv.data), r);
+  return y;
+}
 
 amber_tensor_view view(float* data, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
   amber_tensor_view v{};
@@ -171,4 +228,58 @@ TEST_CASE("cuda emulated: layer_norm and add_layer_norm, a block a row and a war
   CHECK(norm_case<8>({3, 5, false, false, false}, 5) < 2e-5);
   CHECK(norm_case<32>({10, 700, true, true, true}, 6) < 2e-5);
   CHECK(norm_case<32>({2, 1024, false, true, false}, 7) < 2e-5);
+}
+
+TEST_CASE("cuda emulated: sum, prod, mean, amax, amin, argmax and argmin equal the CPU's", "[emulated]") {
+  // (The emulation meets every barrier with 256 OS threads: the shapes keep the rows few.)
+  amber::manual_seed(9);
+  // Long rows, [3, 4, 300] along the last dim (longer than a block's threads), and short strided
+  // ones, [3, 7, 5] along the middle dim; each with a NaN, and a maximum twice (the first index
+  // wins).
+  Tensor a = amber::randn({3, 4, 300}), b = amber::randn({3, 7, 5});
+  float* ap = a.data_ptr<float>();
+  ap[(1 * 4 + 2) * 300 + 17] = NAN;
+  ap[(2 * 4 + 3) * 300 + 5] = ap[(2 * 4 + 3) * 300 + 250] = 9.0f;
+  float* bp = b.data_ptr<float>();
+  bp[(1 * 7 + 2) * 5 + 3] = NAN;
+  bp[(2 * 7 + 1) * 5 + 4] = bp[(2 * 7 + 5) * 5 + 4] = 9.0f;
+  using rows::Fold;
+  auto check_all = [](const Tensor& x, const DimVec& dims, bool keep) {
+    INFO("dims of " << dims.size() << " (first " << (dims.empty() ? -1 : dims[0]) << "), keepdim " << keep);
+    const Tensor near_one = x * 0.05 + 1.0;  // products of up to 3600 terms stay finite
+    CHECK(same(run_rows(&rows::fold_kernel<float, Fold::sum>, x, amber::sum(x, dims, keep), &dims),
+               amber::sum(x, dims, keep)));
+    CHECK(same(run_rows(&rows::fold_kernel<float, Fold::mean>, x, amber::mean(x, dims, keep), &dims),
+               amber::mean(x, dims, keep)));
+    CHECK(same(run_rows(&rows::fold_kernel<float, Fold::prod>, near_one, amber::prod(near_one, dims, keep), &dims),
+               amber::prod(near_one, dims, keep)));
+    CHECK(same(run_rows(&rows::extremum_kernel<float, true, false>, x, amber::amax(x, dims, keep), &dims),
+               amber::amax(x, dims, keep)));
+    CHECK(same(run_rows(&rows::extremum_kernel<float, false, false>, x, amber::amin(x, dims, keep), &dims),
+               amber::amin(x, dims, keep)));
+  };
+  for (bool keep : {false, true}) {
+    check_all(a, {2}, keep);
+    check_all(a, {0, 2}, keep);
+    check_all(a, {}, keep);
+    check_all(b, {1}, keep);
+  }
+  auto check_arg = [](const Tensor& x, int64_t dim, bool keep) {
+    INFO("argmax/argmin along " << dim << ", keepdim " << keep);
+    const DimVec dims{dim};
+    CHECK(same(run_rows(&rows::extremum_kernel<float, true, true>, x, amber::argmax(x, dim, keep), &dims),
+               amber::argmax(x, dim, keep)));
+    CHECK(same(run_rows(&rows::extremum_kernel<float, false, true>, x, amber::argmin(x, dim, keep), &dims),
+               amber::argmin(x, dim, keep)));
+  };
+  for (bool keep : {false, true}) {
+    check_arg(a, 2, keep);
+    check_arg(b, 0, keep);
+    check_arg(b, 1, keep);
+  }
+  // Over everything: the NaN's flat index; a finite tensor's minimum.
+  CHECK(same(run_rows(&rows::extremum_kernel<float, true, true>, a, amber::argmax(a), nullptr), amber::argmax(a)));
+  const Tensor finite = amber::randn({4, 70});
+  CHECK(same(run_rows(&rows::extremum_kernel<float, false, true>, finite, amber::argmin(finite), nullptr),
+             amber::argmin(finite)));
 }

@@ -4,8 +4,8 @@
 // fixed-order tree in shared memory: deterministic, within tolerance of the CPU's order. Floats
 // accumulate in double, integers in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
 // f16 and bf16 elements are widened on load and each result rounded once (through f32, as the f32
-// kernel between conversions gives). The rows' description and the softmax and layer_norm kernels
-// are row_kernels.cuh's.
+// kernel between conversions gives). The rows' description and the kernels a block (or warp) a row
+// are row_kernels.cuh's; this file launches them and holds any/all, cumsum, topk and batch_norm.
 
 #include <algorithm>
 #include <cstring>
@@ -20,7 +20,7 @@
 namespace amber::cuda {
 namespace {
 
-using namespace rows;  // Rows, the threads a block, softmax and layer_norm (row_kernels.cuh)
+using namespace rows;  // Rows, the threads a block, the kernels a row (row_kernels.cuh)
 
 // The dims a reduction's int[] attribute names (none or empty: all).
 uint32_t dims_mask(const amber_attr& at, int ndim) {
@@ -32,57 +32,6 @@ uint32_t dims_mask(const amber_attr& at, int ndim) {
     if (d >= 0 && d < ndim) m |= 1u << d;
   }
   return m;
-}
-
-template <typename T>
-using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
-// A sum, product or mean of T elements as T: a 16-bit one through f32, as the f32 kernel's result
-// rounded.
-template <typename T, typename A>
-__device__ inline T from_acc(A v) {
-  return cast_value<T>(compute_t<T>(v));
-}
-
-// ---- sum, prod and mean ----
-enum class Fold { sum, prod, mean };
-
-// a + b, or a * b (integers wrapping on overflow, as on the CPU).
-template <typename A, Fold F>
-__device__ A combine(A a, A b) {
-  if constexpr (F != Fold::prod)
-    return a + b;
-  else if constexpr (std::is_floating_point_v<A>)
-    return a * b;
-  else
-    return A(uint64_t(a) * uint64_t(b));
-}
-
-template <typename T, Fold F>
-__global__ void fold_kernel(const T* x, T* y, Rows r) {
-  __shared__ Acc<T> part[kThreads];
-  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
-    int64_t ib, ob;
-    row_base(r, row, ib, ob);
-    Acc<T> acc = F == Fold::prod ? 1 : 0;
-    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
-      int64_t io, oo;
-      elem_offset(r, j, io, oo);
-      acc = combine<Acc<T>, F>(acc, Acc<T>(load_as_compute(x[ib + io])));
-    }
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (int s = kThreads / 2; s > 0; s /= 2) {
-      if (int(threadIdx.x) < s) part[threadIdx.x] = combine<Acc<T>, F>(part[threadIdx.x], part[threadIdx.x + s]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      if constexpr (F == Fold::mean)
-        y[ob] = from_acc<T>(part[0] / Acc<T>(r.len));
-      else
-        y[ob] = from_acc<T>(part[0]);
-    }
-    __syncthreads();
-  }
 }
 
 unsigned blocks_for(int64_t rows) { return unsigned(rows < 65535 ? (rows > 0 ? rows : 1) : 65535); }
@@ -111,62 +60,6 @@ struct MeanKernel {
   static int run(const amber_kernel_args* a) { return run_fold<T, Fold::mean>(a); }
 };
 
-// ---- amax, amin, argmax ----
-template <typename T>
-__device__ inline bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return v != v;
-  else
-    return false;
-}
-// Whether (v, i) wins over (w, j): NaN first (earliest), then the extremum, then the earliest index.
-template <typename T, bool Max>
-__device__ inline bool better(T v, int64_t i, T w, int64_t j) {
-  if (j < 0) return i >= 0;
-  if (i < 0) return false;
-  const bool vn = is_nan(v), wn = is_nan(w);
-  if (vn || wn) return vn && (!wn || i < j);
-  if (v == w) return i < j;
-  return Max ? v > w : v < w;
-}
-
-template <typename T, bool Max, bool Index>
-__global__ void extremum_kernel(const T* x, void* y, Rows r) {
-  using C = compute_t<T>;  // a 16-bit value widened (exactly: the winner stores back unchanged)
-  __shared__ C val[kThreads];
-  __shared__ int64_t idx[kThreads];
-  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
-    int64_t ib, ob;
-    row_base(r, row, ib, ob);
-    C best = C(0);
-    int64_t bi = -1;
-    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
-      int64_t io, oo;
-      elem_offset(r, j, io, oo);
-      const C v = load_as_compute(x[ib + io]);
-      if (better<C, Max>(v, j, best, bi)) best = v, bi = j;
-    }
-    val[threadIdx.x] = best;
-    idx[threadIdx.x] = bi;
-    __syncthreads();
-    for (int s = kThreads / 2; s > 0; s /= 2) {
-      if (int(threadIdx.x) < s &&
-          better<C, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
-        val[threadIdx.x] = val[threadIdx.x + s];
-        idx[threadIdx.x] = idx[threadIdx.x + s];
-      }
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      if constexpr (Index)
-        static_cast<int64_t*>(y)[ob] = idx[0] < 0 ? 0 : idx[0];
-      else
-        static_cast<T*>(y)[ob] = cast_value<T>(val[0]);
-    }
-    __syncthreads();
-  }
-}
-
 template <bool Max>
 struct Extremum {
   template <typename T>
@@ -193,9 +86,7 @@ struct ArgExtremum {
       const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
       Rows r;
       if (a->attrs[op_attrs::argmax::dim].kind == AMBER_ATTR_NONE || x.ndim == 0) {
-        r = rows_of(x, y, x.ndim == 0 ? 0 : (1u << x.ndim) - 1, false);
-        r.nk = 0;
-        r.rows = 1;
+        r = flat_rows(x, y);
       } else {
         int64_t d = a->attrs[op_attrs::argmax::dim].i;
         if (d < 0) d += x.ndim;

@@ -1,8 +1,8 @@
 // The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
-// with the input's and output's strides) and the row-wise kernels softmax/log_softmax and
-// layer_norm (a block a row, or a warp a row held in registers), in a header of their own so that
-// tests/test_rows_emulated.cpp runs the same code on the CPU (tests/cuda_emulation.h) where no
-// GPU is; reduce.cu launches them and its reductions walk the same Rows. Private to libamber_cuda.so.
+// with the input's and output's strides) and the kernels that walk them a block a row (sum, prod,
+// mean, amax, amin, argmax, argmin, softmax, log_softmax, layer_norm) or a warp a row (layer_norm),
+// in a header of their own so that tests/test_rows_emulated.cpp runs the same code on the CPU
+// (tests/cuda_emulation.h); reduce.cu launches them. Private to libamber_cuda.so.
 #pragma once
 
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -70,6 +70,113 @@ inline Rows rows_of(const amber_tensor_view& in, const amber_tensor_view& out, u
     }
   }
   return r;
+}
+
+template <typename T>
+using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+// A sum, product or mean of T elements as T: a 16-bit one through f32, as the f32 kernel's result
+// rounded.
+template <typename T, typename A>
+__device__ inline T from_acc(A v) {
+  return cast_value<T>(compute_t<T>(v));
+}
+
+// ---- sum, prod and mean ----
+enum class Fold { sum, prod, mean };
+
+// a + b, or a * b (integers wrapping on overflow, as on the CPU).
+template <typename A, Fold F>
+__device__ A combine(A a, A b) {
+  if constexpr (F != Fold::prod)
+    return a + b;
+  else if constexpr (std::is_floating_point_v<A>)
+    return a * b;
+  else
+    return A(uint64_t(a) * uint64_t(b));
+}
+
+template <typename T, Fold F>
+__global__ void fold_kernel(const T* x, T* y, Rows r) {
+  __shared__ Acc<T> part[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    Acc<T> acc = F == Fold::prod ? 1 : 0;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      acc = combine<Acc<T>, F>(acc, Acc<T>(load_as_compute(x[ib + io])));
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s) part[threadIdx.x] = combine<Acc<T>, F>(part[threadIdx.x], part[threadIdx.x + s]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if constexpr (F == Fold::mean)
+        y[ob] = from_acc<T>(part[0] / Acc<T>(r.len));
+      else
+        y[ob] = from_acc<T>(part[0]);
+    }
+    __syncthreads();
+  }
+}
+
+// ---- amax, amin, argmax ----
+template <typename T>
+__device__ inline bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+// Whether (v, i) wins over (w, j): NaN first (earliest), then the extremum, then the earliest index.
+template <typename T, bool Max>
+__device__ inline bool better(T v, int64_t i, T w, int64_t j) {
+  if (j < 0) return i >= 0;
+  if (i < 0) return false;
+  const bool vn = is_nan(v), wn = is_nan(w);
+  if (vn || wn) return vn && (!wn || i < j);
+  if (v == w) return i < j;
+  return Max ? v > w : v < w;
+}
+
+template <typename T, bool Max, bool Index>
+__global__ void extremum_kernel(const T* x, void* y, Rows r) {
+  using C = compute_t<T>;  // a 16-bit value widened (exactly: the winner stores back unchanged)
+  __shared__ C val[kThreads];
+  __shared__ int64_t idx[kThreads];
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    C best = C(0);
+    int64_t bi = -1;
+    for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      const C v = load_as_compute(x[ib + io]);
+      if (better<C, Max>(v, j, best, bi)) best = v, bi = j;
+    }
+    val[threadIdx.x] = best;
+    idx[threadIdx.x] = bi;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (int(threadIdx.x) < s &&
+          better<C, Max>(val[threadIdx.x + s], idx[threadIdx.x + s], val[threadIdx.x], idx[threadIdx.x])) {
+        val[threadIdx.x] = val[threadIdx.x + s];
+        idx[threadIdx.x] = idx[threadIdx.x + s];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if constexpr (Index)
+        static_cast<int64_t*>(y)[ob] = idx[0] < 0 ? 0 : idx[0];
+      else
+        static_cast<T*>(y)[ob] = cast_value<T>(val[0]);
+    }
+    __syncthreads();
+  }
 }
 
 // ---- softmax, log_softmax (16-bit rows computed in f32, each output rounded once) ----
@@ -172,7 +279,7 @@ __global__ void layer_norm_kernel(const T* x, const T* other, T* y, const T* w, 
       if (int(threadIdx.x) < k) part[threadIdx.x] += part[threadIdx.x + k];
       __syncthreads();
     }
-    const C rstd = C(1.0 / sqrt(part[0] / double(r.len) + eps));
+    const C rstd = C(1.0 / ::sqrt(part[0] / double(r.len) + eps));
     const C m = C(mu);
     __syncthreads();
     for (int64_t j = threadIdx.x; j < r.len; j += blockDim.x) {
@@ -229,7 +336,7 @@ __global__ void __launch_bounds__(32 * kRowWarps)
         const double d = double(v[i]) - mu;
         q += d * d;
       }
-    const C rstd = C(1.0 / sqrt(warp_sum_double(q) / double(len) + eps));
+    const C rstd = C(1.0 / ::sqrt(warp_sum_double(q) / double(len) + eps));
     const C m = C(mu);
 #pragma unroll
     for (int i = 0; i < PerLane; ++i) {
@@ -241,6 +348,14 @@ __global__ void __launch_bounds__(32 * kRowWarps)
       y[ob + j] = cast_value<T>(o);
     }
   }
+}
+
+// All of x as one row into y's one element (argmax and argmin without a dim).
+inline Rows flat_rows(const amber_tensor_view& x, const amber_tensor_view& y) {
+  Rows r = rows_of(x, y, x.ndim == 0 ? 0 : (1u << x.ndim) - 1, false);
+  r.nk = 0;
+  r.rows = 1;
+  return r;
 }
 
 // The elements of layer_norm's weight (or bias; p, NULL for neither) along x's last nn dims, the
