@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "cuda_emulation.h"
+#include "emulated_vs_cpu.h"
 // After the emulation's macros:
 #include "amber/kernels/cuda/pool_kernels.cuh"
 
@@ -21,15 +22,8 @@ namespace {
 namespace pool = amber::cuda::pool;
 using amber::DimVec;
 using amber::Tensor;
-
-amber_tensor_view view_of(const Tensor& t) {
-  amber_tensor_view v{};
-  v.data = const_cast<void*>(t.data());
-  v.dtype = t.dtype() == amber::DType::i64 ? amber::cuda::kI64 : amber::cuda::kF32;
-  v.ndim = int32_t(t.dim());
-  for (int64_t d = 0; d < t.dim(); ++d) v.sizes[d] = t.sizes()[size_t(d)], v.strides[d] = t.strides()[size_t(d)];
-  return v;
-}
+using amber::emulation::same;
+using amber::emulation::view_of;
 
 // x's values with channels-last strides (NCHW sizes over NHWC memory).
 Tensor channels_last(const Tensor& x) { return x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); }
@@ -69,19 +63,6 @@ void run_kernel(const Tensor& x, const Tensor& y, const Tensor* indices, const p
     amber::emulation::launch(&pool::pool_kernel<float, K, int32_t>, dim3(3), dim3(256), xp, yp, g, p, yi);
   else
     amber::emulation::launch(&pool::pool_kernel<float, K, int64_t>, dim3(3), dim3(256), xp, yp, g, p, yi);
-}
-
-// Whether got equals want elementwise (NaN where want has NaN; within 1e-6 relative otherwise).
-bool same(const Tensor& got, const Tensor& want) {
-  REQUIRE(got.sizes() == want.sizes());
-  const Tensor g = got.contiguous().to(amber::DType::f64), w = want.contiguous().to(amber::DType::f64);
-  const double* gp = g.const_data_ptr<double>();
-  const double* wp = w.const_data_ptr<double>();
-  for (int64_t i = 0; i < g.numel(); ++i) {
-    if (std::isnan(wp[i]) != std::isnan(gp[i])) return false;
-    if (!std::isnan(wp[i]) && std::fabs(gp[i] - wp[i]) > 1e-6 * std::max(1.0, std::fabs(wp[i]))) return false;
-  }
-  return true;
 }
 
 }  // namespace

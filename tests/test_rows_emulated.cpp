@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda_emulation.h"
+#include "emulated_vs_cpu.h"
 // After the emulation's macros:
 #include "amber/kernels/cuda/row_kernels.cuh"
 
@@ -24,38 +25,8 @@ namespace rows = amber::cuda::rows;
 using amber::DimVec;
 using amber::DType;
 using amber::Tensor;
-
-amber_tensor_view view_of(const Tensor& t) {
-  amber_tensor_view v{};
-  v.data = const_cast<void*>(t.data());
-  v.dtype = t.dtype() == DType::i64 ? amber::cuda::kI64 : amber::cuda::kF32;
-  v.ndim = int32_t(t.dim());
-  for (int64_t d = 0; d < t.dim(); ++d) v.sizes[d] = t.sizes()[size_t(d)], v.strides[d] = t.strides()[size_t(d)];
-  return v;
-}
-
-// Whether got equals want elementwise: exactly for integers, within 1e-6 relative for floats
-// (NaN where want has NaN).
-bool same(const Tensor& got, const Tensor& want) {
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  if (want.dtype() == DType::i64) {
-    const Tensor gc = got.contiguous(), wc = want.contiguous();
-    const int64_t* g = gc.const_data_ptr<int64_t>();
-    const int64_t* w = wc.const_data_ptr<int64_t>();
-    for (int64_t i = 0; i < want.numel(); ++i)
-      if (g[i] != w[i]) return false;
-    return true;
-  }
-  const Tensor gd = got.to(DType::f64).contiguous(), wd = want.to(DType::f64).contiguous();
-  const double* g = gd.const_data_ptr<double>();
-  const double* w = wd.const_data_ptr<double>();
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    if (std::isnan(w[i]) != std::isnan(g[i])) return false;
-    if (!std::isnan(w[i]) && std::fabs(g[i] - w[i]) > 1e-6 * std::max(1.0, std::fabs(w[i]))) return false;
-  }
-  return true;
-}
+using amber::emulation::same;
+using amber::emulation::view_of;
 
 // The dims as reduce.cu's dims_mask gives them (none: all).
 uint32_t mask_of(const DimVec& dims, int ndim) {

@@ -1,0 +1,42 @@
+// What the emulated CUDA tests that check against Amber's CPU kernels share (test_rows_emulated,
+// test_pool_emulated): a tensor as a kernel's view of it, and the comparison of an emulated
+// kernel's output with the CPU's (exact for integers; for floats NaN where NaN, else within 1e-6
+// relative). Include after <amber/amber.h> and catch2.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "amber/core/backend.h"
+
+namespace amber::emulation {
+
+inline amber_tensor_view view_of(const Tensor& t) {
+  amber_tensor_view v{};
+  v.data = const_cast<void*>(t.data());
+  v.dtype = int32_t(t.dtype());  // (the backend table's dtype codes are DType's)
+  v.ndim = int32_t(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) v.sizes[d] = t.sizes()[size_t(d)], v.strides[d] = t.strides()[size_t(d)];
+  return v;
+}
+
+inline bool same(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.sizes() == want.sizes());
+  REQUIRE(got.dtype() == want.dtype());
+  if (want.dtype() == DType::i64) {
+    const Tensor gc = got.contiguous(), wc = want.contiguous();
+    const int64_t* g = gc.const_data_ptr<int64_t>();
+    const int64_t* w = wc.const_data_ptr<int64_t>();
+    return std::equal(g, g + want.numel(), w);
+  }
+  const Tensor gd = got.to(DType::f64).contiguous(), wd = want.to(DType::f64).contiguous();
+  const double* g = gd.const_data_ptr<double>();
+  const double* w = wd.const_data_ptr<double>();
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    if (std::isnan(w[i]) != std::isnan(g[i])) return false;
+    if (!std::isnan(w[i]) && std::fabs(g[i] - w[i]) > 1e-6 * std::max(1.0, std::fabs(w[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace amber::emulation
