@@ -190,19 +190,21 @@ step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-mo
 step "e2e f32 and tf32 with every convolution through NCHW (AMBER_CUDA_CONV_NCHW=1)" env AMBER_CUDA_CONV_NCHW=1 \
   AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
 # Amber's own f32 convolution kernel (kernels/cuda/conv_direct.h) is likewise taken where it
-# times faster; here wherever it fits: every op with each of its three tiles
-# (AMBER_CUDA_CONV_DIRECT=1: 64 x 64 outputs, 2: 128 x 128, 3: 128 x 64; one template, the op
-# cases have partial tiles and split sums), then every model with the first (the route's
-# workspace, bias, activation and graphs; at the e2e models' batches the likeliest tile).
+# times faster; here wherever it fits: the convolution ops' cases (the only ops it serves;
+# AMBER_TEST_OPS) with each of its three tiles (AMBER_CUDA_CONV_DIRECT=1: 64 x 64 outputs, 2:
+# 128 x 128, 3: 128 x 64; one template, the cases have partial tiles and split sums), then every
+# model with the first (the route's workspace, bias, activation and graphs; at the e2e models'
+# batches the likeliest tile).
 own_conv() {
   local tile
   for tile in 1 2 3; do
     echo "AMBER_CUDA_CONV_DIRECT=$tile"
-    AMBER_CUDA_CONV_DIRECT=$tile "$build/tests/test_ops" "[devices]" || return 1
+    AMBER_CUDA_CONV_DIRECT=$tile AMBER_TEST_OPS='^(conv2d|fused_conv2d)$' "$build/tests/test_ops" "[devices]" ||
+      return 1
   done
   AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
 }
-step "every op (each tile) and the e2e models (f32, tf32) with Amber's own convolution kernel (AMBER_CUDA_CONV_DIRECT)" own_conv
+step "the convolutions' op cases (each tile) and the e2e models (f32, tf32) with Amber's own convolution kernel (AMBER_CUDA_CONV_DIRECT)" own_conv
 step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.

@@ -5,7 +5,10 @@
 // other device available (the simulated device always; CUDA where present) and must equal
 // the CPU's result, ggml-style.
 
+#include <cstdlib>
 #include <map>
+#include <optional>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "amber/core/backend_registry.h"
@@ -142,6 +145,12 @@ TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
   } catch (const Error& e) {
     std::printf("devices: cuda skipped: %s\n", e.what());
   }
+  // AMBER_TEST_OPS (an extended regular expression): only the ops whose names match it
+  // (scripts/gpu_check.sh runs the convolutions alone with each forced route).
+  const char* only = std::getenv("AMBER_TEST_OPS");
+  const std::optional<std::regex> filter =
+      only && *only ? std::optional<std::regex>(std::regex(only, std::regex::extended)) : std::nullopt;
+  if (filter) std::printf("devices: only the ops matching AMBER_TEST_OPS='%s'\n", only);
   for (const Device& device : devices) {
     // The simulated device runs the CPU's kernels: bit for bit. CUDA has its own kernels
     // (libm's device functions, cuBLAS's and cuDNN's summation orders): within the case's
@@ -152,7 +161,7 @@ TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
       if (!c["error"].is_null()) continue;
       const std::string name = c["name"], opname = c["op"];
       const OpSchema& op = op_schema(opname);
-      if (op.flags & op_flags::nondeterministic) continue;
+      if ((op.flags & op_flags::nondeterministic) || (filter && !std::regex_search(opname, *filter))) continue;
       INFO("case " << name << " (op " << opname << ") on " << device);
       OpStats& st = ran[opname];
       ++st.cases;
