@@ -7,9 +7,9 @@
 
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <nlohmann/json.hpp>
 
 #include "amber/core/backend_registry.h"
 #include "amber/schema/dispatcher.h"
