@@ -215,13 +215,13 @@ step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --outpu
 # it). Untimed, f32 convolutions keep cuDNN's legacy route: the whole run then checks the e2e
 # models again with the own kernel forced (its indexing is also checked by ASan on the CPU,
 # tests/test_conv_direct_emulated.cpp).
-memcheck() {
+memcheck() {  # (the exit status of the last to fail: 124 where it ran out of time)
   local rc=0
   timeout "$step_timeout" env "${short_e2e_env[@]}" AMBER_CUDA_TUNING=0 compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$build/tests/test_e2e" "${short_e2e[@]}" || rc=1
+    "$build/tests/test_e2e" "${short_e2e[@]}" || rc=$?
   if ((!short)); then
     timeout "$step_timeout" env AMBER_CUDA_TUNING=0 AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none \
-      compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_e2e" "[models]" || rc=1
+      compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_e2e" "[models]" || rc=$?
   fi
   return $rc
 }
