@@ -1,11 +1,7 @@
-// DirectConv (conv_direct.h): an implicit-GEMM f32 convolution on channels-last tensors. Output
-// pixels are the product's rows, output channels its columns, the sum runs over (r, s, c) in the
-// weights' KRSC order; tiles of 64 x 64 outputs (16 terms a step, 4 x 4 a thread), 128 x 64 or
-// 128 x 128 (8 terms, 8 x 4 or 8 x 8), the step's operands through shared memory (two buffers, one
-// barrier a step), the next step's loads in flight while the current one multiplies. Split, each
-// slice's blocks write partial sums that a second kernel adds in slice order, with the bias and
-// activation. The kernels and the launch policy are conv_direct_kernels.cuh's; this file launches
-// them.
+// DirectConv (conv_direct.h), launched: an implicit-GEMM f32 convolution on channels-last tensors
+// (output pixels the product's rows, output channels its columns, the sum over the weights' KRSC
+// order). Its tiles, double-buffered steps, split sums and launch policy are
+// conv_direct_kernels.cuh's; this file queues them on a stream.
 
 #include "amber/kernels/cuda/conv_direct.h"
 

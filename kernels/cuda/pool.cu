@@ -1,9 +1,8 @@
-// CUDA kernels for 2-D pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN
-// propagates, dilation, ceil_mode through the output size; with or without indices; of u8 too), avg_pool2d
-// (count_include_pad, divisor_override), adaptive_avg_pool2d and max_unpool2d, in f32, f64 and 16 bits (a window
-// compared and summed in f32, the average rounded once). One thread per output element, channels
-// fastest for channels-last outputs; any strides (3-D inputs are one image). Own kernels rather than cuDNN's pooling,
-// which has no dilation and other rounding rules.
+// CUDA pooling with the CPU kernels' window rules (ATen's): max_pool2d (NaN propagates, dilation,
+// ceil_mode; with indices; u8 too), avg_pool2d (count_include_pad, divisor_override),
+// adaptive_avg_pool2d and max_unpool2d, in f32, f64 and 16 bits (compared and summed in f32, rounded
+// once), any strides. Own kernels (pool_kernels.cuh, a thread per output) rather than cuDNN's
+// pooling, which has no dilation and other rounding rules; this file launches them.
 
 #include <cmath>
 

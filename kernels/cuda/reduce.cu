@@ -1,11 +1,7 @@
-// CUDA kernels along rows: reductions (sum, prod, mean, amax, amin, argmax, any, all), cumsum and
-// topk (a thread per line), softmax/log_softmax, layer_norm (and add_layer_norm) and
-// batch_norm. Reductions: a block per row, 256 threads striding its elements, then a
-// fixed-order tree in shared memory: deterministic, within tolerance of the CPU's order. Floats
-// accumulate in double, integers in int64, as on the CPU; amax/amin/argmax propagate NaN as PyTorch.
-// f16 and bf16 elements are widened on load and each result rounded once (through f32, as the f32
-// kernel between conversions gives). The rows' description and the kernels a block (or warp) a row
-// are row_kernels.cuh's; this file launches them and holds any/all, cumsum, topk and batch_norm.
+// The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
+// device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
+// in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
+// once), and here any/all, cumsum and topk (a thread per line) and inference batch_norm.
 
 #include <algorithm>
 #include <cstring>
