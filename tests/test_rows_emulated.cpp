@@ -1,9 +1,9 @@
 // The CUDA backend's row-wise kernels (kernels/cuda/row_kernels.cuh) run on the CPU
-// (cuda_emulation.h), without a GPU: sum, prod, mean, amax, amin, argmax and argmin against
-// Amber's CPU reductions (f32, with NaN and ties), softmax, log_softmax, layer_norm
-// and add_layer_norm (a block a row, a warp a row) against the same math in double precision: rows
-// strided and dense, longer than a block, partial warps, grids smaller than the rows, with and
-// without weight and bias. scripts/gpu_check.sh runs the real kernels.
+// (cuda_emulation.h), without a GPU: sum, prod, mean, amax, amin, argmax, argmin, topk and cumsum
+// against Amber's CPU kernels (f32 with NaN and ties; cumsum of i64 too), softmax, log_softmax,
+// layer_norm and add_layer_norm (a block a row, a warp a row) against the same math in double
+// precision: rows strided and dense, longer than a block, partial warps, grids smaller than the
+// rows, with and without weight and bias. scripts/gpu_check.sh runs the real kernels.
 
 #include <amber/amber.h>
 
@@ -253,4 +253,50 @@ TEST_CASE("cuda emulated: sum, prod, mean, amax, amin, argmax and argmin equal t
   const Tensor finite = amber::randn({4, 70});
   CHECK(same(run_rows(&rows::extremum_kernel<float, false, true>, finite, amber::argmin(finite), nullptr),
              amber::argmin(finite)));
+}
+
+TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[emulated]") {
+  amber::manual_seed(11);
+  // [4, 37, 3] along the middle dim (strided lines), with ties and a NaN; and along the last.
+  Tensor x = amber::randn({4, 37, 3});
+  float* xp = x.data_ptr<float>();
+  xp[(1 * 37 + 5) * 3 + 2] = xp[(1 * 37 + 30) * 3 + 2] = 7.0f;  // a tie for the first place
+  xp[(2 * 37 + 9) * 3 + 0] = NAN;
+  for (int64_t dim : {1, 2, -1})
+    for (int64_t k : {int64_t(1), int64_t(3)})
+      for (bool largest : {true, false}) {
+        INFO("topk along " << dim << ", k " << k << ", largest " << largest);
+        const auto [want_v, want_i] = amber::topk(x, k, dim, largest);
+        const Tensor v = amber::full(want_v.sizes(), double(NAN)), ix = amber::full(want_i.sizes(), -7.0, DType::i64);
+        const amber_tensor_view xv = view_of(x), vv = view_of(v), iv = view_of(ix);
+        const int d = int(dim < 0 ? dim + x.dim() : dim);
+        const int64_t n = x.sizes()[size_t(d)], lines = v.numel() / k;
+        amber::emulation::launch(&rows::topk_kernel<float>, dim3(2), dim3(64), static_cast<const float*>(xv.data),
+                                 static_cast<float*>(vv.data), static_cast<int64_t*>(iv.data),
+                                 amber::scan::lines_along(vv, xv, d), amber::scan::lines_along(iv, xv, d), d, n, k,
+                                 largest, lines);
+        CHECK(same(v, want_v));
+        CHECK(same(ix, want_i));
+      }
+  // cumsum along each dim, of an f32 and of an i64 tensor (wrapping as the CPU's), into a
+  // transposed output (strided writes).
+  const Tensor xi = (amber::randn({4, 37, 3}) * 1e17).to(DType::i64);
+  for (const Tensor& t : {x, xi})
+    for (int d = 0; d < 3; ++d) {
+      INFO("cumsum along " << d << " of " << (t.dtype() == DType::i64 ? "i64" : "f32"));
+      const Tensor want = amber::cumsum(t, d);
+      const double fill = t.dtype() == DType::i64 ? -7.0 : double(NAN);
+      const Tensor y = amber::full({3, 37, 4}, fill, t.dtype()).permute({2, 1, 0});
+      const amber_tensor_view tv = view_of(t), yv = view_of(y);
+      const int64_t n = t.sizes()[size_t(d)], lines = t.numel() / n;
+      if (t.dtype() == DType::i64)
+        amber::emulation::launch(&rows::cumsum_kernel<int64_t>, dim3(2), dim3(64), static_cast<const int64_t*>(tv.data),
+                                 static_cast<int64_t*>(yv.data), amber::scan::lines_along(yv, tv, d), tv.strides[d],
+                                 yv.strides[d], n, lines);
+      else
+        amber::emulation::launch(&rows::cumsum_kernel<float>, dim3(2), dim3(64), static_cast<const float*>(tv.data),
+                                 static_cast<float*>(yv.data), amber::scan::lines_along(yv, tv, d), tv.strides[d],
+                                 yv.strides[d], n, lines);
+      CHECK(same(y, want));
+    }
 }

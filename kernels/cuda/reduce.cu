@@ -1,7 +1,7 @@
 // The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
 // device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
 // in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
-// once), and here any/all, cumsum and topk (a thread per line) and inference batch_norm.
+// once), cumsum and topk (there too, a thread a line), and here any/all and inference batch_norm.
 
 #include <algorithm>
 #include <cstring>
@@ -242,34 +242,7 @@ struct AnyAll {
   };
 };
 
-// topk(self, k, dim, largest, sorted): a thread per line keeps the best k so far, in order, in
-// the outputs themselves (insertion by scan.h's topk_before): O(n k) per line, fine for the
-// small k of top-k sampling and search, slow for k near a long line's length.
-template <typename T>
-__global__ void topk_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n,
-                            int64_t k, bool largest, int64_t lines) {
-  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
-    int64_t xo, vo, io, unused;
-    scan::line_start(wv, l, &xo, &vo);
-    scan::line_start(wi, l, &unused, &io);
-    const int64_t xs = wv.xstrides[dim], vs = wv.ystrides[dim], is = wi.ystrides[dim];
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const T val = x[xo + i * xs];
-      const auto c = load_as_compute(val);  // 16-bit values compared widened (exactly)
-      if (count == k && !scan::topk_before(c, i, load_as_compute(v[vo + (k - 1) * vs]), ix[io + (k - 1) * is], largest))
-        continue;
-      int64_t j = count < k ? count++ : k - 1;
-      for (; j > 0 && scan::topk_before(c, i, load_as_compute(v[vo + (j - 1) * vs]), ix[io + (j - 1) * is], largest);
-           --j) {
-        v[vo + j * vs] = v[vo + (j - 1) * vs];
-        ix[io + j * is] = ix[io + (j - 1) * is];
-      }
-      v[vo + j * vs] = val;
-      ix[io + j * is] = i;
-    }
-  }
-}
+// topk(self, k, dim, largest, sorted): row_kernels.cuh's topk_kernel, a thread per line.
 template <typename T>
 struct TopkKernel {
   static int run(const amber_kernel_args* a) {
@@ -289,24 +262,8 @@ struct TopkKernel {
   }
 };
 
-// cumsum(self, dim, dtype): self already in the output's dtype (inference casts it).
-template <typename T>
-__global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n,
-                              int64_t lines) {
-  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
-    int64_t xo, yo;
-    scan::line_start(w, l, &xo, &yo);
-    if constexpr (std::is_same_v<compute_t<T>, T>) {
-      scan::cumsum_line(x + xo, xstride, y + yo, ystride, n);
-    } else {  // 16 bits: scan.h's sum in double, each result through f32 (the f32 kernel's, rounded)
-      double acc = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        acc += double(load_as_compute(x[xo + i * xstride]));
-        y[yo + i * ystride] = from_acc<T>(acc);
-      }
-    }
-  }
-}
+// cumsum(self, dim, dtype): self already in the output's dtype (inference casts it); a thread per
+// line (row_kernels.cuh's cumsum_kernel).
 template <typename T>
 struct CumsumKernel {
   static int run(const amber_kernel_args* a) {

@@ -1,12 +1,13 @@
 // The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
-// with the input's and output's strides) and the kernels that walk them a block a row (sum, prod,
+// with the input's and output's strides), the kernels that walk them a block a row (sum, prod,
 // mean, amax, amin, argmax, argmin, softmax, log_softmax, layer_norm) or a warp a row (layer_norm),
-// in a header of their own so that tests/test_rows_emulated.cpp runs the same code on the CPU
-// (tests/cuda_emulation.h); reduce.cu launches them. Private to libamber_cuda.so.
+// and topk and cumsum a thread a line, in a header of their own so that tests/test_rows_emulated.cpp
+// runs the same code on the CPU (tests/cuda_emulation.h); reduce.cu launches them.
 #pragma once
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/pointwise_math.h"
+#include "amber/kernels/scan.h"
 
 namespace amber::cuda::rows {
 
@@ -381,6 +382,54 @@ inline bool dense_rows(const Rows& r, bool out) {
     expect *= r.rsize[d];
   }
   return true;
+}
+
+// topk(self, k, dim, largest, sorted): a thread per line keeps the best k so far, in order, in
+// the outputs themselves (insertion by scan.h's topk_before): O(n k) per line, fine for the
+// small k of top-k sampling and search, slow for k near a long line's length.
+template <typename T>
+__global__ void topk_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n,
+                            int64_t k, bool largest, int64_t lines) {
+  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t xo, vo, io, unused;
+    scan::line_start(wv, l, &xo, &vo);
+    scan::line_start(wi, l, &unused, &io);
+    const int64_t xs = wv.xstrides[dim], vs = wv.ystrides[dim], is = wi.ystrides[dim];
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const T val = x[xo + i * xs];
+      const auto c = load_as_compute(val);  // 16-bit values compared widened (exactly)
+      if (count == k && !scan::topk_before(c, i, load_as_compute(v[vo + (k - 1) * vs]), ix[io + (k - 1) * is], largest))
+        continue;
+      int64_t j = count < k ? count++ : k - 1;
+      for (; j > 0 && scan::topk_before(c, i, load_as_compute(v[vo + (j - 1) * vs]), ix[io + (j - 1) * is], largest);
+           --j) {
+        v[vo + j * vs] = v[vo + (j - 1) * vs];
+        ix[io + j * is] = ix[io + (j - 1) * is];
+      }
+      v[vo + j * vs] = val;
+      ix[io + j * is] = i;
+    }
+  }
+}
+
+// cumsum(self, dim, dtype) along lines (scan.h's walk and sum, shared with the CPU).
+template <typename T>
+__global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n,
+                              int64_t lines) {
+  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lines; l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t xo, yo;
+    scan::line_start(w, l, &xo, &yo);
+    if constexpr (std::is_same_v<compute_t<T>, T>) {
+      scan::cumsum_line(x + xo, xstride, y + yo, ystride, n);
+    } else {  // 16 bits: scan.h's sum in double, each result through f32 (the f32 kernel's, rounded)
+      double acc = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        acc += double(load_as_compute(x[xo + i * xstride]));
+        y[yo + i * ystride] = from_acc<T>(acc);
+      }
+    }
+  }
 }
 
 }  // namespace amber::cuda::rows
