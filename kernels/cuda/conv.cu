@@ -535,10 +535,10 @@ bool prepare_nchw(ConvState* s, const amber_kernel_args* a, const int xd[4], con
   return false;
 }
 
-// The own kernel's description of the convolution (conv_direct.h), its sum split for the device.
-// False where the kernel does not take it.
+// The own kernel's description of the convolution (conv_direct.h), its sum split for a device of
+// `sms` multiprocessors. False where the kernel does not take it.
 bool prepare_direct(const amber_kernel_args* a, const ConvAttrs& at, const int xd[4], const int yd[4], int tile_m,
-                    int tile_n, DirectConv* d) {
+                    int tile_n, int sms, DirectConv* d) {
   const amber_tensor_view &w = a->inputs[1], &bias = a->inputs[2];
   if (a->attrs[at.groups].i != 1 || (present(bias) && bias.dtype != kF32)) return false;
   d->n = xd[0], d->c = xd[1], d->h = xd[2], d->w = xd[3];
@@ -547,12 +547,7 @@ bool prepare_direct(const amber_kernel_args* a, const ConvAttrs& at, const int x
   d->tile_m = tile_m, d->tile_n = tile_n;
   for (int i = 0; i < 2; ++i)
     d->stride[i] = pair(a, at.stride, i), d->pad[i] = pair(a, at.padding, i), d->dilation[i] = pair(a, at.dilation, i);
-  int sms = 0;
-  if (int(w.sizes[1]) != d->c || !direct_conv_fits(*d) ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  if (int(w.sizes[1]) != d->c || !direct_conv_fits(*d)) return false;
   direct_conv_split(*d, sms);
   return true;
 }
@@ -566,8 +561,16 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   DirectConv own[kTiles];
   bool fits[kTiles] = {};
   size_t own_ws = 0;
+  // Prepared where it may be taken: forced, or timed (untimed and not forced, the legacy route
+  // stays); the device's multiprocessors asked once for the three.
+  const bool own_wanted = conv_direct_switch() > 0 || (conv_direct_switch() != 0 && timed_choices());
+  int sms = 0;
+  if (own_wanted && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 0;
+  }
   for (int i = 0; i < kTiles; ++i) {
-    fits[i] = conv_direct_switch() != 0 && prepare_direct(a, at, xd, yd, kTile[i][0], kTile[i][1], &own[i]);
+    fits[i] = sms > 0 && prepare_direct(a, at, xd, yd, kTile[i][0], kTile[i][1], sms, &own[i]);
     if (fits[i]) own_ws = std::max(own_ws, direct_conv_workspace(own[i]));
   }
   auto take_direct = [&](int i) { s->direct = true, s->dc = own[i]; };
