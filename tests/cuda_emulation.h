@@ -2,7 +2,8 @@
 // own (kernels/cuda/*_kernels.cuh): each block's threads as std::threads, __syncthreads as a
 // barrier, __shared__ arrays as function statics (the blocks run one at a time, so one block's
 // threads share them), dynamic shared memory a buffer per block (NaN-filled: a read before any
-// write shows), warp shuffles through a barrier per warp, threadIdx and blockIdx thread-local.
+// write shows), warp shuffles through a barrier per warp, block votes through the block's barrier,
+// atomics as std::atomic_ref, threadIdx and blockIdx thread-local.
 // What it proves is the indexing, the tiling and the synchronisation's logic without a GPU; not
 // speed, not the memory model. Include it before the kernel's header (it includes CUDA's own).
 #pragma once
@@ -15,12 +16,14 @@
 #include <vector_functions.h>
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #undef __host__
@@ -49,6 +52,7 @@ inline std::barrier<>* block_barrier = nullptr;
 inline float* block_dynamic_shared = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
 inline std::vector<uint64_t> warp_lanes;  // 32 a warp: what each lane offers a shuffle (its bits)
+inline std::atomic<int> block_votes{0};   // how many of the block's threads voted true
 
 // kernel<<<grid, block, shared_bytes>>>(args...): the blocks in turn, each with its threads at
 // once.
@@ -101,6 +105,19 @@ T shuffle(T x, unsigned from) {
   return got;
 }
 
+// How many of the block's threads pass a true predicate (each thread gets the count). The blocks
+// run one at a time: one counter serves them all, reset by thread 0 after every thread has read it
+// (the next vote's first barrier orders that before any thread's next vote).
+inline int block_count(bool predicate) {
+  block_barrier->arrive_and_wait();
+  if (predicate) block_votes.fetch_add(1);
+  block_barrier->arrive_and_wait();
+  const int count = block_votes.load();
+  block_barrier->arrive_and_wait();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) block_votes.store(0);
+  return count;
+}
+
 }  // namespace amber::emulation
 
 // The device-side names the kernels' headers use.
@@ -117,4 +134,13 @@ inline float __uint_as_float(uint32_t bits) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
+}
+inline int __syncthreads_or(int predicate) { return amber::emulation::block_count(predicate != 0) > 0; }
+inline int __syncthreads_and(int predicate) { return amber::emulation::block_count(predicate == 0) == 0; }
+// atomicAdd's overloads the kernels use; each returns the old value, as CUDA's.
+template <typename T>
+T atomicAdd(T* address, T value) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int> ||
+                std::is_same_v<T, unsigned long long>);
+  return std::atomic_ref<T>(*address).fetch_add(value);
 }

@@ -1,9 +1,8 @@
 // The CUDA backend's row-wise kernels (kernels/cuda/row_kernels.cuh) run on the CPU
-// (cuda_emulation.h), without a GPU: sum, prod, mean, amax, amin, argmax, argmin, topk and cumsum
-// against Amber's CPU kernels (f32 with NaN and ties; cumsum of i64 too), softmax, log_softmax,
-// layer_norm and add_layer_norm (a block a row, a warp a row) against the same math in double
-// precision: rows strided and dense, longer than a block, partial warps, grids smaller than the
-// rows, with and without weight and bias. scripts/gpu_check.sh runs the real kernels.
+// (cuda_emulation.h), without a GPU: sum, prod, mean, amax, amin, argmax, argmin, any, all, topk
+// and cumsum against Amber's CPU kernels (f32 with NaN and ties; cumsum of i64 too); softmax,
+// log_softmax, layer_norm and add_layer_norm (a block or a warp a row) against double precision:
+// rows strided, dense, longer than a block; partial warps; grids smaller than the rows.
 
 #include <amber/amber.h>
 
@@ -299,4 +298,51 @@ TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[
                                  yv.strides[d], n, lines);
       CHECK(same(y, want));
     }
+}
+
+TEST_CASE("cuda emulated: any and all, a block's vote, equal the CPU's", "[emulated]") {
+  // Rows of zeros with a few deciding elements: one at a row's last element (the last thread's
+  // second pass), a NaN (true), one in the first thread's first element; and the same rows
+  // inverted (ones with zeros there) for all. [3, 4, 300] along the last dim (longer than a block)
+  // and the middle dims; [3, 7, 5] along the middle (strided rows).
+  Tensor a = amber::zeros({3, 4, 300}), b = amber::zeros({3, 7, 5});
+  float* ap = a.data_ptr<float>();
+  ap[(0 * 4 + 1) * 300 + 299] = 2.0f;
+  ap[(1 * 4 + 0) * 300 + 0] = NAN;
+  ap[(2 * 4 + 3) * 300 + 128] = -1.0f;
+  float* bp = b.data_ptr<float>();
+  bp[(1 * 7 + 6) * 5 + 4] = 3.0f;
+  bp[(2 * 7 + 0) * 5 + 0] = NAN;
+  auto inverted = [](const Tensor& x) {
+    Tensor y = amber::ones(x.sizes());
+    const float* xp = x.const_data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) yp[i] = xp[i] != 0.0f ? 0.0f : 1.0f;
+    return y;
+  };
+  // The kernel's output filled first with the opposite of each expected result: a row it leaves
+  // unwritten shows.
+  auto check = [](const Tensor& x, const DimVec& dims, bool keep) {
+    INFO("dims of " << dims.size() << " (first " << (dims.empty() ? -1 : dims[0]) << "), keepdim " << keep);
+    const amber_tensor_view xv = view_of(x);
+    for (bool any : {true, false}) {
+      const Tensor want = any ? amber::any(x, dims, keep) : amber::all(x, dims, keep);
+      const Tensor y = want.clone();
+      bool* yp = y.data_ptr<bool>();
+      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = !yp[i];
+      const amber_tensor_view yv = view_of(y);
+      const rows::Rows r = rows::rows_of(xv, yv, mask_of(dims, x.dim()), false);
+      amber::emulation::launch(any ? &rows::any_all_kernel<float, true> : &rows::any_all_kernel<float, false>, dim3(2),
+                               dim3(rows::kThreads), static_cast<const float*>(xv.data), yp, r);
+      CHECK(same(y, want));
+    }
+  };
+  for (bool keep : {false, true}) {
+    for (const Tensor& x : {a, inverted(a)}) {
+      check(x, {2}, keep);
+      check(x, {0, 1}, keep);
+      check(x, {}, keep);
+    }
+    for (const Tensor& x : {b, inverted(b)}) check(x, {1}, keep);
+  }
 }

@@ -1,7 +1,7 @@
 // The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
 // device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
 // in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
-// once), cumsum and topk (there too, a thread a line), and here any/all and inference batch_norm.
+// once), any/all, cumsum and topk (there too, a thread a line), and here inference batch_norm.
 
 #include <algorithm>
 #include <cstring>
@@ -209,22 +209,7 @@ struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, runni
   }
 };
 
-// any/all(self, dim, keepdim): a block per output; __syncthreads_or/and joins the threads.
-template <typename T, bool Any>
-__global__ void any_all_kernel(const T* x, bool* y, Rows r) {
-  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
-    int64_t ib, ob;
-    row_base(r, row, ib, ob);
-    bool v = !Any;
-    for (int64_t j = threadIdx.x; j < r.len && v != Any; j += blockDim.x) {
-      int64_t io, oo;
-      elem_offset(r, j, io, oo);
-      if ((load_as_compute(x[ib + io]) != compute_t<T>(0)) == Any) v = Any;
-    }
-    const bool result = Any ? __syncthreads_or(v) : __syncthreads_and(v);
-    if (threadIdx.x == 0) y[ob] = result;
-  }
-}
+// any/all(self, dim, keepdim): row_kernels.cuh's any_all_kernel, a block a row.
 template <bool Any>
 struct AnyAll {
   template <typename T>

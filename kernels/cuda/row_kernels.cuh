@@ -1,6 +1,6 @@
 // The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
 // with the input's and output's strides), the kernels that walk them a block a row (sum, prod,
-// mean, amax, amin, argmax, argmin, softmax, log_softmax, layer_norm) or a warp a row (layer_norm),
+// mean, amax, amin, argmax, argmin, any, all, softmax, log_softmax, layer_norm) or a warp a row,
 // and topk and cumsum a thread a line, in a header of their own so that tests/test_rows_emulated.cpp
 // runs the same code on the CPU (tests/cuda_emulation.h); reduce.cu launches them.
 #pragma once
@@ -177,6 +177,24 @@ __global__ void extremum_kernel(const T* x, void* y, Rows r) {
         static_cast<T*>(y)[ob] = cast_value<T>(val[0]);
     }
     __syncthreads();
+  }
+}
+
+// ---- any, all: a block a row, each thread stopping at its first deciding element; the block's
+// vote (__syncthreads_or/and) joins the threads ----
+template <typename T, bool Any>
+__global__ void any_all_kernel(const T* x, bool* y, Rows r) {
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x) {
+    int64_t ib, ob;
+    row_base(r, row, ib, ob);
+    bool v = !Any;
+    for (int64_t j = threadIdx.x; j < r.len && v != Any; j += blockDim.x) {
+      int64_t io, oo;
+      elem_offset(r, j, io, oo);
+      if ((load_as_compute(x[ib + io]) != compute_t<T>(0)) == Any) v = Any;
+    }
+    const bool result = Any ? __syncthreads_or(v) : __syncthreads_and(v);
+    if (threadIdx.x == 0) y[ob] = result;
   }
 }
 
