@@ -1,17 +1,19 @@
-// CUDA kernels that gather, scatter or assemble: embedding, index_select, gather and scatter
-// (src, value, add; i64 or i32 indices), cat and stack (converting dtypes as their inference promotes without casting
-// first), flip, pad, roll, repeat, tril and triu. An index out of range gives zeros here: the CPU reports it,
-// which a GPU kernel could only do through a device-to-host read per call.
-
-#include <type_traits>
+// The CUDA kernels that gather, scatter or assemble, launched: embedding, index_select, gather,
+// scatter (src, value, add; i64 or i32 indices), pad, roll, repeat, tril and triu (their device code
+// in index_kernels.cuh), and cat, stack (converting dtypes as their inference promotes) and flip as
+// copies. An index out of range gives zeros here: the CPU reports it, which a GPU kernel could only
+// do through a device-to-host read per call.
 
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/index_kernels.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/views.h"
 #include "amber/op_attrs.h"
 
 namespace amber::cuda {
 namespace {
+
+using namespace indexing;  // the kernels and their arguments (index_kernels.cuh)
 
 // The view of v narrowed to [start, start + len) along dim (or with dim removed: select).
 amber_tensor_view narrow(amber_tensor_view v, int dim, int64_t start, int64_t len, bool select) {
@@ -28,35 +30,6 @@ amber_tensor_view narrow(amber_tensor_view v, int dim, int64_t start, int64_t le
   return v;
 }
 
-struct Index {  // an i64 or i32 index view, up to 8 dims
-  const void* data;
-  bool i32;
-  int ndim;
-  int64_t sizes[AMBER_MAX_DIMS], strides[AMBER_MAX_DIMS];
-  __device__ int64_t at(int64_t k) const {
-    int64_t off = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-      off += (k % sizes[d]) * strides[d];
-      k /= sizes[d];
-    }
-    return i32 ? static_cast<const int32_t*>(data)[off] : static_cast<const int64_t*>(data)[off];
-  }
-};
-Index index_of(const amber_tensor_view& v) {
-  Index ix{v.data, v.dtype == kI32, v.ndim, {}, {}};
-  for (int d = 0; d < v.ndim; ++d) ix.sizes[d] = v.sizes[d], ix.strides[d] = v.strides[d];
-  return ix;
-}
-
-// embedding: output [indices..., dim] (contiguous) = weight[index, :].
-template <typename T>
-__global__ void embedding_kernel(const T* w, int64_t rows, int64_t dim, int64_t ws0, int64_t ws1, Index idx, T* y,
-                                 int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t k = i / dim, j = i % dim, row = idx.at(k);
-    y[i] = row >= 0 && row < rows ? w[row * ws0 + j * ws1] : T(0);
-  }
-}
 template <typename T>
 struct EmbeddingKernel {  // embedding(weight, indices, padding_idx)
   static int run(const amber_kernel_args* a) {
@@ -64,36 +37,12 @@ struct EmbeddingKernel {  // embedding(weight, indices, padding_idx)
     const int64_t n = numel(y);
     if (n == 0) return 0;
     DeviceScope scope(a->device);
-    embedding_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(w.data), w.sizes[0], w.sizes[1],
-                                                               w.strides[0], w.strides[1], index_of(idx),
-                                                               static_cast<T*>(y.data), n);
+    embedding_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(w.data), static_cast<T*>(y.data),
+                                                               embedding_args(w, idx), n);
     return launched(a, "embedding");
   }
 };
 
-// index_select: y[..., k, ...] = x[..., index[k], ...] along dim.
-template <typename T>
-__global__ void index_select_kernel(const T* x, T* y, Operands<2> o, int dim, int64_t size, int64_t xstride, Index idx,
-                                    int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, yo = 0, xo = 0;
-    bool inside = true;
-    for (int d = o.ndim - 1; d >= 0; --d) {
-      const int64_t c = rest % o.sizes[d];
-      rest /= o.sizes[d];
-      yo += c * o.bytes[0][d];
-      if (d == dim) {
-        const int64_t src = idx.at(c);
-        inside = src >= 0 && src < size;
-        xo += (inside ? src : 0) * xstride;
-      } else {
-        xo += c * o.bytes[1][d];
-      }
-    }
-    *reinterpret_cast<T*>(reinterpret_cast<char*>(y) + yo) =
-        inside ? *reinterpret_cast<const T*>(reinterpret_cast<const char*>(x) + xo) : T(0);
-  }
-}
 template <typename T>
 struct IndexSelectKernel {  // index_select(self, index, dim)
   static int run(const amber_kernel_args* a) {
@@ -101,99 +50,29 @@ struct IndexSelectKernel {  // index_select(self, index, dim)
     const int64_t n = numel(y);
     if (n == 0) return 0;
     if (x.ndim == 0) return copy_convert(a, y, x);  // a 0-D self: the index must be 0
-    int dim = int(a->attrs[op_attrs::index_select::dim].i);
-    if (dim < 0) dim += x.ndim;
-    // x's strides in y's dims (the same rank), dim's replaced by the gather.
-    const amber_tensor_view* v[2] = {&y, &x};
-    const int64_t items[2] = {sizeof(T), sizeof(T)};
-    amber_tensor_view xs = x;
-    xs.sizes[dim] = y.sizes[dim];  // only the strides of the other dims are read
-    v[1] = &xs;
-    const Operands<2> o = operands<2>(v, items);
     DeviceScope scope(a->device);
     index_select_kernel<T>
-        <<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data), o, dim,
-                                                x.sizes[dim], x.strides[dim] * int64_t(sizeof(T)), index_of(idx), n);
+        <<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
+                                                select_args<T>(x, idx, y, a->attrs[op_attrs::index_select::dim].i), n);
     return launched(a, "index_select");
   }
 };
 
-// gather: y[c] = x[c with c[dim] replaced by index[c]], c over the output's (index's) shape.
-template <typename T>
-__global__ void gather_kernel(Operands<3> o, int dim, int64_t size, int64_t xstride, bool i32, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, yo = 0, xo = 0, io = 0;
-    for (int d = o.ndim - 1; d >= 0; --d) {
-      const int64_t c = rest % o.sizes[d];
-      rest /= o.sizes[d];
-      yo += c * o.bytes[0][d];
-      io += c * o.bytes[2][d];
-      if (d != dim) xo += c * o.bytes[1][d];
-    }
-    const char* ip = o.ptr[2] + io;
-    const int64_t src = i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
-    const bool inside = src >= 0 && src < size;
-    *reinterpret_cast<T*>(o.ptr[0] + yo) = inside ? *reinterpret_cast<const T*>(o.ptr[1] + xo + src * xstride) : T(0);
-  }
-}
 template <typename T>
 struct GatherKernel {  // gather(self, index, dim)
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
     const int64_t n = numel(y);
     if (n == 0) return 0;
-    int dim = int(a->attrs[op_attrs::gather::dim].i);
-    if (dim < 0) dim += x.ndim > 0 ? x.ndim : 1;
-    // x's strides in the output's dims (the same rank; dim's is applied to the index read).
-    amber_tensor_view xs = x;
-    for (int d = 0; d < x.ndim; ++d) xs.sizes[d] = y.sizes[d];
-    const amber_tensor_view* v[3] = {&y, &xs, &idx};
-    const int64_t items[3] = {sizeof(T), sizeof(T), idx.dtype == kI32 ? 4 : 8};
-    const Operands<3> o = operands<3>(v, items);
     DeviceScope scope(a->device);
-    gather_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(o, x.ndim ? dim : -1, x.ndim ? x.sizes[dim] : 1,
-                                                            x.ndim ? x.strides[dim] * int64_t(sizeof(T)) : 0,
-                                                            idx.dtype == kI32, n);
+    gather_kernel<T>
+        <<<grid_for(n), 256, 0, stream_of(a)>>>(gather_args<T>(x, idx, y, a->attrs[op_attrs::gather::dim].i), n);
     return launched(a, "gather");
   }
 };
 
-// scatter: self copied, then one thread per index element c writes src[c] (or value, or adds
-// it atomically) at c with c[dim] replaced by index[c]. Repeated indices: some write wins and
-// sums accumulate in no fixed order (PyTorch's CUDA scatter does the same).
-enum class ScatterMode { src, value, add };
-__device__ inline void add_to(float* p, float v) { atomicAdd(p, v); }
-__device__ inline void add_to(double* p, double v) { atomicAdd(p, v); }
-__device__ inline void add_to(int32_t* p, int32_t v) { atomicAdd(reinterpret_cast<int*>(p), int(v)); }
-__device__ inline void add_to(int64_t* p, int64_t v) {
-  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));  // two's complement
-}
-template <typename T, ScatterMode M>
-__global__ void scatter_kernel(Operands<3> o, int64_t dim_bytes, int64_t size, bool i32, T value, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, io = 0, yo = 0, so = 0;
-    for (int d = o.ndim - 1; d >= 0; --d) {
-      const int64_t c = rest % o.sizes[d];
-      rest /= o.sizes[d];
-      io += c * o.bytes[0][d];
-      yo += c * o.bytes[1][d];
-      so += c * o.bytes[2][d];
-    }
-    const char* ip = o.ptr[0] + io;
-    const int64_t at = i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
-    if (at < 0 || at >= size) continue;
-    T* dst = reinterpret_cast<T*>(o.ptr[1] + yo + at * dim_bytes);
-    if constexpr (M == ScatterMode::value) {
-      *dst = value;
-    } else if constexpr (M == ScatterMode::add) {
-      add_to(dst, *reinterpret_cast<const T*>(o.ptr[2] + so));
-    } else {
-      *dst = *reinterpret_cast<const T*>(o.ptr[2] + so);
-    }
-  }
-}
 template <ScatterMode M>
-struct Scatter {
+struct ScatterKernels {
   static constexpr int kDim = M == ScatterMode::value ? op_attrs::scatter_value::dim
                               : M == ScatterMode::add ? op_attrs::scatter_add::dim
                                                       : op_attrs::scatter::dim;
@@ -205,35 +84,17 @@ struct Scatter {
       if (copy_convert(a, y, x) != 0) return 1;
       const int64_t n = numel(idx);
       if (n == 0) return 0;
-      int dim = int(a->attrs[kDim].i);
-      if (dim < 0) dim += x.ndim > 0 ? x.ndim : 1;
-      // The output's and src's strides in index's dims; dim's is applied to the index read.
-      amber_tensor_view ys = y, ss = M == ScatterMode::value ? y : a->inputs[2];
-      for (int d = 0; d < idx.ndim; ++d) ys.sizes[d] = ss.sizes[d] = idx.sizes[d];
-      if (x.ndim) ys.sizes[dim] = 1;
-      const amber_tensor_view* v[3] = {&idx, &ys, &ss};
-      const int64_t items[3] = {idx.dtype == kI32 ? 4 : 8, sizeof(T), sizeof(T)};
-      const Operands<3> o = operands<3>(v, items);
       T value{};
       if constexpr (M == ScatterMode::value) value = attr_scalar<T>(a, op_attrs::scatter_value::value);
       DeviceScope scope(a->device);
       scatter_kernel<T, M><<<grid_for(n), 256, 0, stream_of(a)>>>(
-          o, x.ndim ? y.strides[dim] * int64_t(sizeof(T)) : 0, x.ndim ? x.sizes[dim] : 1, idx.dtype == kI32, value, n);
+          scatter_args<T>(idx, y, M == ScatterMode::value ? nullptr : &a->inputs[2], a->attrs[kDim].i), value, n);
       return launched(a, M == ScatterMode::add ? "scatter_add" : "scatter");
     }
   };
 };
 
-// pad: each output element from its source in x (views.h's pad_element), or value where
-// constant padding has none.
-template <typename T>
-__global__ void pad_kernel(const T* x, T* y, views::PadDims p, views::PadMode mode, T value, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t yo = 0, xo = 0;
-    const bool inside = views::pad_element(p, mode, i, &yo, &xo);
-    y[yo] = inside ? x[xo] : value;
-  }
-}
+// pad, roll and repeat: index_kernels.cuh's pad_kernel, value where constant padding has no source.
 template <typename T>
 int pad_walk(const amber_kernel_args* a, const views::PadDims& p, views::PadMode mode, T value, const char* what) {
   const int64_t n = numel(a->outputs[0]);
@@ -307,46 +168,21 @@ struct FlipKernel {
   }
 };
 
-// tril/triu(self, diagonal): each matrix of the last two dims keeps element (i, j) where
-// j - i <= diagonal (tril) or >= diagonal (triu); every other element is zero. Elements are
-// moved as unsigned integers of their size, so one kernel serves every dtype.
-struct Strided {
-  int ndim;
-  int64_t sizes[AMBER_MAX_DIMS], xs[AMBER_MAX_DIMS], ys[AMBER_MAX_DIMS];
-};
-template <typename U, bool Lower>
-__global__ void triangle_kernel(const U* x, U* y, Strided s, int64_t diag, int64_t n) {
-  for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = k, xo = 0, yo = 0, i = 0, j = 0;
-    for (int d = s.ndim - 1; d >= 0; --d) {
-      const int64_t idx = rest % s.sizes[d];
-      rest /= s.sizes[d];
-      xo += idx * s.xs[d];
-      yo += idx * s.ys[d];
-      if (d == s.ndim - 1) j = idx;
-      if (d == s.ndim - 2) i = idx;
-    }
-    y[yo] = (Lower ? j - i <= diag : j - i >= diag) ? x[xo] : U(0);
-  }
-}
+// tril/triu(self, diagonal): index_kernels.cuh's triangle_kernel, elements moved as bits.
 template <bool Lower>
 struct Triangle {
   template <typename T>
   struct Kernel {
     static int run(const amber_kernel_args* a) {
       static_assert(op_attrs::tril::diagonal == op_attrs::triu::diagonal);
-      using U = std::conditional_t<
-          sizeof(T) == 1, uint8_t,
-          std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
-      static_assert(sizeof(U) == sizeof(T));
+      using U = Bits<sizeof(T)>;
       const amber_tensor_view &x = a->inputs[0], &y = a->outputs[0];
       const int64_t n = numel(y);
       if (n == 0) return 0;
-      Strided s{x.ndim, {}, {}, {}};
-      for (int d = 0; d < x.ndim; ++d) s.sizes[d] = x.sizes[d], s.xs[d] = x.strides[d], s.ys[d] = y.strides[d];
       DeviceScope scope(a->device);
-      triangle_kernel<U, Lower><<<grid_for(n), 256, 0, stream_of(a)>>>(
-          static_cast<const U*>(x.data), static_cast<U*>(y.data), s, a->attrs[op_attrs::tril::diagonal].i, n);
+      triangle_kernel<U, Lower><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const U*>(x.data),
+                                                                       static_cast<U*>(y.data), strided_of(x, y),
+                                                                       a->attrs[op_attrs::tril::diagonal].i, n);
       return launched(a, Lower ? "tril" : "triu");
     }
   };
@@ -356,9 +192,9 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<EmbeddingKernel, AMBER_CUDA_ALL>("embedding");
   register_typed<IndexSelectKernel, AMBER_CUDA_ALL>("index_select");
   register_typed<GatherKernel, AMBER_CUDA_ALL>("gather");
-  register_typed<Scatter<ScatterMode::src>::Kernel, AMBER_CUDA_ALL>("scatter");
-  register_typed<Scatter<ScatterMode::value>::Kernel, AMBER_CUDA_ALL>("scatter.value");
-  register_typed<Scatter<ScatterMode::add>::Kernel, float, double, int64_t, int32_t>("scatter_add");
+  register_typed<ScatterKernels<ScatterMode::src>::Kernel, AMBER_CUDA_ALL>("scatter");
+  register_typed<ScatterKernels<ScatterMode::value>::Kernel, AMBER_CUDA_ALL>("scatter.value");
+  register_typed<ScatterKernels<ScatterMode::add>::Kernel, float, double, int64_t, int32_t>("scatter_add");
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<PadKernel, AMBER_CUDA_ALL>("pad");
