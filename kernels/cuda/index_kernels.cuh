@@ -91,47 +91,67 @@ __global__ void index_select_kernel(const T* x, T* y, Select s, int64_t n) {
   }
 }
 
-// gather(self, index, dim): y[c] = x[c with c[dim] replaced by index[c]], c over the output's
-// (index's) shape.
-struct Gather {
-  Operands<3> o;  // y, x (its dim's stride applied to the index read instead), index
-  int dim;        // -1 for a 0-D self
-  int64_t size, xstride;
+// gather and scatter walk their index: element c of it, its value v, and c in two tensors of
+// the index's shape with c[dim] replaced by v in the one indexed along dim (its stride along dim
+// is applied to v instead: zero in the walk).
+struct Along {
+  Operands<3> o;            // the index, the one indexed along dim, the other
+  int64_t dim_bytes, size;  // the indexed one's byte stride and size along dim
   bool i32;
-};
-template <typename T>
-Gather gather_args(const amber_tensor_view& x, const amber_tensor_view& idx, const amber_tensor_view& y,
-                   int64_t dim_attr) {
-  const int dim = positive_dim(dim_attr, x.ndim);
-  amber_tensor_view xs = x;
-  for (int d = 0; d < x.ndim; ++d) xs.sizes[d] = y.sizes[d];
-  const amber_tensor_view* v[3] = {&y, &xs, &idx};
-  const int64_t items[3] = {sizeof(T), sizeof(T), idx.dtype == kI32 ? 4 : 8};
-  return Gather{operands<3>(v, items), x.ndim ? dim : -1, x.ndim ? x.sizes[dim] : 1,
-                x.ndim ? x.strides[dim] * int64_t(sizeof(T)) : 0, idx.dtype == kI32};
-}
-template <typename T>
-__global__ void gather_kernel(Gather g, int64_t n) {
-  const Operands<3>& o = g.o;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, yo = 0, xo = 0, io = 0;
+  // Index element i's value (-1 where it is outside [0, size)) and the byte offsets of its
+  // coordinate in operands 1 (v applied) and 2.
+  __device__ int64_t at(int64_t i, int64_t& o1, int64_t& o2) const {
+    int64_t rest = i, io = 0;
+    o1 = o2 = 0;
     for (int d = o.ndim - 1; d >= 0; --d) {
       const int64_t c = rest % o.sizes[d];
       rest /= o.sizes[d];
-      yo += c * o.bytes[0][d];
-      io += c * o.bytes[2][d];
-      if (d != g.dim) xo += c * o.bytes[1][d];
+      io += c * o.bytes[0][d];
+      o1 += c * o.bytes[1][d];
+      o2 += c * o.bytes[2][d];
     }
-    const char* ip = o.ptr[2] + io;
-    const int64_t src = g.i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
-    const bool inside = src >= 0 && src < g.size;
-    *reinterpret_cast<T*>(o.ptr[0] + yo) = inside ? *reinterpret_cast<const T*>(o.ptr[1] + xo + src * g.xstride) : T(0);
+    const char* ip = o.ptr[0] + io;
+    const int64_t v = i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
+    if (v < 0 || v >= size) return -1;
+    o1 += v * dim_bytes;
+    return v;
+  }
+};
+// The walk of idx over `indexed` (along dim_attr) and `other` (both at least idx's size in every
+// dim, and of its rank), T elements.
+template <typename T>
+Along along(const amber_tensor_view& idx, const amber_tensor_view& indexed, const amber_tensor_view& other,
+            int64_t dim_attr) {
+  const int dim = positive_dim(dim_attr, indexed.ndim);
+  amber_tensor_view xs = indexed, os = other;
+  for (int d = 0; d < idx.ndim; ++d) xs.sizes[d] = os.sizes[d] = idx.sizes[d];
+  if (indexed.ndim) xs.sizes[dim] = 1;  // (operands gives a size-1 dim a zero stride)
+  const amber_tensor_view* v[3] = {&idx, &xs, &os};
+  const int64_t items[3] = {idx.dtype == kI32 ? 4 : 8, sizeof(T), sizeof(T)};
+  return Along{operands<3>(v, items), indexed.ndim ? indexed.strides[dim] * int64_t(sizeof(T)) : 0,
+               indexed.ndim ? indexed.sizes[dim] : 1, idx.dtype == kI32};
+}
+
+// gather(self, index, dim): y[c] = x[c with c[dim] replaced by index[c]], c over the output's
+// (index's) shape; zero where the index is out of range.
+template <typename T>
+Along gather_args(const amber_tensor_view& x, const amber_tensor_view& idx, const amber_tensor_view& y,
+                  int64_t dim_attr) {
+  return along<T>(idx, x, y, dim_attr);
+}
+template <typename T>
+__global__ void gather_kernel(Along g, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t xo, yo;
+    const bool inside = g.at(i, xo, yo) >= 0;
+    *reinterpret_cast<T*>(g.o.ptr[2] + yo) = inside ? *reinterpret_cast<const T*>(g.o.ptr[1] + xo) : T(0);
   }
 }
 
 // scatter: with y already a copy of self, one thread per index element c writes src[c] (or
-// value, or adds it atomically) at c with c[dim] replaced by index[c]. Repeated indices: some
-// write wins and sums accumulate in no fixed order (PyTorch's CUDA scatter does the same).
+// value, or adds it atomically) at c with c[dim] replaced by index[c]; nothing where the index is
+// out of range. Repeated indices: some write wins and sums accumulate in no fixed order
+// (PyTorch's CUDA scatter does the same).
 enum class ScatterMode { src, value, add };
 __device__ inline void add_to(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void add_to(double* p, double v) { atomicAdd(p, v); }
@@ -139,46 +159,24 @@ __device__ inline void add_to(int32_t* p, int32_t v) { atomicAdd(reinterpret_cas
 __device__ inline void add_to(int64_t* p, int64_t v) {
   atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));  // two's complement
 }
-struct Scatter {
-  Operands<3> o;  // index, y (its dim's stride applied to the index read instead), src (y for a value)
-  int64_t dim_bytes, size;
-  bool i32;
-};
 // src is unused (y stands in) for ScatterMode::value.
 template <typename T>
-Scatter scatter_args(const amber_tensor_view& idx, const amber_tensor_view& y, const amber_tensor_view* src,
-                     int64_t dim_attr) {
-  const int dim = positive_dim(dim_attr, y.ndim);
-  amber_tensor_view ys = y, ss = src ? *src : y;
-  for (int d = 0; d < idx.ndim; ++d) ys.sizes[d] = ss.sizes[d] = idx.sizes[d];
-  if (y.ndim) ys.sizes[dim] = 1;
-  const amber_tensor_view* v[3] = {&idx, &ys, &ss};
-  const int64_t items[3] = {idx.dtype == kI32 ? 4 : 8, sizeof(T), sizeof(T)};
-  return Scatter{operands<3>(v, items), y.ndim ? y.strides[dim] * int64_t(sizeof(T)) : 0, y.ndim ? y.sizes[dim] : 1,
-                 idx.dtype == kI32};
+Along scatter_args(const amber_tensor_view& idx, const amber_tensor_view& y, const amber_tensor_view* src,
+                   int64_t dim_attr) {
+  return along<T>(idx, y, src ? *src : y, dim_attr);
 }
 template <typename T, ScatterMode M>
-__global__ void scatter_kernel(Scatter s, T value, int64_t n) {
-  const Operands<3>& o = s.o;
+__global__ void scatter_kernel(Along s, T value, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, io = 0, yo = 0, so = 0;
-    for (int d = o.ndim - 1; d >= 0; --d) {
-      const int64_t c = rest % o.sizes[d];
-      rest /= o.sizes[d];
-      io += c * o.bytes[0][d];
-      yo += c * o.bytes[1][d];
-      so += c * o.bytes[2][d];
-    }
-    const char* ip = o.ptr[0] + io;
-    const int64_t at = s.i32 ? *reinterpret_cast<const int32_t*>(ip) : *reinterpret_cast<const int64_t*>(ip);
-    if (at < 0 || at >= s.size) continue;
-    T* dst = reinterpret_cast<T*>(o.ptr[1] + yo + at * s.dim_bytes);
+    int64_t yo, so;
+    if (s.at(i, yo, so) < 0) continue;
+    T* dst = reinterpret_cast<T*>(s.o.ptr[1] + yo);
     if constexpr (M == ScatterMode::value) {
       *dst = value;
     } else if constexpr (M == ScatterMode::add) {
-      add_to(dst, *reinterpret_cast<const T*>(o.ptr[2] + so));
+      add_to(dst, *reinterpret_cast<const T*>(s.o.ptr[2] + so));
     } else {
-      *dst = *reinterpret_cast<const T*>(o.ptr[2] + so);
+      *dst = *reinterpret_cast<const T*>(s.o.ptr[2] + so);
     }
   }
 }
