@@ -40,6 +40,7 @@
 
 using std::fmaf;
 using std::fmaxf;
+using std::isnan;
 using std::max;
 using std::min;
 

@@ -1,17 +1,14 @@
-// CUDA kernels for quantized_conv2d, quantized_linear, their .u8 overloads and quantized_add
-// (docs/OPS.md, "Int8 convolutions and linear layers"): one thread per output, the exact int32 sum of
-// (q - input_zero_point) * w over the taps inside the input (an f32 source quantized as it is
-// read, a u8 one taken as it is), then the epilogue of kernels/quant_math.h shared with the CPU
-// (scales, bias, activation; for .u8 the requantization). With an f32 output an image (a
-// linear layer's row) holding a NaN gives NaN outputs: a first pass flags a convolution's
-// images in the workspace; a linear layer's thread sees its whole row. Direct kernels, no
-// tensor cores: correct everywhere, not yet fast (cuDNN's int8 convolutions and cuBLASLt's
-// int8 products need NHWC channels in multiples of 4 and a GPU to tune on).
+// The int8 CUDA kernels launched (docs/OPS.md, "Int8 convolutions and linear layers"):
+// quantized_conv2d, quantized_linear and their .u8 overloads (device code in quantized_kernels.cuh:
+// a thread an output, the exact int32 sum, quant_math.h's epilogue shared with the CPU; a NaN image
+// flagged first), and quantized_add. Direct kernels, no tensor cores: correct everywhere, not yet
+// fast (cuDNN's int8 convolutions and cuBLASLt's int8 products want channels in multiples of 4).
 
 #include <cmath>
 #include <string_view>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/quantized_kernels.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/quant_math.h"
 #include "amber/op_attrs.h"
@@ -19,14 +16,7 @@
 namespace amber::cuda {
 namespace {
 
-// The quantization and epilogue of one step.
-struct Quant {
-  float sx = 1, inv_sx = 1;  // input_scale and its reciprocal (the CPU's float reciprocal)
-  int32_t zx = 0;
-  quant::Act act = quant::Act::none;
-  float lo = 0, hi = 0;
-  float inv_so = 1, zo = 0;  // the .u8 overloads' 1 / output_scale and output_zero_point
-};
+using namespace quantized;  // the kernels and their arguments (quantized_kernels.cuh)
 
 quant::Act act_of(const char* s) {
   const std::string_view v(s);
@@ -39,118 +29,21 @@ quant::Act act_of(const char* s) {
 // The step's quantization from attributes at these positions (-1: the op has none).
 Quant quant_of(const amber_kernel_args* a, int input_scale, int input_zero_point, int activation, int min_val,
                int max_val, int output_scale, int output_zero_point) {
-  Quant q;
-  q.sx = float(a->attrs[input_scale].f);
-  q.inv_sx = 1.0f / q.sx;
-  q.zx = int32_t(a->attrs[input_zero_point].i);
-  if (activation >= 0) {
-    q.act = act_of(a->attrs[activation].str);
-    q.lo = float(a->attrs[min_val].f);
-    q.hi = float(a->attrs[max_val].f);
-  }
-  if (output_scale >= 0) {
-    q.inv_so = 1.0f / float(a->attrs[output_scale].f);
-    q.zo = float(a->attrs[output_zero_point].i);
-  }
-  return q;
-}
-
-// A source element's uint8 level: itself, or an f32 quantized as quantized ops define it.
-template <typename TX>
-__device__ inline int32_t level(TX v, const Quant& q) {
-  if constexpr (std::is_same_v<TX, uint8_t>)
-    return int32_t(v);
-  else
-    return int32_t(quant::to_u8(v, q.inv_sx, float(q.zx)));
-}
-
-// The f32 result (NaN where `nan`) or its uint8 requantization, written to *y.
-template <typename TY>
-__device__ inline void write_out(TY* y, int32_t acc, const Quant& q, float sw, float b, bool nan) {
-  const float v = quant::activate(quant::dequantized(acc, 0, 0, q.sx, sw, b), q.act, q.lo, q.hi);
-  if constexpr (std::is_same_v<TY, uint8_t>)
-    *y = quant::to_u8(v, q.inv_so, q.zo);
-  else
-    *y = nan ? NAN : v;
-}
-
-// ---- quantized_conv2d ----
-
-struct ConvGeometry {  // N, C, H, W of input and output; element strides; weight [OC, IC/G, KH, KW]
-  int64_t n, c, h, w, oc, oh, ow, groups, kh, kw;
-  int64_t xs[4], ys[4], ws[4], wss, bs;
-  int64_t stride[2], pad[2], dil[2];
-};
-
-// flags[n] = 1 for each image n of x holding a NaN (flags zeroed before).
-__global__ void flag_nan_images(const float* x, ConvGeometry g, int32_t* flags) {
-  const int64_t total = g.n * g.c * g.h * g.w;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t iw = i % g.w, ih = i / g.w % g.h, c = i / (g.w * g.h) % g.c, n = i / (g.w * g.h * g.c);
-    if (isnan(x[n * g.xs[0] + c * g.xs[1] + ih * g.xs[2] + iw * g.xs[3]])) flags[n] = 1;
-  }
-}
-
-// One thread per output element, output channels fastest (adjacent in a channels-last output).
-template <typename TX, typename TY>
-__global__ void quantized_conv_kernel(const TX* x, const int8_t* w, const float* wscale, const float* bias, TY* y,
-                                      ConvGeometry g, Quant q, const int32_t* nan_images) {
-  const int64_t total = g.n * g.oc * g.oh * g.ow;
-  const int64_t ocg = g.oc / g.groups, icg = g.c / g.groups;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = i % g.oc, ow = i / g.oc % g.ow, oh = i / (g.oc * g.ow) % g.oh, n = i / (g.oc * g.ow * g.oh);
-    const int64_t c0 = o / ocg * icg;
-    int32_t acc = 0;
-    for (int64_t c = 0; c < icg; ++c)
-      for (int64_t r = 0; r < g.kh; ++r) {
-        const int64_t ih = oh * g.stride[0] - g.pad[0] + r * g.dil[0];
-        if (ih < 0 || ih >= g.h) continue;  // padding: level zero_point, (q - zx) = 0
-        for (int64_t s = 0; s < g.kw; ++s) {
-          const int64_t iw = ow * g.stride[1] - g.pad[1] + s * g.dil[1];
-          if (iw < 0 || iw >= g.w) continue;
-          const int32_t qx = level(x[n * g.xs[0] + (c0 + c) * g.xs[1] + ih * g.xs[2] + iw * g.xs[3]], q) - q.zx;
-          acc += qx * int32_t(w[o * g.ws[0] + c * g.ws[1] + r * g.ws[2] + s * g.ws[3]]);
-        }
-      }
-    write_out(y + n * g.ys[0] + o * g.ys[1] + oh * g.ys[2] + ow * g.ys[3], acc, q, wscale[o * g.wss],
-              bias ? bias[o * g.bs] : 0.0f, nan_images && nan_images[n]);
-  }
+  const bool act = activation >= 0, u8 = output_scale >= 0;
+  return make_quant(a->attrs[input_scale].f, a->attrs[input_zero_point].i,
+                    act ? act_of(a->attrs[activation].str) : quant::Act::none, act ? a->attrs[min_val].f : 0.0,
+                    act ? a->attrs[max_val].f : 0.0, u8 ? a->attrs[output_scale].f : 0.0,
+                    u8 ? a->attrs[output_zero_point].i : 0);
 }
 
 ConvGeometry conv_geometry(const amber_kernel_args* a) {
   namespace at = op_attrs::quantized_conv2d;
-  const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &y = a->outputs[0];
-  const bool batched = x.ndim == 4;
-  ConvGeometry g{};
-  const int o = batched ? 1 : 0;
-  g.n = batched ? x.sizes[0] : 1;
-  g.c = x.sizes[o];
-  g.h = x.sizes[o + 1];
-  g.w = x.sizes[o + 2];
-  g.oc = y.sizes[o];
-  g.oh = y.sizes[o + 1];
-  g.ow = y.sizes[o + 2];
-  for (int d = 0; d < 3; ++d) {
-    g.xs[d + 1] = x.strides[o + d];
-    g.ys[d + 1] = y.strides[o + d];
-  }
-  g.xs[0] = batched ? x.strides[0] : 0;
-  g.ys[0] = batched ? y.strides[0] : 0;
-  for (int d = 0; d < 4; ++d) g.ws[d] = w.strides[d];
-  g.kh = w.sizes[2];
-  g.kw = w.sizes[3];
-  g.wss = a->inputs[2].strides[0];
-  g.bs = present(a->inputs[3]) ? a->inputs[3].strides[0] : 0;
-  g.groups = a->attrs[at::groups].i;
-  auto pair = [&](int i, int64_t* v) {
-    const amber_attr& p = a->attrs[i];
-    v[0] = p.count > 0 ? p.ints[0] : 1;
-    v[1] = p.count > 1 ? p.ints[1] : v[0];
-  };
-  pair(at::stride, g.stride);
-  pair(at::padding, g.pad);
-  pair(at::dilation, g.dil);
-  return g;
+  static_assert(
+      at::stride == op_attrs::quantized_conv2d_u8::stride && at::padding == op_attrs::quantized_conv2d_u8::padding &&
+      at::dilation == op_attrs::quantized_conv2d_u8::dilation && at::groups == op_attrs::quantized_conv2d_u8::groups);
+  return quantized::conv_geometry(a->inputs[0], a->inputs[1], a->inputs[2], a->inputs[3], a->outputs[0],
+                                  a->attrs[at::stride], a->attrs[at::padding], a->attrs[at::dilation],
+                                  a->attrs[at::groups].i);
 }
 
 // A convolution writing f32 from an f32 source needs its images' NaN flags in the workspace.
@@ -194,7 +87,7 @@ int quantized_conv(const amber_kernel_args* a) {
     if (cudaMemsetAsync(flags, 0, size_t(g.n) * sizeof(int32_t), stream_of(a)) != cudaSuccess)
       return launched(a, "quantized_conv2d");
     if (g.c * g.h * g.w > 0)
-      flag_nan_images<<<grid_for(g.n * g.c * g.h * g.w), 256, 0, stream_of(a)>>>(
+      flag_nan_images<><<<grid_for(g.n * g.c * g.h * g.w), 256, 0, stream_of(a)>>>(
           static_cast<const float*>(a->inputs[0].data), g, flags);
   }
   const bool u8_in = a->inputs[0].dtype == kU8;
@@ -205,40 +98,6 @@ int quantized_conv(const amber_kernel_args* a) {
 }
 
 // ---- quantized_linear ----
-
-struct Rows {  // the input's leading dims flattened into rows: their sizes and element strides
-  int nd = 0;
-  int64_t sizes[AMBER_MAX_DIMS] = {}, strides[AMBER_MAX_DIMS] = {};
-  int64_t cs = 1;  // the input's last-dim stride
-  __device__ int64_t offset(int64_t r) const {
-    int64_t off = 0;
-    for (int d = nd - 1; d >= 0; --d) {
-      off += r % sizes[d] * strides[d];
-      r /= sizes[d];
-    }
-    return off;
-  }
-};
-
-// One thread per output (row, column); y dense [rows, out].
-template <typename TX, typename TY>
-__global__ void quantized_linear_kernel(const TX* x, const int8_t* w, const float* wscale, const float* bias, TY* y,
-                                        Rows rows, int64_t n_rows, int64_t in_f, int64_t out_f, int64_t ws0,
-                                        int64_t ws1, int64_t wss, int64_t bs, Quant q) {
-  const int64_t total = n_rows * out_f;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = i % out_f, r = i / out_f;
-    const TX* xr = x + rows.offset(r);
-    int32_t acc = 0;
-    bool nan = false;
-    for (int64_t k = 0; k < in_f; ++k) {
-      const TX v = xr[k * rows.cs];
-      if constexpr (!std::is_same_v<TX, uint8_t>) nan = nan || isnan(v);
-      acc += (level(v, q) - q.zx) * int32_t(w[o * ws0 + k * ws1]);
-    }
-    write_out(y + i, acc, q, wscale[o * wss], bias ? bias[o * bs] : 0.0f, nan);
-  }
-}
 
 template <typename TX, typename TY>
 int launch_linear(const amber_kernel_args* a, const Rows& rows, int64_t n_rows, const Quant& q) {
@@ -257,15 +116,8 @@ int quantized_linear(const amber_kernel_args* a) {
   namespace at = op_attrs::quantized_linear;
   namespace ua = op_attrs::quantized_linear_u8;
   const amber_tensor_view& x = a->inputs[0];
-  Rows rows;
-  rows.nd = x.ndim - 1;
-  int64_t n_rows = 1;
-  for (int d = 0; d < rows.nd; ++d) {
-    rows.sizes[d] = x.sizes[d];
-    rows.strides[d] = x.strides[d];
-    n_rows *= x.sizes[d];
-  }
-  rows.cs = x.strides[x.ndim - 1];
+  int64_t n_rows = 0;
+  const Rows rows = linear_rows(x, n_rows);
   if (n_rows * a->inputs[1].sizes[0] == 0) return 0;
   const Quant q = U8Out ? quant_of(a, ua::input_scale, ua::input_zero_point, ua::activation, ua::min_val, ua::max_val,
                                    ua::output_scale, ua::output_zero_point)
