@@ -167,8 +167,12 @@ TEST_CASE("cuda emulated: scatter, scatter.value and scatter_add equal the CPU's
              ix::scatter_args<float>(view_of(repeated), view_of(y), &sv, dim), 0.0f, repeated.numel());
       CHECK(same(y, want_add));
     }
-  // i64 sums wrap (two's complement through the unsigned atomic), as the CPU's.
-  const Tensor big = (amber::randn({4, 3}) * 4e18).to(DType::i64), base = (amber::randn({3, 3}) * 4e18).to(DType::i64);
+  // i64 sums wrap (two's complement through the unsigned atomic), as the CPU's: every target
+  // gets one or two values of about 4e18 on top of 5e18.
+  const Tensor big = index_tensor(
+      {4, 3}, [](const std::vector<int64_t>& c) { return int64_t(4e18) + 7 * c[0] + c[1]; }, DType::i64);
+  const Tensor base = index_tensor(
+      {3, 3}, [](const std::vector<int64_t>& c) { return int64_t(5e18) - 5 * c[0] - c[1]; }, DType::i64);
   const Tensor idx = index_tensor(
       {4, 3}, [](const std::vector<int64_t>& c) { return (c[0] + c[1]) % 3; }, DType::i64);
   const Tensor want = amber::scatter_add(base, 0, idx, big);

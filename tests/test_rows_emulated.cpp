@@ -252,6 +252,18 @@ TEST_CASE("cuda emulated: sum, prod, mean, amax, amin, argmax and argmin equal t
   const Tensor finite = amber::randn({4, 70});
   CHECK(same(run_rows(&rows::extremum_kernel<float, false, true>, finite, amber::argmin(finite), nullptr),
              amber::argmin(finite)));
+  // i64 sums of values about 1e18 wrap (two's complement, no overflow), as the CPU's: along the
+  // last dim (300 terms) and over everything (the CPU's vectorised runs).
+  const Tensor big = (amber::randn({3, 4, 300}) * 1e18).to(DType::i64);
+  for (const DimVec& dims : {DimVec{2}, DimVec{}}) {
+    INFO("i64 sum over " << dims.size() << " dims");
+    const Tensor want = amber::sum(big, dims), y = amber::full(want.sizes(), -7.0, DType::i64);
+    const amber_tensor_view xv = view_of(big), yv = view_of(y);
+    amber::emulation::launch(&rows::fold_kernel<int64_t, Fold::sum>, dim3(2), dim3(rows::kThreads),
+                             static_cast<const int64_t*>(xv.data), static_cast<int64_t*>(yv.data),
+                             rows::rows_of(xv, yv, mask_of(dims, 3), false));
+    CHECK(same(y, want));
+  }
 }
 
 TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[emulated]") {

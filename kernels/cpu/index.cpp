@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "amber/core/parallel.h"
+#include "amber/kernels/arith.h"
 #include "amber/kernels/cpu/copy.h"
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/loops.h"
@@ -155,7 +156,7 @@ struct Scatter {
         } else {
           const T v = static_cast<const T*>(src->data)[so];
           if constexpr (M == ScatterMode::add)
-            yp[yo] += v;
+            yp[yo] = pw::wrap_add(yp[yo], v);  // integer sums wrap, as PyTorch's (no overflow UB)
           else
             yp[yo] = v;
         }

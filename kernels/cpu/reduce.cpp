@@ -92,7 +92,8 @@ uint32_t dims_mask(const amber_kernel_args* a, int attr, int ndim) {
 template <typename T, typename Acc>
 struct SumRun {
   static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
-    *static_cast<Acc*>(const_cast<void*>(ctx)) += row_sum<T, Acc>(reinterpret_cast<const T*>(p[0]), n);
+    Acc& acc = *static_cast<Acc*>(const_cast<void*>(ctx));
+    acc = pw::wrap_add(acc, row_sum<T, Acc>(reinterpret_cast<const T*>(p[0]), n));
   }
 };
 // Max (or min) of a contiguous run into *ctx; NaN propagates.
@@ -131,10 +132,10 @@ struct SumReducer {
     if (stride == 1 && n >= 16) {
       run_isa<SumRun<T, Acc>>(p, n, &acc);
     } else {
-      for (int64_t i = 0; i < n; ++i) acc += Acc(p[i * stride]);
+      for (int64_t i = 0; i < n; ++i) acc = pw::wrap_add(acc, Acc(p[i * stride]));
     }
   }
-  static void merge(Acc& a, const Acc& b) { a += b; }
+  static void merge(Acc& a, const Acc& b) { a = pw::wrap_add(a, b); }
 };
 
 // Products: floats in double, integers in i64 wrapping on overflow (as PyTorch's).
@@ -257,7 +258,7 @@ struct SumRowsRun {
       add_rows<0>(part, x, rs, n, w);
     for (int h = 8; h >= 1; h /= 2)
       for (int j = 0; j < h; ++j)
-        for (int64_t c = 0; c < w; ++c) part[j][c] += part[j + h][c];
+        for (int64_t c = 0; c < w; ++c) part[j][c] = pw::wrap_add(part[j][c], part[j + h][c]);
     for (int64_t c = 0; c < w; ++c) out[c] = part[0][c];
   }
   // W > 0: w is W (a fixed trip the compiler vectorises); 0: any w.
@@ -268,11 +269,11 @@ struct SumRowsRun {
     for (; i + 16 <= n; i += 16)
       for (int j = 0; j < 16; ++j) {
         const T* row = x + (i + j) * rs;
-        for (int64_t c = 0; c < cols; ++c) part[j][c] += Acc(row[c]);
+        for (int64_t c = 0; c < cols; ++c) part[j][c] = pw::wrap_add(part[j][c], Acc(row[c]));
       }
     for (int j = 0; i < n; ++i, ++j) {
       const T* row = x + i * rs;
-      for (int64_t c = 0; c < cols; ++c) part[j][c] += Acc(row[c]);
+      for (int64_t c = 0; c < cols; ++c) part[j][c] = pw::wrap_add(part[j][c], Acc(row[c]));
     }
   }
 };
@@ -300,7 +301,7 @@ void sum_rows(const Plan& p, const T* x, Out* y, Finish finish) {
   for (int64_t c = 0; c < m; ++c) {
     const int64_t g = c / kRowCols, j = c % kRowCols;
     Acc acc = part[size_t(g * kRowCols + j)];
-    for (int64_t blk = 1; blk < blocks; ++blk) acc += part[size_t((blk * groups + g) * kRowCols + j)];
+    for (int64_t blk = 1; blk < blocks; ++blk) acc = pw::wrap_add(acc, part[size_t((blk * groups + g) * kRowCols + j)]);
     finish(acc, y + c * os);
   }
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "amber/kernels/arith.h"
+
 namespace amber::cpu {
 
 // The sum of P partials (P a power of two) in a fixed tree: partial j gets j + P/2, then
@@ -13,7 +15,7 @@ namespace amber::cpu {
 template <int P, typename Acc>
 inline Acc halve_sum(Acc* part) {
   for (int w = P / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) part[j] += part[j + w];
+    for (int j = 0; j < w; ++j) part[j] = pw::wrap_add(part[j], part[j + w]);
   return part[0];
 }
 
@@ -22,8 +24,8 @@ inline Acc row_sum(const T* p, int64_t n) {
   Acc part[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) part[j] += Acc(p[i + j]);
-  for (int j = 0; i < n; ++i, ++j) part[j] += Acc(p[i]);
+    for (int j = 0; j < 16; ++j) part[j] = pw::wrap_add(part[j], Acc(p[i + j]));
+  for (int j = 0; i < n; ++i, ++j) part[j] = pw::wrap_add(part[j], Acc(p[i]));
   return halve_sum<16>(part);
 }
 

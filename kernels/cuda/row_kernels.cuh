@@ -89,7 +89,7 @@ enum class Fold { sum, prod, mean };
 template <typename A, Fold F>
 __device__ A combine(A a, A b) {
   if constexpr (F != Fold::prod)
-    return a + b;
+    return pw::wrap_add(a, b);
   else if constexpr (std::is_floating_point_v<A>)
     return a * b;
   else
