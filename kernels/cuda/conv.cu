@@ -31,6 +31,7 @@
 #include "amber/kernels/cuda/activation.cuh"
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/conv_direct.h"
+#include "amber/kernels/cuda/conv_passes_kernels.cuh"
 #include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/half_products.h"
@@ -42,6 +43,8 @@
 
 namespace amber::cuda {
 namespace {
+
+using namespace passes;  // the weight packing and the pass after cuDNN (conv_passes_kernels.cuh)
 
 // The backend-API plans (conv_plans_asked) are opt-in until a crash seen with them is gone:
 // test_cuda's 8-threads-on-one-model case segfaults in cudnnSetStream (in cuEventRecord) in 7 of
@@ -194,22 +197,6 @@ amber_tensor_view dense_f32(const amber_tensor_view& v, void* data) {
   o.cache_id = 0;
   o.strides[0] = 1;
   return o;
-}
-
-// w[k, c, r, s] (any strides) -> out[k, r, s, c] dense.
-__global__ void pack_krsc(const float* w, float* out, int K, int C, int R, int S, int64_t sk, int64_t sc, int64_t sr,
-                          int64_t ss) {
-  const int64_t n = int64_t(K) * C * R * S;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i;
-    const int c = int(rest % C);
-    rest /= C;
-    const int s = int(rest % S);
-    rest /= S;
-    const int r = int(rest % R);
-    const int k = int(rest / R);
-    out[i] = w[k * sk + c * sc + r * sr + s * ss];
-  }
 }
 
 #define CUDNN_TRY(call)                                                                                 \
@@ -783,7 +770,7 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
       return launched(
           a, Transposed ? "conv_transpose2d: a stream to pack the weights" : "conv2d: a stream to pack the weights");
-    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(
+    pack_krsc<><<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(
         static_cast<const float*>(w.data), static_cast<float*>(s->packed), K, C, R, S, w.strides[0], w.strides[1],
         w.strides[2], w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
@@ -843,52 +830,12 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
 
 void destroy(void* state) { delete static_cast<ConvState*>(state); }
 
-// The pass after the convolution: fused_conv2d's bias (when the convolution did not add it;
-// NULL otherwise) and activation, and in 16 bits the widening to f32 (with conv2d's bias), over
-// n dense channels-last elements of src into y (in place when both are the f32 output; y of
-// type D: f32, or the 16-bit type of a model in 16 bits, rounded once):
-// y = act(src + bias[i % channels]), the one rounding where cudnnAddTensor and a separate pass
-// would make two. I indexes: 32-bit where n fits, since a 64-bit remainder costs tens of
-// instructions an element.
-template <typename T, typename I, typename D = float>
-__global__ void finish(const T* src, D* y, I n, I channels, const float* bias, int64_t bias_stride, Act act, float lo,
-                       float hi) {
-  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += I(gridDim.x) * I(blockDim.x)) {
-    float v = float(widen(src[i]));
-    if (bias) v += bias[int64_t(i % channels) * bias_stride];
-    y[i] = cast_value<D>(apply_act(v, act, lo, hi));
-  }
-}
-// The same four elements a thread (channels a multiple of four, src and y aligned for whole
-// groups): one 16-byte store (and load of an f32 source) a group, the channel's remainder once.
-template <typename T>
-__global__ void finish4(const T* src, float* y, uint32_t groups, uint32_t channels, const float* bias,
-                        int64_t bias_stride, Act act, float lo, float hi) {
-  for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += gridDim.x * blockDim.x) {
-    float v[4];
-    if constexpr (std::is_same_v<T, float>) {
-      const float4 x = reinterpret_cast<const float4*>(src)[g];
-      v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = float(widen(src[size_t(g) * 4 + e]));
-    }
-    const uint32_t c = (g * 4) % channels;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (bias) v[e] += bias[int64_t(c + e) * bias_stride];
-      v[e] = apply_act(v[e], act, lo, hi);
-    }
-    reinterpret_cast<float4*>(y)[g] = make_float4(v[0], v[1], v[2], v[3]);
-  }
-}
 template <typename T, typename D = float>
 void launch_finish(const amber_kernel_args* a, const void* src, void* y, int64_t n, int64_t channels, const float* bias,
                    int64_t bias_stride, Act act, float lo, float hi) {
   const T* from = static_cast<const T*>(src);
   D* to = static_cast<D*>(y);
-  const bool by_four =
-      std::is_same_v<D, float> && channels % 4 == 0 && n <= int64_t(UINT32_MAX) && aligned16(y) && aligned16(src);
+  const bool by_four = std::is_same_v<D, float> && passes::by_four(n, channels, src, y);
   if constexpr (std::is_same_v<D, float>)
     if (by_four) {  // n is a multiple of the channels, so of four
       finish4<T><<<grid_for(n / 4), 256, 0, stream_of(a)>>>(from, to, uint32_t(n / 4), uint32_t(channels), bias,
@@ -999,7 +946,7 @@ int conv(const amber_kernel_args* a) {
     const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
     auto* dst = static_cast<float*>(take(wbytes));
     if (!dst) return fail(a, "%s: the workspace is too small", op);
-    pack_krsc<<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, stream_of(a)>>>(
+    pack_krsc<><<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, stream_of(a)>>>(
         static_cast<const float*>(w.data), dst, K, C, R, S, w.strides[0], w.strides[1], w.strides[2], w.strides[3]);
     if (launched(a, Transposed ? "conv_transpose2d: packing the weights" : "conv2d: packing the weights") != 0)
       return 1;
