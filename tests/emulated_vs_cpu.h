@@ -1,11 +1,13 @@
-// What the emulated CUDA tests that check against Amber's CPU kernels share (test_rows_emulated,
-// test_pool_emulated): a tensor as a kernel's view of it, and the comparison of an emulated
-// kernel's output with the CPU's (exact for integers; for floats NaN where NaN, else within 1e-6
-// relative). Include after <amber/amber.h> and catch2.
+// What the emulated CUDA tests that check against Amber's CPU kernels share: a tensor as a
+// kernel's view of it, a tensor's values in the reversed memory order, an int[] attribute, a
+// grid-stride kernel's launch, and the comparison of an emulated kernel's output with the CPU's
+// (exact for integers; for floats NaN where NaN, else within 1e-6 relative). Include after
+// <amber/amber.h>, catch2 and cuda_emulation.h.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "amber/core/backend.h"
 
@@ -18,6 +20,28 @@ inline amber_tensor_view view_of(const Tensor& t) {
   v.ndim = int32_t(t.dim());
   for (int64_t d = 0; d < t.dim(); ++d) v.sizes[d] = t.sizes()[size_t(d)], v.strides[d] = t.strides()[size_t(d)];
   return v;
+}
+
+// x's values in memory of the reversed dim order (every stride other than dense).
+inline Tensor reversed_layout(const Tensor& x) {
+  DimVec back;
+  for (int64_t d = x.dim() - 1; d >= 0; --d) back.push_back(d);
+  return x.permute(back).contiguous().permute(back);
+}
+
+// An int[] attribute over v's values (v outlives it).
+inline amber_attr ints_attr(const std::vector<int64_t>& v) {
+  amber_attr a{};
+  a.kind = AMBER_ATTR_INTS;
+  a.count = int32_t(v.size());
+  a.ints = v.data();
+  return a;
+}
+
+// A grid-stride kernel on two blocks of 64 threads (its loop covers the rest).
+template <typename Kernel, typename... Args>
+void launch_small(Kernel kernel, Args... args) {
+  launch(kernel, dim3(2), dim3(64), args...);
 }
 
 inline bool same(const Tensor& got, const Tensor& want) {

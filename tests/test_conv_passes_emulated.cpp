@@ -22,13 +22,9 @@ namespace passes = amber::cuda::passes;
 using amber::DType;
 using amber::Tensor;
 using amber::cuda::Act;
+using amber::emulation::launch_small;
 using amber::emulation::same;
 using amber::emulation::view_of;
-
-template <typename Kernel, typename... Args>
-void launch(Kernel kernel, Args... args) {
-  amber::emulation::launch(kernel, dim3(2), dim3(64), args...);
-}
 
 // What the pass computes, by the CPU's ops: act(src + bias) over [rows, channels].
 Tensor reference(const Tensor& src, const Tensor* bias, Act act, float lo, float hi) {
@@ -59,8 +55,8 @@ TEST_CASE("cuda emulated: the weights' KRSC packing equals a permuted copy", "[e
   const Tensor w = amber::randn({6, 5, 3, 2}).permute({1, 0, 2, 3});
   const amber_tensor_view wv = view_of(w);
   const Tensor out = amber::full({5, 3, 2, 6}, double(NAN));
-  launch(&passes::pack_krsc<>, static_cast<const float*>(wv.data), static_cast<float*>(view_of(out).data), 5, 6, 3, 2,
-         wv.strides[0], wv.strides[1], wv.strides[2], wv.strides[3]);
+  launch_small(&passes::pack_krsc<>, static_cast<const float*>(wv.data), static_cast<float*>(view_of(out).data), 5, 6,
+               3, 2, wv.strides[0], wv.strides[1], wv.strides[2], wv.strides[3]);
   CHECK(same(out, w.permute({0, 2, 3, 1}).contiguous()));
 }
 
@@ -80,16 +76,17 @@ TEST_CASE("cuda emulated: the pass after the convolution equals the CPU's bias a
         const Tensor want = reference(src, with_bias ? &bias : nullptr, act, lo, hi);
         // f32: an element a thread (32-bit indexing, and 64-bit), and four a thread.
         const Tensor y32 = amber::full({7, channels}, double(NAN)), y64 = amber::full({7, channels}, double(NAN));
-        launch(&passes::finish<float, uint32_t, float>, static_cast<const float*>(src.data()),
-               static_cast<float*>(view_of(y32).data), uint32_t(n), uint32_t(channels), bp, bstride, act, lo, hi);
-        launch(&passes::finish<float, int64_t, float>, static_cast<const float*>(src.data()),
-               static_cast<float*>(view_of(y64).data), n, channels, bp, bstride, act, lo, hi);
+        launch_small(&passes::finish<float, uint32_t, float>, static_cast<const float*>(src.data()),
+                     static_cast<float*>(view_of(y32).data), uint32_t(n), uint32_t(channels), bp, bstride, act, lo, hi);
+        launch_small(&passes::finish<float, int64_t, float>, static_cast<const float*>(src.data()),
+                     static_cast<float*>(view_of(y64).data), n, channels, bp, bstride, act, lo, hi);
         CHECK(same(y32, want));
         CHECK(same(y64, want));
         const Tensor y4 = amber::full({7, channels}, double(NAN));
         if (passes::by_four(n, channels, src.data(), y4.data())) {
-          launch(&passes::finish4<float>, static_cast<const float*>(src.data()), static_cast<float*>(view_of(y4).data),
-                 uint32_t(n / 4), uint32_t(channels), bp, bstride, act, lo, hi);
+          launch_small(&passes::finish4<float>, static_cast<const float*>(src.data()),
+                       static_cast<float*>(view_of(y4).data), uint32_t(n / 4), uint32_t(channels), bp, bstride, act, lo,
+                       hi);
           CHECK(same(y4, want));
         } else {
           CHECK(channels % 4 != 0);  // Amber's allocations are 16-byte aligned: only the channels refuse
@@ -101,14 +98,14 @@ TEST_CASE("cuda emulated: the pass after the convolution equals the CPU's bias a
         const Tensor want16 = reference(src16, with_bias ? &bias : nullptr, act, lo, hi);
         const auto* s16 = static_cast<const __nv_bfloat16*>(src16.data());
         const Tensor yb = amber::full({7, channels}, double(NAN), DType::bf16);
-        launch(&passes::finish<__nv_bfloat16, uint32_t, __nv_bfloat16>, s16,
-               static_cast<__nv_bfloat16*>(view_of(yb).data), uint32_t(n), uint32_t(channels), bp, bstride, act, lo,
-               hi);
+        launch_small(&passes::finish<__nv_bfloat16, uint32_t, __nv_bfloat16>, s16,
+                     static_cast<__nv_bfloat16*>(view_of(yb).data), uint32_t(n), uint32_t(channels), bp, bstride, act,
+                     lo, hi);
         CHECK(same(yb, want16.to(DType::bf16)));
         if (channels % 4 == 0) {
           const Tensor yw = amber::full({7, channels}, double(NAN));
-          launch(&passes::finish4<__nv_bfloat16>, s16, static_cast<float*>(view_of(yw).data), uint32_t(n / 4),
-                 uint32_t(channels), bp, bstride, act, lo, hi);
+          launch_small(&passes::finish4<__nv_bfloat16>, s16, static_cast<float*>(view_of(yw).data), uint32_t(n / 4),
+                       uint32_t(channels), bp, bstride, act, lo, hi);
           CHECK(same(yw, want16));
         }
       }

@@ -23,14 +23,11 @@ namespace ix = amber::cuda::indexing;
 using amber::DimVec;
 using amber::DType;
 using amber::Tensor;
+using amber::emulation::ints_attr;
+using amber::emulation::launch_small;
+using amber::emulation::reversed_layout;
 using amber::emulation::same;
 using amber::emulation::view_of;
-
-// Two blocks of 64 threads: the grid-stride loops cover the rest.
-template <typename Kernel, typename... Args>
-void launch(Kernel kernel, Args... args) {
-  amber::emulation::launch(kernel, dim3(2), dim3(64), args...);
-}
 
 // An i64 (or i32) tensor of `sizes` whose element at coordinate c is f(c).
 Tensor index_tensor(const DimVec& sizes, const std::function<int64_t(const std::vector<int64_t>&)>& f, DType dtype) {
@@ -45,25 +42,10 @@ Tensor index_tensor(const DimVec& sizes, const std::function<int64_t(const std::
   return t.to(dtype);
 }
 
-// x's values in memory of the reversed dim order (every stride other than dense).
-Tensor reversed_layout(const Tensor& x) {
-  DimVec back;
-  for (int64_t d = x.dim() - 1; d >= 0; --d) back.push_back(d);
-  return x.permute(back).contiguous().permute(back);
-}
-
 // An output of want's sizes and dtype in the reversed layout, filled with NaN (or -7).
 Tensor output_like(const Tensor& want) {
   const double fill = want.dtype() == DType::f32 ? double(NAN) : -7.0;
   return reversed_layout(amber::full(want.sizes(), fill, want.dtype()));
-}
-
-amber_attr ints_attr(const std::vector<int64_t>& v) {
-  amber_attr a{};
-  a.kind = AMBER_ATTR_INTS;
-  a.count = int32_t(v.size());
-  a.ints = v.data();
-  return a;
 }
 
 }  // namespace
@@ -79,8 +61,8 @@ TEST_CASE("cuda emulated: embedding and index_select equal the CPU's", "[emulate
                            .t();
     const Tensor want = amber::embedding(w, idx);
     const Tensor y = amber::full(want.sizes(), double(NAN));  // dense: the kernel writes [indices..., dim]
-    launch(&ix::embedding_kernel<float>, static_cast<const float*>(w.data()), y.data_ptr<float>(),
-           ix::embedding_args(view_of(w), view_of(idx)), y.numel());
+    launch_small(&ix::embedding_kernel<float>, static_cast<const float*>(w.data()), y.data_ptr<float>(),
+                 ix::embedding_args(view_of(w), view_of(idx)), y.numel());
     CHECK(same(y, want));
   }
   // Out of range (and negative): a row of zeros, where the CPU reports the index.
@@ -89,8 +71,8 @@ TEST_CASE("cuda emulated: embedding and index_select equal the CPU's", "[emulate
                                                       : c[0] == 1 ? -1
                                                                   : 2; }, DType::i64);
   const Tensor rows = amber::full({3, 6}, double(NAN));
-  launch(&ix::embedding_kernel<float>, static_cast<const float*>(w.data()), rows.data_ptr<float>(),
-         ix::embedding_args(view_of(w), view_of(bad)), rows.numel());
+  launch_small(&ix::embedding_kernel<float>, static_cast<const float*>(w.data()), rows.data_ptr<float>(),
+               ix::embedding_args(view_of(w), view_of(bad)), rows.numel());
   CHECK(same(rows.slice(0, 0, 2), amber::zeros({2, 6})));
   CHECK(same(rows[2], w[2]));
 
@@ -104,9 +86,9 @@ TEST_CASE("cuda emulated: embedding and index_select equal the CPU's", "[emulate
                              {8}, [&](const std::vector<int64_t>& c) { return (c[0] * 2 + 1) % size; }, dt)
                              .slice(0, 0, 8, 2);
       const Tensor want = amber::index_select(x, dim, idx), y = output_like(want);
-      launch(&ix::index_select_kernel<float>, static_cast<const float*>(x.data()),
-             static_cast<float*>(const_cast<void*>(y.data())),
-             ix::select_args<float>(view_of(x), view_of(idx), view_of(y), dim), y.numel());
+      launch_small(&ix::index_select_kernel<float>, static_cast<const float*>(x.data()),
+                   static_cast<float*>(const_cast<void*>(y.data())),
+                   ix::select_args<float>(view_of(x), view_of(idx), view_of(y), dim), y.numel());
       CHECK(same(y, want));
     }
 }
@@ -124,13 +106,14 @@ TEST_CASE("cuda emulated: gather equals the CPU's; an index out of range gives z
       const Tensor idx = index_tensor(
           sizes, [&](const std::vector<int64_t>& c) { return (c[0] + 2 * c[1] + 3 * c[2]) % size; }, dt);
       const Tensor want = amber::gather(x, dim, idx), y = output_like(want);
-      launch(&ix::gather_kernel<float>, ix::gather_args<float>(view_of(x), view_of(idx), view_of(y), dim), y.numel());
+      launch_small(&ix::gather_kernel<float>, ix::gather_args<float>(view_of(x), view_of(idx), view_of(y), dim),
+                   y.numel());
       CHECK(same(y, want));
     }
   const Tensor idx = index_tensor(
       {2, 2, 2}, [](const std::vector<int64_t>& c) { return c[2] ? 5 : -1; }, DType::i64);
   const Tensor y = amber::full({2, 2, 2}, double(NAN));
-  launch(&ix::gather_kernel<float>, ix::gather_args<float>(view_of(x), view_of(idx), view_of(y), 2), y.numel());
+  launch_small(&ix::gather_kernel<float>, ix::gather_args<float>(view_of(x), view_of(idx), view_of(y), 2), y.numel());
   CHECK(same(y, amber::zeros({2, 2, 2})));
 }
 
@@ -153,7 +136,8 @@ TEST_CASE("cuda emulated: scatter, scatter.value and scatter_add equal the CPU's
       auto run = [&](auto kernel, const Tensor& idx, const Tensor* s, float value) {
         const Tensor y = reversed_layout(self);  // scatter's copy of self, before the kernel
         const amber_tensor_view sv = s ? view_of(*s) : amber_tensor_view{};
-        launch(kernel, ix::scatter_args<float>(view_of(idx), view_of(y), s ? &sv : nullptr, dim), value, idx.numel());
+        launch_small(kernel, ix::scatter_args<float>(view_of(idx), view_of(y), s ? &sv : nullptr, dim), value,
+                     idx.numel());
         return y;
       };
       const Tensor want_src = amber::scatter(self, dim, distinct, src);
@@ -163,8 +147,8 @@ TEST_CASE("cuda emulated: scatter, scatter.value and scatter_add equal the CPU's
       const Tensor whole = amber::round(self), want_add = amber::scatter_add(whole, dim, repeated, src);
       const Tensor y = reversed_layout(whole);
       const amber_tensor_view sv = view_of(src);
-      launch(&ix::scatter_kernel<float, ix::ScatterMode::add>,
-             ix::scatter_args<float>(view_of(repeated), view_of(y), &sv, dim), 0.0f, repeated.numel());
+      launch_small(&ix::scatter_kernel<float, ix::ScatterMode::add>,
+                   ix::scatter_args<float>(view_of(repeated), view_of(y), &sv, dim), 0.0f, repeated.numel());
       CHECK(same(y, want_add));
     }
   // i64 sums wrap (two's complement through the unsigned atomic), as the CPU's: every target
@@ -178,15 +162,15 @@ TEST_CASE("cuda emulated: scatter, scatter.value and scatter_add equal the CPU's
   const Tensor want = amber::scatter_add(base, 0, idx, big);
   const Tensor y = base.clone();
   const amber_tensor_view bv = view_of(big);
-  launch(&ix::scatter_kernel<int64_t, ix::ScatterMode::add>,
-         ix::scatter_args<int64_t>(view_of(idx), view_of(y), &bv, 0), int64_t(0), idx.numel());
+  launch_small(&ix::scatter_kernel<int64_t, ix::ScatterMode::add>,
+               ix::scatter_args<int64_t>(view_of(idx), view_of(y), &bv, 0), int64_t(0), idx.numel());
   CHECK(same(y, want));
   // Out of range: no write.
   const Tensor out_of_range = index_tensor(
       {2, 3}, [](const std::vector<int64_t>& c) { return c[1] ? 3 : -1; }, DType::i64);
   const Tensor z = base.clone();
-  launch(&ix::scatter_kernel<int64_t, ix::ScatterMode::add>,
-         ix::scatter_args<int64_t>(view_of(out_of_range), view_of(z), &bv, 0), int64_t(0), int64_t(6));
+  launch_small(&ix::scatter_kernel<int64_t, ix::ScatterMode::add>,
+               ix::scatter_args<int64_t>(view_of(out_of_range), view_of(z), &bv, 0), int64_t(0), int64_t(6));
   CHECK(same(z, base));
 }
 
@@ -199,21 +183,21 @@ TEST_CASE("cuda emulated: pad, roll, repeat, tril and triu equal the CPU's", "[e
     INFO("pad, " << mode);
     const Tensor want = amber::pad(x, DimVec(pads), mode, 1.5), y = output_like(want);
     const amber_tensor_view yv = view_of(y);
-    launch(&ix::pad_kernel<float>, static_cast<const float*>(x.data()), static_cast<float*>(yv.data),
-           amber::views::pad_dims(yv, view_of(x), pad_attr), amber::views::pad_mode(mode), 1.5f, y.numel());
+    launch_small(&ix::pad_kernel<float>, static_cast<const float*>(x.data()), static_cast<float*>(yv.data),
+                 amber::views::pad_dims(yv, view_of(x), pad_attr), amber::views::pad_mode(mode), 1.5f, y.numel());
     CHECK(same(y, want));
   }
   const std::vector<int64_t> shifts{-2, 7, 1}, dims{3, 1, -1};
   const Tensor rolled = amber::roll(x, DimVec(shifts), DimVec(dims));
   Tensor y = output_like(rolled);
-  launch(&ix::pad_kernel<float>, static_cast<const float*>(x.data()), static_cast<float*>(view_of(y).data),
-         amber::views::roll_dims(view_of(y), view_of(x), ints_attr(shifts), ints_attr(dims)),
-         amber::views::kPadCircular, 0.0f, y.numel());
+  launch_small(&ix::pad_kernel<float>, static_cast<const float*>(x.data()), static_cast<float*>(view_of(y).data),
+               amber::views::roll_dims(view_of(y), view_of(x), ints_attr(shifts), ints_attr(dims)),
+               amber::views::kPadCircular, 0.0f, y.numel());
   CHECK(same(y, rolled));
   const Tensor repeated = amber::repeat(x[0], {2, 1, 3, 2});  // a leading new dim
   y = output_like(repeated);
-  launch(&ix::pad_kernel<float>, static_cast<const float*>(x[0].data()), static_cast<float*>(view_of(y).data),
-         amber::views::repeat_dims(view_of(y), view_of(x[0])), amber::views::kPadCircular, 0.0f, y.numel());
+  launch_small(&ix::pad_kernel<float>, static_cast<const float*>(x[0].data()), static_cast<float*>(view_of(y).data),
+               amber::views::repeat_dims(view_of(y), view_of(x[0])), amber::views::kPadCircular, 0.0f, y.numel());
   CHECK(same(y, repeated));
 
   const Tensor m = amber::randn({3, 7, 5}).transpose(1, 2);  // [3, 5, 7], strided matrices
@@ -222,15 +206,15 @@ TEST_CASE("cuda emulated: pad, roll, repeat, tril and triu equal the CPU's", "[e
     INFO("diagonal " << diag);
     const Tensor lower = amber::tril(m, diag), upper = amber::triu(m, diag);
     Tensor yl = output_like(lower), yu = output_like(upper);
-    launch(&ix::triangle_kernel<uint32_t, true>, static_cast<const uint32_t*>(m.data()),
-           static_cast<uint32_t*>(view_of(yl).data), ix::strided_of(view_of(m), view_of(yl)), diag, yl.numel());
-    launch(&ix::triangle_kernel<uint32_t, false>, static_cast<const uint32_t*>(m.data()),
-           static_cast<uint32_t*>(view_of(yu).data), ix::strided_of(view_of(m), view_of(yu)), diag, yu.numel());
+    launch_small(&ix::triangle_kernel<uint32_t, true>, static_cast<const uint32_t*>(m.data()),
+                 static_cast<uint32_t*>(view_of(yl).data), ix::strided_of(view_of(m), view_of(yl)), diag, yl.numel());
+    launch_small(&ix::triangle_kernel<uint32_t, false>, static_cast<const uint32_t*>(m.data()),
+                 static_cast<uint32_t*>(view_of(yu).data), ix::strided_of(view_of(m), view_of(yu)), diag, yu.numel());
     CHECK(same(yl, lower));
     CHECK(same(yu, upper));
     const Tensor want = amber::triu(mi, diag), yi = output_like(want);
-    launch(&ix::triangle_kernel<uint64_t, false>, static_cast<const uint64_t*>(mi.data()),
-           static_cast<uint64_t*>(view_of(yi).data), ix::strided_of(view_of(mi), view_of(yi)), diag, yi.numel());
+    launch_small(&ix::triangle_kernel<uint64_t, false>, static_cast<const uint64_t*>(mi.data()),
+                 static_cast<uint64_t*>(view_of(yi).data), ix::strided_of(view_of(mi), view_of(yi)), diag, yi.numel());
     CHECK(same(yi, want));
   }
 }

@@ -23,33 +23,15 @@ namespace qk = amber::cuda::quantized;
 using amber::DimVec;
 using amber::DType;
 using amber::Tensor;
+using amber::emulation::ints_attr;
+using amber::emulation::launch_small;
+using amber::emulation::reversed_layout;
 using amber::emulation::same;
 using amber::emulation::view_of;
-
-// Two blocks of 64 threads: the grid-stride loops cover the rest.
-template <typename Kernel, typename... Args>
-void launch(Kernel kernel, Args... args) {
-  amber::emulation::launch(kernel, dim3(2), dim3(64), args...);
-}
 
 amber::quant::Act act_of(const std::string& name) {
   using amber::quant::Act;
   return name == "clamp" ? Act::clamp : name == "silu" ? Act::silu : name == "hardswish" ? Act::hardswish : Act::none;
-}
-
-amber_attr ints_attr(const std::vector<int64_t>& v) {
-  amber_attr a{};
-  a.kind = AMBER_ATTR_INTS;
-  a.count = int32_t(v.size());
-  a.ints = v.data();
-  return a;
-}
-
-// x's values in memory of the reversed dim order.
-Tensor reversed_layout(const Tensor& x) {
-  DimVec back;
-  for (int64_t d = x.dim() - 1; d >= 0; --d) back.push_back(d);
-  return x.permute(back).contiguous().permute(back);
 }
 
 // An f32 source of `sizes` (values around the quantization's range, a few outside it) and its
@@ -107,21 +89,21 @@ TEST_CASE("cuda emulated: quantized_conv2d and its .u8 overload equal the CPU's"
     std::vector<int32_t> flags(size_t(g.n), 0);
     const int32_t* fp = nullptr;
     if (!c.u8_out && !c.u8_in) {
-      launch(&qk::flag_nan_images<>, static_cast<const float*>(data_of(x)), g, flags.data());
+      launch_small(&qk::flag_nan_images<>, static_cast<const float*>(data_of(x)), g, flags.data());
       fp = flags.data();
     }
     if (c.u8_in && c.u8_out)
-      launch(&qk::quantized_conv_kernel<uint8_t, uint8_t>, static_cast<const uint8_t*>(data_of(x)), wp, sp, bp,
-             out_of<uint8_t>(y), g, q, fp);
+      launch_small(&qk::quantized_conv_kernel<uint8_t, uint8_t>, static_cast<const uint8_t*>(data_of(x)), wp, sp, bp,
+                   out_of<uint8_t>(y), g, q, fp);
     else if (c.u8_in)
-      launch(&qk::quantized_conv_kernel<uint8_t, float>, static_cast<const uint8_t*>(data_of(x)), wp, sp, bp,
-             out_of<float>(y), g, q, fp);
+      launch_small(&qk::quantized_conv_kernel<uint8_t, float>, static_cast<const uint8_t*>(data_of(x)), wp, sp, bp,
+                   out_of<float>(y), g, q, fp);
     else if (c.u8_out)
-      launch(&qk::quantized_conv_kernel<float, uint8_t>, static_cast<const float*>(data_of(x)), wp, sp, bp,
-             out_of<uint8_t>(y), g, q, fp);
+      launch_small(&qk::quantized_conv_kernel<float, uint8_t>, static_cast<const float*>(data_of(x)), wp, sp, bp,
+                   out_of<uint8_t>(y), g, q, fp);
     else
-      launch(&qk::quantized_conv_kernel<float, float>, static_cast<const float*>(data_of(x)), wp, sp, bp,
-             out_of<float>(y), g, q, fp);
+      launch_small(&qk::quantized_conv_kernel<float, float>, static_cast<const float*>(data_of(x)), wp, sp, bp,
+                   out_of<float>(y), g, q, fp);
     CHECK(same(y, want));
   }
 }
@@ -149,9 +131,9 @@ TEST_CASE("cuda emulated: quantized_linear and its .u8 overload equal the CPU's"
         const qk::Quant q = qk::make_quant(sx, zx, act_of(act), 0.0, 3.0, u8_out ? so : 0.0, zo);
         const amber_tensor_view wv = view_of(w);
         auto run = [&](auto kernel, auto* xp, auto* yp) {
-          launch(kernel, xp, static_cast<const int8_t*>(wv.data), static_cast<const float*>(ws.data()),
-                 static_cast<const float*>(bias.data()), yp, rows, n_rows, int64_t(16), int64_t(7), wv.strides[0],
-                 wv.strides[1], int64_t(1), int64_t(1), q);
+          launch_small(kernel, xp, static_cast<const int8_t*>(wv.data), static_cast<const float*>(ws.data()),
+                       static_cast<const float*>(bias.data()), yp, rows, n_rows, int64_t(16), int64_t(7), wv.strides[0],
+                       wv.strides[1], int64_t(1), int64_t(1), q);
         };
         const auto* xu = static_cast<const uint8_t*>(data_of(x));
         const auto* xf = static_cast<const float*>(data_of(x));
