@@ -1,7 +1,8 @@
 // The CUDA backend's strided elementwise launcher (kernels/cuda/cuda_util.cuh: operands, simplify,
 // map_kernel), which every pointwise CUDA op runs through, on the CPU (cuda_emulation.h) without a
 // GPU, against Amber's CPU add: broadcasting (size-1 and missing dims, one element), transposed
-// and channels-last operands, a reversed (negative-stride) operand, and the dims simplify merges.
+// and channels-last operands, a reversed (negative-stride) operand, and the dims simplify merges;
+// and inference batch_norm's formula through it (batch_norm_kernels.cuh) against the CPU's.
 // scripts/gpu_check.sh runs the real kernels.
 
 #include <amber/amber.h>
@@ -13,6 +14,7 @@
 #include "cuda_emulation.h"
 #include "emulated_vs_cpu.h"
 // After the emulation's macros:
+#include "amber/kernels/cuda/batch_norm_kernels.cuh"
 #include "amber/kernels/cuda/cuda_util.cuh"
 
 namespace {
@@ -101,4 +103,32 @@ TEST_CASE("cuda emulated: the strided elementwise launcher equals the CPU's add"
     CHECK(same(add(view_of(y), r, view_of(b), y, &ndim, &dense), want));
     CHECK(!dense);
   }
+}
+
+TEST_CASE("cuda emulated: inference batch_norm through the launcher equals the CPU's", "[emulated]") {
+  amber::manual_seed(62);
+  const Tensor mean = amber::randn({3}), var = amber::rand({3}) + 0.5, w = amber::randn({6}).slice(0, 0, 6, 2),
+               b = amber::randn({3});  // the weight strided
+  const double eps = 1e-3;
+  for (bool cl : {false, true})
+    for (bool affine : {true, false}) {
+      INFO((cl ? "channels-last" : "contiguous") << (affine ? ", weight and bias" : ", no weight or bias"));
+      const Tensor x = cl ? amber::randn({2, 5, 4, 3}).permute({0, 3, 1, 2}) : amber::randn({2, 3, 5, 4});
+      const Tensor want =
+          amber::batch_norm(x, mean, var, affine ? w : Tensor{}, affine ? b : Tensor{}, false, 0.1, eps);
+      const Tensor y = output({2, 3, 5, 4}, cl);
+      amber_tensor_view absent{};
+      absent.ndim = -1;
+      const amber_tensor_view in[5] = {view_of(x), affine ? view_of(w) : absent, affine ? view_of(b) : absent,
+                                       view_of(mean), view_of(var)};
+      amber_tensor_view ch[4];
+      cuda::batch_norm_channels(in, ch);
+      const amber_tensor_view yv = view_of(y);
+      const amber_tensor_view* v[6] = {&yv, &in[0], &ch[0], &ch[1], &ch[2], &ch[3]};
+      const int64_t items[6] = {4, 4, 4, 4, 4, 4};
+      cuda::Operands<6> o = cuda::operands<6>(v, items);
+      cuda::simplify(o);
+      launch_small(&cuda::map_kernel<6, cuda::BatchNormF<float>>, y.numel(), o, cuda::BatchNormF<float>{eps});
+      CHECK(same(y, want));
+    }
 }

@@ -1,11 +1,13 @@
 // The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
 // device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
 // in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
-// once), any/all, cumsum and topk (there too, a thread a line), and here inference batch_norm.
+// once), any/all, cumsum and topk (there too, a thread a line), and inference batch_norm (its
+// formula in batch_norm_kernels.cuh).
 
 #include <algorithm>
 #include <cstring>
 
+#include "amber/kernels/cuda/batch_norm_kernels.cuh"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/row_kernels.cuh"
@@ -167,42 +169,13 @@ struct LayerNorm {
   };
 };
 
-// ---- batch_norm (inference): y = x * alpha[c] + beta[c], alpha = w / sqrt(var + eps),
-// beta = b - mean * alpha, as the CPU computes them ----
-template <typename T>
-struct BatchNormF {
-  double eps;
-  __device__ void operator()(char* const* p) const {
-    using C = compute_t<T>;
-    auto at = [&](int k, C absent) {  // a per-channel value, or the neutral one
-      const T* v = reinterpret_cast<const T*>(p[k]);
-      return v ? load_as_compute(*v) : absent;
-    };
-    const C invstd = C(1) / std::sqrt(at(5, C(1)) + C(eps));
-    const C alpha = invstd * at(2, C(1));
-    const C beta = at(3, C(0)) - at(4, C(0)) * alpha;
-    *reinterpret_cast<T*>(p[0]) = cast_value<T>(load_as_compute(*reinterpret_cast<const T*>(p[1])) * alpha + beta);
-  }
-};
-
+// ---- batch_norm (inference): batch_norm_kernels.cuh's BatchNormF through the strided map ----
 template <typename T>
 struct BatchNormKernel {  // batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view& x = a->inputs[0];
-    // Each per-channel vector as a view along dim 1 (absent ones: a null pointer the functor
-    // treats as the neutral value, with zero strides).
     amber_tensor_view ch[4];
-    for (int i = 0; i < 4; ++i) {
-      const amber_tensor_view& v = a->inputs[i + 1];
-      ch[i] = amber_tensor_view{};
-      ch[i].ndim = x.ndim;
-      ch[i].dtype = x.dtype;
-      for (int d = 0; d < x.ndim; ++d) {
-        ch[i].sizes[d] = d == 1 && present(v) ? x.sizes[1] : 1;
-        ch[i].strides[d] = d == 1 && present(v) ? v.strides[0] : 0;
-      }
-      ch[i].data = present(v) ? v.data : nullptr;
-    }
+    batch_norm_channels(a->inputs, ch);
     const amber_tensor_view* v[6] = {&a->outputs[0], &x, &ch[0], &ch[1], &ch[2], &ch[3]};
     const int64_t items[6] = {sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T)};
     return map<6>(a, v, items, BatchNormF<T>{a->attrs[op_attrs::batch_norm::eps].f}, "batch_norm");
