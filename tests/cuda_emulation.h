@@ -1,11 +1,8 @@
-// Runs a CUDA kernel's code on the CPU, for the kernels whose device code sits in a header of its
-// own (kernels/cuda/*_kernels.cuh): each block's threads as std::threads, __syncthreads as a
-// barrier, __shared__ arrays as function statics (the blocks run one at a time, so one block's
-// threads share them), dynamic shared memory a buffer per block (NaN-filled: a read before any
-// write shows), warp shuffles through a barrier per warp, block votes through the block's barrier,
-// atomics as std::atomic_ref, threadIdx and blockIdx thread-local.
-// What it proves is the indexing, the tiling and the synchronisation's logic without a GPU; not
-// speed, not the memory model. Include it before the kernel's header (it includes CUDA's own).
+// Runs CUDA device code (kernels/cuda/*_kernels.cuh) on the CPU: a block's threads as std::threads,
+// __syncthreads, block votes and warp shuffles through barriers, __shared__ arrays as statics (one
+// block at a time), dynamic shared memory NaN-filled, atomics as std::atomic_ref. It proves the
+// indexing, tiling and synchronisation's logic, not speed nor the memory model. Include it before
+// the kernel's header (it includes CUDA's own).
 #pragma once
 
 #define AMBER_CUDA_EMULATION 1

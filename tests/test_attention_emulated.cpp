@@ -1,9 +1,8 @@
-// The CUDA backend's attention kernels (kernels/cuda/attention_kernels.cuh) run on the CPU
-// (cuda_emulation.h), without a GPU: the tiled kernel (one and two query rows a warp, keys in
-// tiles of 32 with a running softmax, staged without divisions) and the row-at-a-time kernel for
-// heads wider than 128, against attention in double precision: odd lengths, partial key tiles,
-// float masks, causal masks, heads merged into [L, H * Ev] rows. scripts/gpu_check.sh runs the
-// real kernels.
+// attention_kernels.cuh on the CPU (cuda_emulation.h), without a GPU: the tiled kernel (one and
+// two query rows a warp, keys in tiles of 32 with a running softmax, staged without divisions)
+// and the row-at-a-time kernel for heads wider than 128, against attention in double precision:
+// odd lengths, partial key tiles, float and causal masks, heads merged into [L, H * Ev] rows.
+// scripts/gpu_check.sh runs the real kernels.
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,8 @@
-// The CUDA backend's `fused` kernels (kernels/cuda/fused_kernels.cuh) run on the CPU
-// (cuda_emulation.h), without a GPU: the default kernel (a chunk of eight dense, aligned elements
-// a thread; four, or strided offsets otherwise) and the opt-in prefetching one (threads walking
-// many chunks, the next one loaded first) on programs of one and two inputs with results kept in
-// slots, on lengths with partial last chunks and grids of a few blocks, against the same program
-// evaluated directly; nothing past the end is written. scripts/gpu_check.sh runs the real kernels.
+// fused_kernels.cuh on the CPU (cuda_emulation.h), without a GPU: the default kernel (eight
+// dense, aligned elements a thread; four, or strided offsets otherwise) and the opt-in prefetching
+// one, on programs of one and two inputs with results kept in slots, lengths with partial last
+// chunks and grids of a few blocks, against the program evaluated directly; nothing past the end
+// is written. scripts/gpu_check.sh runs the real kernels.
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,8 @@
-// The CUDA backend's strided elementwise launcher (kernels/cuda/cuda_util.cuh: operands, simplify,
-// map_kernel), which every pointwise CUDA op runs through, on the CPU (cuda_emulation.h) without a
-// GPU, against Amber's CPU add: broadcasting (size-1 and missing dims, one element), transposed
-// and channels-last operands, a reversed (negative-stride) operand, and the dims simplify merges;
-// and inference batch_norm's formula through it (batch_norm_kernels.cuh) against the CPU's.
-// scripts/gpu_check.sh runs the real kernels.
+// cuda_util.cuh's strided elementwise launcher (operands, simplify, map_kernel), which every
+// pointwise CUDA op runs through, on the CPU (cuda_emulation.h) against Amber's CPU add: size-1,
+// missing and one-element broadcasts, transposed, channels-last and negative-stride operands, the
+// dims simplify leaves; and batch_norm_kernels.cuh's inference batch_norm through it against the
+// CPU's. scripts/gpu_check.sh runs the real kernels.
 
 #include <amber/amber.h>
 

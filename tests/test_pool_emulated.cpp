@@ -1,9 +1,8 @@
-// The CUDA backend's pooling kernels (kernels/cuda/pool_kernels.cuh) run on the CPU
-// (cuda_emulation.h), without a GPU, against Amber's CPU pooling (itself checked against PyTorch
-// in test_ops): max_pool2d with and without indices (dilation, padding, ceil_mode, NaN),
-// avg_pool2d (count_include_pad, divisor_override, ceil_mode), adaptive_avg_pool2d (uneven bins)
-// and max_unpool2d, on contiguous and channels-last tensors and one 3-D image, each with 32-bit
-// and 64-bit indexing. scripts/gpu_check.sh runs the real kernels.
+// pool_kernels.cuh on the CPU (cuda_emulation.h), without a GPU, against Amber's CPU pooling:
+// max_pool2d with and without indices (dilation, padding, ceil_mode, NaN), avg_pool2d
+// (count_include_pad, divisor_override, ceil_mode), adaptive_avg_pool2d (uneven bins) and
+// max_unpool2d, contiguous and channels-last, one 3-D image, 32- and 64-bit indexing.
+// scripts/gpu_check.sh runs the real kernels.
 
 #include <amber/amber.h>
 

@@ -1,8 +1,8 @@
 // The CUDA kernels that gather, scatter or assemble, launched: embedding, index_select, gather,
-// scatter (src, value, add; i64 or i32 indices), pad, roll, repeat, tril and triu (their device code
-// in index_kernels.cuh), and cat, stack (converting dtypes as their inference promotes) and flip as
-// copies. An index out of range gives zeros here: the CPU reports it, which a GPU kernel could only
-// do through a device-to-host read per call.
+// scatter (src, value, add; i64 or i32 indices), pad, roll, repeat, tril and triu (device code in
+// index_kernels.cuh), and cat, stack (converting dtypes as their inference promotes) and flip as
+// copies. An index out of range gives zeros here: the CPU reports it, which a GPU kernel could
+// only do through a device-to-host read per call.
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/index_kernels.cuh"

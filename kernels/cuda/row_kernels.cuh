@@ -1,7 +1,7 @@
 // The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
 // with the input's and output's strides), the kernels that walk them a block a row (sum, prod,
 // mean, amax, amin, argmax, argmin, any, all, softmax, log_softmax, layer_norm) or a warp a row,
-// and topk and cumsum a thread a line, in a header of their own so that tests/test_rows_emulated.cpp
+// and topk and cumsum a thread a line, in a header of their own so that test_rows_emulated.cpp
 // runs the same code on the CPU (tests/cuda_emulation.h); reduce.cu launches them.
 #pragma once
 
@@ -132,7 +132,8 @@ __device__ inline bool is_nan(T v) {
   else
     return false;
 }
-// Whether (v, i) wins over (w, j): NaN first (earliest), then the extremum, then the earliest index.
+// Whether (v, i) wins over (w, j): NaN first (earliest), then the extremum, then the earliest
+// index.
 template <typename T, bool Max>
 __device__ inline bool better(T v, int64_t i, T w, int64_t j) {
   if (j < 0) return i >= 0;
