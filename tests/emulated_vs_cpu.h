@@ -1,8 +1,7 @@
-// What the emulated CUDA tests that check against Amber's CPU kernels share: a tensor as a
-// kernel's view of it, a tensor's values in the reversed memory order, an int[] attribute, a
-// grid-stride kernel's launch, and the comparison of an emulated kernel's output with the CPU's
-// (exact for integers; for floats NaN where NaN, else within 1e-6 relative). Include after
-// <amber/amber.h>, catch2 and cuda_emulation.h.
+// What the emulated CUDA tests checked against Amber's CPU kernels share: a tensor as a kernel's
+// view, an output to write, a tensor in reversed memory order, an int[] attribute, a grid-stride
+// launch, and the comparison with the CPU's output (exact for integers; for floats NaN where NaN,
+// else within 1e-6 relative). Include after <amber/amber.h>, catch2 and cuda_emulation.h.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +19,14 @@ inline amber_tensor_view view_of(const Tensor& t) {
   v.ndim = int32_t(t.dim());
   for (int64_t d = 0; d < t.dim(); ++d) v.sizes[d] = t.sizes()[size_t(d)], v.strides[d] = t.strides()[size_t(d)];
   return v;
+}
+
+// A tensor of `sizes` and dtype filled with NaN (f32) or -7 (so that an element a kernel leaves
+// unwritten shows), channels-last (NCHW sizes over NHWC memory) where asked and 4-D.
+inline Tensor unwritten(const DimVec& sizes, DType dtype, bool channels_last) {
+  const double fill = dtype == DType::f32 ? double(NAN) : -7.0;
+  if (!channels_last || sizes.size() != 4) return full(sizes, fill, dtype);
+  return full({sizes[0], sizes[2], sizes[3], sizes[1]}, fill, dtype).permute({0, 3, 1, 2});
 }
 
 // x's values in memory of the reversed dim order (every stride other than dense).

@@ -24,6 +24,7 @@ using amber::Tensor;
 using amber::emulation::launch_small;
 using amber::emulation::reversed_layout;
 using amber::emulation::same;
+using amber::emulation::unwritten;
 using amber::emulation::view_of;
 
 struct AddF {  // p[0] = p[1] + p[2], f32
@@ -45,11 +46,8 @@ Tensor add(const amber_tensor_view& y, const amber_tensor_view& a, const amber_t
   return out;
 }
 
-// An output of `sizes` (NaN-filled) with NCHW sizes over NHWC memory when 4-D and asked.
-Tensor output(const DimVec& sizes, bool channels_last) {
-  if (!channels_last) return amber::full(sizes, double(NAN));
-  return amber::full({sizes[0], sizes[2], sizes[3], sizes[1]}, double(NAN)).permute({0, 3, 1, 2});
-}
+// An output of `sizes`, NaN-filled, channels-last where asked.
+Tensor output(const DimVec& sizes, bool channels_last) { return unwritten(sizes, amber::DType::f32, channels_last); }
 
 }  // namespace
 

@@ -22,20 +22,14 @@ namespace pool = amber::cuda::pool;
 using amber::DimVec;
 using amber::Tensor;
 using amber::emulation::same;
+using amber::emulation::unwritten;
 using amber::emulation::view_of;
 
 // x's values with channels-last strides (NCHW sizes over NHWC memory).
 Tensor channels_last(const Tensor& x) { return x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); }
 
-// An output of `like`'s sizes (channels-last where asked and 4-D), filled with NaN (f32) or -7
-// (the indices): an element a kernel leaves unwritten shows.
-Tensor output_like(const Tensor& like, bool cl) {
-  const amber::TensorOptions options(like.dtype());
-  const double fill = like.dtype() == amber::DType::f32 ? double(NAN) : -7.0;
-  if (!cl || like.dim() != 4) return amber::full(like.sizes(), fill, options);
-  const DimVec& s = like.sizes();
-  return amber::full({s[0], s[2], s[3], s[1]}, fill, options).permute({0, 3, 1, 2});
-}
+// An output of `like`'s sizes and dtype, NaN or -7 filled, channels-last where asked and 4-D.
+Tensor output_like(const Tensor& like, bool cl) { return unwritten(like.sizes(), like.dtype(), cl); }
 
 // The input: [2, 3, 9, 8] (or 3-D [3, 9, 8]) standard normal values with a NaN and an
 // infinity, contiguous or channels-last.

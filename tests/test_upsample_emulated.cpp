@@ -22,13 +22,12 @@ namespace up = amber::cuda::upsample;
 using amber::DimVec;
 using amber::Tensor;
 using amber::emulation::same;
+using amber::emulation::unwritten;
 using amber::emulation::view_of;
 
 // An output of want's sizes, NaN-filled, contiguous or channels-last.
 Tensor output_like(const Tensor& want, bool channels_last) {
-  if (!channels_last) return amber::full(want.sizes(), double(NAN));
-  const DimVec& s = want.sizes();
-  return amber::full({s[0], s[2], s[3], s[1]}, double(NAN)).permute({0, 3, 1, 2});
+  return unwritten(want.sizes(), amber::DType::f32, channels_last);
 }
 
 }  // namespace

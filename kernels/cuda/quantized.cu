@@ -5,7 +5,6 @@
 // fast (cuDNN's int8 convolutions and cuBLASLt's int8 products want channels in multiples of 4).
 
 #include <cmath>
-#include <string_view>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/quantized_kernels.cuh"
@@ -17,14 +16,6 @@ namespace amber::cuda {
 namespace {
 
 using namespace quantized;  // the kernels and their arguments (quantized_kernels.cuh)
-
-quant::Act act_of(const char* s) {
-  const std::string_view v(s);
-  return v == "clamp"       ? quant::Act::clamp
-         : v == "silu"      ? quant::Act::silu
-         : v == "hardswish" ? quant::Act::hardswish
-                            : quant::Act::none;
-}
 
 // The step's quantization from attributes at these positions (-1: the op has none).
 Quant quant_of(const amber_kernel_args* a, int input_scale, int input_zero_point, int activation, int min_val,
