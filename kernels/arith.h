@@ -5,8 +5,12 @@
 // and the CUDA kernels alike, so the CPU tests cover the math of both.
 #pragma once
 
+#if defined(__CUDACC_RTC__)
+#include "amber/kernels/rtc_std.h"  // NVRTC: no standard library
+#else
 #include <cmath>
 #include <type_traits>
+#endif
 
 #include "amber/kernels/hd.h"
 

@@ -5,8 +5,12 @@
 // go through exp_/log_/tanh_/erf_: libmvec's vectorisable calls on the CPU, CUDA's on the GPU.
 #pragma once
 
+#if defined(__CUDACC_RTC__)
+#include "amber/kernels/rtc_std.h"  // NVRTC: no standard library
+#else
 #include <cmath>
 #include <type_traits>
+#endif
 
 #include "amber/kernels/arith.h"
 #include "amber/kernels/hd.h"

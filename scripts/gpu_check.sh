@@ -13,7 +13,8 @@
 #                                           convolution kernel, many threads on one CUDA model, compute-sanitizer
 #                                           (memcheck) on the e2e test, the GPU benchmark
 #                                           (bench/run_vs_torch_cuda.py), the opt-in prefetching
-#                                           fused kernel checked and timed against the default,
+#                                           and compiled (NVRTC) fused kernels checked and timed
+#                                           against the default,
 #                                           test_cuda 15 times with
 #                                           and without the opt-in convolution plans (and their e2e,
 #                                           ops and ResNet-18 benchmark), Nsight Compute on the
@@ -30,8 +31,8 @@
 #                                           (untimed choices), the benchmark for one round (the
 #                                           bandwidth line right after its first table), a
 #                                           per-node CUDA profile of six benchmark runs (with
-#                                           each convolution's route), the prefetching fused
-#                                           kernel, the convolution plans (test_cuda 15 times and
+#                                           each convolution's route), the prefetching and the
+#                                           compiled fused kernels, the convolution plans (test_cuda 15 times and
 #                                           its threads case 40, the e2e models, ResNet-18),
 #                                           Nsight Compute on the fused elementwise kernel
 #                                           (where ncu is) and last the opt-in cuDNN attention;
@@ -68,7 +69,7 @@ if [[ ${1:-} == --short ]]; then
   short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|own convolution|many|sanitizer|benchmark|prefetching|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|own convolution|many|sanitizer|benchmark|fused kernels|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
   : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
@@ -155,7 +156,8 @@ find_lib() {  # find_lib HEADER: the folder above include/HEADER, in the toolkit
 cudnn_root=$(find_lib cudnn.h)
 cublas_root=$(find_lib cublasLt.h)
 echo "nvcc: ${nvcc:-none}; cuDNN: ${cudnn_root:-none}; cuBLASLt: ${cublas_root:-none}; python3: $python"
-for r in "$cudnn_root" "$cublas_root"; do
+nvrtc_root=$(find_lib nvrtc.h)  # (AMBER_CUDA_FUSED_RTC's compiler, opened by name at run time)
+for r in "$cudnn_root" "$cublas_root" "$nvrtc_root"; do
   [[ -n $r ]] && for l in lib lib64; do [[ -d $r/$l ]] && export LD_LIBRARY_PATH=$r/$l:$LD_LIBRARY_PATH; done
 done
 
@@ -248,25 +250,46 @@ profile_cuda() {
   return $rc
 }
 step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, resnet18_b1, resnet18_b64 f32 and bf16-model)" profile_cuda
-# [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): the opt-in prefetching
-# fused kernel (kernels/cuda/fused.cu's fused_ahead_kernel: resident blocks walking many chunks,
-# the next one loaded while the current one runs) checked (test_cuda's fused programs; 37.3 MiB:
-# many chunks a thread and a partial last one, every result compared on the host) and timed
-# against the default kernel, three rounds alternating.
-fused_ahead() {
-  local rc=0
-  AMBER_CUDA_FUSED_AHEAD=1 "$build/tests/test_cuda" "cuda: fused programs*" >/tmp/amber-ahead.txt 2>&1 ||
-    { rc=1; tail -30 /tmp/amber-ahead.txt; }
-  AMBER_CUDA_FUSED_AHEAD=1 "$build/bench/bench_device_bandwidth" --mib 37.3 --reps 3 || rc=1
+# [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): two opt-in fused kernels,
+# checked and timed against the default interpreting one, three rounds alternating: the
+# prefetching kernel (fused.cu's fused_ahead_kernel: resident blocks walking many chunks, the next
+# loaded while the current one runs) and the programs compiled at load by NVRTC (fused_rtc.h,
+# written 2026-11-30 without a GPU: straight-line code, no decoding; any step that fails to compile
+# says why on stderr and interprets). Checked: test_cuda's fused programs (37.3 MiB in the
+# bandwidth harness: a partial last chunk; every result compared on the host), and with the
+# compiled kernels every op on CUDA and the e2e models; then ten_mul's and ResNet-18 b64's load
+# and call with and without them (load pays one NVRTC run a dense fused node).
+fused_kernels() {
+  local rc=0 v c
+  for v in AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
+    env "$v=1" "$build/tests/test_cuda" "cuda: fused programs*" >/tmp/amber-fused.txt 2>&1 ||
+      { rc=1; tail -30 /tmp/amber-fused.txt; }
+    grep -m3 'no compiled kernel' /tmp/amber-fused.txt
+    echo -n "$v=1, 37.3 MiB: "
+    env "$v=1" "$build/bench/bench_device_bandwidth" --mib 37.3 --reps 3 || rc=1
+  done
+  AMBER_CUDA_FUSED_RTC=1 "$build/tests/test_ops" "[devices]" >/tmp/amber-fused.txt 2>&1 ||
+    { rc=1; tail -30 /tmp/amber-fused.txt; }
+  AMBER_CUDA_FUSED_RTC=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/test_e2e" "[models]" >/tmp/amber-fused.txt 2>&1 ||
+    { rc=1; tail -30 /tmp/amber-fused.txt; }
+  grep -m3 'no compiled kernel' /tmp/amber-fused.txt
   for round in 1 2 3; do
-    for ahead in 0 1; do
-      echo -n "round $round, AMBER_CUDA_FUSED_AHEAD=$ahead: "
-      AMBER_CUDA_FUSED_AHEAD=$ahead "$build/bench/bench_device_bandwidth" --mib 256 || rc=1
+    for v in DEFAULT AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
+      if [[ $v == DEFAULT ]]; then echo -n "round $round, the default kernel: "; else echo -n "round $round, $v=1: "; fi
+      env "$v=1" "$build/bench/bench_device_bandwidth" --mib 256 || rc=1
+    done
+  done
+  for c in ten_mul resnet18_b64; do
+    for v in 0 1; do
+      echo "$c, AMBER_CUDA_FUSED_RTC=$v:"
+      AMBER_CUDA_FUSED_RTC=$v "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda \
+        --seconds 1 >/tmp/amber-fused.txt 2>&1 || rc=1
+      grep -E '^(load|first|latency p50)|no compiled kernel' /tmp/amber-fused.txt | head -4
     done
   done
   return $rc
 }
-step "fused bandwidth: the prefetching kernel (AMBER_CUDA_FUSED_AHEAD=1) against the default" fused_ahead
+step "fused kernels: the prefetching (AMBER_CUDA_FUSED_AHEAD=1) and the compiled (AMBER_CUDA_FUSED_RTC=1) against the default" fused_kernels
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
 # until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
 # on 2026-11-23 on an H100; 1 in 15 and 4 in 40 on 2026-11-28 on an H200; never without them)

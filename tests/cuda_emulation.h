@@ -133,6 +133,11 @@ inline float __uint_as_float(uint32_t bits) {
   std::memcpy(&f, &bits, sizeof f);
   return f;
 }
+inline uint32_t __float_as_uint(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof f);
+  return bits;
+}
 inline int __syncthreads_or(int predicate) { return amber::emulation::block_count(predicate != 0) > 0; }
 inline int __syncthreads_and(int predicate) { return amber::emulation::block_count(predicate == 0) == 0; }
 // atomicAdd's overloads the kernels use; each returns the old value, as CUDA's.

@@ -1,15 +1,18 @@
 // CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
-// the kernel as C data): one generic kernel interpreting the program (and an opt-in prefetching
-// form, fused_ahead_kernel), on f32 and on f16/bf16 storage computed in f32, with the pointwise
-// ops' own formulas (kernels/pointwise_math.h); the program becomes the kernel's Code once, at
-// the step's setup. Its own file: its 78 instantiations are most of the elementwise compile time.
-// The kernels themselves are fused_kernels.cuh's (run on the CPU by tests/test_fused_emulated.cpp).
+// the kernel as C data): one generic kernel interpreting the program (fused_kernels.cuh, with an
+// opt-in prefetching form), on f32 and f16/bf16 storage computed in f32 with the pointwise ops'
+// own formulas; the program becomes its Code at the step's setup, which with AMBER_CUDA_FUSED_RTC=1
+// also compiles the program into a kernel of its own (fused_rtc.h) for dense operands.
 
+#include <cstdio>
 #include <memory>
+#include <string>
 
 #include "amber/core/fused_ops.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/fused_kernels.cuh"
+#include "amber/kernels/cuda/fused_rtc.h"
+#include "amber/kernels/cuda/fused_rtc_kernel.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/pointwise_math.h"
 
@@ -18,8 +21,34 @@ namespace {
 
 using namespace fused;  // the kernels, their Code and its slots (fused_kernels.cuh)
 
+// A program's own kernel (fused_rtc.h): NVRTC's cubin loaded as a library, unloaded with the state.
+struct Compiled {
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t kernel = nullptr;
+  ~Compiled() {
+    if (library) (void)cudaLibraryUnload(library);
+    (void)cudaGetLastError();
+  }
+};
+
+// The compiled kernel on dense, aligned operands (Pointers<K>: the output's and inputs' data).
 template <typename S, int K>
-int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots, int sms) {
+int launch_compiled(const amber_kernel_args* a, const Compiled& c, const Operands<K + 1>& o, int64_t n) {
+  // (the frame's elements a thread depend on the storage's size alone)
+  constexpr int per_thread = sizeof(S) == 2 ? rtc::per_thread<rtc::Bf16, K>() : rtc::per_thread<rtc::F32, K>();
+  const int64_t blocks = (n + 256 * per_thread - 1) / (256 * per_thread);
+  rtc::Pointers<K> p;
+  p.y = o.ptr[0];
+  for (int k = 0; k < K; ++k) p.x[k] = o.ptr[k + 1];
+  long long count = n;
+  void* args[] = {&count, &p};
+  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(unsigned(blocks)), dim3(256),
+                                         args, 0, stream_of(a));
+  return e == cudaSuccess ? 0 : fail(a, "fused: the program's compiled kernel: %s", cudaGetErrorString(e));
+}
+
+template <typename S, int K>
+int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots, int sms, const Compiled* compiled) {
   const amber_tensor_view* v[K + 1];
   int64_t items[K + 1];
   v[0] = &a->outputs[0];
@@ -36,6 +65,7 @@ int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots, int 
   bool vec = o.dense;
   for (int k = 0; k <= K; ++k) vec = vec && reinterpret_cast<uintptr_t>(o.ptr[k]) % 16 == 0;
   constexpr int kVecPerThread = K <= kWideInputs ? kWidePerThread : kPerThread;
+  if (compiled && vec && n / (256 * 4) < int64_t(1) << 31) return launch_compiled<S, K>(a, *compiled, o, n);
   if constexpr (K <= kWideInputs) {
     if (few_slots && vec && sms > 0 && fused_ahead_asked()) {
       // Two waves of resident blocks, each thread walking every (grid x 256 x E)-th chunk.
@@ -64,6 +94,7 @@ struct FusedState {
   Code code;
   bool few_slots = true;
   int sms = 0;  // the device's multiprocessors (the prefetching kernel's grid), 0 if unknown or not asked
+  std::unique_ptr<Compiled> compiled;  // the program's own kernel (AMBER_CUDA_FUSED_RTC=1), or none
 };
 
 int build_code(const amber_kernel_args* a, FusedState& st) {
@@ -108,9 +139,54 @@ int build_code(const amber_kernel_args* a, FusedState& st) {
   return 0;
 }
 
+// The program compiled into a kernel of its own, where its operands are dense (as the step's
+// views are; a call whose operands are not, or not 16-byte aligned, runs the interpreting kernel).
+// Where NVRTC is missing or fails, the step says why on stderr and interprets.
+std::unique_ptr<Compiled> compile_program(const amber_kernel_args* a) {
+  const int32_t dtype = a->outputs[0].dtype;
+  const int k = a->n_inputs;
+  if (k < 1 || k > kMaxInputs || (dtype != kF32 && dtype != kBF16 && dtype != kF16)) return nullptr;
+  const amber_tensor_view* v[kMaxInputs + 1];
+  int64_t items[kMaxInputs + 1];
+  for (int i = 0; i <= kMaxInputs; ++i) {  // (past the inputs: the output again, dense by definition)
+    v[i] = i == 0 || i > k ? &a->outputs[0] : &a->inputs[i - 1];
+    items[i] = dtype == kF32 ? 4 : 2;
+  }
+  Operands<kMaxInputs + 1> o = operands<kMaxInputs + 1>(v, items);
+  simplify(o);
+  if (!o.dense || numel(a->outputs[0]) == 0) return nullptr;
+  std::string error;
+  const rtc::Storage storage = dtype == kF32    ? rtc::Storage::f32
+                               : dtype == kBF16 ? rtc::Storage::bf16
+                                                : rtc::Storage::f16;
+  const std::string source = rtc::program_source(*a->program, storage, "amber_fused", &error);
+  int major = 0, minor = 0;
+  if (!source.empty() &&
+      (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->device) != cudaSuccess ||
+       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, a->device) != cudaSuccess)) {
+    error = std::string("the device's compute capability: ") + cudaGetErrorString(cudaGetLastError());
+  }
+  std::vector<char> cubin;
+  if (error.empty()) cubin = rtc::compile(source, major, minor, &error);
+  auto c = std::make_unique<Compiled>();
+  if (error.empty()) {
+    cudaError_t e = cudaLibraryLoadData(&c->library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&c->kernel, c->library, "amber_fused");
+    if (e != cudaSuccess) error = std::string("loading NVRTC's cubin: ") + cudaGetErrorString(e);
+    (void)cudaGetLastError();
+  }
+  if (!error.empty()) {
+    std::fprintf(stderr, "amber cuda: fused (%d instructions, %d inputs): no compiled kernel (%s); interpreted\n",
+                 a->program->n_instrs, k, error.c_str());
+    return nullptr;
+  }
+  return c;
+}
+
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   auto st = std::make_unique<FusedState>();
   if (build_code(a, *st) != 0) return 1;
+  if (fused_rtc_asked()) st->compiled = compile_program(a);
   *workspace_bytes = 0;
   *state = st.release();
   return 0;
@@ -133,23 +209,24 @@ int fused_kernel(const amber_kernel_args* a) {
   const Code& code = st->code;
   const bool few_slots = st->few_slots;
   const int sms = st->sms;
+  const Compiled* compiled = st->compiled.get();
   switch (a->n_inputs) {
     case 1:
-      return run_fused<S, 1>(a, code, few_slots, sms);
+      return run_fused<S, 1>(a, code, few_slots, sms, compiled);
     case 2:
-      return run_fused<S, 2>(a, code, few_slots, sms);
+      return run_fused<S, 2>(a, code, few_slots, sms, compiled);
     case 3:
-      return run_fused<S, 3>(a, code, few_slots, sms);
+      return run_fused<S, 3>(a, code, few_slots, sms, compiled);
     case 4:
-      return run_fused<S, 4>(a, code, few_slots, sms);
+      return run_fused<S, 4>(a, code, few_slots, sms, compiled);
     case 5:
-      return run_fused<S, 5>(a, code, few_slots, sms);
+      return run_fused<S, 5>(a, code, few_slots, sms, compiled);
     case 6:
-      return run_fused<S, 6>(a, code, few_slots, sms);
+      return run_fused<S, 6>(a, code, few_slots, sms, compiled);
     case 7:
-      return run_fused<S, 7>(a, code, few_slots, sms);
+      return run_fused<S, 7>(a, code, few_slots, sms, compiled);
     case 8:
-      return run_fused<S, 8>(a, code, few_slots, sms);
+      return run_fused<S, 8>(a, code, few_slots, sms, compiled);
   }
   return fail(a, "fused: %d inputs (at most %d)", a->n_inputs, kMaxInputs);
 }

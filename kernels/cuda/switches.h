@@ -1,10 +1,8 @@
-// The CUDA backend's switches read from the environment: a variable counts as set when it is
-// exactly "1" (and as off, for a switch with a default of its own, when exactly "0"; a switch
-// with more settings takes a single digit). The opt-in
-// paths (cuDNN's backend-API convolution plans and fused attention, the prefetching fused kernel)
-// and the convolution routes' overrides are read here once, for the kernels that take them
-// and for the captures that take turns with them (capture_lock.h), as is whether choices are
-// timed at all; diagnostics' logs are read where they print. Private to libamber_cuda.so.
+// The CUDA backend's switches, read from the environment once: a variable counts as set when it
+// is exactly "1" (off, for a switch with a default of its own, when exactly "0"; one with more
+// settings takes a digit): the opt-in paths (cuDNN's plans and fused attention, the prefetching
+// and the compiled fused kernels), the convolution routes' overrides, whether choices are timed.
+// Diagnostics' logs are read where they print. Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdlib>
@@ -35,6 +33,14 @@ inline bool cudnn_attention_asked() {
 // (fused.cu's fused_ahead_kernel), until a GPU run times it against the default one.
 inline bool fused_ahead_asked() {
   static const bool asked = env_is_one("AMBER_CUDA_FUSED_AHEAD");
+  return asked;
+}
+
+// AMBER_CUDA_FUSED_RTC=1: each fused program whose operands are dense gets a kernel of its own,
+// compiled at setup with NVRTC (fused_rtc.h), until a GPU run times it against the interpreting
+// kernel.
+inline bool fused_rtc_asked() {
+  static const bool asked = env_is_one("AMBER_CUDA_FUSED_RTC");
   return asked;
 }
 
