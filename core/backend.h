@@ -182,6 +182,8 @@ typedef struct amber_kernel {
 #define AMBER_BACKEND_INT8 4u        /* kernels honour AMBER_PRECISION_DYNAMIC_INT8 on this machine */
 #define AMBER_BACKEND_TF32 8u        /* kernels honour AMBER_PRECISION_TF32 */
 #define AMBER_BACKEND_F16 16u        /* kernels honour AMBER_PRECISION_F16 on this machine */
+/* kernels may read host_alloc's page-locked memory in place, as inputs (CUDA: unified addressing) */
+#define AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED 32u
 
 /* What a backend holds of one device's memory (amber_backend::memory_stats). Held bytes are
  * those allocate returned and deallocate has not taken back: tensors, arenas, weights,

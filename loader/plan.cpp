@@ -313,6 +313,24 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   // yet a measured one (bench/README.md, GPU).
   if (host_staging_ && (graph_.inputs().empty() || scratch_offset_ - input_staging_[0] > kHostStagingMaxBytes))
     host_staging_ = false;
+  // Inputs read in place: where the backend's kernels can read page-locked memory and every step
+  // reading an input is a fused program as large as the input (each element read once, as the
+  // staging copy would read it), such calls' kernels read the inputs from the page-locked block
+  // itself, and the recording holds no copy: one kernel fewer a call (ten_mul: the fused node's).
+  host_in_place_ = host_staging_ && (backend_->flags & AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED);
+  auto elements = [](const amber_tensor_view& v) {
+    int64_t n = 1;
+    for (int d = 0; d < v.ndim; ++d) n *= v.sizes[d];
+    return n;
+  };
+  for (const Step& s : steps_)
+    for (int k = s.first_arg; k < s.first_arg + s.n_inputs; ++k) {
+      const int v = arg_values_[size_t(k)];
+      if (v >= 0 && values_[size_t(v)].home == Home::input &&
+          (!s.kernel || !s.program || s.n_outputs != 1 ||
+           elements(arg_templates_[size_t(k)]) != elements(arg_templates_[size_t(s.first_arg + s.n_inputs)])))
+        host_in_place_ = false;
+    }
 
   // Kernel setup: each step's state, made once for the plan's life.
   std::vector<amber_tensor_view> setup_args = arg_templates_;
@@ -661,6 +679,7 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
 }
 
 void Plan::copy_staged_inputs(Workspace& ws, void* stream) const {
+  if (host_in_place_) return;  // the kernels read the block itself
   // The block mirrors the arena's staging area: one copy of its span takes every input (and the
   // alignment gaps between them, which nothing reads).
   const size_t span = input_staging_.back() + input_bytes_.back() - input_staging_[0];
@@ -766,7 +785,8 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
         if (input_bytes_[i])
           std::memcpy(static_cast<char*>(ws.pinned) + (input_staging_[i] - input_staging_[0]), dense[i].data(),
                       input_bytes_[i]);
-        input_data[i] = static_cast<char*>(ws.arena.data) + input_staging_[i];
+        input_data[i] = host_in_place_ ? static_cast<char*>(ws.pinned) + (input_staging_[i] - input_staging_[0])
+                                       : static_cast<char*>(ws.arena.data) + input_staging_[i];
         continue;
       }
       const bool on_device = dense[i].device() == device_;

@@ -141,6 +141,8 @@ class Plan {
   // Graph mode from host inputs: each input copied into the workspace's page-locked block and
   // from there to the arena by copies recorded in the graph (the backend has host_alloc).
   bool host_staging_ = false;
+  // With host_staging_: the kernels read the page-locked block in place, nothing copies it.
+  bool host_in_place_ = false;
   std::vector<PlanValue> values_;
   std::vector<Step> steps_;
   std::vector<amber_tensor_view> arg_templates_;  // inputs then outputs of each step

@@ -187,22 +187,29 @@ TEST_CASE("cuda: fused programs equal the CPU: dense, broadcast, many results ke
 
 // A call whose inputs are all small and on the host stages them in page-locked memory, and the
 // recording copies them in: by a kernel up to 16 KiB an input (staging_copy.h), by the copy
-// engine beyond. Two inputs of 20 and 148 bytes (a 16-byte group and a tail of 4), 16 KiB
+// engine beyond; or, where only fused programs of the inputs' size read them (a * b + 1), its
+// kernels read that memory in place (AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED). a.sum() beside
+// it makes the copies. Inputs of 20 and 148 bytes (a 16-byte group and a tail of 4), 16 KiB
 // exactly (the kernel's most) and 16 KiB and 16 bytes, new values each call: a replay that read
 // stale or misplaced bytes shows. The harness was checked on sim:0.
-TEST_CASE("cuda: small host inputs copied in by the recording, by a kernel up to 16 KiB", "[cuda][gpu]") {
+TEST_CASE("cuda: small host inputs copied in by the recording (a kernel up to 16 KiB) or read in place",
+          "[cuda][gpu]") {
   if (skip("staged host inputs")) return;
-  for (int64_t n : {5, 37, 4096, 4100}) {
-    manual_seed(uint64_t(n));
-    const std::vector<uint8_t> bytes =
-        trace([](const Tensor& a, const Tensor& b) { return a * b + 1; }, {randn({n}), randn({n})}, quiet())
-            .save_to_bytes();
-    const Model cpu = load(bytes), gpu = load(bytes, {.device = Device::cuda(0)});
-    for (int call = 0; call < 4; ++call) {
-      const std::vector<Tensor> x = {randn({n}), randn({n})};
-      check_close(gpu.forward(x)[0], cpu.forward(x)[0], str(n, " elements an input, call ", call));
+  const auto in_place = [](const Tensor& a, const Tensor& b) { return a * b + 1; };
+  const auto copied = [](const Tensor& a, const Tensor& b) { return (a * b + 1) * a.sum(); };
+  for (int64_t n : {5, 37, 4096, 4100})
+    for (bool read_in_place : {true, false}) {
+      manual_seed(uint64_t(n));
+      const std::vector<uint8_t> bytes = read_in_place
+                                             ? trace(in_place, {randn({n}), randn({n})}, quiet()).save_to_bytes()
+                                             : trace(copied, {randn({n}), randn({n})}, quiet()).save_to_bytes();
+      const Model cpu = load(bytes), gpu = load(bytes, {.device = Device::cuda(0)});
+      for (int call = 0; call < 4; ++call) {
+        const std::vector<Tensor> x = {randn({n}), randn({n})};
+        check_close(gpu.forward(x)[0], cpu.forward(x)[0],
+                    str(n, " elements an input, ", read_in_place ? "read in place" : "copied in", ", call ", call));
+      }
     }
-  }
 }
 
 // scaled_dot_product_attention on the GPU against the CPU, traced alone: heads of 64 in several

@@ -272,6 +272,42 @@ TEST_CASE("sim: a call's staged host inputs go to the device in one copy", "[sim
   CHECK(c1.graphs_captured - c0.graphs_captured == 1);
 }
 
+TEST_CASE("sim: host inputs read only by fused programs of their size are read in place, not copied", "[sim][graphs]") {
+  // ten_mul (x = x * x ten times: one fused node) and relu(a * b + 1): their kernels read the
+  // page-locked block itself (the backend's AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED), so no call
+  // uploads anything, run directly, recorded or replayed. With b broadcast ([1]), b would be read
+  // for every element: both inputs are copied in, as before.
+  const auto ten_mul = [](const Tensor& t) {
+    Tensor x = t;
+    for (int i = 0; i < 10; ++i) x = x * x;
+    return x;
+  };
+  const std::vector<uint8_t> one = trace(ten_mul, {randn({5})}, quiet()).save_to_bytes();
+  const auto relu_ab = [](const Tensor& a, const Tensor& b) { return relu(a * b + 1); };
+  const std::vector<uint8_t> two = trace(relu_ab, {randn({37}), randn({37})}, quiet()).save_to_bytes();
+  const std::vector<uint8_t> broadcast = trace(relu_ab, {randn({37}), randn({1})}, quiet()).save_to_bytes();
+  struct Case {
+    const std::vector<uint8_t>& archive;
+    std::vector<std::vector<int64_t>> shapes;
+    int uploads;  // by the three calls: run directly, recorded, replayed (the replay's within it)
+  };
+  for (const Case& c : {Case{one, {{5}}, 0}, Case{two, {{37}, {37}}, 0}, Case{broadcast, {{37}, {1}}, 2}}) {
+    const Model cpu = load(c.archive);
+    const Model dev = load(c.archive, LoadOptions{.device = Device::sim(0), .warm_up = false});
+    const amber_sim_counters c0 = sim::counters();
+    for (uint64_t i = 0; i < 3; ++i) {
+      manual_seed(60 + i);
+      std::vector<Tensor> in;
+      for (const auto& shape : c.shapes) in.push_back(randn(shape) * 0.5f);
+      check_equal(dev.forward(in)[0].to(Device::cpu()), cpu.forward(in)[0], str(c.shapes.size(), " inputs, call ", i));
+    }
+    const amber_sim_counters c1 = sim::counters();
+    CHECK(c1.uploads - c0.uploads == uint64_t(c.uploads));
+    CHECK(c1.graphs_captured - c0.graphs_captured == 1);
+    CHECK(c1.graph_launches - c0.graph_launches == 2);
+  }
+}
+
 TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {
   const Model cpu = load(lenet_archive());
   const amber_sim_counters c0 = sim::counters();

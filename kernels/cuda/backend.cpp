@@ -366,7 +366,10 @@ const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
     "cuda",
-    AMBER_BACKEND_TF32,  // with precision_flags() added at the first amber_backend_entry()
+    // (page-locked memory: cudaHostAlloc's, which unified addressing maps for every device's
+    // kernels; staging_copy.h's kernel reads it so too) with precision_flags() added at the first
+    // amber_backend_entry()
+    AMBER_BACKEND_TF32 | AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED,
     device_count,
     allocate,
     deallocate,

@@ -1,18 +1,8 @@
-// The simulated device (libamber_sim.so, Device::sim): a backend loaded through the same
-// registry as any backend library, which proves the device seam without a GPU. Its memory is
-// host memory the host cannot touch: every allocation is a PROT_NONE mapping, opened only
-// inside the backend's own kernel, copy and fill operations, so a host dereference of device
-// memory crashes. Its streams defer work until synchronize (or a deallocation, which waits
-// like cudaFree), so a missing synchronisation returns stale data. Kernels are the CPU
-// backend's, run on that memory; a kernel given memory that is not this device's fails. It
-// counts allocations, copies, fills, kernels and syncs (and the bytes each device holds, for
-// memory_stats), and can fail the k-th allocation (at once), copy (at enqueue) or kernel
-// (when it runs, like an asynchronous GPU error).
-// Graphs record what is queued on a capture stream and replay it on the same memory, refusing
-// copies from host memory as CUDA does, except from its page-locked host blocks (host_alloc:
-// ordinary memory it keeps a list of). Timing marks (profiles' device times) take the time when
-// their stream runs them. AMBER_SIM_DEVICES sets the device count (default 2).
-// Control: sim_control.h.
+// The simulated device (libamber_sim.so, Device::sim), loaded like any backend library: memory the
+// host cannot touch (PROT_NONE, opened only inside its own operations), streams that defer work
+// until synchronize, the CPU's kernels on its memory alone (inputs may be read in place from its
+// page-locked blocks), graphs refusing copies from other host memory as CUDA does, timing marks,
+// counters and failure injection (sim_control.h). AMBER_SIM_DEVICES: the device count (default 2).
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -348,14 +338,16 @@ struct Launch {
   std::string label;
 };
 
-// Checks that every buffer of a call is memory of `device`, and opens it.
-bool open_call(Opened& open, const amber_tensor_view* views, int n, void* workspace, size_t workspace_bytes, int device,
-               const std::string& label, std::string& error) {
+// Checks that every buffer of a call is memory of `device` (an input may also be in a page-locked
+// host block: AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED), and opens it.
+bool open_call(Opened& open, const amber_tensor_view* views, int n, int n_inputs, void* workspace,
+               size_t workspace_bytes, int device, const std::string& label, std::string& error) {
   for (int i = 0; i < n; ++i) {
     const char* lo;
     size_t bytes;
     if (!view_span(views[i], lo, bytes)) continue;
     Alloc* a = find(lo, bytes);
+    if (!a && i < n_inputs && in_host_block(lo, bytes)) continue;  // an input read in place from host_alloc's block
     if (!a || a->device != device) {
       error = "sim:" + std::to_string(device) + ": " + label + ": argument " + std::to_string(i) +
               (a ? " is memory of sim:" + std::to_string(a->device) : " is not device memory (a host pointer?)");
@@ -425,8 +417,8 @@ int sim_run(const amber_kernel_args* a) {
       return false;
     }
     Opened open;
-    if (!open_call(open, L->views.data(), int(L->views.size()), L->workspace, L->workspace_bytes, device, L->label,
-                   error))
+    if (!open_call(open, L->views.data(), int(L->views.size()), L->n_inputs, L->workspace, L->workspace_bytes, device,
+                   L->label, error))
       return false;
     char message[512] = "";
     amber_kernel_args c{};
@@ -464,7 +456,7 @@ int sim_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes)
   std::vector<amber_tensor_view> views(a->inputs, a->inputs + a->n_inputs);
   std::string error;
   const int device = a->device;
-  if (!open_call(open, views.data(), int(views.size()), nullptr, 0, device, a->label ? a->label : "setup", error)) {
+  if (!open_call(open, views.data(), int(views.size()), 0, nullptr, 0, device, a->label ? a->label : "setup", error)) {
     std::snprintf(a->error, a->error_capacity, "%s", error.c_str());
     return 1;
   }
@@ -636,7 +628,7 @@ const amber_backend kSim = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
     "sim",
-    0,
+    AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED,
     sim_device_count,
     sim_allocate,
     sim_deallocate,
