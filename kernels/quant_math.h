@@ -7,13 +7,11 @@
 
 #include <cstdint>
 
+#include "amber/kernels/activation_kind.h"
 #include "amber/kernels/hd.h"
 #include "amber/kernels/pointwise_math.h"
 
 namespace amber::quant {
-
-// The quantized ops' activation attribute ("none", "clamp", "silu", "hardswish").
-enum class Act : int32_t { none, clamp, silu, hardswish };
 
 // Round half to even of |v| < 2^22 by adding and subtracting 1.5 * 2^23 (vectorises where
 // nearbyint does not); larger magnitudes, infinities and NaN pass through unchanged or nearly,

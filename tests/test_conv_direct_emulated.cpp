@@ -16,7 +16,7 @@
 
 namespace {
 
-using amber::cuda::Act;
+using amber::Act;
 using amber::cuda::DirectConv;
 namespace direct = amber::cuda::direct;
 

@@ -19,9 +19,9 @@
 namespace {
 
 namespace passes = amber::cuda::passes;
+using amber::Act;
 using amber::DType;
 using amber::Tensor;
-using amber::cuda::Act;
 using amber::emulation::launch_small;
 using amber::emulation::same;
 using amber::emulation::view_of;

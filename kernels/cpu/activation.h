@@ -1,5 +1,5 @@
-// fused_conv2d's and fused_linear's activation on the CPU: the op's `activation` attribute as
-// an enum, and the activation by its pointwise op's formula (pointwise_math.h: clamp keeps NaN,
+// fused_conv2d's and fused_linear's activation on the CPU (activation_kind.h's Act), by its
+// pointwise op's formula (pointwise_math.h: clamp keeps NaN,
 // silu with libmvec's exp, hardswish) over a dense f32 run in place, compiled per ISA
 // (IsaVariants) and split over the intra-op threads in chunks a core's cache holds.
 #pragma once
@@ -9,18 +9,11 @@
 #include <string_view>
 
 #include "amber/core/parallel.h"
+#include "amber/kernels/activation_kind.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/pointwise_math.h"
 
 namespace amber::cpu {
-
-enum class Act { none, clamp, silu, hardswish };
-
-// The attribute's value, which the op table's inference has checked ("none" only where the op
-// allows it).
-inline Act act_of(std::string_view name) {
-  return name == "none" ? Act::none : name == "clamp" ? Act::clamp : name == "silu" ? Act::silu : Act::hardswish;
-}
 
 // The activation over n dense floats in place (ctx: clamp's bounds).
 template <Act A>

@@ -265,7 +265,7 @@ struct LinearState {
   bool fixed_quant = false;
   TensorQuant input_q;
   bool u8_in = false, u8_out = false;
-  quant::Act act = quant::Act::none;
+  Act act = Act::none;
   float lo = 0, hi = 0;
   TensorQuant output_q;
   int bias_input = 2;
@@ -607,11 +607,7 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
   st->u8_in = x.dtype == int32_t(DType::u8);
   if constexpr (U8Out) {
     st->u8_out = true;
-    const std::string_view act = attr_str(a, ua::activation);
-    st->act = act == "none"    ? quant::Act::none
-              : act == "clamp" ? quant::Act::clamp
-              : act == "silu"  ? quant::Act::silu
-                               : quant::Act::hardswish;
+    st->act = act_of(attr_str(a, ua::activation));
     st->lo = float(attr_float(a, ua::min_val));
     st->hi = float(attr_float(a, ua::max_val));
     st->output_q.scale = float(attr_float(a, ua::output_scale));

@@ -121,7 +121,7 @@ struct DequantizeRow {
 // One row of accumulators into uint8 with activation A and a bias or not: a loop each, with
 // the parameters in locals (a uint8 store may alias anything, so reading them through `r` in
 // the loop kept it scalar: 1.3 ms for the transformer's 128 x 1024 rows), so that it vectorises.
-template <quant::Act A, bool Bias>
+template <Act A, bool Bias>
 inline void requantize_row(const int32_t* __restrict acc, uint8_t* __restrict y, int64_t n, const Requantization& r) {
   const float inv = 1.0f / r.output_scale, z = float(r.output_zero_point), sx = r.input_scale, lo = r.lo, hi = r.hi;
   const int32_t zx = r.input_zero_point;
@@ -136,14 +136,14 @@ inline void requantize_row(const int32_t* __restrict acc, uint8_t* __restrict y,
 template <bool Bias>
 inline void requantize_row(const int32_t* acc, uint8_t* y, int64_t n, const Requantization& r) {
   switch (r.act) {
-    case quant::Act::none:
-      return requantize_row<quant::Act::none, Bias>(acc, y, n, r);
-    case quant::Act::clamp:
-      return requantize_row<quant::Act::clamp, Bias>(acc, y, n, r);
-    case quant::Act::silu:
-      return requantize_row<quant::Act::silu, Bias>(acc, y, n, r);
-    case quant::Act::hardswish:
-      return requantize_row<quant::Act::hardswish, Bias>(acc, y, n, r);
+    case Act::none:
+      return requantize_row<Act::none, Bias>(acc, y, n, r);
+    case Act::clamp:
+      return requantize_row<Act::clamp, Bias>(acc, y, n, r);
+    case Act::silu:
+      return requantize_row<Act::silu, Bias>(acc, y, n, r);
+    case Act::hardswish:
+      return requantize_row<Act::hardswish, Bias>(acc, y, n, r);
   }
 }
 

@@ -43,7 +43,7 @@ struct Requantization {
   const float* col_scales = nullptr;
   const int32_t* sums = nullptr;
   const float* bias = nullptr;
-  quant::Act act = quant::Act::none;
+  Act act = Act::none;
   float lo = 0, hi = 0;  // clamp's bounds
   float output_scale = 1;
   int32_t output_zero_point = 0;

@@ -13,7 +13,7 @@ namespace amber::cpu {
 namespace {
 
 // p[0] the output, p[1] self, p[2] other (u8, byte strides s); ctx the AddParams.
-template <quant::Act A>
+template <Act A>
 struct AddRun {
   static void run(char* const* p, const int64_t* s, int64_t n, const void* ctx) {
     const quant::AddParams q = *static_cast<const quant::AddParams*>(ctx);  // a copy: u8 stores alias anything
@@ -28,7 +28,7 @@ struct AddRun {
   }
 };
 
-template <quant::Act A>
+template <Act A>
 void run_add(const amber_kernel_args* a, const quant::AddParams& q) {
   ElementwiseIter<3> it({&a->outputs[0], &a->inputs[0], &a->inputs[1]}, {1, 1, 1});
   static const InnerFn inner = IsaVariants<AddRun<A>>::pick();
@@ -48,13 +48,13 @@ int quantized_add(const amber_kernel_args* a) {
   q.zo = float(attr_int(a, at::output_zero_point));
   const std::string_view act = attr_str(a, at::activation);
   if (act == "none")
-    run_add<quant::Act::none>(a, q);
+    run_add<Act::none>(a, q);
   else if (act == "clamp")
-    run_add<quant::Act::clamp>(a, q);
+    run_add<Act::clamp>(a, q);
   else if (act == "silu")
-    run_add<quant::Act::silu>(a, q);
+    run_add<Act::silu>(a, q);
   else
-    run_add<quant::Act::hardswish>(a, q);
+    run_add<Act::hardswish>(a, q);
   return 0;
 }
 

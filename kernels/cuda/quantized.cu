@@ -22,7 +22,7 @@ Quant quant_of(const amber_kernel_args* a, int input_scale, int input_zero_point
                int max_val, int output_scale, int output_zero_point) {
   const bool act = activation >= 0, u8 = output_scale >= 0;
   return make_quant(a->attrs[input_scale].f, a->attrs[input_zero_point].i,
-                    act ? act_of(a->attrs[activation].str) : quant::Act::none, act ? a->attrs[min_val].f : 0.0,
+                    act ? act_of(a->attrs[activation].str) : Act::none, act ? a->attrs[min_val].f : 0.0,
                     act ? a->attrs[max_val].f : 0.0, u8 ? a->attrs[output_scale].f : 0.0,
                     u8 ? a->attrs[output_zero_point].i : 0);
 }
@@ -124,7 +124,7 @@ int quantized_linear(const amber_kernel_args* a) {
 
 // ---- quantized_add: one thread per element (cuda_util.cuh's strided map), add_u8's formula ----
 
-template <quant::Act A>
+template <Act A>
 struct AddF {
   quant::AddParams q;
   __device__ void operator()(char* const* p) const {
@@ -148,16 +148,16 @@ int quantized_add(const amber_kernel_args* a) {
   const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
   const int64_t items[3] = {1, 1, 1};
   switch (q.act) {
-    case quant::Act::none:
-      return map<3>(a, v, items, AddF<quant::Act::none>{q}, "quantized_add");
-    case quant::Act::clamp:
-      return map<3>(a, v, items, AddF<quant::Act::clamp>{q}, "quantized_add");
-    case quant::Act::silu:
-      return map<3>(a, v, items, AddF<quant::Act::silu>{q}, "quantized_add");
-    case quant::Act::hardswish:
+    case Act::none:
+      return map<3>(a, v, items, AddF<Act::none>{q}, "quantized_add");
+    case Act::clamp:
+      return map<3>(a, v, items, AddF<Act::clamp>{q}, "quantized_add");
+    case Act::silu:
+      return map<3>(a, v, items, AddF<Act::silu>{q}, "quantized_add");
+    case Act::hardswish:
       break;
   }
-  return map<3>(a, v, items, AddF<quant::Act::hardswish>{q}, "quantized_add");
+  return map<3>(a, v, items, AddF<Act::hardswish>{q}, "quantized_add");
 }
 
 AMBER_CUDA_KERNELS(quantized) {

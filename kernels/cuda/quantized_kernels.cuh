@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <string_view>
 #include <type_traits>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -19,21 +18,12 @@ namespace amber::cuda::quantized {
 struct Quant {
   float sx = 1, inv_sx = 1;  // input_scale and its reciprocal (the CPU's float reciprocal)
   int32_t zx = 0;
-  quant::Act act = quant::Act::none;
+  Act act = Act::none;
   float lo = 0, hi = 0;
   float inv_so = 1, zo = 0;  // the .u8 overloads' 1 / output_scale and output_zero_point
 };
-// An activation attribute's value as quant_math.h's Act (inference has checked it).
-inline quant::Act act_of(const char* s) {
-  const std::string_view v(s);
-  return v == "clamp"       ? quant::Act::clamp
-         : v == "silu"      ? quant::Act::silu
-         : v == "hardswish" ? quant::Act::hardswish
-                            : quant::Act::none;
-}
-
 // A step's Quant from its attributes' values (output_scale 0: an f32 output).
-inline Quant make_quant(double input_scale, int64_t input_zero_point, quant::Act act, double min_val, double max_val,
+inline Quant make_quant(double input_scale, int64_t input_zero_point, Act act, double min_val, double max_val,
                         double output_scale, int64_t output_zero_point) {
   Quant q;
   q.sx = float(input_scale);
