@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace amber::cuda {
 
@@ -16,7 +17,10 @@ constexpr size_t kKernelCopyMaxBytes = 16 << 10;
 
 // Whether the kernel takes the copy: 1 to kKernelCopyMaxBytes bytes, both ends 16-byte aligned
 // (the loader's staging areas are).
-bool can_copy_by_kernel(const void* dst, const void* src, size_t n);
+inline bool can_copy_by_kernel(const void* dst, const void* src, size_t n) {
+  return n > 0 && n <= kKernelCopyMaxBytes &&
+         (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 == 0;
+}
 // Enqueues that copy of n bytes from src, page-locked host memory the device reads directly
 // (unified addressing), to dst on the stream's device.
 cudaError_t copy_by_kernel(void* dst, const void* src, size_t n, cudaStream_t stream);
