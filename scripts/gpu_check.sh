@@ -257,10 +257,10 @@ step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, 
 # written 2026-11-30 without a GPU: straight-line code, no decoding; any step that fails to compile
 # says why on stderr and interprets). Checked: test_cuda's fused programs (37.3 MiB in the
 # bandwidth harness: a partial last chunk; every result compared on the host), and with the
-# compiled kernels every op on CUDA and the e2e models; then ten_mul's and ResNet-18 b64's load
+# compiled kernels the e2e models; then ten_mul's and ResNet-18 b64's load
 # and call with and without them (load pays one NVRTC run a dense fused node).
 fused_kernels() {
-  local rc=0 v c t
+  local rc=0 v c
   for v in AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
     env "$v=1" "$build/tests/test_cuda" "cuda: fused programs*" >/tmp/amber-fused.txt 2>&1 ||
       { rc=1; tail -30 /tmp/amber-fused.txt; }
@@ -268,14 +268,12 @@ fused_kernels() {
     echo -n "$v=1, 37.3 MiB: "
     env "$v=1" "$build/bench/bench_device_bandwidth" --mib 37.3 --reps 3 || rc=1
   done
-  # (a function's step has no time limit of its own: the two longest runs get the step's)
-  for t in test_ops test_e2e; do
-    if [[ $t == test_ops ]]; then set -- "[devices]"; else set -- "[models]"; fi
-    timeout "$step_timeout" env AMBER_CUDA_FUSED_RTC=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/$t" "$@" \
-      >/tmp/amber-fused.txt 2>&1 || { rc=1; tail -30 /tmp/amber-fused.txt; }
-    echo "$t with AMBER_CUDA_FUSED_RTC=1: $(tail -2 /tmp/amber-fused.txt | head -1)"
-    grep -m3 'no compiled kernel' /tmp/amber-fused.txt
-  done
+  # (test_ops has no fused nodes; a function's step has no time limit of its own: the e2e run gets
+  # the step's)
+  timeout "$step_timeout" env AMBER_CUDA_FUSED_RTC=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/test_e2e" \
+    "[models]" >/tmp/amber-fused.txt 2>&1 || { rc=1; tail -30 /tmp/amber-fused.txt; }
+  echo "test_e2e with AMBER_CUDA_FUSED_RTC=1: $(tail -2 /tmp/amber-fused.txt | head -1)"
+  grep -m3 'no compiled kernel' /tmp/amber-fused.txt
   for round in 1 2 3; do
     for v in DEFAULT AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
       if [[ $v == DEFAULT ]]; then echo -n "round $round, the default kernel: "; else echo -n "round $round, $v=1: "; fi
