@@ -1,5 +1,5 @@
-// The execution plan of one static graph on one device: every kernel resolved and set up
-// once, every intermediate placed in one arena by liveness, every view's layout fixed; a control-flow
+// The execution plan of one static graph on one device: every kernel resolved and set up once,
+// every intermediate placed in one arena by liveness, every view's layout fixed; a control-flow
 // node's step runs plans of its bodies. A call borrows a workspace (arguments, stream) and an
 // arena, brings host inputs to the device, runs the steps on its stream (or replays them as a
 // recorded device graph) and synchronises; all device access goes through the backend table.

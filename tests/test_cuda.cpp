@@ -1,12 +1,8 @@
-// CUDA device tests (ctest label `gpu`). Without a GPU every case says why it is skipped and
-// passes; what runs then is the refusal: asking for a CUDA device gives one clear error and
-// the CPU path is unaffected. With a GPU: a loaded LeNet on cuda:0 equals the CPU within the
-// e2e tolerance with inputs and outputs on either side, 8 threads x calls on one model, a
-// steady state that allocates nothing, small host inputs copied in by the recording (a kernel up
-// to 16 KiB), device_memory's counts, an out-of-memory call that
-// fails alone (the next call works), weights that do not fit refused naming bytes, a bad
-// device index, replicas over every GPU present, Precision::bf16 / f16 on LeNet and on
-// single layers of odd shapes, and convolutions on 16-bit tensors (models in 16 bits, eager).
+// CUDA device tests (label `gpu`; without a GPU each case says why it skips, and the refusal of a
+// CUDA device is checked). On a GPU, against the CPU: LeNet with inputs and outputs on either
+// side, 8 threads, a steady state that allocates nothing, small host inputs copied in or read in
+// place, device_memory, out of memory (one call fails alone), weights too large, a bad index,
+// replicas, bf16 / f16 on LeNet and odd single layers, 16-bit convolutions, fused programs.
 
 #include <cmath>
 #include <cstdlib>

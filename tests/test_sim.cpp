@@ -1,11 +1,8 @@
-// The device seam on the simulated device (libamber_sim.so, tests/sim): memory the host
-// cannot touch, streams that defer work until synchronised, two devices, counters and fault
-// injection. Loaded models on sim equal the CPU bit for bit (same kernels, same thread
-// counts); inputs on the host or the device; outputs on the device or the host; 8 threads on
-// one model; models on sim:0 and sim:1; every allocation, copy and kernel of a load and a
-// call failed in turn (a clear error, no device memory leaked, the model usable after); a
-// steady-state call allocates nothing and uploads no weights; replicas over two devices;
-// device_memory's counts and peak, and synchronize waiting for (and reporting) eager work.
+// The device seam on the simulated device (tests/sim): loaded models equal the CPU bit for bit
+// with inputs and outputs on either side, 8 threads, sim:0 and sim:1, every allocation, copy and
+// kernel of a load and a call failed in turn (a clear error, nothing leaked, the model usable
+// after), steady calls that allocate nothing, host inputs staged or read in place, device graphs,
+// replicas, device_memory's counts and peak, and synchronize waiting for eager work.
 
 #include <sys/wait.h>
 #include <unistd.h>

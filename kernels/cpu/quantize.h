@@ -1,10 +1,8 @@
-// int8 quantization for the CPU kernels' dynamic int8 path (AMBER_PRECISION_DYNAMIC_INT8):
-// weights symmetric int8 with a scale per output channel, quantized once at setup; a linear
-// layer's rows asymmetric uint8 with a scale and zero point per row, and a convolution's
-// source uint8 with a scale and zero point per image, quantized as they enter (all 256 levels span
-// the range, zero exact); and the int32 accumulators of a linear layer's product turned
-// back into f32 with both scales, the zero points and the bias, or (quantized_linear.u8) into
-// uint8 after an activation.
+// The CPU's dynamic int8 path (AMBER_PRECISION_DYNAMIC_INT8): weights symmetric int8 per output
+// channel, quantized once at setup; a linear layer's rows (a scale and zero point each) and a
+// convolution's images (each) uint8 as they enter, all 256 levels spanning the range, zero exact;
+// and a product's int32 accumulators back to f32 with both scales, the zero points and the bias,
+// or (quantized_linear.u8) to uint8 after an activation.
 #pragma once
 
 #include <cstdint>
