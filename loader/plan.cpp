@@ -318,18 +318,16 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   // staging copy would read it), such calls' kernels read the inputs from the page-locked block
   // itself, and the recording holds no copy: one kernel fewer a call (ten_mul: the fused node's).
   host_in_place_ = host_staging_ && (backend_->flags & AMBER_BACKEND_KERNELS_READ_PAGE_LOCKED);
-  auto elements = [](const amber_tensor_view& v) {
-    int64_t n = 1;
-    for (int d = 0; d < v.ndim; ++d) n *= v.sizes[d];
-    return n;
-  };
   for (const Step& s : steps_)
     for (int k = s.first_arg; k < s.first_arg + s.n_inputs; ++k) {
       const int v = arg_values_[size_t(k)];
-      if (v >= 0 && values_[size_t(v)].home == Home::input &&
-          (!s.kernel || !s.program || s.n_outputs != 1 ||
-           elements(arg_templates_[size_t(k)]) != elements(arg_templates_[size_t(s.first_arg + s.n_inputs)])))
-        host_in_place_ = false;
+      if (v < 0 || values_[size_t(v)].home != Home::input) continue;
+      const amber_tensor_view& in = arg_templates_[size_t(k)];
+      const amber_tensor_view* out = s.n_outputs == 1 ? &arg_templates_[size_t(s.first_arg + s.n_inputs)] : nullptr;
+      const bool read_once =
+          s.kernel && s.program && out &&
+          checked_numel({in.sizes, size_t(in.ndim)}) == checked_numel({out->sizes, size_t(out->ndim)});
+      host_in_place_ = host_in_place_ && read_once;
     }
 
   // Kernel setup: each step's state, made once for the plan's life.
