@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define AMBER_BACKEND_ABI_VERSION 10
+#define AMBER_BACKEND_ABI_VERSION 11
 #define AMBER_MAX_DIMS 8
 
 /* A tensor as a kernel sees it. Strides are in elements. An absent optional tensor has
@@ -157,6 +157,9 @@ typedef struct amber_kernel_args {
   /* amber_precision, the same at setup and on every call of a step; kernels without a
    * reduced-precision path ignore it. */
   int32_t precision;
+  /* The model's setup scope (amber_backend::scope_create) at setup and on every call of a
+   * loaded model's steps; NULL in eager calls and where the backend makes none. */
+  void* scope;
 } amber_kernel_args;
 
 typedef int (*amber_kernel_fn)(const amber_kernel_args* args);
@@ -259,6 +262,14 @@ typedef struct amber_backend {
   int (*event_record)(int32_t device, void* event, void* stream);
   int (*event_elapsed)(int32_t device, void* start, void* end, float* ms);
   void (*event_destroy)(int32_t device, void* event);
+  /* A setup scope: made once for each loaded model on device and handed to every setup and
+   * call of its steps (all its plans: batch sizes, loop bodies) as amber_kernel_args::scope, so
+   * that identical steps share what their setups build (CUDA: a fused program's compiled
+   * kernel) without a process-global cache. scope_destroy runs after every state made with it
+   * is destroyed. Both NULL where the backend keeps nothing per model; scope_create may return
+   * NULL (setups then share nothing). */
+  void* (*scope_create)(int32_t device);
+  void (*scope_destroy)(int32_t device, void* scope);
 } amber_backend;
 
 /* The symbol a backend shared library exports. */

@@ -66,6 +66,8 @@ struct Model::Impl {
   std::shared_ptr<loader::ArenaPool> arenas;
   // Output buffers of every plan's calls, recycled when the caller drops them.
   std::shared_ptr<loader::BufferCache> output_buffers;
+  // The backend's setup scope, shared by every plan's setups (loader::Plan::make_scope).
+  std::shared_ptr<void> scope;
   std::atomic<int> active{0};
 
   struct CachedPlan {
@@ -136,7 +138,7 @@ std::shared_ptr<const loader::Plan> Model::Impl::plan(const graph::SymValues& n)
   // Compiled outside the lock: other sizes keep running meanwhile.
   const graph::Graph& g = uploaded ? device_graph : graph;
   auto p = std::make_shared<const loader::Plan>(
-      g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads, arenas, output_buffers,
+      g.is_dynamic() ? g.instantiate(n) : g.clone(), options.device, total_threads, arenas, output_buffers, scope,
       abi_precision(options.precision, backend(options.device).flags), options.max_loop_trips);
   std::lock_guard lock(mutex);
   auto [it, fresh] = plans.emplace(n, CachedPlan{p, 0});
@@ -283,6 +285,7 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
   impl->total_threads = options.num_threads > 0 ? options.num_threads : available_cores();
   impl->arenas = std::make_shared<loader::ArenaPool>(options.device, workspace_limit(options));
   impl->output_buffers = std::make_shared<loader::BufferCache>(options.device);
+  impl->scope = loader::Plan::make_scope(options.device);
   // Weights are immutable: copies made for unaligned records become read-only too, so
   // kernels may pack them at setup and no output can write into them.
   for (graph::Value* c : impl->graph.constants()) {

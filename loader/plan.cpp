@@ -133,9 +133,23 @@ struct Plan::Workspace {
   }
 };
 
+std::shared_ptr<void> Plan::make_scope(Device device) {
+  const amber_backend* b = &backend(device);
+  if (!b->scope_create || !b->scope_destroy) return nullptr;
+  void* scope = b->scope_create(device.index);
+  if (!scope) return nullptr;  // setups then share nothing
+  const int32_t index = device.index;
+  return std::shared_ptr<void>(scope, [b, index](void* s) { b->scope_destroy(index, s); });
+}
+
 Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
-           std::shared_ptr<BufferCache> outputs, amber_precision precision, int64_t max_loop_trips)
-    : graph_(std::move(g)), device_(device), arenas_(std::move(arenas)), output_cache_(std::move(outputs)) {
+           std::shared_ptr<BufferCache> outputs, std::shared_ptr<void> scope, amber_precision precision,
+           int64_t max_loop_trips)
+    : graph_(std::move(g)),
+      device_(device),
+      arenas_(std::move(arenas)),
+      output_cache_(std::move(outputs)),
+      scope_(std::move(scope)) {
   using graph::Value;
   precision_ = precision;
   max_loop_trips_ = max_loop_trips;
@@ -202,7 +216,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
       if (n->op->is_control_flow()) {
         for (size_t k = 0; k < n->bodies.size(); ++k)
           s.bodies.push_back(std::make_unique<Plan>(body_with_constants(*n, k), device, setup_threads, arenas_,
-                                                    output_cache_, precision, max_loop_trips));
+                                                    output_cache_, scope_, precision, max_loop_trips));
         s.n_inputs = int(n->inputs.size());
         for (const Value* in : n->inputs) add_arg(values_[size_t(index.at(in))].view, index.at(in));
         for (const Value* out : n->outputs) {
@@ -367,6 +381,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
     a.context = s.kernel->context;
     a.label = s.label.c_str();
     a.precision = precision_;
+    a.scope = scope_.get();
     if (s.kernel->setup(&a, &s.state, &s.workspace_bytes) != 0) {
       error[sizeof error - 1] = '\0';
       throw Error(str(s.label, ": ", s.node ? s.node->op->name : "clone", " (setup): ", error[0] ? error : "failed"));
@@ -589,6 +604,7 @@ void Plan::run_control_flow_step(const Step& s, const amber_kernel_args& a, void
     c.context = s.copy_kernels[size_t(k)]->context;
     c.label = s.label.c_str();
     c.precision = precision_;
+    c.scope = scope_.get();
     if (s.copy_kernels[size_t(k)]->run(&c) != 0) {
       error[sizeof error - 1] = '\0';
       throw Error(str(s.label, ": copying state ", k, " out: ", error[0] ? error : "kernel failed"));
@@ -646,6 +662,7 @@ AMBER_HOT void Plan::run_steps(Workspace& ws, void* stream, const RunOptions& op
     a.context = s.kernel ? s.kernel->context : nullptr;
     a.label = s.label.c_str();
     a.precision = precision_;
+    a.scope = scope_.get();
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (marked && backend_->event_record(device_.index, marks.m[0], stream) != 0) device_failure(s.label.c_str());
     int rc = 0;

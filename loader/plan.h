@@ -45,15 +45,21 @@ class Plan {
   // kernel's setup for calls of setup_threads intra-op threads. Calls borrow their arenas
   // from `arenas` and take their output buffers from `outputs` (both shared by the model's
   // plans). Throws amber::Error naming the node when a kernel is missing, inference fails or
-  // a setup fails. precision is every kernel's amber_kernel_args::precision.
+  // a setup fails. precision is every kernel's amber_kernel_args::precision; scope (from
+  // make_scope, shared by the model's plans; may be null) is every setup's and call's
+  // amber_kernel_args::scope, kept until the plan's states are destroyed.
   // A control-flow node's body gets a plan of its own, run as many times as the node's count
   // says; max_loop_trips bounds the body runs of one call (every loop, nested ones included).
   Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<ArenaPool> arenas,
-       std::shared_ptr<BufferCache> outputs, amber_precision precision = AMBER_PRECISION_F32,
-       int64_t max_loop_trips = kDefaultMaxLoopTrips);
+       std::shared_ptr<BufferCache> outputs, std::shared_ptr<void> scope,
+       amber_precision precision = AMBER_PRECISION_F32, int64_t max_loop_trips = kDefaultMaxLoopTrips);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
+
+  // The backend's setup scope for one model on device (amber_backend::scope_create), destroyed
+  // with its last holder; null where the backend makes none.
+  static std::shared_ptr<void> make_scope(Device device);
 
   // Runs the graph. inputs must already be checked against the graph's inputs (dtype and
   // sizes); each is on the host or on the plan's device, with any strides. Returns tensors
@@ -156,6 +162,7 @@ class Plan {
   size_t arena_bytes_ = 0;
   std::shared_ptr<ArenaPool> arenas_;
   std::shared_ptr<BufferCache> output_cache_;
+  std::shared_ptr<void> scope_;  // amber_kernel_args::scope (released after the states, ~Plan)
   std::unique_ptr<StepStats[]> stats_;
 
   // Idle workspaces (at most the peak concurrency): one in a lock-free slot, the rest in pool_.

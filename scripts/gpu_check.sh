@@ -258,7 +258,8 @@ step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, 
 # says why on stderr and interprets). Checked: test_cuda's fused programs (37.3 MiB in the
 # bandwidth harness: a partial last chunk; every result compared on the host), and with the
 # compiled kernels the e2e models; then ten_mul's and ResNet-18 b64's load
-# and call with and without them (load pays one NVRTC run a dense fused node).
+# and call with and without them (load pays one NVRTC run a distinct dense program: ResNet-18's
+# eight residual add + ReLU nodes share one kernel through the model's setup scope, counted).
 fused_kernels() {
   local rc=0 v c
   for v in AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
@@ -283,9 +284,11 @@ fused_kernels() {
   for c in ten_mul resnet18_b64; do
     for v in 0 1; do
       echo "$c, AMBER_CUDA_FUSED_RTC=$v:"
-      AMBER_CUDA_FUSED_RTC=$v "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda \
-        --seconds 1 >/tmp/amber-fused.txt 2>&1 || rc=1
+      AMBER_CUDA_FUSED_RTC=$v AMBER_CUDA_FUSED_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" \
+        --device cuda --seconds 1 >/tmp/amber-fused.txt 2>&1 || rc=1
       grep -E '^(load|first call|latency p50)|no compiled kernel' /tmp/amber-fused.txt | head -4
+      echo "  NVRTC compilations: $(grep -c 'compiled in' /tmp/amber-fused.txt) ($(grep -m1 'compiled in' \
+        /tmp/amber-fused.txt | sed 's/.*compiled in //'))"
     done
   done
   return $rc

@@ -1,16 +1,22 @@
 // The fused programs compiled at run time (kernels/cuda/fused_rtc.h), without a GPU: the source
 // written for every opcode of core/fused_ops.h (each operand kind, pow's constant exponent, every
 // storage, one to eight inputs) compiles with NVRTC for sm_90, and bad programs are refused with
-// a reason. Whether those kernels compute the right values: test_fused_rtc_emulated (on the CPU)
-// and test_cuda on a GPU. Skips, saying so, where NVRTC cannot be opened.
+// a reason; a model's setup scope makes each kernel once. Right values: test_fused_rtc_emulated
+// (on the CPU) and test_cuda on a GPU. Skips, saying so, where NVRTC cannot be opened.
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amber/core/fused_ops.h"
 #include "amber/kernels/cuda/fused_rtc.h"
+#include "amber/kernels/cuda/setup_scope.h"
 
 namespace {
 
@@ -123,4 +129,41 @@ TEST_CASE("fused rtc: NVRTC's errors come back with its log", "[rtc]") {
   CHECK(rtc::compile("this is not CUDA", 9, 0, &error).empty());
   CHECK(error.find("sm_90") != std::string::npos);
   CHECK(error.find("error") != std::string::npos);
+}
+
+TEST_CASE("fused rtc: a model's setup scope makes each key once, for many threads at once", "[rtc][scope]") {
+  // kernels/cuda/setup_scope.h, which keeps one compiled kernel per program source for all of a
+  // model's fused steps: eight threads asking for one key at once get one value, made once.
+  amber::cuda::SetupScope scope;
+  std::atomic<int> made{0};
+  const auto make = [&] {
+    ++made;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the others arrive meanwhile
+    return std::make_unique<std::string>("compiled");
+  };
+  std::vector<std::shared_ptr<std::string>> got(8);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = scope.find_or_make<std::string>("fused:a", make); });
+  for (std::thread& t : threads) t.join();
+  CHECK(made == 1);
+  for (const auto& g : got) CHECK(g.get() == got[0].get());
+  REQUIRE(got[0]);
+  CHECK(*got[0] == "compiled");
+  // Another key is made apart; a null result is kept (a refused program is not compiled again).
+  CHECK(scope.find_or_make<std::string>("fused:b", make).get() != got[0].get());
+  CHECK(made == 2);
+  const auto refuse = [&] {
+    ++made;
+    return std::unique_ptr<std::string>();
+  };
+  CHECK(scope.find_or_make<std::string>("fused:c", refuse) == nullptr);
+  CHECK(scope.find_or_make<std::string>("fused:c", make) == nullptr);
+  CHECK(made == 3);
+  // A make that throws keeps nothing: the next ask makes it again.
+  const auto fail = [&]() -> std::unique_ptr<std::string> { throw std::runtime_error("no memory"); };
+  CHECK_THROWS_WITH(scope.find_or_make<std::string>("fused:d", fail), "no memory");
+  CHECK(scope.find_or_make<std::string>("fused:d", make) != nullptr);
+  CHECK(made == 4);
+  CHECK(scope.size() == 4);
 }

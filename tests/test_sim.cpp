@@ -2,7 +2,7 @@
 // with inputs and outputs on either side, 8 threads, sim:0 and sim:1, every allocation, copy and
 // kernel of a load and a call failed in turn (a clear error, nothing leaked, the model usable
 // after), steady calls that allocate nothing, host inputs staged or read in place, device graphs,
-// replicas, device_memory's counts and peak, and synchronize waiting for eager work.
+// a model's one setup scope, replicas, device_memory's counts and synchronize waiting.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -303,6 +303,49 @@ TEST_CASE("sim: host inputs read only by fused programs of their size are read i
     CHECK(c1.graphs_captured - c0.graphs_captured == 1);
     CHECK(c1.graph_launches - c0.graph_launches == 2);
   }
+}
+
+TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope, destroyed after its states",
+          "[sim][scope]") {
+  // LeNet at batch 1 and two more batch sizes (a plan each), and an Elman step in a loop (the
+  // body's plan): one scope a model (amber_backend::scope_create), handed to every setup and
+  // call; the simulated device counts any scope handed over that is not live, or destroyed
+  // before a state made with it.
+  const amber_sim_counters c0 = sim::counters();
+  {
+    const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
+    const amber_sim_counters c1 = sim::counters();
+    CHECK(c1.scopes_created - c0.scopes_created == 1);
+    CHECK(c1.scopes_live - c0.scopes_live == 1);
+    const uint64_t setups = c1.scoped_setups - c0.scoped_setups;  // the batch-1 plan's
+    CHECK(setups >= 4);  // LeNet's two convolutions and three linear layers set up
+    const Model cpu = load(lenet_archive());
+    for (int64_t batch : {3, 5}) {
+      const Tensor x = lenet_input(batch);
+      check_equal(dev.forward({x})[0].to(Device::cpu()), cpu.forward({x})[0], str("batch ", batch));
+    }
+    const amber_sim_counters c2 = sim::counters();
+    CHECK(c2.scopes_created - c0.scopes_created == 1);
+    CHECK(c2.scoped_setups - c0.scoped_setups == 3 * setups);
+  }
+  {
+    manual_seed(5);
+    const Tensor u = randn({6, 6}) * 0.5f;
+    const auto elman = [&](const Tensor& h0, const Tensor& n) {
+      return loop(n, h0, [&](const Tensor&, const Tensor& h) { return tanh(linear(h, u)); });
+    };
+    const Tensor h0 = randn({2, 6}), n = full({}, 4, {DType::i64});
+    const std::vector<uint8_t> bytes = trace(elman, {h0, n}, quiet()).save_to_bytes();
+    const amber_sim_counters c1 = sim::counters();
+    const Model dev = load(bytes, LoadOptions{.device = Device::sim(1)});
+    const amber_sim_counters c2 = sim::counters();
+    CHECK(c2.scopes_created - c1.scopes_created == 1);
+    CHECK(c2.scoped_setups - c1.scoped_setups >= 1);  // the body's linear layer
+    check_equal(dev.forward({h0, n})[0].to(Device::cpu()), load(bytes).forward({h0, n})[0], "the loop");
+  }
+  const amber_sim_counters c3 = sim::counters();
+  CHECK(c3.scopes_live == c0.scopes_live);
+  CHECK(c3.scope_misuses == 0);
 }
 
 TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {

@@ -97,6 +97,8 @@ const amber_backend kCpuBackend = {
     nullptr,
     nullptr,
     nullptr,
+    nullptr,  // no setup scope: oneDNN's primitives are per step
+    nullptr,
 };
 
 [[maybe_unused]] const bool registered = (register_backend(DeviceType::cpu, &kCpuBackend), true);

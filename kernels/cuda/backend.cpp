@@ -21,11 +21,13 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/setup_scope.h"
 #include "amber/kernels/cuda/staging_copy.h"
 
 namespace amber::cuda {
@@ -362,6 +364,10 @@ uint32_t precision_flags() {
   return (lowest >= 7 ? AMBER_BACKEND_F16 : 0u) | (lowest >= 8 ? AMBER_BACKEND_BF16 : 0u);
 }
 
+// A model's setup scope (setup_scope.h): what its steps' setups share.
+void* scope_create(int32_t) { return new (std::nothrow) SetupScope(); }
+void scope_destroy(int32_t, void* scope) { delete static_cast<SetupScope*>(scope); }
+
 const amber_backend kBackend = {
     AMBER_BACKEND_ABI_VERSION,
     sizeof(amber_backend),
@@ -391,6 +397,8 @@ const amber_backend kBackend = {
     event_record,
     event_elapsed,
     event_destroy,
+    scope_create,
+    scope_destroy,
 };
 
 }  // namespace

@@ -1,9 +1,10 @@
 // CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
 // the kernel as C data): one generic kernel interpreting the program (fused_kernels.cuh, with an
 // opt-in prefetching form), on f32 and f16/bf16 storage computed in f32 with the pointwise ops'
-// own formulas; the program becomes its Code at the step's setup, which with AMBER_CUDA_FUSED_RTC=1
-// also compiles the program into a kernel of its own (fused_rtc.h) for dense operands.
+// own formulas; with AMBER_CUDA_FUSED_RTC=1 a dense step's setup also compiles the program into
+// a kernel of its own (fused_rtc.h), once per model and source (setup_scope.h).
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "amber/kernels/cuda/fused_rtc.h"
 #include "amber/kernels/cuda/fused_rtc_kernel.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/setup_scope.h"
 #include "amber/kernels/pointwise_math.h"
 
 namespace amber::cuda {
@@ -94,7 +96,9 @@ struct FusedState {
   Code code;
   bool few_slots = true;
   int sms = 0;  // the device's multiprocessors (the prefetching kernel's grid), 0 if unknown or not asked
-  std::unique_ptr<Compiled> compiled;  // the program's own kernel (AMBER_CUDA_FUSED_RTC=1), or none
+  // The program's own kernel (AMBER_CUDA_FUSED_RTC=1), or none; shared through the model's
+  // setup scope by every step running the same source.
+  std::shared_ptr<const Compiled> compiled;
 };
 
 int build_code(const amber_kernel_args* a, FusedState& st) {
@@ -139,10 +143,45 @@ int build_code(const amber_kernel_args* a, FusedState& st) {
   return 0;
 }
 
+// Says on stderr why the step's program is interpreted; returns null.
+std::nullptr_t interpreted(const amber_kernel_args* a, const std::string& why) {
+  std::fprintf(stderr, "amber cuda: fused (%d instructions, %d inputs): no compiled kernel (%s); interpreted\n",
+               a->program->n_instrs, a->n_inputs, why.c_str());
+  return nullptr;
+}
+
+// Source's kernel from NVRTC, loaded; null (having said why on stderr) where NVRTC is missing or
+// fails. AMBER_CUDA_FUSED_LOG=1 prints each compilation and its time (scripts/gpu_check.sh counts
+// them: one per distinct program and model).
+std::unique_ptr<Compiled> compile_source(const amber_kernel_args* a, const std::string& source) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, a->device) != cudaSuccess)
+    error = std::string("the device's compute capability: ") + cudaGetErrorString(cudaGetLastError());
+  std::vector<char> cubin;
+  if (error.empty()) cubin = rtc::compile(source, major, minor, &error);
+  auto c = std::make_unique<Compiled>();
+  if (error.empty()) {
+    cudaError_t e = cudaLibraryLoadData(&c->library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&c->kernel, c->library, "amber_fused");
+    if (e != cudaSuccess) error = std::string("loading NVRTC's cubin: ") + cudaGetErrorString(e);
+    (void)cudaGetLastError();
+  }
+  if (!error.empty()) return interpreted(a, error);
+  if (env_is_one("AMBER_CUDA_FUSED_LOG"))
+    std::fprintf(stderr, "amber cuda: fused (%d instructions, %d inputs, %s): compiled in %.1f ms\n",
+                 a->program->n_instrs, a->n_inputs, a->label ? a->label : "eager",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return c;
+}
+
 // The program compiled into a kernel of its own, where its operands are dense (as the step's
 // views are; a call whose operands are not, or not 16-byte aligned, runs the interpreting kernel).
-// Where NVRTC is missing or fails, the step says why on stderr and interprets.
-std::unique_ptr<Compiled> compile_program(const amber_kernel_args* a) {
+// Compiled once per source in the model's setup scope (each step alone without one); where
+// NVRTC is missing or fails, the step says why on stderr (once per source) and interprets.
+std::shared_ptr<const Compiled> compile_program(const amber_kernel_args* a) {
   const int32_t dtype = a->outputs[0].dtype;
   const int k = a->n_inputs;
   if (k < 1 || k > kMaxInputs || (dtype != kF32 && dtype != kBF16 && dtype != kF16)) return nullptr;
@@ -160,27 +199,10 @@ std::unique_ptr<Compiled> compile_program(const amber_kernel_args* a) {
                                : dtype == kBF16 ? rtc::Storage::bf16
                                                 : rtc::Storage::f16;
   const std::string source = rtc::program_source(*a->program, storage, "amber_fused", &error);
-  int major = 0, minor = 0;
-  if (!source.empty() &&
-      (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->device) != cudaSuccess ||
-       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, a->device) != cudaSuccess)) {
-    error = std::string("the device's compute capability: ") + cudaGetErrorString(cudaGetLastError());
-  }
-  std::vector<char> cubin;
-  if (error.empty()) cubin = rtc::compile(source, major, minor, &error);
-  auto c = std::make_unique<Compiled>();
-  if (error.empty()) {
-    cudaError_t e = cudaLibraryLoadData(&c->library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (e == cudaSuccess) e = cudaLibraryGetKernel(&c->kernel, c->library, "amber_fused");
-    if (e != cudaSuccess) error = std::string("loading NVRTC's cubin: ") + cudaGetErrorString(e);
-    (void)cudaGetLastError();
-  }
-  if (!error.empty()) {
-    std::fprintf(stderr, "amber cuda: fused (%d instructions, %d inputs): no compiled kernel (%s); interpreted\n",
-                 a->program->n_instrs, k, error.c_str());
-    return nullptr;
-  }
-  return c;
+  if (source.empty()) return interpreted(a, error);
+  if (!a->scope) return compile_source(a, source);
+  return static_cast<SetupScope*>(a->scope)->find_or_make<Compiled>("fused:" + source,
+                                                                    [&] { return compile_source(a, source); });
 }
 
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {

@@ -2,7 +2,7 @@
 // host cannot touch (PROT_NONE, opened only inside its own operations), streams that defer work
 // until synchronize, the CPU's kernels on its memory alone (inputs may be read in place from its
 // page-locked blocks), graphs refusing copies from other host memory as CUDA does, timing marks,
-// counters and failure injection (sim_control.h). AMBER_SIM_DEVICES: the device count (default 2).
+// setup scopes, counters and faults (sim_control.h). AMBER_SIM_DEVICES: device count (default 2).
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -316,6 +316,8 @@ int sim_synchronize(int32_t device, void* stream) {
 struct SimState {
   const amber_kernel* cpu;
   void* state;
+  const void* scope;  // the setup's scope (checked still live when the state goes)
+  int32_t device;
 };
 
 // An owned copy of a kernel call's arguments (the caller's arrays may be gone by the time the
@@ -374,6 +376,35 @@ bool open_call(Opened& open, const amber_tensor_view* views, int n, int n_inputs
   return true;
 }
 
+// Live setup scopes (scope_create's), each with its device; guarded by g_mutex.
+std::map<const void*, int32_t> g_scopes;
+
+// Counts a scope handed to a setup or call that is not one of device's live scopes.
+void check_scope(const void* scope, int32_t device) {
+  if (!scope) return;
+  const auto it = g_scopes.find(scope);
+  if (it == g_scopes.end() || it->second != device) ++g_counters.scope_misuses;
+}
+
+void* sim_scope_create(int32_t device) {
+  std::lock_guard lock(g_mutex);
+  if (!valid_device(device)) return nullptr;
+  void* scope = new char(0);
+  g_scopes[scope] = device;
+  ++g_counters.scopes_created;
+  ++g_counters.scopes_live;
+  return scope;
+}
+
+void sim_scope_destroy(int32_t device, void* scope) {
+  std::lock_guard lock(g_mutex);
+  check_scope(scope, device);
+  if (g_scopes.erase(scope)) {
+    --g_counters.scopes_live;
+    delete static_cast<char*>(scope);
+  }
+}
+
 int sim_run(const amber_kernel_args* a) {
   const auto* cpu_kernel = static_cast<const amber_kernel*>(a->context);
   auto L = std::make_shared<Launch>();
@@ -405,6 +436,7 @@ int sim_run(const amber_kernel_args* a) {
   L->workspace_bytes = a->workspace_bytes;
   L->label = a->label ? a->label : "kernel";
   std::lock_guard lock(g_mutex);
+  check_scope(a->scope, a->device);
   const int device = a->device;
   if (!valid_device(device)) {
     std::snprintf(a->error, a->error_capacity, "%s", t_error.c_str());
@@ -450,6 +482,8 @@ int sim_run(const amber_kernel_args* a) {
 int sim_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   const auto* cpu_kernel = static_cast<const amber_kernel*>(a->context);
   std::lock_guard lock(g_mutex);
+  check_scope(a->scope, a->device);
+  if (a->scope) ++g_counters.scoped_setups;
   // Setup reads immutable inputs (weights it packs) now, synchronously: they must already be
   // on the device, which the caller ensures by synchronising after uploading them.
   Opened open;
@@ -464,7 +498,7 @@ int sim_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes)
   c.context = cpu_kernel->context;
   void* cpu_state = nullptr;
   if (cpu_kernel->setup(&c, &cpu_state, workspace_bytes) != 0) return 1;
-  *state = new SimState{cpu_kernel, cpu_state};
+  *state = new SimState{cpu_kernel, cpu_state, a->scope, a->device};
   return 0;
 }
 
@@ -472,7 +506,8 @@ void sim_destroy(void* state) {
   auto* s = static_cast<SimState*>(state);
   {
     std::lock_guard lock(g_mutex);
-    flush_all();  // queued calls may still use the state
+    flush_all();                       // queued calls may still use the state
+    check_scope(s->scope, s->device);  // a state goes before its scope
   }
   if (s->state && s->cpu->destroy_state) s->cpu->destroy_state(s->state);
   delete s;
@@ -650,6 +685,8 @@ const amber_backend kSim = {
     sim_event_record,
     sim_event_elapsed,
     sim_event_destroy,
+    sim_scope_create,
+    sim_scope_destroy,
 };
 
 }  // namespace

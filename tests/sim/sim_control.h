@@ -14,6 +14,9 @@ struct amber_sim_counters {
   uint64_t kernels, syncs, streams_created, streams_live;
   uint64_t graphs_captured, graph_launches, graphs_live;
   uint64_t host_allocs_live;  // page-locked host blocks (host_alloc) not yet freed
+  // Setup scopes (scope_create): made, not yet destroyed, setups handed one; and misuses: a
+  // setup or call handed a scope that is not live, a state destroyed after its scope.
+  uint64_t scopes_created, scopes_live, scoped_setups, scope_misuses;
 };
 enum amber_sim_fault { AMBER_SIM_FAIL_ALLOCATION = 0, AMBER_SIM_FAIL_COPY = 1, AMBER_SIM_FAIL_KERNEL = 2 };
 }
