@@ -300,7 +300,9 @@ step "fused kernels: the prefetching (AMBER_CUDA_FUSED_AHEAD=1) and the compiled
 # is gone. With them each f32 convolution's plan is the route the own kernel and NCHW are timed
 # against (kernels/cuda/conv.cu's choose_route), so the ResNet-18 bench below is what making them
 # the default would give (on the H200 on 2026-11-28, before the own kernel: batch 64 in 12.0 ms,
-# where PyTorch's eager took 11.0-13.0 and Amber's default 13.6).
+# where PyTorch's eager took 11.0-13.0 and Amber's default 13.6). The candidate fix, first run
+# here: cuDNN's calls and the recordings take turns (capture_lock.h), and recording streams are
+# kept rather than destroyed at each recording's end (backend.cpp).
 # Each side runs test_cuda 15 times, so the rate with and without them is in one summary; a
 # crash is reported frame by frame, the crashing thread's and then every other thread's
 # (scripts/crash_backtrace.c; Amber's own frames symbolized with addr2line, others by name).

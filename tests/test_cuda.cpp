@@ -2,7 +2,7 @@
 // CUDA device is checked). On a GPU, against the CPU: LeNet with inputs and outputs on either
 // side, 8 threads, a steady state that allocates nothing, small host inputs copied in or read in
 // place, device_memory, out of memory (one call fails alone), weights too large, a bad index,
-// replicas, bf16 / f16 on LeNet and odd single layers, 16-bit convolutions, fused programs.
+// replicas, bf16 / f16, 16-bit convolutions, fused programs, recording streams kept.
 
 #include <cmath>
 #include <cstdlib>
@@ -519,6 +519,33 @@ TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the dev
   CHECK(m2.peak_held_bytes >= with_a);
   reset_peak_device_memory(d);
   CHECK(device_memory(d).peak_held_bytes == device_memory(d).held_bytes);
+}
+
+TEST_CASE("cuda: a recording stream outlives its recording and records again", "[cuda][gpu]") {
+  // backend.cpp keeps recording streams (a cuDNN handle's next cudnnSetStream touches the stream
+  // it last ran on): a recording after another gets the same stream, and a stream still
+  // recording is never handed out twice.
+  if (skip("recording streams")) return;
+  const amber_backend& b = backend(Device::cuda(0));
+  void *first = nullptr, *again = nullptr, *other = nullptr, *graph = nullptr;
+  REQUIRE(b.capture_begin(0, &first) == 0);
+  REQUIRE(b.capture_end(0, first, &graph) == 0);
+  b.graph_destroy(0, graph);
+  REQUIRE(b.capture_begin(0, &again) == 0);
+  CHECK(again == first);
+  void* other_graph = nullptr;
+  int other_rc = 1;
+  std::thread([&] {  // another thread's recording while `again` records
+    other_rc = b.capture_begin(0, &other);
+    if (other_rc == 0) other_rc = b.capture_end(0, other, &other_graph);
+  })
+      .join();
+  REQUIRE(other_rc == 0);
+  CHECK(other != again);
+  b.graph_destroy(0, other_graph);
+  REQUIRE(b.capture_end(0, again, &graph) == 0);
+  b.graph_destroy(0, graph);
+  CHECK(b.synchronize(0, first) == 0);  // still a stream
 }
 
 // Runs as its own ctest entry (test_cuda_oom) under AMBER_CUDA_MEMORY_LIMIT=1G: the cap is

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/device_scope.h"
@@ -225,22 +226,41 @@ const amber_kernel* lookup_kernel(const char* op, int32_t version, int32_t dtype
 
 const char* last_error() { return t_error.c_str(); }
 
+// Recording streams are never destroyed: each goes back to its device's idle list at
+// capture_end and records again later (at most as many as captures ever in flight at once). A
+// cuDNN handle that ran on one still refers to it, and cudnnSetStream touches the stream it
+// replaces (an event recorded on it, for a backend-API engine's internal streams), so another
+// thread's next node-by-node call would touch a destroyed stream. With the plans' turns
+// (capture_lock.h) this is the other half of the fix for their crash under 8 threads (SIGSEGV in
+// cudnnSetStream -> cuEventRecord): an H200 run with every stream kept alive, without turns,
+// still crashed 4 of 40; turns alone would leave this. Not yet run on a GPU.
+std::mutex g_capture_streams_mutex;
+std::vector<cudaStream_t> g_idle_capture_streams[kMaxDevices];
+
 // CUDA graphs. The recording stream is non-blocking: a blocking stream being captured would
 // make any other thread's work on the legacy default stream (allocations, eager ops) fail and
 // spoil the capture. Kernel setups wait while a capture is in flight, and with a cuDNN
 // backend-API path asked for, a capture holds cuDNN's turn from its begin to its end
 // (capture_lock.h); both are taken and released on the recording thread.
 int capture_begin(int32_t device, void** stream) {
+  if (device < 0 || device >= kMaxDevices) return t_error = "invalid CUDA device index", 1;
   DeviceGuard guard(device);
+  if (!guard.ok()) return 1;
   cudaStream_t s = nullptr;
-  if (!guard.ok() || !ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return 1;
+  {
+    std::lock_guard lock(g_capture_streams_mutex);
+    std::vector<cudaStream_t>& idle = g_idle_capture_streams[device];
+    if (!idle.empty()) s = idle.back(), idle.pop_back();
+  }
+  if (!s && !ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return 1;
   capture_lock().lock_shared();
   const bool turn = cudnn_takes_turns();
   if (turn) cudnn_plan_turn().lock();
   if (!ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture")) {
     if (turn) cudnn_plan_turn().unlock();
     capture_lock().unlock_shared();
-    (void)cudaStreamDestroy(s);
+    std::lock_guard lock(g_capture_streams_mutex);
+    g_idle_capture_streams[device].push_back(s);
     return 1;
   }
   *stream = s;
@@ -254,11 +274,14 @@ int capture_end(int32_t device, void* stream, void** graph) {
   bool good = ok(cudaStreamEndCapture(s, &g), "recording a CUDA graph");
   if (cudnn_takes_turns()) cudnn_plan_turn().unlock();
   capture_lock().unlock_shared();
-  (void)cudaStreamDestroy(s);
   cudaGraphExec_t exec = nullptr;
   if (good) good = ok(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
   if (g) (void)cudaGraphDestroy(g);
   (void)cudaGetLastError();
+  {
+    std::lock_guard lock(g_capture_streams_mutex);  // (out of capture mode, even when it failed)
+    g_idle_capture_streams[device].push_back(s);
+  }
   if (!good) return 1;
   *graph = exec;
   return 0;

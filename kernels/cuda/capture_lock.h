@@ -24,9 +24,10 @@ inline std::shared_mutex& capture_lock() {
 // for, every host-side call into cuDNN by the convolution and attention kernels (setups, calls,
 // teardown) holds this turn, and so does each capture from its begin to its end (taken after
 // capture_lock, released before it): cuDNN's state is touched by one thread at a time, and never
-// by another thread while a capture that may have drawn it in is being recorded. The crash this
-// is meant to end (test_cuda's 8 threads on one model, SIGSEGV in cudnnSetStream ->
-// cuEventRecord, with the plans only) is not yet rerun on a GPU. Recursive: a capture's own
+// by another thread while a capture that may have drawn it in is being recorded (and the
+// recording stream outlives the capture: backend.cpp keeps it). The crash this is meant to end
+// (test_cuda's 8 threads on one model, SIGSEGV in cudnnSetStream -> cuEventRecord, with the
+// plans only) is not yet rerun on a GPU. Recursive: a capture's own
 // kernels take it again, and a failed setup's state goes while the setup holds it. Replays of a
 // recorded graph make no cuDNN call and never wait for it.
 inline bool cudnn_takes_turns() { return conv_plans_asked() || cudnn_attention_asked(); }

@@ -51,8 +51,9 @@ using namespace passes;  // the weight packing and the pass after cuDNN (conv_pa
 // 25 runs on an H100, 1 of 15 and 4 of 40 on an H200, never without them; README's GPU section.
 // On the H200 they took ResNet-18 in f32 from 1.45 to 1.20 ms at batch 1. Keeping every stream
 // alive did not cure it (4 of 40 on the H200 with no stream ever destroyed); with them on, the
-// convolutions' cuDNN work and the captures take turns (capture_lock.h's CudnnPlanTurn), the
-// candidate fix, not yet run on a GPU.
+// convolutions' cuDNN work and the captures take turns (capture_lock.h's CudnnPlanTurn), and
+// recording streams are kept (backend.cpp: the stream a handle last ran on still exists when the
+// next call replaces it): the candidate fix, not yet run on a GPU.
 
 constexpr int kTimedRuns = 3;  // runs timed after a warm-up (time_bias_add, choose_route), the best kept
 
