@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace bench {
@@ -62,11 +63,14 @@ inline Args parse(int argc, char** argv) {
 
 struct Timing {
   double first_ms = 0, p50_ms = 0, p99_ms = 0, mean_ms = 0;
+  double second_ms = 0;  // the call after the first
+  double idle_ms = 0;    // the median of 5 calls each after 20 ms of nothing (cold caches, idle clocks)
   int calls = 0;
 };
 
 // Times `call`: the first call alone, then calls until the budget (at least 5, or exactly
-// args.iters).
+// args.iters), then 5 calls each after 20 ms idle: whether a first call's excess over the steady
+// state is the first call's own or any call's after a pause.
 inline Timing time_calls(const Args& args, const std::function<void()>& call) {
   Timing t;
   auto t0 = Clock::now();
@@ -81,6 +85,16 @@ inline Timing time_calls(const Args& args, const std::function<void()>& call) {
     lat.push_back(ms_since(t0));
   }
   if (lat.empty()) return t;
+  t.second_ms = lat[0];
+  std::vector<double> idle;
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    t0 = Clock::now();
+    call();
+    idle.push_back(ms_since(t0));
+  }
+  std::sort(idle.begin(), idle.end());
+  t.idle_ms = idle[idle.size() / 2];
   std::sort(lat.begin(), lat.end());
   t.p50_ms = lat[lat.size() / 2];
   t.p99_ms = lat[std::min(lat.size() - 1, size_t(double(lat.size()) * 0.99))];

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
     bench::report({{"load_ms", load_ms},
                    {"optimize_ms", optimize_ms},
                    {"first_ms", t.first_ms},
+                   {"second_ms", t.second_ms},
+                   {"idle_ms", t.idle_ms},
                    {"p50_ms", t.p50_ms},
                    {"p99_ms", t.p99_ms},
                    {"mean_ms", t.mean_ms},

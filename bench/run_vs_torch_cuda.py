@@ -119,7 +119,8 @@ def main():
 
     print(f"\nAmber on {a.device} vs PyTorch {res.get('torch', '-')} on {res.get('device', '-')} "
           f"(ms, min over {a.rounds} rounds of each run's median; host inputs, synchronised calls)")
-    head = f"{'case':16} {'amber':>9} {'first':>8} {'load':>8} {'eager':>9} {'eager cl':>9} {'graphed':>9} "
+    head = (f"{'case':16} {'amber':>9} {'first':>8} {'2nd':>8} {'idle':>8} {'load':>8} {'eager':>9} {'eager cl':>9} "
+            f"{'graphed':>9} ")
     print(head + f"{'a/eager':>8} {'a/graph':>8} {'a MiB':>8} {'t MiB':>8} {'|a-ref|':>9}")
     for c in cases:
         am = res[(c, "amber")]
@@ -128,12 +129,15 @@ def main():
         fmt = lambda x: f"{x:9.4g}" if isinstance(x, float) else f"{'-':>9}"  # noqa: E731
         mib = lambda x: f"{x:8.3g}" if isinstance(x, (int, float)) else f"{'-':>8}"  # noqa: E731
         ratio = lambda d: f"{am['p50_ms'] / d:8.2f}" if d == d and d else f"{'-':>8}"  # noqa: E731
-        print(f"{c:16} {am['p50_ms']:9.4g} {am['first_ms']:8.3g} {am['load_ms']:8.3g} {fmt(e.get('p50_ms'))} "
+        print(f"{c:16} {am['p50_ms']:9.4g} {am['first_ms']:8.3g} {am.get('second_ms', 0):8.3g} "
+              f"{am.get('idle_ms', 0):8.3g} {am['load_ms']:8.3g} {fmt(e.get('p50_ms'))} "
               f"{fmt(ecl.get('p50_ms'))} {fmt(g.get('p50_ms'))} {ratio(best_eager)} "
               f"{ratio(g.get('p50_ms', float('nan')))} {mib(am.get('device_mib'))} {mib(g.get('gpu_mib'))} "
               f"{am['max_abs_diff']:9.2g}")
-    print("a MiB: the most device memory Amber held at once (weights, arenas, outputs); t MiB: PyTorch's peak "
-          "allocated, CUDA-graphed run. Neither counts cuDNN's or cuBLAS's own memory.")
+    print("2nd: Amber's second call; idle: the median of 5 calls each after 20 ms idle (a first call's excess "
+          "that idle calls share is not the first call's own). a MiB: the most device memory Amber held at once "
+          "(weights, arenas, outputs); t MiB: PyTorch's peak allocated, CUDA-graphed run. Neither counts cuDNN's "
+          "or cuBLAS's own memory.")
     bw = min((run_json([os.path.join(a.build, "bench", "bench_device_bandwidth"), "--device", a.device, "--mib",
                         str(a.bandwidth_mib)]) for _ in range(a.rounds)), key=lambda r: r["fused_ms"])
     print(f"\nfused elementwise (relu(2x + 1), one node, {bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
