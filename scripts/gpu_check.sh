@@ -282,7 +282,7 @@ fused_kernels() {
     done
   done
   for c in ten_mul resnet18_b64; do
-    for v in 0 1; do
+    for v in 0 1 2; do  # (2: only steps of 2^20 elements or more, the intended default)
       echo "$c, AMBER_CUDA_FUSED_RTC=$v:"
       AMBER_CUDA_FUSED_RTC=$v AMBER_CUDA_FUSED_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" \
         --device cuda --seconds 1 >/tmp/amber-fused.txt 2>&1 || rc=1

@@ -1,8 +1,8 @@
 // CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
 // the kernel as C data): one generic kernel interpreting the program (fused_kernels.cuh, with an
 // opt-in prefetching form), on f32 and f16/bf16 storage computed in f32 with the pointwise ops'
-// own formulas; with AMBER_CUDA_FUSED_RTC=1 a dense step's setup also compiles the program into
-// a kernel of its own (fused_rtc.h), once per model and source (setup_scope.h).
+// own formulas; with AMBER_CUDA_FUSED_RTC (switches.h) a dense step's setup also compiles the
+// program into a kernel of its own (fused_rtc.h), once per model and source (setup_scope.h).
 
 #include <chrono>
 #include <cstdio>
@@ -208,7 +208,7 @@ std::shared_ptr<const Compiled> compile_program(const amber_kernel_args* a) {
 int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   auto st = std::make_unique<FusedState>();
   if (build_code(a, *st) != 0) return 1;
-  if (fused_rtc_asked()) st->compiled = compile_program(a);
+  if (fused_rtc_wanted(numel(a->outputs[0]))) st->compiled = compile_program(a);
   *workspace_bytes = 0;
   *state = st.release();
   return 0;

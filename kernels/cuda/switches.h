@@ -5,6 +5,7 @@
 // Diagnostics' logs are read where they print. Private to libamber_cuda.so.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace amber::cuda {
@@ -36,12 +37,15 @@ inline bool fused_ahead_asked() {
   return asked;
 }
 
-// AMBER_CUDA_FUSED_RTC=1: each fused program whose operands are dense gets a kernel of its own,
-// compiled at setup with NVRTC (fused_rtc.h), until a GPU run times it against the interpreting
-// kernel.
-inline bool fused_rtc_asked() {
-  static const bool asked = env_is_one("AMBER_CUDA_FUSED_RTC");
-  return asked;
+// AMBER_CUDA_FUSED_RTC: 1 gives each fused step whose operands are dense a kernel of its own,
+// compiled at setup with NVRTC (fused_rtc.h); 2 only those of at least kRtcMinElements elements
+// (the intended default: smaller ones take about as long as a launch, decoding or not, and
+// would each add an NVRTC run to load); unset or 0, none, until a GPU run times the compiled
+// kernels against the interpreting one.
+constexpr int64_t kRtcMinElements = int64_t(1) << 20;
+inline bool fused_rtc_wanted(int64_t elements) {
+  static const int value = env_switch("AMBER_CUDA_FUSED_RTC");
+  return value == 1 || (value == 2 && elements >= kRtcMinElements);
 }
 
 // AMBER_CUDA_CONV_NCHW: 1 runs every f32 convolution through NCHW copies where cuDNN has an NCHW
