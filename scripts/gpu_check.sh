@@ -10,14 +10,14 @@
 #                                           matrix's CUDA column, every op on CUDA vs the CPU,
 #                                           the e2e models with every f32 convolution through
 #                                           NCHW, every op and e2e model with Amber's own
-#                                           convolution kernel, many threads on one CUDA model, compute-sanitizer
-#                                           (memcheck) on the e2e test, the GPU benchmark
-#                                           (bench/run_vs_torch_cuda.py), the opt-in prefetching
-#                                           and compiled (NVRTC) fused kernels checked and timed
-#                                           against the default,
-#                                           test_cuda 15 times with
-#                                           and without the opt-in convolution plans (and their e2e,
-#                                           ops and ResNet-18 benchmark), Nsight Compute on the
+#                                           convolution kernel, many threads on one CUDA model,
+#                                           the GPU benchmark (bench/run_vs_torch_cuda.py),
+#                                           test_cuda 15 times with and without the opt-in
+#                                           convolution plans (and their e2e, ops and ResNet-18
+#                                           benchmark), the opt-in prefetching and compiled
+#                                           (NVRTC) fused kernels checked and timed against the
+#                                           default, compute-sanitizer (memcheck) on the e2e
+#                                           test, a per-node profile, Nsight Compute on the
 #                                           fused elementwise kernel, then the opt-in cuDNN
 #                                           attention (every op, e2e bf16-model, the
 #                                           transformer's timing), and prints one summary
@@ -27,20 +27,22 @@
 #                                           below need, runs every `gpu` test, every op on CUDA
 #                                           vs the CPU, the e2e matrix, the NCHW route's e2e
 #                                           models, the own convolution kernel's ops and
-#                                           models, many threads, memcheck on the e2e models
-#                                           (untimed choices), the benchmark for one round (the
-#                                           bandwidth line right after its first table), a
+#                                           models, many threads, the benchmark for one round
+#                                           (the bandwidth line right after its first table),
+#                                           the convolution plans (test_cuda 15 times and its
+#                                           threads case 40, the e2e models, ResNet-18), the
+#                                           prefetching and the compiled fused kernels,
+#                                           memcheck on the e2e models (untimed choices), a
 #                                           per-node CUDA profile of six benchmark runs (with
-#                                           each convolution's route), the prefetching and the
-#                                           compiled fused kernels, the convolution plans (test_cuda 15 times and
-#                                           its threads case 40, the e2e models, ResNet-18),
-#                                           Nsight Compute on the fused elementwise kernel
-#                                           (where ncu is) and last the opt-in cuDNN attention;
-#                                           not the whole suite nor the default 15-run loop
-#                                           (2026-11-29 on an H200: 580 s ran out in the steps
-#                                           after the benchmark, memcheck then taking its whole
-#                                           240 s; give it 580 s: the last steps are the first
-#                                           cut)
+#                                           each convolution's route), Nsight Compute on the
+#                                           fused elementwise kernel (where ncu is) and last
+#                                           the opt-in cuDNN attention; not the whole suite nor
+#                                           the default 15-run loop (2026-11-29 on an H200: 580 s
+#                                           ran out in the steps after the benchmark, memcheck
+#                                           then taking its whole 240 s before it; since
+#                                           2026-11-30 memcheck comes after the plans and the
+#                                           fused kernels; give it 580 s: the last steps are the
+#                                           first cut)
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -211,89 +213,10 @@ step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
 # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
 # machine's own PyTorch may lack torchvision or export differently, so it stays out here.
 step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
-# With untimed choices (AMBER_CUDA_TUNING=0): every load's candidates (cuBLASLt's algorithms,
-# cuDNN's cudnnFind, the convolution routes), each run several times, are what made memcheck
-# outrun its 240 s step on 2026-11-29, once the routes were timed (on 2026-11-28 it passed within
-# it). Untimed, f32 convolutions keep cuDNN's legacy route: the whole run then checks the e2e
-# models again with the own kernel forced (its indexing is also checked by ASan on the CPU,
-# tests/test_conv_direct_emulated.cpp).
-memcheck() {  # (the exit status of the last to fail: 124 where it ran out of time)
-  local rc=0
-  timeout "$step_timeout" env "${short_e2e_env[@]}" AMBER_CUDA_TUNING=0 compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$build/tests/test_e2e" "${short_e2e[@]}" || rc=$?
-  if ((!short)); then
-    timeout "$step_timeout" env AMBER_CUDA_TUNING=0 AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none \
-      compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_e2e" "[models]" || rc=$?
-  fi
-  return $rc
-}
-if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
-  PATH=$PATH:/usr/local/cuda/bin
-  step "compute-sanitizer memcheck on test_e2e${short_e2e[*]:+ ${short_e2e[*]}} (AMBER_CUDA_TUNING=0$( ((short)) || echo '; then with the own convolution kernel'))" memcheck
-else
-  names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
-fi
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
-# Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
-# node's time includes its launch): the cases furthest from their targets, on the benchmark's
-# archives (written by the step above); each convolution's cuDNN choice and each matrix product's
-# cuBLASLt choice (timed candidates) printed at load.
-profile_cuda() {
-  local rc=0 iters=$((short ? 50 : 200))
-  # (transformer_b1 in bf16-model: 2.7x PyTorch's bf16 CUDA graph on 2026-11-28, where f32 is 1.5x;
-  # in f32, 0.58x PyTorch's eager, the target 0.5x: its add_layer_norm and attention_merge_heads rows.)
-  for c in transformer_b1:f32 transformer_b8:f32 transformer_b1:bf16-model resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
-    AMBER_CUDA_CONV_LOG=1 AMBER_CUDA_GEMM_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
-      --profile --seconds 2 --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
-    head -32 /tmp/amber-profile.txt
-  done
-  return $rc
-}
-step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, resnet18_b1, resnet18_b64 f32 and bf16-model)" profile_cuda
-# [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): two opt-in fused kernels,
-# checked and timed against the default interpreting one, three rounds alternating: the
-# prefetching kernel (fused.cu's fused_ahead_kernel: resident blocks walking many chunks, the next
-# loaded while the current one runs) and the programs compiled at load by NVRTC (fused_rtc.h,
-# written 2026-11-30 without a GPU: straight-line code, no decoding; any step that fails to compile
-# says why on stderr and interprets). Checked: test_cuda's fused programs (37.3 MiB in the
-# bandwidth harness: a partial last chunk; every result compared on the host), and with the
-# compiled kernels the e2e models; then ten_mul's and ResNet-18 b64's load
-# and call with and without them (load pays one NVRTC run a distinct dense program: ResNet-18's
-# eight residual add + ReLU nodes share one kernel through the model's setup scope, counted).
-fused_kernels() {
-  local rc=0 v c
-  for v in AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
-    env "$v=1" "$build/tests/test_cuda" "cuda: fused programs*" >/tmp/amber-fused.txt 2>&1 ||
-      { rc=1; tail -30 /tmp/amber-fused.txt; }
-    grep -m3 'no compiled kernel' /tmp/amber-fused.txt
-    echo -n "$v=1, 37.3 MiB: "
-    env "$v=1" "$build/bench/bench_device_bandwidth" --mib 37.3 --reps 3 || rc=1
-  done
-  # (test_ops has no fused nodes; a function's step has no time limit of its own: the e2e run gets
-  # the step's)
-  timeout "$step_timeout" env AMBER_CUDA_FUSED_RTC=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/test_e2e" \
-    "[models]" >/tmp/amber-fused.txt 2>&1 || { rc=1; tail -30 /tmp/amber-fused.txt; }
-  echo "test_e2e with AMBER_CUDA_FUSED_RTC=1: $(tail -2 /tmp/amber-fused.txt | head -1)"
-  grep -m3 'no compiled kernel' /tmp/amber-fused.txt
-  for round in 1 2 3; do
-    for v in DEFAULT AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
-      if [[ $v == DEFAULT ]]; then echo -n "round $round, the default kernel: "; else echo -n "round $round, $v=1: "; fi
-      env "$v=1" "$build/bench/bench_device_bandwidth" --mib 256 || rc=1
-    done
-  done
-  for c in ten_mul resnet18_b64; do
-    for v in 0 1 2; do  # (2: only steps of 2^20 elements or more, the intended default)
-      echo "$c, AMBER_CUDA_FUSED_RTC=$v:"
-      AMBER_CUDA_FUSED_RTC=$v AMBER_CUDA_FUSED_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" \
-        --device cuda --seconds 1 >/tmp/amber-fused.txt 2>&1 || rc=1
-      grep -E '^(load|first call|latency p50)|no compiled kernel' /tmp/amber-fused.txt | head -4
-      echo "  NVRTC compilations: $(grep -c 'compiled in' /tmp/amber-fused.txt) ($(grep -m1 'compiled in' \
-        /tmp/amber-fused.txt | sed 's/.*compiled in //'))"
-    done
-  done
-  return $rc
-}
-step "fused kernels: the prefetching (AMBER_CUDA_FUSED_AHEAD=1) and the compiled (AMBER_CUDA_FUSED_RTC=1) against the default" fused_kernels
+# The order from here puts what a short lease most needs first: the benchmark, the plans' crash
+# check (their ResNet-18 numbers decide [cuda]'s batch-64 target), the fused kernels (its
+# bandwidth target), then memcheck (up to its step limit) and the diagnostics.
 # The opt-in cuDNN backend-API convolution plans (kernels/cuda/conv_plan.h): off by default
 # until the crash seen with them (test_cuda's threads case: 2 in about 20 runs, then 7 in 25
 # on 2026-11-23 on an H100; 1 in 15 and 4 in 40 on 2026-11-28 on an H200; never without them)
@@ -363,6 +286,88 @@ conv_plans() {
   return $rc
 }
 step "AMBER_CUDA_CONV_PLANS=1: test_cuda x15, its threads case x40, e2e, ResNet-18 bench" conv_plans
+# [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): two opt-in fused kernels,
+# checked and timed against the default interpreting one, three rounds alternating: the
+# prefetching kernel (fused.cu's fused_ahead_kernel: resident blocks walking many chunks, the next
+# loaded while the current one runs) and the programs compiled at load by NVRTC (fused_rtc.h,
+# written 2026-11-30 without a GPU: straight-line code, no decoding; any step that fails to compile
+# says why on stderr and interprets). Checked: test_cuda's fused programs (37.3 MiB in the
+# bandwidth harness: a partial last chunk; every result compared on the host), and with the
+# compiled kernels the e2e models; then ten_mul's and ResNet-18 b64's load
+# and call with and without them (load pays one NVRTC run a distinct dense program: ResNet-18's
+# eight residual add + ReLU nodes share one kernel through the model's setup scope, counted).
+fused_kernels() {
+  local rc=0 v c
+  for v in AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
+    env "$v=1" "$build/tests/test_cuda" "cuda: fused programs*" >/tmp/amber-fused.txt 2>&1 ||
+      { rc=1; tail -30 /tmp/amber-fused.txt; }
+    grep -m3 'no compiled kernel' /tmp/amber-fused.txt
+    echo -n "$v=1, 37.3 MiB: "
+    env "$v=1" "$build/bench/bench_device_bandwidth" --mib 37.3 --reps 3 || rc=1
+  done
+  # (test_ops has no fused nodes; a function's step has no time limit of its own: the e2e run gets
+  # the step's)
+  timeout "$step_timeout" env AMBER_CUDA_FUSED_RTC=1 AMBER_E2E_CUDA_PRECISIONS=bf16-model "$build/tests/test_e2e" \
+    "[models]" >/tmp/amber-fused.txt 2>&1 || { rc=1; tail -30 /tmp/amber-fused.txt; }
+  echo "test_e2e with AMBER_CUDA_FUSED_RTC=1: $(tail -2 /tmp/amber-fused.txt | head -1)"
+  grep -m3 'no compiled kernel' /tmp/amber-fused.txt
+  for round in 1 2 3; do
+    for v in DEFAULT AMBER_CUDA_FUSED_AHEAD AMBER_CUDA_FUSED_RTC; do
+      if [[ $v == DEFAULT ]]; then echo -n "round $round, the default kernel: "; else echo -n "round $round, $v=1: "; fi
+      env "$v=1" "$build/bench/bench_device_bandwidth" --mib 256 || rc=1
+    done
+  done
+  for c in ten_mul resnet18_b64; do
+    for v in 0 1 2; do  # (2: only steps of 2^20 elements or more, the intended default)
+      echo "$c, AMBER_CUDA_FUSED_RTC=$v:"
+      AMBER_CUDA_FUSED_RTC=$v AMBER_CUDA_FUSED_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" \
+        --device cuda --seconds 1 >/tmp/amber-fused.txt 2>&1 || rc=1
+      grep -E '^(load|first call|latency p50)|no compiled kernel' /tmp/amber-fused.txt | head -4
+      echo "  NVRTC compilations: $(grep -c 'compiled in' /tmp/amber-fused.txt) ($(grep -m1 'compiled in' \
+        /tmp/amber-fused.txt | sed 's/.*compiled in //'))"
+    done
+  done
+  return $rc
+}
+step "fused kernels: the prefetching (AMBER_CUDA_FUSED_AHEAD=1) and the compiled (AMBER_CUDA_FUSED_RTC=1) against the default" fused_kernels
+# With untimed choices (AMBER_CUDA_TUNING=0): every load's candidates (cuBLASLt's algorithms,
+# cuDNN's cudnnFind, the convolution routes), each run several times, are what made memcheck
+# outrun its 240 s step on 2026-11-29, once the routes were timed (on 2026-11-28 it passed within
+# it). Untimed, f32 convolutions keep cuDNN's legacy route: the whole run then checks the e2e
+# models again with the own kernel forced (its indexing is also checked by ASan on the CPU,
+# tests/test_conv_direct_emulated.cpp).
+memcheck() {  # (the exit status of the last to fail: 124 where it ran out of time)
+  local rc=0
+  timeout "$step_timeout" env "${short_e2e_env[@]}" AMBER_CUDA_TUNING=0 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$build/tests/test_e2e" "${short_e2e[@]}" || rc=$?
+  if ((!short)); then
+    timeout "$step_timeout" env AMBER_CUDA_TUNING=0 AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none \
+      compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_e2e" "[models]" || rc=$?
+  fi
+  return $rc
+}
+if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
+  PATH=$PATH:/usr/local/cuda/bin
+  step "compute-sanitizer memcheck on test_e2e${short_e2e[*]:+ ${short_e2e[*]}} (AMBER_CUDA_TUNING=0$( ((short)) || echo '; then with the own convolution kernel'))" memcheck
+else
+  names+=("compute-sanitizer memcheck on test_e2e") results+=("SKIPPED (no compute-sanitizer)") times+=(0s)
+fi
+# Where the time goes, node by node (graphs off, a synchronisation after each node, so a small
+# node's time includes its launch): the cases furthest from their targets, on the benchmark's
+# archives (written by the step above); each convolution's cuDNN choice and each matrix product's
+# cuBLASLt choice (timed candidates) printed at load.
+profile_cuda() {
+  local rc=0 iters=$((short ? 50 : 200))
+  # (transformer_b1 in bf16-model: 2.7x PyTorch's bf16 CUDA graph on 2026-11-28, where f32 is 1.5x;
+  # in f32, 0.58x PyTorch's eager, the target 0.5x: its add_layer_norm and attention_merge_heads rows.)
+  for c in transformer_b1:f32 transformer_b8:f32 transformer_b1:bf16-model resnet18_b1:f32 resnet18_b64:f32 resnet18_b64:bf16-model; do
+    AMBER_CUDA_CONV_LOG=1 AMBER_CUDA_GEMM_LOG=1 "$build/tools/amber" bench "$build/bench-models-gpu/${c%%:*}.amber" --device cuda \
+      --profile --seconds 2 --iters "$iters" --precision "${c#*:}" >/tmp/amber-profile.txt || rc=1
+    head -32 /tmp/amber-profile.txt
+  done
+  return $rc
+}
+step "per-node CUDA profile (transformer_b1 f32 and bf16-model, transformer_b8, resnet18_b1, resnet18_b64 f32 and bf16-model)" profile_cuda
 # The fused elementwise kernel under Nsight Compute ([cuda]'s bandwidth target: 63% of the
 # device's copy on 2026-11-28, as before the eight-elements-a-thread kernel): whether it waits on
 # memory (too few loads in flight), on issue (decoding the program) or on something else, from
