@@ -250,7 +250,10 @@ int capture_begin(int32_t device, void** stream) {
   {
     std::lock_guard lock(g_capture_streams_mutex);
     std::vector<cudaStream_t>& idle = g_idle_capture_streams[device];
-    if (!idle.empty()) s = idle.back(), idle.pop_back();
+    if (!idle.empty()) {
+      s = idle.back();
+      idle.pop_back();
+    }
   }
   if (!s && !ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return 1;
   capture_lock().lock_shared();

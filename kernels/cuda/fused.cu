@@ -96,7 +96,7 @@ struct FusedState {
   Code code;
   bool few_slots = true;
   int sms = 0;  // the device's multiprocessors (the prefetching kernel's grid), 0 if unknown or not asked
-  // The program's own kernel (AMBER_CUDA_FUSED_RTC=1), or none; shared through the model's
+  // The program's own kernel (AMBER_CUDA_FUSED_RTC), or none; shared through the model's
   // setup scope by every step running the same source.
   std::shared_ptr<const Compiled> compiled;
 };
