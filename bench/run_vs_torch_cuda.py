@@ -145,6 +145,10 @@ def main():
           f"({bw['copy_gbps']:.0f} GB/s, the same bytes; target >= 80%)")
     print(f"fused elementwise, two inputs (relu(x * y + 1), {2 * bw['mib']:.0f} MiB in, {bw['mib']:.0f} MiB out): "
           f"{bw['fused2_gbps']:.0f} GB/s = {100 * bw['fused2_over_copy']:.0f}% of the copy's GB/s")
+    if "call_upload_gbps" in bw:
+        print(f"a host input's way up ({bw['upload_mb']:.1f} MB, ResNet-18 b64's): a copy from pageable memory "
+              f"{bw['pageable_upload_gbps']:.1f} GB/s, a call of relu(x) from the host (the loader's chunks through "
+              f"page-locked memory, the relu included) {bw['call_upload_gbps']:.1f} GB/s")
     print("\n[cuda]'s targets:")
     print("\n".join(target_lines(res, cases, bw)))
     precision_table(a, amber, models, [c for c in cases if c != "ten_mul" and c != "lenet_b1"], res)

@@ -87,6 +87,13 @@ graph::Graph body_with_constants(const graph::Node& n, size_t k) {
 }  // namespace
 
 constexpr size_t kHostStagingMaxBytes = size_t(128) << 10;  // see the constructor
+// Host inputs of at least kUploadMinBytes go to the device through the workspace's page-locked
+// block (Plan::upload), where its inputs take at most kUploadMaxPinnedBytes; others are copied
+// from the caller's memory.
+constexpr size_t kUploadMinBytes = size_t(1) << 20;
+constexpr size_t kUploadMaxPinnedBytes = size_t(256) << 20;
+constexpr size_t kUploadChunkBytes = size_t(4) << 20;    // one copy to the device each
+constexpr size_t kUploadGrainBytes = size_t(256) << 10;  // one thread's share of a chunk, at least
 
 struct Plan::Workspace {
   Device device;
@@ -113,6 +120,9 @@ struct Plan::Workspace {
   std::shared_ptr<ArenaPool> kept_arena_of;  // set while the workspace keeps its arena
   OutputSet sets[3];                         // two handed out, one copied out of
   bool graph_refused = false, host_graph_refused = false;
+  bool upload_refused = false;  // host_alloc failed for Plan::upload: copies from the caller's memory
+  // Page-locked, each input's place at its staging offset: the small inputs' staging, the large
+  // ones' bounce buffer (Plan::upload).
   void* pinned = nullptr;
   // A set to hand out whose buffers only this workspace holds, or nullptr.
   OutputSet* free_set() {
@@ -754,6 +764,33 @@ AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& b
   return out;
 }
 
+bool Plan::upload(Workspace& ws, size_t i, const Tensor& input, char* staging, void* stream, int threads) const {
+  const size_t bytes = input.nbytes();
+  const size_t block = scratch_offset_ - input_staging_[0];  // every input's place, as the staging block's
+  if (bytes < kUploadMinBytes || block > kUploadMaxPinnedBytes || ws.upload_refused || !backend_->host_alloc ||
+      !backend_->host_free)
+    return false;
+  if (!ws.pinned && !(ws.pinned = backend_->host_alloc(device_.index, block))) {
+    ws.upload_refused = true;  // page-locked memory is scarce: copy from the caller's memory
+    return false;
+  }
+  AMBER_ASSERT(bytes <= input_bytes_[i], "input ", i, ": ", bytes, " bytes, planned for ", input_bytes_[i]);
+  char* bounce = static_cast<char*>(ws.pinned) + (input_staging_[i] - input_staging_[0]);
+  const char* src = static_cast<const char*>(input.data());
+  ThreadLimit limit(std::max(1, threads));
+  for (size_t at = 0; at < bytes; at += kUploadChunkBytes) {
+    const size_t n = std::min(kUploadChunkBytes, bytes - at);
+    parallel_for(int64_t((n + kUploadGrainBytes - 1) / kUploadGrainBytes), 1, [&](int64_t b, int64_t e) {
+      const size_t from = at + size_t(b) * kUploadGrainBytes, to = std::min(at + size_t(e) * kUploadGrainBytes, at + n);
+      std::memcpy(bounce + from, src + from, to - from);
+    });
+    if (backend_->copy(staging + at, int32_t(device_.type), device_.index, bounce + at, int32_t(DeviceType::cpu), 0, n,
+                       stream) != 0)
+      device_failure(str("copying input ", i, " (", bytes, " bytes) to the arena").c_str());
+  }
+  return true;
+}
+
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
   int64_t trips_left = trip_limit(options);
   return run(inputs, options, trips_left);
@@ -813,6 +850,10 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       }
       AMBER_ASSERT(on_device || (dense[i].device().is_cpu() && !host_memory_), "input on ", dense[i].device());
       char* staging = static_cast<char*>(ws.arena.data) + input_staging_[i];
+      if (!on_device && upload(ws, i, dense[i], staging, stream, options.num_threads)) {
+        input_data[i] = staging;
+        continue;
+      }
       if (dense[i].nbytes() && backend_->copy(staging, int32_t(device_.type), device_.index, dense[i].data(),
                                               int32_t(on_device ? device_.type : DeviceType::cpu),
                                               on_device ? device_.index : 0, dense[i].nbytes(), stream) != 0)

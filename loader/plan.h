@@ -130,6 +130,12 @@ class Plan {
   bool capture(Workspace& ws, const RunOptions& options, bool from_host, void** graph) const;
   // Queues the copy of the inputs from the workspace's page-locked block to the arena (one copy).
   void copy_staged_inputs(Workspace& ws, void* stream) const;
+  // Host input i (dense, large; false, doing nothing, when small or when page-locked memory is
+  // refused) to its staging place in the arena through the workspace's page-locked block, in
+  // chunks: each copied in by `threads` threads, then queued to the device while the next is
+  // copied in. A pageable copy is staged by the driver's one thread; this one by many, and the
+  // transfers run from page-locked memory at the link's full rate.
+  bool upload(Workspace& ws, size_t i, const Tensor& input, char* staging, void* stream, int threads) const;
   // The graph outputs as tensors over buffers (copied to the host with to_host).
   std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const;
   void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;

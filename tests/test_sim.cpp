@@ -1,8 +1,8 @@
 // The device seam on the simulated device (tests/sim): loaded models equal the CPU bit for bit
 // with inputs and outputs on either side, 8 threads, sim:0 and sim:1, every allocation, copy and
 // kernel of a load and a call failed in turn (a clear error, nothing leaked, the model usable
-// after), steady calls that allocate nothing, host inputs staged or read in place, device graphs,
-// a model's one setup scope, replicas, device_memory's counts and synchronize waiting.
+// after), steady calls that allocate nothing, host inputs staged, read in place or sent up in
+// chunks, device graphs, a model's setup scope, replicas, device_memory and synchronize.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,6 +346,34 @@ TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope,
   const amber_sim_counters c3 = sim::counters();
   CHECK(c3.scopes_live == c0.scopes_live);
   CHECK(c3.scope_misuses == 0);
+}
+
+TEST_CASE("sim: large host inputs go up in chunks through page-locked memory; a failed chunk fails the call alone",
+          "[sim][upload]") {
+  // Plan::upload: a host input of 1 MiB or more is copied into the workspace's page-locked block
+  // by the call's threads and sent to the device in 4 MiB chunks (5.06 MiB: two), each chunk's
+  // transfer queued while the next is copied in; smaller ones are copied from the caller's memory.
+  const auto f = [](const Tensor& big, const Tensor& small) { return relu(big * 2 + 1) + small.sum(); };
+  const std::vector<int64_t> big_shape{3, 7, 250, 253};  // 5.06 MiB of f32
+  manual_seed(3);
+  const std::vector<uint8_t> bytes = trace(f, {randn(big_shape), randn({5})}, quiet()).save_to_bytes();
+  const Model cpu = load(bytes);
+  const Model dev = load(bytes, LoadOptions{.device = Device::sim(0), .num_threads = 2});
+  for (uint64_t call = 0; call < 3; ++call) {  // run directly, recorded, replayed
+    manual_seed(40 + call);
+    const Tensor big = randn(big_shape), small = randn({5});
+    const amber_sim_counters c0 = sim::counters();
+    check_equal(dev.forward({big, small})[0].to(Device::cpu()), cpu.forward({big, small})[0], str("call ", call));
+    const amber_sim_counters c1 = sim::counters();
+    CHECK(c1.uploads - c0.uploads == 3);  // the two chunks and the small input
+    CHECK(c1.upload_bytes - c0.upload_bytes == uint64_t(big.nbytes() + small.nbytes()));
+    CHECK(c1.host_allocs_live >= 1);
+  }
+  // The second chunk's copy fails: the call fails naming the input, the next call succeeds.
+  const Tensor big = randn(big_shape), small = randn({5});
+  sim::fail(AMBER_SIM_FAIL_COPY, 2);
+  AMBER_REQUIRE_ERROR(dev.forward({big, small}), "copying input 0 (5313000 bytes) to the arena");
+  check_equal(dev.forward({big, small})[0].to(Device::cpu()), cpu.forward({big, small})[0], "after the failure");
 }
 
 TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {
