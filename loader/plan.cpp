@@ -88,12 +88,21 @@ graph::Graph body_with_constants(const graph::Node& n, size_t k) {
 
 constexpr size_t kHostStagingMaxBytes = size_t(128) << 10;  // see the constructor
 // Host inputs of at least kUploadMinBytes go to the device through the workspace's page-locked
-// block (Plan::upload), where its inputs take at most kUploadMaxPinnedBytes; others are copied
-// from the caller's memory.
+// block (Plan::upload), and outputs asked on the host of that size come back through one
+// (Plan::output_tensors), where the block takes at most kUploadMaxPinnedBytes; others are
+// copied from or to the caller's memory.
 constexpr size_t kUploadMinBytes = size_t(1) << 20;
 constexpr size_t kUploadMaxPinnedBytes = size_t(256) << 20;
 constexpr size_t kUploadChunkBytes = size_t(4) << 20;    // one copy to the device each
-constexpr size_t kUploadGrainBytes = size_t(256) << 10;  // one thread's share of a chunk, at least
+constexpr size_t kUploadGrainBytes = size_t(256) << 10;  // one thread's share of a copy, at least
+
+// memcpy by the calling thread's intra-op threads, kUploadGrainBytes a thread at least.
+void parallel_copy(char* dst, const char* src, size_t bytes) {
+  parallel_for(int64_t((bytes + kUploadGrainBytes - 1) / kUploadGrainBytes), 1, [&](int64_t b, int64_t e) {
+    const size_t from = size_t(b) * kUploadGrainBytes, to = std::min(size_t(e) * kUploadGrainBytes, bytes);
+    std::memcpy(dst + from, src + from, to - from);
+  });
+}
 
 struct Plan::Workspace {
   Device device;
@@ -120,7 +129,9 @@ struct Plan::Workspace {
   std::shared_ptr<ArenaPool> kept_arena_of;  // set while the workspace keeps its arena
   OutputSet sets[3];                         // two handed out, one copied out of
   bool graph_refused = false, host_graph_refused = false;
-  bool upload_refused = false;  // host_alloc failed for Plan::upload: copies from the caller's memory
+  bool upload_refused = false;    // host_alloc failed for Plan::upload: copies from the caller's memory
+  bool download_refused = false;  // likewise for outputs on the host: copies to their own memory
+  void* pinned_out = nullptr;     // page-locked, each output buffer at its download_offset_
   // Page-locked, each input's place at its staging offset: the small inputs' staging, the large
   // ones' bounce buffer (Plan::upload).
   void* pinned = nullptr;
@@ -138,6 +149,7 @@ struct Plan::Workspace {
       for (void* g : {s.device.graph, s.host.graph})
         if (g) backend->graph_destroy(device.index, g);
     if (pinned) backend->host_free(device.index, pinned);
+    if (pinned_out) backend->host_free(device.index, pinned_out);
     if (kept_arena_of) kept_arena_of->give(arena);
     if (stream) backend->stream_destroy(device.index, stream);
   }
@@ -400,6 +412,10 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   }
   free_on_throw.armed = false;
   arena_bytes_ = scratch_offset_ + align_up(scratch_bytes_);
+  for (size_t out_bytes : output_buffer_bytes_) {
+    download_offset_.push_back(download_bytes_);
+    download_bytes_ += align_up(out_bytes);
+  }
   stats_ = std::make_unique<StepStats[]>(steps_.size());
 }
 
@@ -739,8 +755,19 @@ bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host, voi
   return true;
 }
 
-AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host,
-                                                   void* stream) const {
+char* Plan::download_bounce(Workspace& ws, size_t buffer) const {
+  if (output_buffer_bytes_[buffer] < kUploadMinBytes || download_bytes_ > kUploadMaxPinnedBytes ||
+      ws.download_refused || !backend_->host_alloc || !backend_->host_free)
+    return nullptr;
+  if (!ws.pinned_out && !(ws.pinned_out = backend_->host_alloc(device_.index, download_bytes_))) {
+    ws.download_refused = true;  // page-locked memory is scarce: copy to the outputs' own memory
+    return nullptr;
+  }
+  return static_cast<char*>(ws.pinned_out) + download_offset_[buffer];
+}
+
+AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream,
+                                                   Workspace* ws, std::vector<Download>* downloads) const {
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (int o : outputs_) {
@@ -753,9 +780,11 @@ AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& b
     const Storage& buf = buffers[size_t(pv.index)];
     if (to_host && !host_memory_) {
       Storage host = Storage::allocate(buf.nbytes(), Device::cpu());
-      if (buf.nbytes() && backend_->copy(host.data(), int32_t(DeviceType::cpu), 0, buf.data(), int32_t(device_.type),
-                                         device_.index, buf.nbytes(), stream) != 0)
+      char* bounce = ws && downloads ? download_bounce(*ws, size_t(pv.index)) : nullptr;
+      if (buf.nbytes() && backend_->copy(bounce ? bounce : host.data(), int32_t(DeviceType::cpu), 0, buf.data(),
+                                         int32_t(device_.type), device_.index, buf.nbytes(), stream) != 0)
         device_failure("copying an output to the host");
+      if (bounce) downloads->push_back({static_cast<char*>(host.data()), bounce, buf.nbytes()});
       out.push_back(Tensor::make(std::move(host), sizes, strides, offset, dtype));
     } else {
       out.push_back(Tensor::make(buf, sizes, strides, offset, dtype));
@@ -780,10 +809,7 @@ bool Plan::upload(Workspace& ws, size_t i, const Tensor& input, char* staging, v
   ThreadLimit limit(std::max(1, threads));
   for (size_t at = 0; at < bytes; at += kUploadChunkBytes) {
     const size_t n = std::min(kUploadChunkBytes, bytes - at);
-    parallel_for(int64_t((n + kUploadGrainBytes - 1) / kUploadGrainBytes), 1, [&](int64_t b, int64_t e) {
-      const size_t from = at + size_t(b) * kUploadGrainBytes, to = std::min(at + size_t(e) * kUploadGrainBytes, at + n);
-      std::memcpy(bounce + from, src + from, to - from);
-    });
+    parallel_copy(bounce + at, src + at, n);
     if (backend_->copy(staging + at, int32_t(device_.type), device_.index, bounce + at, int32_t(DeviceType::cpu), 0, n,
                        stream) != 0)
       device_failure(str("copying input ", i, " (", bytes, " bytes) to the arena").c_str());
@@ -818,6 +844,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
   std::vector<const void*> input_data(inputs.size());
   std::vector<Storage> buffers(output_buffer_bytes_.size());
   std::vector<Tensor> out;
+  std::vector<Download> downloads;  // outputs on the host through the page-locked block, after the sync
   // Every input on the host: they go through the workspace's page-locked block (allocated on
   // the first such call; without it, as other calls), copied from there by the recordings
   // from the host.
@@ -881,7 +908,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
         run_steps(ws, stream, options, trips_left);
       }
       if (hand_out || options.outputs_on_host) {
-        out = output_tensors(set->outputs, options.outputs_on_host, stream);  // the set's buffers, or host copies
+        out = output_tensors(set->outputs, options.outputs_on_host, stream, &ws, &downloads);  // or host copies
       } else {  // the third set's buffers are overwritten by the next such call: the caller gets copies
         for (size_t i = 0; i < buffers.size(); ++i) {
           buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
@@ -896,9 +923,13 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
       bind(ws, input_data, buffers);
       run_steps(ws, stream, options, trips_left);
-      out = output_tensors(buffers, options.outputs_on_host, stream);
+      out = output_tensors(buffers, options.outputs_on_host, stream, &ws, &downloads);
     }
     if (streams && backend_->synchronize(device_.index, stream) != 0) device_failure("running the call");
+    if (!downloads.empty()) {  // large outputs asked on the host, in the page-locked block now
+      ThreadLimit limit(std::max(1, options.num_threads));
+      for (const Download& d : downloads) parallel_copy(d.dst, d.src, d.bytes);
+    }
   } catch (...) {
     // Nothing this call queued may outlive it: its arena and buffers go back to the pools.
     if (streams) (void)backend_->synchronize(device_.index, stream);

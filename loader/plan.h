@@ -136,8 +136,21 @@ class Plan {
   // copied in. A pageable copy is staged by the driver's one thread; this one by many, and the
   // transfers run from page-locked memory at the link's full rate.
   bool upload(Workspace& ws, size_t i, const Tensor& input, char* staging, void* stream, int threads) const;
-  // The graph outputs as tensors over buffers (copied to the host with to_host).
-  std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream) const;
+  // A large output's way to the host: queued into the workspace's page-locked block, copied out
+  // by the call's threads once the call has synchronised.
+  struct Download {
+    char* dst;
+    const char* src;
+    size_t bytes;
+  };
+  // The graph outputs as tensors over buffers (copied to the host with to_host; with ws and
+  // downloads, those of 1 MiB or more through ws's page-locked block: their copies out, left
+  // for after the synchronisation, added to downloads).
+  std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream,
+                                     Workspace* ws = nullptr, std::vector<Download>* downloads = nullptr) const;
+  // Output buffer `buffer`'s place in ws's page-locked block for downloads, allocated on first
+  // use; null where the buffer is small, the block would pass its cap, or memory is refused.
+  char* download_bounce(Workspace& ws, size_t buffer) const;
   void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;
   // Points the workspace's arguments at this call's memory.
   void bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const;
@@ -161,6 +174,8 @@ class Plan {
   std::vector<int> arg_values_;                   // the value each argument shows
   std::vector<char*> constant_data_;
   std::vector<size_t> output_buffer_bytes_;        // buffers allocated per call (they escape)
+  std::vector<size_t> download_offset_;            // each buffer's place in a page-locked download block
+  size_t download_bytes_ = 0;                      // that block's size
   std::vector<int> outputs_;                       // the value of each graph output (in an output buffer)
   std::vector<size_t> input_staging_;              // arena offset of each input's copy from the host
   std::vector<size_t> input_bytes_;                // each input's bytes (on devices)

@@ -348,11 +348,12 @@ TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope,
   CHECK(c3.scope_misuses == 0);
 }
 
-TEST_CASE("sim: large host inputs go up in chunks through page-locked memory; a failed chunk fails the call alone",
+TEST_CASE("sim: large host inputs go up in chunks through page-locked memory, large outputs come back through it",
           "[sim][upload]") {
   // Plan::upload: a host input of 1 MiB or more is copied into the workspace's page-locked block
   // by the call's threads and sent to the device in 4 MiB chunks (5.06 MiB: two), each chunk's
   // transfer queued while the next is copied in; smaller ones are copied from the caller's memory.
+  // A failed copy fails its call alone.
   const auto f = [](const Tensor& big, const Tensor& small) { return relu(big * 2 + 1) + small.sum(); };
   const std::vector<int64_t> big_shape{3, 7, 250, 253};  // 5.06 MiB of f32
   manual_seed(3);
@@ -369,11 +370,33 @@ TEST_CASE("sim: large host inputs go up in chunks through page-locked memory; a 
     CHECK(c1.upload_bytes - c0.upload_bytes == uint64_t(big.nbytes() + small.nbytes()));
     CHECK(c1.host_allocs_live >= 1);
   }
+  // The output asked on the host (5.06 MiB) comes back through a page-locked block of its own,
+  // copied out once the call has synchronised (the simulated device runs the copy then: read any
+  // earlier, it would still hold the last call's values or nothing).
+  for (uint64_t call = 0; call < 2; ++call) {
+    manual_seed(50 + call);
+    const Tensor big = randn(big_shape), small = randn({5});
+    const amber_sim_counters c0 = sim::counters();
+    const Tensor out = dev.forward({big, small}, CallOptions{.outputs_on_host = true})[0];
+    const amber_sim_counters c1 = sim::counters();
+    REQUIRE(out.device().is_cpu());
+    check_equal(out, cpu.forward({big, small})[0], str("on the host, call ", call));
+    CHECK(c1.downloads - c0.downloads == 1);
+    CHECK(c1.host_allocs_live - c0.host_allocs_live == (call == 0 ? 1u : 0u));  // the block, once
+  }
   // The second chunk's copy fails: the call fails naming the input, the next call succeeds.
   const Tensor big = randn(big_shape), small = randn({5});
   sim::fail(AMBER_SIM_FAIL_COPY, 2);
   AMBER_REQUIRE_ERROR(dev.forward({big, small}), "copying input 0 (5313000 bytes) to the arena");
   check_equal(dev.forward({big, small})[0].to(Device::cpu()), cpu.forward({big, small})[0], "after the failure");
+  // The output's copy to the block fails likewise.
+  const uint64_t copies = sim::count(AMBER_SIM_FAIL_COPY);
+  (void)dev.forward({big, small}, CallOptions{.outputs_on_host = true});
+  const uint64_t per_call = sim::count(AMBER_SIM_FAIL_COPY) - copies;  // the uploads, then the output's
+  sim::fail(AMBER_SIM_FAIL_COPY, per_call);
+  AMBER_REQUIRE_ERROR(dev.forward({big, small}, CallOptions{.outputs_on_host = true}), "copying an output to the host");
+  check_equal(dev.forward({big, small}, CallOptions{.outputs_on_host = true})[0], cpu.forward({big, small})[0],
+              "on the host after the failure");
 }
 
 TEST_CASE("sim: device graphs are recorded once per call slot and replayed on each call's own data", "[sim][graphs]") {
