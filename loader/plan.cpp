@@ -347,8 +347,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
   // caller's memory lets the driver overlap its own staging with the transfer: worth it for
   // small inputs only, where a call's fixed costs dominate. 128 KiB is a reasoned bound, not
   // yet a measured one (bench/README.md, GPU).
-  if (host_staging_ && (graph_.inputs().empty() || scratch_offset_ - input_staging_[0] > kHostStagingMaxBytes))
-    host_staging_ = false;
+  if (host_staging_ && (graph_.inputs().empty() || input_block_bytes() > kHostStagingMaxBytes)) host_staging_ = false;
   // Inputs read in place: where the backend's kernels can read page-locked memory and every step
   // reading an input is a fused program as large as the input (each element read once, as the
   // staging copy would read it), such calls' kernels read the inputs from the page-locked block
@@ -755,15 +754,17 @@ bool Plan::capture(Workspace& ws, const RunOptions& options, bool from_host, voi
   return true;
 }
 
+char* Plan::page_locked(void*& block, bool& refused, size_t bytes) const {
+  if (!block && !refused && backend_->host_alloc && backend_->host_free)
+    block = backend_->host_alloc(device_.index, bytes);
+  if (!block) refused = true;  // page-locked memory is scarce: the caller goes without
+  return static_cast<char*>(block);
+}
+
 char* Plan::download_bounce(Workspace& ws, size_t buffer) const {
-  if (output_buffer_bytes_[buffer] < kUploadMinBytes || download_bytes_ > kUploadMaxPinnedBytes ||
-      ws.download_refused || !backend_->host_alloc || !backend_->host_free)
-    return nullptr;
-  if (!ws.pinned_out && !(ws.pinned_out = backend_->host_alloc(device_.index, download_bytes_))) {
-    ws.download_refused = true;  // page-locked memory is scarce: copy to the outputs' own memory
-    return nullptr;
-  }
-  return static_cast<char*>(ws.pinned_out) + download_offset_[buffer];
+  if (output_buffer_bytes_[buffer] < kUploadMinBytes || download_bytes_ > kUploadMaxPinnedBytes) return nullptr;
+  char* block = page_locked(ws.pinned_out, ws.download_refused, download_bytes_);
+  return block ? block + download_offset_[buffer] : nullptr;
 }
 
 AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream,
@@ -795,16 +796,11 @@ AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& b
 
 bool Plan::upload(Workspace& ws, size_t i, const Tensor& input, char* staging, void* stream, int threads) const {
   const size_t bytes = input.nbytes();
-  const size_t block = scratch_offset_ - input_staging_[0];  // every input's place, as the staging block's
-  if (bytes < kUploadMinBytes || block > kUploadMaxPinnedBytes || ws.upload_refused || !backend_->host_alloc ||
-      !backend_->host_free)
-    return false;
-  if (!ws.pinned && !(ws.pinned = backend_->host_alloc(device_.index, block))) {
-    ws.upload_refused = true;  // page-locked memory is scarce: copy from the caller's memory
-    return false;
-  }
+  if (bytes < kUploadMinBytes || input_block_bytes() > kUploadMaxPinnedBytes) return false;
+  char* block = page_locked(ws.pinned, ws.upload_refused, input_block_bytes());
+  if (!block) return false;  // copied from the caller's memory
   AMBER_ASSERT(bytes <= input_bytes_[i], "input ", i, ": ", bytes, " bytes, planned for ", input_bytes_[i]);
-  char* bounce = static_cast<char*>(ws.pinned) + (input_staging_[i] - input_staging_[0]);
+  char* bounce = block + (input_staging_[i] - input_staging_[0]);
   const char* src = static_cast<const char*>(input.data());
   ThreadLimit limit(std::max(1, threads));
   for (size_t at = 0; at < bytes; at += kUploadChunkBytes) {
@@ -850,10 +846,8 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
   // from the host.
   bool from_host = graph_mode && host_staging_ && !ws.host_graph_refused && !inputs.empty();
   for (const Tensor& t : inputs) from_host = from_host && t.device().is_cpu();
-  if (from_host && !ws.pinned) {
-    ws.pinned = backend_->host_alloc(device_.index, scratch_offset_ - input_staging_[0]);
-    if (!ws.pinned) ws.host_graph_refused = from_host = false;  // page-locked memory is scarce: go without
-  }
+  if (from_host && !page_locked(ws.pinned, ws.host_graph_refused, input_block_bytes()))
+    from_host = false;  // page-locked memory is scarce: go without
   try {
     for (size_t i = 0; i < inputs.size(); ++i) {
       dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous(SrcLoc::none());

@@ -151,6 +151,11 @@ class Plan {
   // Output buffer `buffer`'s place in ws's page-locked block for downloads, allocated on first
   // use; null where the buffer is small, the block would pass its cap, or memory is refused.
   char* download_bounce(Workspace& ws, size_t buffer) const;
+  // A workspace's page-locked block of `bytes` (ws.pinned, ws.pinned_out), allocated on first
+  // use; null, with `refused` set, where the backend has none or refuses (and after that).
+  char* page_locked(void*& block, bool& refused, size_t bytes) const;
+  // Bytes of every input's place in the arena's staging area (and in ws.pinned: same offsets).
+  size_t input_block_bytes() const { return scratch_offset_ - input_staging_[0]; }
   void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;
   // Points the workspace's arguments at this call's memory.
   void bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const;
