@@ -10,7 +10,8 @@ source scripts/stage.sh
 trap print_stages EXIT
 stage "install dependencies" bash scripts/install_deps.sh main
 stage "configure" cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_BUILD_TESTS=OFF
-stage "build (-j2)" cmake --build build -j2 --target amber_runtime amber_runtime_static amber amber_cli resnet18
+stage "build (-j2)" cmake --build build -j2 --target amber_runtime amber_runtime_static amber amber_cli amber_import \
+  amber_export_onnx amber_quantize resnet18
 stage "install to build/install" cmake --install build --prefix build/install
 stage "trace and save ResNet-18" build/samples/resnet18 build/resnet18.amber
 stage "inspect the archive" build/install/bin/amber inspect build/resnet18.amber
