@@ -419,10 +419,16 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
 }
 
 Plan::~Plan() {
+  // The states, and the bodies' plans (whose calls run on this plan's streams), before the
+  // workspaces: a state may hold a library handle that still refers to the stream of the
+  // workspace it last ran on (a cuDNN handle does), and goes while that stream exists. No call
+  // is in flight, so the workspaces' recordings are not replayed meanwhile.
+  for (Step& s : steps_) {
+    if (s.state && s.kernel && s.kernel->destroy_state) s.kernel->destroy_state(std::exchange(s.state, nullptr));
+    s.bodies.clear();
+  }
   delete spare_.load();
   pool_.clear();
-  for (Step& s : steps_)
-    if (s.state && s.kernel && s.kernel->destroy_state) s.kernel->destroy_state(s.state);
 }
 
 void Plan::reset_stats() const {

@@ -310,7 +310,8 @@ TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope,
   // LeNet at batch 1 and two more batch sizes (a plan each), and an Elman step in a loop (the
   // body's plan): one scope a model (amber_backend::scope_create), handed to every setup and
   // call; the simulated device counts any scope handed over that is not live, or destroyed
-  // before a state made with it.
+  // before a state made with it, and any state destroyed after the stream it last ran on (the
+  // batch sizes' plans and the loop body run node by node on their workspaces' streams).
   const amber_sim_counters c0 = sim::counters();
   {
     const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
@@ -346,6 +347,7 @@ TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope,
   const amber_sim_counters c3 = sim::counters();
   CHECK(c3.scopes_live == c0.scopes_live);
   CHECK(c3.scope_misuses == 0);
+  CHECK(c3.states_after_their_stream == 0);
 }
 
 TEST_CASE("sim: large host inputs go up in chunks through page-locked memory, large outputs come back through it",

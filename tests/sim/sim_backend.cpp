@@ -318,6 +318,9 @@ struct SimState {
   void* state;
   const void* scope;  // the setup's scope (checked still live when the state goes)
   int32_t device;
+  // The stream of its last call (from stream_create; a recording's or the default one: null),
+  // checked still live when the state goes, as a GPU library handle's would need.
+  const Stream* last_stream = nullptr;
 };
 
 // An owned copy of a kernel call's arguments (the caller's arrays may be gone by the time the
@@ -438,6 +441,10 @@ int sim_run(const amber_kernel_args* a) {
   std::lock_guard lock(g_mutex);
   check_scope(a->scope, a->device);
   const int device = a->device;
+  if (a->state) {
+    auto* stream = static_cast<Stream*>(a->stream);
+    static_cast<SimState*>(a->state)->last_stream = g_streams.count(stream) ? stream : nullptr;
+  }
   if (!valid_device(device)) {
     std::snprintf(a->error, a->error_capacity, "%s", t_error.c_str());
     return 1;
@@ -508,6 +515,7 @@ void sim_destroy(void* state) {
     std::lock_guard lock(g_mutex);
     flush_all();                       // queued calls may still use the state
     check_scope(s->scope, s->device);  // a state goes before its scope
+    if (s->last_stream && !g_streams.count(const_cast<Stream*>(s->last_stream))) ++g_counters.states_after_their_stream;
   }
   if (s->state && s->cpu->destroy_state) s->cpu->destroy_state(s->state);
   delete s;
