@@ -2,10 +2,11 @@
 // (cuda_emulation.h), without a GPU: each of its three tiles against a convolution in double
 // precision on odd shapes (strides, dilations, padding, partial row and column tiles, one to many
 // slices of the sum, bias with a stride, clamp), through the same launch policy the backend uses
-// (fits, split, workspace, grids). scripts/gpu_check.sh runs the real kernels against the CPU.
+// (fits, split, workspace, grids); its stores' banks. scripts/gpu_check.sh runs the real kernels.
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -129,4 +130,33 @@ TEST_CASE("cuda emulated: the own convolution's launch policy", "[emulated]") {
   DirectConv zero = shape(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1);
   zero.stride[0] = 0;
   CHECK_FALSE(direct::fits(zero));
+}
+
+namespace {
+// How many of a warp's 32 shared-memory stores of one operand row (term lt + k of the thread's
+// four, at its pixel or channel lr) fall in the busiest bank: 1 is conflict-free.
+template <int W, int BK>
+int busiest_bank(int warp, int k) {
+  int hits[32] = {};
+  for (int t = 32 * warp; t < 32 * warp + 32; ++t) {
+    const int lr = t / (BK / 4), lt = t % (BK / 4) * 4;
+    if (lr >= W) continue;  // (a 128 x 64 tile's channel rows: half the threads store)
+    ++hits[(direct::row_at<W, BK>(lt + k) + lr) % 32];
+  }
+  return *std::max_element(hits, hits + 32);
+}
+}  // namespace
+
+TEST_CASE("cuda emulated: the own convolution's operand stores are free of bank conflicts", "[emulated]") {
+  // The emulation cannot see banks: the layout's arithmetic (direct::row_at) is checked here for
+  // each tile's operands (16 terms a step for 64 rows, 8 for 128), every warp and each of a
+  // thread's four stores. Rows W + 4 apart alone would put a 64 x 64 tile's rows 0 and 8 (4 and
+  // 12) in the same banks: two-way conflicts.
+  for (int warp = 0; warp < direct::kThreads / 32; ++warp)
+    for (int k = 0; k < 4; ++k) {
+      INFO("warp " << warp << ", store " << k);
+      CHECK(busiest_bank<64, 16>(warp, k) == 1);
+      CHECK(busiest_bank<128, 8>(warp, k) == 1);
+      CHECK(busiest_bank<64, 8>(warp, k) <= 1);  // (warps 4 to 7 store none)
+    }
 }

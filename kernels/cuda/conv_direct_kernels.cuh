@@ -23,6 +23,18 @@ struct Tile {
   static constexpr int kMinBlocks = BM * BN <= 64 * 64 ? 4 : 2;  // a multiprocessor (64 or 128 registers)
 };
 
+// Where term e's row of a tile's operands (W pixels or channels) starts in shared memory: W + 4
+// floats a row (16-byte aligned), and 8 more from row 8 on where a step has 16 terms. The rows a
+// warp's stores write at once (its threads' first terms, 4 apart) then start in distinct
+// quarters of the 32 banks (0, 16, 8, 24), as its 8 pixels' or channels' elements in each fill
+// them once; with 8 terms, two rows 16 banks apart (and 16 elements) do so already.
+template <int W, int BK>
+__host__ __device__ constexpr int row_at(int e) {
+  return e * (W + 4) + (BK == 16 ? e / 8 * 8 : 0);
+}
+template <int W, int BK>
+constexpr int kRowsFloats = row_at<W, BK>(BK);  // a buffer's floats
+
 struct Geometry {
   int h, w, c, k, s, p, q;
   int sh, sw, ph, pw, dh, dw;
@@ -39,8 +51,8 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
                 int64_t bias_stride, Act act, float lo, float hi, float* __restrict__ y, bool partial) {
   constexpr int BK = Tile<BM, BN>::kBK, kSubM = Tile<BM, BN>::kSubM, kSubN = Tile<BM, BN>::kSubN;
   // Two buffers: a step multiplies from one while the next step's operands go into the other.
-  __shared__ __align__(16) float as[2][BK][BM + 4];  // [buffer][term][pixel] (rows 16-byte aligned)
-  __shared__ __align__(16) float bs[2][BK][BN + 4];  // [buffer][term][channel]
+  __shared__ __align__(16) float as[2][kRowsFloats<BM, BK>];  // [buffer][term (row_at)][pixel]
+  __shared__ __align__(16) float bs[2][kRowsFloats<BN, BK>];  // [buffer][term (row_at)][channel]
   const int t = threadIdx.x;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   const int steps = (g.terms + BK - 1) / BK;
@@ -81,10 +93,14 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
     }
   };
   auto store = [&](int buffer, const float4& a, const float4& b) {
-    float(&at)[BK][BM + 4] = as[buffer];
-    float(&bt)[BK][BN + 4] = bs[buffer];
-    at[lt + 0][lr] = a.x, at[lt + 1][lr] = a.y, at[lt + 2][lr] = a.z, at[lt + 3][lr] = a.w;
-    if (loads_b) bt[lt + 0][lr] = b.x, bt[lt + 1][lr] = b.y, bt[lt + 2][lr] = b.z, bt[lt + 3][lr] = b.w;
+    float* at = as[buffer] + lr;
+    at[row_at<BM, BK>(lt)] = a.x, at[row_at<BM, BK>(lt + 1)] = a.y;
+    at[row_at<BM, BK>(lt + 2)] = a.z, at[row_at<BM, BK>(lt + 3)] = a.w;
+    if (loads_b) {
+      float* bt = bs[buffer] + lr;
+      bt[row_at<BN, BK>(lt)] = b.x, bt[row_at<BN, BK>(lt + 1)] = b.y;
+      bt[row_at<BN, BK>(lt + 2)] = b.z, bt[row_at<BN, BK>(lt + 3)] = b.w;
+    }
   };
 
   // This thread's outputs: pixels m0 + 64 i + 4 ty + ii, channels n0 + 64 j + 4 tx + jj.
@@ -106,12 +122,12 @@ __global__ void __launch_bounds__(kThreads, Tile<BM, BN>::kMinBlocks)
       float ar[kSubM * 4], br[kSubN * 4];
 #pragma unroll
       for (int i = 0; i < kSubM; ++i) {
-        const float4 v = *reinterpret_cast<const float4*>(&as[buffer][e][64 * i + ty * 4]);
+        const float4 v = *reinterpret_cast<const float4*>(&as[buffer][row_at<BM, BK>(e) + 64 * i + ty * 4]);
         ar[4 * i] = v.x, ar[4 * i + 1] = v.y, ar[4 * i + 2] = v.z, ar[4 * i + 3] = v.w;
       }
 #pragma unroll
       for (int j = 0; j < kSubN; ++j) {
-        const float4 v = *reinterpret_cast<const float4*>(&bs[buffer][e][64 * j + tx * 4]);
+        const float4 v = *reinterpret_cast<const float4*>(&bs[buffer][row_at<BN, BK>(e) + 64 * j + tx * 4]);
         br[4 * j] = v.x, br[4 * j + 1] = v.y, br[4 * j + 2] = v.z, br[4 * j + 3] = v.w;
       }
 #pragma unroll
