@@ -29,7 +29,7 @@
 #                                           models, the own convolution kernel's ops and
 #                                           models, many threads, the benchmark for one round
 #                                           (the bandwidth line right after its first table),
-#                                           the convolution plans (test_cuda 15 times and its
+#                                           the convolution plans (test_cuda 5 times and its
 #                                           threads case 40, the e2e models, ResNet-18), the
 #                                           prefetching and the compiled fused kernels,
 #                                           memcheck on the e2e models (untimed choices), a
@@ -37,12 +37,15 @@
 #                                           each convolution's route), Nsight Compute on the
 #                                           fused elementwise kernel (where ncu is) and last
 #                                           the opt-in cuDNN attention; not the whole suite nor
-#                                           the default 15-run loop (2026-11-29 on an H200: 580 s
-#                                           ran out in the steps after the benchmark, memcheck
-#                                           then taking its whole 240 s before it; since
-#                                           2026-11-30 memcheck comes after the plans and the
-#                                           fused kernels; give it 580 s: the last steps are the
-#                                           first cut)
+#                                           the default 15-run loop. Its order puts what
+#                                           decides [cuda]'s open targets first: the `gpu` tests,
+#                                           the benchmark, the plans, the fused kernels, then
+#                                           every op, the e2e models and the routes forced, many
+#                                           threads, memcheck and the diagnostics (2026-11-29 on
+#                                           an H200: 580 s ran out right after the benchmark,
+#                                           with the op and model checks before it). Give it
+#                                           580 s; a second command with AMBER_GPU_ONLY reuses
+#                                           the build for what the first did not reach
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -62,8 +65,9 @@ cd "$(dirname "$0")/.."
 # native 16-bit kernels; the other 16-bit columns share their code with it or with f32), the e2e
 # matrix's whole-model 16-bit CUDA columns to bf16-model, the benchmark to a round of half a
 # second a case and the precision measured least (bf16-model), the profile to one call count,
-# the convolution plans' runs to test_cuda (15 times) and the e2e models. On an H200 (2026-11-28) the
-# build took 142 s and these checks without the profile and the plans about 330 s.
+# the convolution plans' runs to test_cuda (5 times, its threads case 40) and the e2e models. On
+# an H200 (2026-11-28) the build took 142 s and these checks without the profile and the plans
+# about 330 s.
 short=0 short_e2e=() short_e2e_env=() short_matrix_env=() short_bench=()
 if [[ ${1:-} == --short ]]; then
   short=1
@@ -184,35 +188,40 @@ step "reference data (PyTorch $("$python" -c 'import torch; print(torch.__versio
   ctest --test-dir "$build" -R '^refdata$' --output-on-failure
 step "nvidia-smi" nvidia-smi
 step "gpu-labelled tests (ctest -L gpu)" ctest --test-dir "$build" -L gpu --output-on-failure -V
-step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
-step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
-step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" env "${short_matrix_env[@]}" \
-  "$build/tests/test_e2e"
-# The NCHW route of f32 convolutions (kernels/cuda/conv.cu's choose_route) is taken where it times
-# faster; here every convolution that can takes it, so that its results are checked on every
-# model whatever the timings choose (the op tests' weights are mutable: that route never runs there).
-step "e2e f32 and tf32 with every convolution through NCHW (AMBER_CUDA_CONV_NCHW=1)" env AMBER_CUDA_CONV_NCHW=1 \
-  AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
-# Amber's own f32 convolution kernel (kernels/cuda/conv_direct.h) is likewise taken where it
-# times faster; here wherever it fits: the convolution ops' cases (the only ops it serves;
-# AMBER_TEST_OPS) with each of its three tiles (AMBER_CUDA_CONV_DIRECT=1: 64 x 64 outputs, 2:
-# 128 x 128, 3: 128 x 64; one template, the cases have partial tiles and split sums), then every
-# model with the first (the route's workspace, bias, activation and graphs; at the e2e models'
-# batches the likeliest tile).
-own_conv() {
-  local tile
-  for tile in 1 2 3; do
-    echo "AMBER_CUDA_CONV_DIRECT=$tile"
-    AMBER_CUDA_CONV_DIRECT=$tile AMBER_TEST_OPS='^(conv2d|fused_conv2d)$' "$build/tests/test_ops" "[devices]" ||
-      return 1
-  done
-  AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
+# Every op and e2e model on CUDA, then the same with each convolution route forced, many threads
+# and the whole suite: run here, or under --short after the fused kernels' step (below).
+op_and_model_checks() {
+  step "the op x device coverage table" "$build/tests/test_coverage" "[coverage]"
+  step "every op on CUDA vs the CPU" "$build/tests/test_ops" "[devices]"
+  step "the e2e matrix (its CUDA columns: f32, tf32, bf16, f16, bf16-model, f16-model)" env "${short_matrix_env[@]}" \
+    "$build/tests/test_e2e"
+  # The NCHW route of f32 convolutions (kernels/cuda/conv.cu's choose_route) is taken where it times
+  # faster; here every convolution that can takes it, so that its results are checked on every
+  # model whatever the timings choose (the op tests' weights are mutable: that route never runs there).
+  step "e2e f32 and tf32 with every convolution through NCHW (AMBER_CUDA_CONV_NCHW=1)" env AMBER_CUDA_CONV_NCHW=1 \
+    AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
+  # Amber's own f32 convolution kernel (kernels/cuda/conv_direct.h) is likewise taken where it
+  # times faster; here wherever it fits: the convolution ops' cases (the only ops it serves;
+  # AMBER_TEST_OPS) with each of its three tiles (AMBER_CUDA_CONV_DIRECT=1: 64 x 64 outputs, 2:
+  # 128 x 128, 3: 128 x 64; one template, the cases have partial tiles and split sums), then every
+  # model with the first (the route's workspace, bias, activation and graphs; at the e2e models'
+  # batches the likeliest tile).
+  own_conv() {
+    local tile
+    for tile in 1 2 3; do
+      echo "AMBER_CUDA_CONV_DIRECT=$tile"
+      AMBER_CUDA_CONV_DIRECT=$tile AMBER_TEST_OPS='^(conv2d|fused_conv2d)$' "$build/tests/test_ops" "[devices]" ||
+        return 1
+    done
+    AMBER_CUDA_CONV_DIRECT=1 AMBER_E2E_CUDA_PRECISIONS=none "$build/tests/test_e2e" "[models]"
+  }
+  step "the convolutions' op cases (each tile) and the e2e models (f32, tf32) with Amber's own convolution kernel (AMBER_CUDA_CONV_DIRECT)" own_conv
+  step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
+  # The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
+  # machine's own PyTorch may lack torchvision or export differently, so it stays out here.
+  step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 }
-step "the convolutions' op cases (each tile) and the e2e models (f32, tf32) with Amber's own convolution kernel (AMBER_CUDA_CONV_DIRECT)" own_conv
-step "many threads on one CUDA model" "$build/tests/test_cuda" "[threads]"
-# The ONNX zoo (label zoo) is exported with Debian's PyTorch 1.13 and torchvision in CI; a GPU
-# machine's own PyTorch may lack torchvision or export differently, so it stays out here.
-step "the whole suite with the CUDA build" ctest --test-dir "$build" -j8 --output-on-failure -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
+((short)) || op_and_model_checks
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
 # The order from here puts what a short lease most needs first: the benchmark, the plans' crash
 # check (their ResNet-18 numbers decide [cuda]'s batch-64 target), the fused kernels (its
@@ -246,8 +255,6 @@ symbolize() {  # a crash report's threads and frames; Amber's frames with file:l
     echo "  $(basename "$file") $offset $symbol $where"
   done
 }
-# (15 with the plans even under --short: at the rate seen, 7 crashes in 25, five clean runs would
-# happen one time in five by chance, fifteen less than one in a hundred.)
 runs=$((short ? 5 : 15))
 repeat_test_cuda() {  # [FILTER]: test_cuda's cases matching it only
   local crashes=0
@@ -264,9 +271,10 @@ step "test_cuda $runs times (default convolutions)" repeat_test_cuda
 conv_plans() {
   export AMBER_CUDA_CONV_PLANS=1
   local rc=0
-  runs=15 repeat_test_cuda || rc=1
+  runs=$plan_runs repeat_test_cuda || rc=1
   # The crash's case alone, 40 more times (about 1 s a run on an H200): at the rates seen (1 in
-  # 15 to 7 in 25), 55 clean runs in all would happen by chance at most about 2 times in 100.
+  # 15 to 7 in 25), 55 clean runs in all would happen by chance at most about 2 times in 100, the
+  # 45 of --short (5 whole runs: the lease's time goes to the crash's case) about 4 in 100.
   runs=40 repeat_test_cuda "[threads]" || rc=1
   if ((short)); then
     "$build/tests/test_e2e" "[models]" || rc=1
@@ -285,7 +293,8 @@ conv_plans() {
   unset AMBER_CUDA_CONV_PLANS
   return $rc
 }
-step "AMBER_CUDA_CONV_PLANS=1: test_cuda x15, its threads case x40, e2e, ResNet-18 bench" conv_plans
+plan_runs=$((short ? 5 : 15))
+step "AMBER_CUDA_CONV_PLANS=1: test_cuda x$plan_runs, its threads case x40, e2e, ResNet-18 bench" conv_plans
 # [cuda]'s bandwidth target (63% of the device's copy on 2026-11-28): two opt-in fused kernels,
 # checked and timed against the default interpreting one, three rounds alternating: the
 # prefetching kernel (fused.cu's fused_ahead_kernel: resident blocks walking many chunks, the next
@@ -330,6 +339,10 @@ fused_kernels() {
   return $rc
 }
 step "fused kernels: the prefetching (AMBER_CUDA_FUSED_AHEAD=1) and the compiled (AMBER_CUDA_FUSED_RTC=1) against the default" fused_kernels
+# A short lease (one command of at most 10 minutes) reaches the benchmark, the plans and the fused
+# kernels, which decide [cuda]'s open targets, before these (on 2026-11-29 they passed, then the
+# benchmark ended the 580 s); a second command with AMBER_GPU_ONLY reuses the build for the rest.
+((short)) && op_and_model_checks
 # With untimed choices (AMBER_CUDA_TUNING=0): every load's candidates (cuBLASLt's algorithms,
 # cuDNN's cudnnFind, the convolution routes), each run several times, are what made memcheck
 # outrun its 240 s step on 2026-11-29, once the routes were timed (on 2026-11-28 it passed within
