@@ -5,10 +5,9 @@
 // of two inputs: 2N read, N written, its GB/s against the copy's), loaded on the device and called on
 // a device input with device outputs, graphs off (a graphed call with device outputs copies
 // them out of the recording's buffers, which would count as traffic here). Every call ends
-// synchronised; each number is the median over rounds. Also a host input's way up: ResNet-18
-// b64's 38.5 MB input copied from pageable memory (the driver's staging) against a call of
-// relu(x) on it from the host (the loader's chunked copy through page-locked memory, graphs on).
-// Prints one JSON line.
+// synchronised; each number is the median over rounds. Also a host input's way up, ResNet-18's
+// b64 (38.5 MB) and b1 (588 KiB): a copy from pageable memory (the driver's staging), one through
+// page-locked memory, and a call of relu(x) from the host (graphs on). Prints one JSON line.
 // Usage: bench_device_bandwidth [--device cuda:0] [--mib 256] [--reps 20]
 //   (--device sim:0 --mib 4 checks the harness without a GPU, not a GPU's speed)
 
@@ -85,21 +84,47 @@ int main(int argc, char** argv) {
     const float fused2_diff = (y2.to(Device::cpu()) - fn2(host, host2)).abs().amax().item<float>();
     AMBER_CHECK(copy_diff == 0 && fused_diff <= 1e-6f && fused2_diff <= 1e-5f, "wrong results: copy off by ", copy_diff,
                 ", fused by ", fused_diff, ", two-input fused by ", fused2_diff);
-    // A host input's way up: 64 x 3 x 224 x 224 floats.
-    const Tensor image = randn({64, 3, 224, 224});
-    const Tensor image_dst = empty({64, 3, 224, 224}, {DType::f32, dev});
-    const double pageable_s = amber::bench::median_seconds(
-        [&] {
-          copy_between_devices(image_dst.mutable_data(), dev, image.data(), Device::cpu(), image.nbytes(),
-                               "bench_device_bandwidth");
-        },
-        reps);
-    LoadOptions graphed;
-    graphed.device = dev;
-    const Model up = load(trace([](const Tensor& t) { return relu(t); }, {image}, quiet).save_to_bytes(), graphed);
-    Tensor y3;
-    const double upload_s = amber::bench::median_seconds([&] { y3 = up.forward({image})[0]; }, reps);
-    AMBER_CHECK((y3.to(Device::cpu()) - relu(image)).abs().amax().item<float>() == 0, "the uploaded relu differs");
+    // A host input's way up, ResNet-18's at batch 64 (38.5 MB) and at batch 1 (588 KiB, under the
+    // loader's 1 MiB bound for chunked uploads): a copy from pageable memory, the same copied into
+    // page-locked memory first and sent from there (what the chunked upload does, in one piece),
+    // and a call of relu(x) from the host (graphs on; the relu included).
+    struct Upload {
+      double pageable_s, staged_s, call_s, bytes;
+    };
+    const amber_backend& b = amber::backend(dev);
+    auto upload = [&](int64_t batch) {
+      const Tensor image = randn({batch, 3, 224, 224});
+      const Tensor image_dst = empty({batch, 3, 224, 224}, {DType::f32, dev});
+      Upload u{};
+      u.bytes = double(image.nbytes());
+      u.pageable_s = amber::bench::median_seconds(
+          [&] {
+            copy_between_devices(image_dst.mutable_data(), dev, image.data(), Device::cpu(), image.nbytes(),
+                                 "bench_device_bandwidth");
+          },
+          reps);
+      void* locked = b.host_alloc ? b.host_alloc(dev.index, image.nbytes()) : nullptr;
+      if (locked) {
+        u.staged_s = amber::bench::median_seconds(
+            [&] {
+              std::memcpy(locked, image.data(), image.nbytes());
+              copy_between_devices(image_dst.mutable_data(), dev, locked, Device::cpu(), image.nbytes(),
+                                   "bench_device_bandwidth");
+            },
+            reps);
+        b.host_free(dev.index, locked);
+        AMBER_CHECK((image_dst.to(Device::cpu()) - image).abs().amax().item<float>() == 0, "the staged copy differs");
+      }
+      LoadOptions graphed;
+      graphed.device = dev;
+      const Model up = load(trace([](const Tensor& t) { return relu(t); }, {image}, quiet).save_to_bytes(), graphed);
+      Tensor y3;
+      u.call_s = amber::bench::median_seconds([&] { y3 = up.forward({image})[0]; }, reps);
+      AMBER_CHECK((y3.to(Device::cpu()) - relu(image)).abs().amax().item<float>() == 0, "the uploaded relu differs");
+      return u;
+    };
+    const Upload big = upload(64), small = upload(1);
+    auto gbps = [](double moved_bytes, double s) { return s > 0 ? moved_bytes / s / 1e9 : 0.0; };
     const double moved = 2.0 * double(bytes);  // read once, written once
     const double copy_gbps = moved / copy_s / 1e9, fused2_gbps = 3.0 * double(bytes) / fused2_s / 1e9;
     ::bench::report({{"mib", double(bytes) / (1024 * 1024)},
@@ -111,9 +136,14 @@ int main(int argc, char** argv) {
                      {"fused2_ms", fused2_s * 1e3},
                      {"fused2_gbps", fused2_gbps},
                      {"fused2_over_copy", fused2_gbps / copy_gbps},
-                     {"upload_mb", double(image.nbytes()) / 1e6},
-                     {"pageable_upload_gbps", double(image.nbytes()) / pageable_s / 1e9},
-                     {"call_upload_gbps", double(image.nbytes()) / upload_s / 1e9}});
+                     {"upload_mb", big.bytes / 1e6},
+                     {"pageable_upload_gbps", gbps(big.bytes, big.pageable_s)},
+                     {"staged_upload_gbps", gbps(big.bytes, big.staged_s)},
+                     {"call_upload_gbps", gbps(big.bytes, big.call_s)},
+                     {"small_upload_kib", small.bytes / 1024},
+                     {"small_pageable_us", small.pageable_s * 1e6},
+                     {"small_staged_us", small.staged_s * 1e6},
+                     {"small_call_us", small.call_s * 1e6}});
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_device_bandwidth: %s\n", e.what());
     return 1;

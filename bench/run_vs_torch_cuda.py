@@ -147,8 +147,12 @@ def main():
           f"{bw['fused2_gbps']:.0f} GB/s = {100 * bw['fused2_over_copy']:.0f}% of the copy's GB/s")
     if "call_upload_gbps" in bw:
         print(f"a host input's way up ({bw['upload_mb']:.1f} MB, ResNet-18 b64's): a copy from pageable memory "
-              f"{bw['pageable_upload_gbps']:.1f} GB/s, a call of relu(x) from the host (the loader's chunks through "
-              f"page-locked memory, the relu included) {bw['call_upload_gbps']:.1f} GB/s")
+              f"{bw['pageable_upload_gbps']:.1f} GB/s, through page-locked memory {bw['staged_upload_gbps']:.1f} "
+              f"GB/s, a call of relu(x) from the host (the loader's chunks through page-locked memory, the relu "
+              f"included) {bw['call_upload_gbps']:.1f} GB/s")
+        print(f"and at {bw['small_upload_kib']:.0f} KiB (ResNet-18 b1's, under the loader's 1 MiB bound for its "
+              f"chunks): pageable {bw['small_pageable_us']:.1f} us, through page-locked memory "
+              f"{bw['small_staged_us']:.1f} us, a call of relu(x) {bw['small_call_us']:.1f} us")
     print("\n[cuda]'s targets:")
     print("\n".join(target_lines(res, cases, bw)))
     precision_table(a, amber, models, [c for c in cases if c != "ten_mul" and c != "lenet_b1"], res)
