@@ -144,10 +144,15 @@ struct Plan::Workspace {
     }
     return nullptr;
   }
-  ~Workspace() {
+  // Destroys the recordings (graphs hold the kernels they launch: they go before the states that
+  // own those kernels, ~Plan).
+  void drop_recordings() {
     for (OutputSet& s : sets)
-      for (void* g : {s.device.graph, s.host.graph})
-        if (g) backend->graph_destroy(device.index, g);
+      for (Recording* r : {&s.device, &s.host})
+        if (r->graph) backend->graph_destroy(device.index, std::exchange(r->graph, nullptr));
+  }
+  ~Workspace() {
+    drop_recordings();
     if (pinned) backend->host_free(device.index, pinned);
     if (pinned_out) backend->host_free(device.index, pinned_out);
     if (kept_arena_of) kept_arena_of->give(arena);
@@ -419,15 +424,19 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
 }
 
 Plan::~Plan() {
-  // The states, and the bodies' plans (whose calls run on this plan's streams), before the
-  // workspaces: a state may hold a library handle that still refers to the stream of the
-  // workspace it last ran on (a cuDNN handle does), and goes while that stream exists. No call
-  // is in flight, so the workspaces' recordings are not replayed meanwhile.
+  // No call is in flight. First the workspaces' recordings (a graph launches kernels that the
+  // states own: compiled programs, a cuDNN plan's own kernels); then the states, and the bodies'
+  // plans (whose calls run on this plan's streams), while the workspaces' streams still exist: a
+  // state may hold a library handle that still refers to the stream it last ran on (a cuDNN
+  // handle does); then the workspaces and their streams.
+  std::unique_ptr<Workspace> spare(spare_.exchange(nullptr));
+  if (spare) spare->drop_recordings();
+  for (const std::unique_ptr<Workspace>& ws : pool_) ws->drop_recordings();
   for (Step& s : steps_) {
     if (s.state && s.kernel && s.kernel->destroy_state) s.kernel->destroy_state(std::exchange(s.state, nullptr));
     s.bodies.clear();
   }
-  delete spare_.load();
+  spare.reset();
   pool_.clear();
 }
 

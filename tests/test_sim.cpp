@@ -311,7 +311,8 @@ TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope,
   // body's plan): one scope a model (amber_backend::scope_create), handed to every setup and
   // call; the simulated device counts any scope handed over that is not live, or destroyed
   // before a state made with it, and any state destroyed after the stream it last ran on (the
-  // batch sizes' plans and the loop body run node by node on their workspaces' streams).
+  // batch sizes' plans and the loop body run node by node on their workspaces' streams) or before
+  // a graph recording a call with it.
   const amber_sim_counters c0 = sim::counters();
   {
     const Model dev = load(lenet_archive(), LoadOptions{.device = Device::sim(0)});
@@ -348,6 +349,7 @@ TEST_CASE("sim: every setup of a model's plans gets the model's one setup scope,
   CHECK(c3.scopes_live == c0.scopes_live);
   CHECK(c3.scope_misuses == 0);
   CHECK(c3.states_after_their_stream == 0);
+  CHECK(c3.states_before_their_graphs == 0);  // LeNet's batch-1 plan recorded graphs in its warm-up
 }
 
 TEST_CASE("sim: large host inputs go up in chunks through page-locked memory, large outputs come back through it",

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -44,16 +45,19 @@ struct Stream {
   bool recording = false;     // a capture stream: work goes to `recorded`, not run
   bool spoiled = false;       // something could not be recorded: the capture fails
   std::vector<Op> recorded;
+  std::vector<const void*> recorded_states;  // the kernel states the recorded calls use
 };
 
 struct Graph {
   int device;
   std::vector<Op> ops;
+  std::vector<const void*> states;  // its calls' kernel states (a graph must go before them)
 };
 
 std::mutex g_mutex;                   // guards everything below; the simulated devices run one operation at a time
 std::map<uintptr_t, Alloc> g_allocs;  // by base address
 std::set<Stream*> g_streams;
+std::set<Graph*> g_graphs;
 Stream g_default[kMaxDevices];
 amber_sim_counters g_counters{};
 uint64_t g_held[kMaxDevices], g_peak[kMaxDevices];  // bytes allocated on each device, now and at most
@@ -444,6 +448,7 @@ int sim_run(const amber_kernel_args* a) {
   if (a->state) {
     auto* stream = static_cast<Stream*>(a->stream);
     static_cast<SimState*>(a->state)->last_stream = g_streams.count(stream) ? stream : nullptr;
+    if (stream && stream->recording) stream->recorded_states.push_back(a->state);
   }
   if (!valid_device(device)) {
     std::snprintf(a->error, a->error_capacity, "%s", t_error.c_str());
@@ -516,6 +521,9 @@ void sim_destroy(void* state) {
     flush_all();                       // queued calls may still use the state
     check_scope(s->scope, s->device);  // a state goes before its scope
     if (s->last_stream && !g_streams.count(const_cast<Stream*>(s->last_stream))) ++g_counters.states_after_their_stream;
+    for (const Graph* g : g_graphs)
+      if (std::find(g->states.begin(), g->states.end(), state) != g->states.end())
+        ++g_counters.states_before_their_graphs;
   }
   if (s->state && s->cpu->destroy_state) s->cpu->destroy_state(s->state);
   delete s;
@@ -555,7 +563,9 @@ int sim_capture_end(int32_t device, void* stream, void** graph) {
     t_error = "sim: the capture recorded work that a graph cannot hold";
     return 1;
   }
-  *graph = new Graph{device, std::move(s->recorded)};
+  auto* g = new Graph{device, std::move(s->recorded), std::move(s->recorded_states)};
+  g_graphs.insert(g);
+  *graph = g;
   ++g_counters.graphs_captured;
   ++g_counters.graphs_live;
   return 0;
@@ -577,6 +587,7 @@ int sim_graph_launch(int32_t device, void* graph, void* stream) {
 
 void sim_graph_destroy(int32_t, void* graph) {
   std::lock_guard lock(g_mutex);
+  g_graphs.erase(static_cast<Graph*>(graph));
   delete static_cast<Graph*>(graph);
   --g_counters.graphs_live;
 }

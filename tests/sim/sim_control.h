@@ -17,8 +17,9 @@ struct amber_sim_counters {
   // Setup scopes (scope_create): made, not yet destroyed, setups handed one; and misuses: a
   // setup or call handed a scope that is not live, a state destroyed after its scope.
   uint64_t scopes_created, scopes_live, scoped_setups, scope_misuses;
-  // States destroyed after the stream they last ran on (a cuDNN handle's stream must outlive it).
-  uint64_t states_after_their_stream;
+  // States destroyed after the stream they last ran on (a cuDNN handle's stream must outlive it),
+  // and before a graph that records a call using them (a graph launches the states' kernels).
+  uint64_t states_after_their_stream, states_before_their_graphs;
 };
 enum amber_sim_fault { AMBER_SIM_FAIL_ALLOCATION = 0, AMBER_SIM_FAIL_COPY = 1, AMBER_SIM_FAIL_KERNEL = 2 };
 }
