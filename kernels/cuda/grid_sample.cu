@@ -1,22 +1,16 @@
-// CUDA kernel for grid_sample: one thread per output pixel (kernels/grid_sample.h, ATen's
-// rules, shared with the CPU kernel, each pixel's taps computed once for all its channels).
-// 4-D input and grid of any strides; f16 and bf16 sampled in f32 (the header's OpMath) and
-// rounded once.
+// CUDA kernel for grid_sample: one thread per output pixel (sampling_kernels.cuh; ATen's rules
+// from kernels/grid_sample.h, shared with the CPU kernel, each pixel's taps computed once for all
+// its channels). 4-D input and grid of any strides; f16 and bf16 sampled in f32 (the header's
+// OpMath) and rounded once.
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
-#include "amber/kernels/grid_sample.h"
+#include "amber/kernels/cuda/sampling_kernels.cuh"
 
 namespace amber::cuda {
 namespace {
 
-template <typename T>
-__global__ void grid_sample_kernel(const T* x, const T* g, T* y, grid::Views v, grid::Params p, int64_t n, int64_t oh,
-                                   int64_t ow) {
-  const int64_t total = n * oh * ow;
-  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < total; q += int64_t(gridDim.x) * blockDim.x)
-    grid::sample_pixel(x, g, y, v, p, q / (ow * oh), (q / ow) % oh, q % ow);
-}
+using sampling::grid_sample_kernel;
 
 template <typename T>
 struct GridSampleKernel {  // grid_sample(input, grid, mode, padding_mode, align_corners)
