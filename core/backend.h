@@ -170,8 +170,9 @@ typedef int (*amber_kernel_fn)(const amber_kernel_args* args);
  * primitives, weights packed into the kernel's layout) without computing, returns it in
  * *state (may stay NULL) and the scratch bytes a call needs in *workspace_bytes. The state
  * is then passed to every call of that step, from many threads at once, until
- * destroy_state(state) runs when the model goes, while the streams its calls ran on (the
- * loader's) still exist. Setup failures are reported like a kernel's. */
+ * destroy_state(state) runs when the model goes: after the graphs that recorded its calls,
+ * while the streams its calls ran on (the loader's) still exist. Setup failures are reported
+ * like a kernel's. */
 typedef struct amber_kernel {
   amber_kernel_fn run;
   int (*setup)(const amber_kernel_args* args, void** state, size_t* workspace_bytes);
