@@ -1,12 +1,13 @@
 // CUDA's kernel for `fused` nodes (core/fused_ops.h's instruction list, the program handed to
 // the kernel as C data): one generic kernel interpreting the program (fused_kernels.cuh, with an
 // opt-in prefetching form), on f32 and f16/bf16 storage computed in f32 with the pointwise ops'
-// own formulas; with AMBER_CUDA_FUSED_RTC (switches.h) a dense step's setup also compiles the
-// program into a kernel of its own (fused_rtc.h), once per model and source (setup_scope.h).
+// own formulas; a dense step's setup also compiles the program into a kernel of its own
+// (fused_rtc.h; AMBER_CUDA_FUSED_RTC, switches.h), once per model and source (setup_scope.h).
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "amber/core/fused_ops.h"
@@ -179,12 +180,21 @@ std::unique_ptr<Compiled> compile_source(const amber_kernel_args* a, const std::
 
 // The program compiled into a kernel of its own, where its operands are dense (as the step's
 // views are; a call whose operands are not, or not 16-byte aligned, runs the interpreting kernel).
-// Compiled once per source in the model's setup scope (each step alone without one); where
-// NVRTC is missing or fails, the step says why on stderr (once per source) and interprets.
+// Compiled once per source in the model's setup scope (each step alone without one); where a
+// compilation fails, the step says why on stderr (once per source) and interprets; where NVRTC
+// is missing, every program is interpreted and the process says so once.
 std::shared_ptr<const Compiled> compile_program(const amber_kernel_args* a) {
   const int32_t dtype = a->outputs[0].dtype;
   const int k = a->n_inputs;
   if (k < 1 || k > kMaxInputs || (dtype != kF32 && dtype != kBF16 && dtype != kF16)) return nullptr;
+  if (std::string why; !rtc::nvrtc_available(&why)) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::fprintf(stderr, "amber cuda: fused programs are interpreted: %s (AMBER_CUDA_FUSED_RTC=0: not tried)\n",
+                   why.c_str());
+    });
+    return nullptr;
+  }
   const amber_tensor_view* v[kMaxInputs + 1];
   int64_t items[kMaxInputs + 1];
   for (int i = 0; i <= kMaxInputs; ++i) {  // (past the inputs: the output again, dense by definition)
