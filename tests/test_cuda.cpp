@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <tuple>
 
@@ -565,27 +566,43 @@ TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the dev
 TEST_CASE("cuda: a recording stream outlives its recording and records again", "[cuda][gpu]") {
   // backend.cpp keeps recording streams (a cuDNN handle's next cudnnSetStream touches the stream
   // it last ran on): a recording after another gets the same stream, and a stream still
-  // recording is never handed out twice.
+  // recording is never handed out twice. The recording thread makes no other CUDA call until its
+  // recording ends (on 2026-11-30 an H200 refused to end a recording during which this thread had
+  // destroyed the other thread's graph: the likely cause, not yet confirmed).
+  // Where recordings take cuDNN's turn (AMBER_CUDA_CONV_PLANS, AMBER_CUDA_CUDNN_ATTENTION), a
+  // second thread's recording waits for the first to end: that part is left out there.
   if (skip("recording streams")) return;
+  const auto on = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == "1";
+  };
+  const bool turns = on("AMBER_CUDA_CONV_PLANS") || on("AMBER_CUDA_CUDNN_ATTENTION");
   const amber_backend& b = backend(Device::cuda(0));
-  void *first = nullptr, *again = nullptr, *other = nullptr, *graph = nullptr;
+  void *first = nullptr, *again = nullptr, *other = nullptr, *graph = nullptr, *other_graph = nullptr;
   REQUIRE(b.capture_begin(0, &first) == 0);
   REQUIRE(b.capture_end(0, first, &graph) == 0);
   b.graph_destroy(0, graph);
   REQUIRE(b.capture_begin(0, &again) == 0);
   CHECK(again == first);
-  void* other_graph = nullptr;
-  int other_rc = 1;
-  std::thread([&] {  // another thread's recording while `again` records
-    other_rc = b.capture_begin(0, &other);
-    if (other_rc == 0) other_rc = b.capture_end(0, other, &other_graph);
-  })
-      .join();
-  REQUIRE(other_rc == 0);
-  CHECK(other != again);
-  b.graph_destroy(0, other_graph);
-  REQUIRE(b.capture_end(0, again, &graph) == 0);
+  int other_rc = 0;
+  std::string other_error;
+  if (!turns)
+    std::thread([&] {  // another thread's recording while `again` records
+      other_rc = b.capture_begin(0, &other);
+      if (other_rc == 0) other_rc = b.capture_end(0, other, &other_graph);
+      if (other_rc != 0) other_error = b.last_error();
+    })
+        .join();
+  const int again_rc = b.capture_end(0, again, &graph);
+  INFO("ending the recording: " << (again_rc == 0 ? "" : b.last_error()));
+  REQUIRE(again_rc == 0);
   b.graph_destroy(0, graph);
+  if (!turns) {
+    INFO("the other thread's recording: " << other_error);
+    REQUIRE(other_rc == 0);
+    CHECK(other != again);
+    b.graph_destroy(0, other_graph);
+  }
   CHECK(b.synchronize(0, first) == 0);  // still a stream
 }
 
