@@ -129,9 +129,11 @@ struct Plan::Workspace {
   std::shared_ptr<ArenaPool> kept_arena_of;  // set while the workspace keeps its arena
   OutputSet sets[3];                         // two handed out, one copied out of
   bool graph_refused = false, host_graph_refused = false;
-  bool upload_refused = false;    // host_alloc failed for Plan::upload: copies from the caller's memory
-  bool download_refused = false;  // likewise for outputs on the host: copies to their own memory
-  void* pinned_out = nullptr;     // page-locked, each output buffer at its download_offset_
+  // host_alloc refused `pinned` (calls from the host then go without staging their small inputs,
+  // and large ones go up from the caller's memory) or `pinned_out` (outputs on the host then come
+  // back into their own memory). One flag a block: the staging and the upload share `pinned`.
+  bool pinned_refused = false, download_refused = false;
+  void* pinned_out = nullptr;  // page-locked, each output buffer at its download_offset_
   // Page-locked, each input's place at its staging offset: the small inputs' staging, the large
   // ones' bounce buffer (Plan::upload).
   void* pinned = nullptr;
@@ -812,7 +814,7 @@ AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& b
 bool Plan::upload(Workspace& ws, size_t i, const Tensor& input, char* staging, void* stream, int threads) const {
   const size_t bytes = input.nbytes();
   if (bytes < kUploadMinBytes || input_block_bytes() > kUploadMaxPinnedBytes) return false;
-  char* block = page_locked(ws.pinned, ws.upload_refused, input_block_bytes());
+  char* block = page_locked(ws.pinned, ws.pinned_refused, input_block_bytes());
   if (!block) return false;  // copied from the caller's memory
   AMBER_ASSERT(bytes <= input_bytes_[i], "input ", i, ": ", bytes, " bytes, planned for ", input_bytes_[i]);
   char* bounce = block + (input_staging_[i] - input_staging_[0]);
@@ -861,7 +863,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
   // from the host.
   bool from_host = graph_mode && host_staging_ && !ws.host_graph_refused && !inputs.empty();
   for (const Tensor& t : inputs) from_host = from_host && t.device().is_cpu();
-  if (from_host && !page_locked(ws.pinned, ws.host_graph_refused, input_block_bytes()))
+  if (from_host && !page_locked(ws.pinned, ws.pinned_refused, input_block_bytes()))
     from_host = false;  // page-locked memory is scarce: go without
   try {
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -15,6 +15,7 @@
 #include "amber/core/backend_registry.h"
 #include "amber/core/devices.h"
 #include "amber/graph/text.h"
+#include "amber/kernels/cuda/capture_lock.h"
 #include "amber/loader/replicas.h"
 #include "models/small.h"
 #include "test_util.h"
@@ -572,11 +573,7 @@ TEST_CASE("cuda: a recording stream outlives its recording and records again", "
   // Where recordings take cuDNN's turn (AMBER_CUDA_CONV_PLANS, AMBER_CUDA_CUDNN_ATTENTION), a
   // second thread's recording waits for the first to end: that part is left out there.
   if (skip("recording streams")) return;
-  const auto on = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && std::string(v) == "1";
-  };
-  const bool turns = on("AMBER_CUDA_CONV_PLANS") || on("AMBER_CUDA_CUDNN_ATTENTION");
+  const bool turns = amber::cuda::cudnn_takes_turns();  // (the backend's own rule, capture_lock.h)
   const amber_backend& b = backend(Device::cuda(0));
   void *first = nullptr, *again = nullptr, *other = nullptr, *graph = nullptr, *other_graph = nullptr;
   REQUIRE(b.capture_begin(0, &first) == 0);
