@@ -223,6 +223,30 @@ op_and_model_checks() {
 }
 ((short)) || op_and_model_checks
 step "GPU benchmark (Amber vs PyTorch CUDA)" "$python" bench/run_vs_torch_cuda.py --build "$build" "${short_bench[@]}"
+# The transformer at batch 1 ([cuda]'s 0.5x-of-eager target): its attention on the kernel whose
+# warps split the keys (the default where blocks of query rows are few: attention_kernels.cuh's
+# sdpa_split_kernel, written without a GPU on 2026-11-30) against the tiled kernel's one row a
+# warp (AMBER_CUDA_ATTENTION_SPLIT=0), alternating, two rounds: each call's median and the
+# attention nodes' device time in a per-node profile. Correctness: the gpu-labelled step's e2e
+# transformer (batch 1 takes the split kernel) and every op's attention cases.
+attention_split() {
+  local rc=0 round v c
+  for round in 1 2; do
+    for v in 1 0; do
+      for c in transformer_b1 transformer_b8; do
+        AMBER_CUDA_ATTENTION_SPLIT=$v "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda \
+          --seconds 1 >/tmp/amber-attention.txt 2>&1 || rc=1
+        echo "round $round, $c, AMBER_CUDA_ATTENTION_SPLIT=$v: $(grep -m1 '^latency p50' /tmp/amber-attention.txt)"
+        AMBER_CUDA_ATTENTION_SPLIT=$v "$build/tools/amber" bench "$build/bench-models-gpu/$c.amber" --device cuda \
+          --profile --iters 200 >/tmp/amber-attention.txt 2>&1 || rc=1
+        grep -m2 'attention_merge_heads  ' /tmp/amber-attention.txt
+      done
+    done
+  done
+  return $rc
+}
+step "attention at batch 1: keys split between warps (default) vs one row a warp (AMBER_CUDA_ATTENTION_SPLIT=0)" \
+  attention_split
 # The order from here puts what a short lease most needs first: the benchmark, the plans' crash
 # check (their ResNet-18 numbers decide [cuda]'s batch-64 target), the fused kernels (its
 # bandwidth target), then memcheck (up to its step limit) and the diagnostics.

@@ -1,8 +1,8 @@
 // attention_kernels.cuh on the CPU (cuda_emulation.h), without a GPU: the tiled kernel (one and
-// two query rows a warp, keys in tiles of 32 with a running softmax, staged without divisions)
-// and the row-at-a-time kernel for heads wider than 128, against attention in double precision:
-// odd lengths, partial key tiles, float and causal masks, heads merged into [L, H * Ev] rows.
-// scripts/gpu_check.sh runs the real kernels.
+// two query rows a warp), the kernel whose warps split the keys, and the row-at-a-time kernel for
+// wide heads, against attention in double precision: odd lengths, partial key tiles, no keys,
+// float and causal masks, a fully masked row, merged heads, and operands dense, packed as a
+// projection's columns (16-byte loads) or one float off 16 bytes. gpu_check.sh runs the real ones.
 
 #include <catch2/catch.hpp>
 
@@ -31,35 +31,97 @@ View<float> dense(const float* data, std::initializer_list<int64_t> sizes) {
   return v;
 }
 
+// Where the kernels find q, k and v: dense [batches, rows, width]; packed, as the columns of one
+// projection's output [rows, 3 * batches * widest] (entry b of operand `slot` at column
+// (slot * batches + b) * widest: the transformer's heads); or dense from one float past a
+// 16-byte boundary (every row misaligned, so the staging takes its element-by-element path).
+enum class Layout { kDense, kPacked, kShifted };
+
+struct Operand {
+  std::vector<float> store;
+  View<float> view;
+};
+Operand place(const std::vector<float>& t, int batches, int rows, int width, Layout layout, int slot, int widest) {
+  Operand o;
+  if (layout == Layout::kPacked) {
+    const int64_t pitch = int64_t(3) * batches * widest;
+    o.store.assign(size_t(rows * pitch + 1), NAN);
+    float* base = o.store.data() + int64_t(slot) * batches * widest;
+    for (int b = 0; b < batches; ++b)
+      for (int i = 0; i < rows; ++i)
+        for (int e = 0; e < width; ++e)
+          base[i * pitch + int64_t(b) * widest + e] = t[(size_t(b) * rows + i) * width + e];
+    o.view = View<float>{base, 3, {batches, rows, width}, {widest, pitch, 1}};
+  } else {
+    const size_t shift = layout == Layout::kShifted ? 1 : 0;
+    o.store.assign(t.size() + 1, NAN);
+    std::copy(t.begin(), t.end(), o.store.begin() + ptrdiff_t(shift));
+    o.view = dense(o.store.data() + shift, {batches, rows, width});
+  }
+  return o;
+}
+
 struct Shape {
   int batches, L, S, E, Ev;
   bool causal, mask, merged;  // merged: the batch entries are heads of one sequence
+  Layout layout = Layout::kDense;
+  int dead_row = -1;  // a query row whose mask is -inf everywhere (NaN out)
+  float slope = 0;    // added to the mask times the key's index: scores far apart between warps
 };
 
-// The largest |emulated - reference| (NaN counts as 1e30); rows_per_warp 0: the wide-head kernel.
-double run(const Shape& s, int rows_per_warp) {
+// Which kernel runs a shape.
+enum class Kernel { kTiled1, kTiled2, kSplit, kWide };
+const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::kTiled1:
+      return "tiled, 1 row a warp";
+    case Kernel::kTiled2:
+      return "tiled, 2 rows a warp";
+    case Kernel::kSplit:
+      return "keys split between warps";
+    case Kernel::kWide:
+      return "wide heads";
+  }
+  return "?";
+}
+
+// The largest |emulated - reference|; a NaN where the reference is NaN (a fully masked row, no
+// keys) counts 0, a NaN anywhere else 1e30.
+double run(const Shape& s, Kernel which) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   std::vector<float> q(size_t(s.batches) * s.L * s.E), k(size_t(s.batches) * s.S * s.E),
       v(size_t(s.batches) * s.S * s.Ev), m(size_t(s.L) * s.S), out(size_t(s.batches) * s.L * s.Ev, NAN);
   for (std::vector<float>* t : {&q, &k, &v, &m})
     for (float& e : *t) e = normal(rng);
+  for (int i = 0; i < s.L; ++i)
+    for (int j = 0; j < s.S; ++j) m[size_t(i) * s.S + j] += s.slope * float(j);
+  if (s.dead_row >= 0)
+    for (int j = 0; j < s.S; ++j) m[size_t(s.dead_row) * s.S + j] = -INFINITY;
   const attention::Batch bt{1, {s.batches}};
   const attention::OutRows rows{s.merged ? s.batches : 1, s.L, s.Ev};
   const float scale = 1.0f / std::sqrt(float(s.E));
-  const View<float> qv = dense(q.data(), {s.batches, s.L, s.E}), kv = dense(k.data(), {s.batches, s.S, s.E}),
-                    vv = dense(v.data(), {s.batches, s.S, s.Ev}),
-                    mv = s.mask ? dense(m.data(), {s.L, s.S}) : View<float>{};
+  const int widest = std::max(s.E, s.Ev);
+  const Operand qo = place(q, s.batches, s.L, s.E, s.layout, 0, widest),
+                ko = place(k, s.batches, s.S, s.E, s.layout, 1, widest),
+                vo = place(v, s.batches, s.S, s.Ev, s.layout, 2, widest);
+  const View<float>&qv = qo.view, &kv = ko.view, &vv = vo.view;
+  const View<float> mv = s.mask ? dense(m.data(), {s.L, s.S}) : View<float>{};
   using amber::emulation::launch_shared;
-  if (rows_per_warp == 0) {
+  if (which == Kernel::kWide) {
     launch_shared(&attention::sdpa_kernel<float>, dim3(unsigned(s.batches * s.L)), dim3(attention::kThreads),
                   size_t(s.S + attention::kThreads) * sizeof(float), qv, kv, vv, mv, s.mask, false, s.causal, bt,
                   out.data(), rows, int64_t(s.L), int64_t(s.S), int64_t(s.E), int64_t(s.Ev), scale);
+  } else if (which == Kernel::kSplit) {
+    const int64_t row_tiles = (s.L + attention::kWarps - 1) / attention::kWarps;
+    launch_shared(&attention::sdpa_split_kernel<float>, dim3(unsigned(s.batches * row_tiles)),
+                  dim3(attention::kThreads), attention::split_smem(s.E, s.Ev), qv, kv, vv, mv, s.mask, false, s.causal,
+                  bt, out.data(), rows, int64_t(s.L), int64_t(s.S), s.E, s.Ev, scale, row_tiles);
   } else {
-    const int tile_rows = rows_per_warp * attention::kWarps;
+    const int tile_rows = (which == Kernel::kTiled1 ? 1 : 2) * attention::kWarps;
     const int64_t row_tiles = (s.L + tile_rows - 1) / tile_rows;
     auto kernel =
-        rows_per_warp == 1 ? &attention::sdpa_tiled_kernel<float, 1> : &attention::sdpa_tiled_kernel<float, 2>;
+        which == Kernel::kTiled1 ? &attention::sdpa_tiled_kernel<float, 1> : &attention::sdpa_tiled_kernel<float, 2>;
     launch_shared(kernel, dim3(unsigned(s.batches * row_tiles)), dim3(attention::kThreads),
                   attention::tiled_smem(tile_rows, s.E, s.Ev), qv, kv, vv, mv, s.mask, false, s.causal, bt, out.data(),
                   rows, int64_t(s.L), int64_t(s.S), s.E, s.Ev, scale, row_tiles);
@@ -82,14 +144,20 @@ double run(const Shape& s, int rows_per_warp) {
         double acc = 0;
         for (int j = 0; j < s.S; ++j) acc += p[size_t(j)] * v[(size_t(b) * s.S + j) * s.Ev + e];
         const size_t at = s.merged ? (size_t(i) * s.batches + b) * s.Ev + e : (size_t(b) * s.L + i) * s.Ev + e;
-        const double err = std::fabs(out[at] - acc / sum);
-        worst = std::isnan(err) ? 1e30 : std::max(worst, err);
+        const double want = acc / sum, got = out[at];
+        const double err = std::isnan(want) && std::isnan(got)   ? 0.0
+                           : std::isnan(want) || std::isnan(got) ? 1e30
+                                                                 : std::fabs(got - want);
+        worst = std::max(worst, err);
       }
     }
-  std::printf("attention %s: %d x [%d, %d] keys %d, values %d%s%s%s: max |error| %.3g\n",
-              rows_per_warp ? (rows_per_warp == 1 ? "tiled, 1 row a warp" : "tiled, 2 rows a warp") : "wide heads",
+  std::printf("attention %s: %d x [%d, %d] keys %d, values %d%s%s%s%s%s: max |error| %.3g\n", kernel_name(which),
               s.batches, s.L, s.E, s.S, s.Ev, s.causal ? ", causal" : "", s.mask ? ", masked" : "",
-              s.merged ? ", heads merged" : "", worst);
+              s.dead_row >= 0 ? " (a row fully)" : "", s.merged ? ", heads merged" : "",
+              s.layout == Layout::kPacked    ? ", packed"
+              : s.layout == Layout::kShifted ? ", shifted"
+                                             : "",
+              worst);
   return worst;
 }
 
@@ -97,20 +165,42 @@ double run(const Shape& s, int rows_per_warp) {
 
 TEST_CASE("cuda emulated: the attention kernels equal attention in double precision", "[emulated]") {
   const Shape tiled[] = {
-      {2, 13, 45, 16, 24, false, true, false},   // partial key tile, float mask
-      {1, 9, 33, 64, 64, true, false, false},    // causal, one key past a tile
-      {3, 5, 70, 128, 100, false, false, true},  // the widest tiled head, heads merged
-      {1, 17, 7, 37, 5, true, true, false},      // fewer keys than a tile, odd widths
-      {2, 8, 64, 20, 128, false, true, true},    // whole tiles, the widest values
+      {2, 13, 45, 16, 24, false, true, false},                            // partial key tile, float mask
+      {1, 9, 33, 64, 64, true, false, false},                             // causal, one key past a tile
+      {3, 5, 70, 128, 100, false, false, true},                           // the widest tiled head, heads merged
+      {1, 17, 7, 37, 5, true, true, false},                               // fewer keys than a tile, odd widths
+      {2, 8, 64, 20, 128, false, true, true},                             // whole tiles, the widest values
+      {2, 6, 40, 24, 8, false, true, false, Layout::kPacked, 3},          // packed, a fully masked row
+      {1, 6, 128, 16, 16, false, true, false, Layout::kDense, -1, 1.5f},  // steep scores
+      {1, 7, 50, 16, 16, true, false, false, Layout::kShifted},           // misaligned rows
+      {2, 3, 0, 16, 8, false, false, false},                              // no keys: NaN
   };
   for (const Shape& s : tiled)
-    for (int rows_per_warp : {1, 2}) {
-      INFO("L " << s.L << ", S " << s.S << ", E " << s.E << ", Ev " << s.Ev << ", rows a warp " << rows_per_warp);
-      CHECK(run(s, rows_per_warp) < 1e-5);
+    for (Kernel which : {Kernel::kTiled1, Kernel::kTiled2}) {
+      INFO("L " << s.L << ", S " << s.S << ", E " << s.E << ", Ev " << s.Ev << ", " << kernel_name(which));
+      CHECK(run(s, which) < 1e-5);
     }
+  // The split kernel: heads up to kSplitMaxHead; rounds of 128 keys, warps with no keys in a
+  // round (S = 45: warps 2 and 3; S = 300: the third round's 44 keys), 4-row tiles past L.
+  const Shape split[] = {
+      {4, 128, 128, 64, 64, false, false, true, Layout::kPacked},  // the bench transformer's heads
+      {2, 13, 45, 16, 24, false, true, false},
+      {1, 9, 300, 64, 64, true, false, false, Layout::kPacked},  // causal over three rounds
+      {3, 6, 161, 92, 92, false, true, true},                    // the widest split head
+      {1, 17, 7, 37, 5, true, true, false},                      // fewer keys than a warp's tile
+      {2, 5, 130, 36, 12, false, true, false, Layout::kShifted, 2},
+      // The last warp's scores about 140 above the first's: the combination must rescale by the
+      // row's maximum (exp(140) is past float's range).
+      {1, 6, 128, 16, 16, false, true, false, Layout::kDense, -1, 1.5f},
+      {2, 3, 0, 16, 8, false, false, false},
+  };
+  for (const Shape& s : split) {
+    INFO("L " << s.L << ", S " << s.S << ", E " << s.E << ", Ev " << s.Ev << ", keys split");
+    CHECK(run(s, Kernel::kSplit) < 1e-5);
+  }
   const Shape wide[] = {{2, 3, 29, 160, 136, true, true, true}, {1, 4, 300, 130, 7, false, false, false}};
   for (const Shape& s : wide) {
     INFO("L " << s.L << ", S " << s.S << ", E " << s.E << ", Ev " << s.Ev << ", wide heads");
-    CHECK(run(s, 0) < 1e-5);
+    CHECK(run(s, Kernel::kWide) < 1e-5);
   }
 }

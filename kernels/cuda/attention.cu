@@ -4,7 +4,9 @@
 // through its f32 kernel). Heads of
 // up to 128 (E and Ev): a block takes 8 query rows of one batch entry (two a warp; 4, one a warp,
 // when that makes fewer than 128 blocks) and walks the
-// keys in tiles of 32 staged in shared memory (one key a lane), with a running softmax: each
+// keys in tiles of 32 staged in shared memory (one key a lane), with a running softmax (with
+// fewer than 128 blocks, more than 32 keys and heads up to 92, the block's 4 warps take the 4
+// rows together and split each round of 128 keys, their softmaxes combined at the end): each
 // tile's scores (the mask or causal mask applied) raise the row's maximum, the row's sum and
 // output so far are rescaled by exp(old max - new max), and the tile's weights times its values
 // are added; no score row is ever held whole, so any key length runs. Wider heads: one block per
@@ -26,6 +28,7 @@
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/cuda/switches.h"
 #include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
 
@@ -195,6 +198,13 @@ int sdpa(const amber_kernel_args* a) {
     if (batches * row_tiles > int64_t(INT32_MAX))
       return fail(a, "%s: %lld blocks of query rows is more than a launch takes", name,
                   (long long)(batches * row_tiles));
+    if (few && S > kTileKeys && split_fits(E, Ev) && attention_split_wanted()) {
+      sdpa_split_kernel<T><<<unsigned(batches * row_tiles), kThreads, split_smem(int(E), int(Ev)), stream_of(a)>>>(
+          view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,
+          has_mask && mask.dtype == kBool, causal, bt, static_cast<T*>(out.data), orows, L, S, int(E), int(Ev), scale,
+          row_tiles);
+      return launched(a, name);
+    }
     auto kernel = few ? &sdpa_tiled_kernel<T, 1> : &sdpa_tiled_kernel<T, 2>;
     kernel<<<unsigned(batches * row_tiles), kThreads, tiled_smem(tile_rows, E, Ev), stream_of(a)>>>(
         view_of<T>(q), view_of<T>(k), view_of<T>(v), has_mask ? view_of<T>(mask) : View<T>{}, has_mask,

@@ -1,9 +1,11 @@
 // The device code of the attention kernels (attention.cu): the tiled kernel with its running
-// softmax and the row-at-a-time kernel for wide heads, with what they share (strided views,
-// broadcast batch offsets, masks, merged heads' output rows), in a header of its own so that
-// tests/test_attention_emulated.cpp runs the same code on the CPU (tests/cuda_emulation.h) where
-// no GPU is; attention.cu chooses and launches them. Private to libamber_cuda.so.
+// softmax, its form whose warps split the keys, the row-at-a-time kernel for wide heads, and what
+// they share (views, batch offsets, masks, merged heads' rows, staging), in a header of its own
+// so that tests/test_attention_emulated.cpp runs it on the CPU (tests/cuda_emulation.h) where no
+// GPU is; attention.cu chooses and launches them. Private to libamber_cuda.so.
 #pragma once
+
+#include <cstring>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/pointwise_math.h"
@@ -161,8 +163,54 @@ __device__ float warp_sum(float x) {
 // apart, so its row and column step by (kThreads / width, kThreads % width) from one to the
 // next, with one carry: no integer division an element (two a division, about 20 instructions
 // each, were most of the staging's work).
+//
+// Where a row's elements are adjacent and every row starts on 16 bytes (a projection's output
+// seen as heads: q, k and v of the transformer), the loads are 16 bytes each (stage_rows_16),
+// kBatch16 of them at a time: a tile of 32 keys of a 64-wide head is one round trip a thread.
+constexpr int kBatch16 = 8;
+template <typename T>
+__device__ void stage_rows_16(const T* src, int64_t rs, int count, int rows, int width, float* dst, int ds) {
+  constexpr int kVec = 16 / sizeof(T);  // elements a load
+  const int wv = width / kVec, n = rows * wv, dr = kThreads / wv, de = kThreads % wv;
+  int r = int(threadIdx.x) / wv, c = int(threadIdx.x) % wv;  // of the thread's next load
+#pragma unroll 1
+  for (int i0 = int(threadIdx.x); i0 < n; i0 += kBatch16 * kThreads) {
+    uint4 raw[kBatch16];
+    const int r0 = r, c0 = c;
+#pragma unroll
+    for (int t = 0; t < kBatch16; ++t) {
+      if (i0 + t * kThreads < n)
+        raw[t] = *reinterpret_cast<const uint4*>(src + (r < count ? r : count - 1) * rs + c * kVec);
+      r += dr;
+      c += de;
+      const bool wrap = c >= wv;
+      c -= wrap ? wv : 0;
+      r += wrap;
+    }
+    int sr = r0, sc = c0;
+#pragma unroll
+    for (int t = 0; t < kBatch16; ++t) {
+      if (i0 + t * kThreads < n) {
+        T v[kVec];
+        memcpy(v, &raw[t], sizeof v);
+#pragma unroll
+        for (int u = 0; u < kVec; ++u) dst[sr * ds + sc * kVec + u] = sr < count ? float(widen(v[u])) : 0.0f;
+      }
+      sr += dr;
+      sc += de;
+      const bool wrap = sc >= wv;
+      sc -= wrap ? wv : 0;
+      sr += wrap;
+    }
+  }
+}
+
 template <typename T>
 __device__ void stage_rows(const T* src, int64_t rs, int64_t cs, int count, int rows, int width, float* dst, int ds) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (width == 0) return;
+  if (cs == 1 && width % kVec == 0 && rs % kVec == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0)
+    return stage_rows_16(src, rs, count, rows, width, dst, ds);
   constexpr int kBatch = 8;
   const int n = rows * width, dr = kThreads / width, de = kThreads % width;
   int r = int(threadIdx.x) / width, e = int(threadIdx.x) % width;  // of the thread's next element
@@ -301,6 +349,148 @@ __global__ void __launch_bounds__(kThreads, 4)
       const int e = lane + 32 * t;
       if (e < Ev) orow[e] = cast_value<T>(acc[rr][t] / l[rr]);  // no keys: 0 / 0 = NaN
     }
+  }
+}
+
+// ---- Keys split between a block's warps ----
+// Few blocks (the bench transformer at batch 1: 4 heads of 128 rows, 128 blocks of the tiled
+// kernel's 4 rows on 132 SMs) leave each SM one block whose warps walk the keys in turn, a tile
+// of 32 after another, each tile a round trip to memory and a chain of dependent steps. Here a
+// block takes kWarps query rows, every warp all of them, and a round stages kSplitKeys keys at
+// once, 32 for each warp: warp w keeps its own running softmax over keys w * 32 + [0, 32) of
+// every round, and at the end the warps' maxima, sums and outputs are combined in shared
+// memory (each rescaled by exp(its max - the row's max)), warp w finishing row w. The keys
+// and then the values share one buffer, so a head up to kSplitMaxHead wide fits the 48 KiB a
+// launch gets without opting in.
+constexpr int kSplitKeys = kWarps * kTileKeys;
+constexpr int kSplitMaxHead = 92;
+
+// The buffer's width: a key row (odd, as the tiled kernel's) or a value row.
+__host__ __device__ constexpr int split_width(int E, int Ev) { return (E | 1) > Ev ? (E | 1) : Ev; }
+// Shared memory of the split kernel: the query rows, then the buffer. The warps' partial rows
+// (kWarps x kWarps rows of Ev + 2) fit in the buffer: 16 (Ev + 2) <= 128 Ev for any Ev >= 1.
+constexpr size_t split_smem(int E, int Ev) {
+  return size_t(kWarps * E + kSplitKeys * split_width(E, Ev)) * sizeof(float);
+}
+static_assert(split_smem(kSplitMaxHead, kSplitMaxHead) <= 48 * 1024);
+// Whether the split kernel takes heads this wide.
+inline bool split_fits(int64_t E, int64_t Ev) { return E <= kSplitMaxHead && Ev <= kSplitMaxHead; }
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 4)
+    sdpa_split_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
+                      Batch bt, T* out, OutRows orows, int64_t L, int64_t S, int E, int Ev, float scale,
+                      int64_t row_tiles) {
+  float* const smem = dynamic_shared();
+  const int ks = E | 1;
+  float* qs = smem;              // kWarps x E
+  float* buf = qs + kWarps * E;  // kSplitKeys x ks (keys), then kSplitKeys x Ev (values), then partials
+  const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kWarps;
+  const int r = q.ndim, tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const T* qp = q.data + batch_offset(q, bt, b);
+  const T* kp = k.data + batch_offset(k, bt, b);
+  const T* vp = v.data + batch_offset(v, bt, b);
+  const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
+                vrs = v.strides[r - 2], vcs = v.strides[r - 1];
+  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
+  stage_rows(qp + row0 * qrs, qrs, qcs, int(L - row0 < kWarps ? L - row0 : kWarps), kWarps, E, qs, E);
+  // This warp's running maximum m, sum l and output acc (element lane + 32 t) of row row0 + rr,
+  // over its share of the keys.
+  float m[kWarps], l[kWarps], acc[kWarps][kHeadSlices];
+#pragma unroll
+  for (int rr = 0; rr < kWarps; ++rr) {
+    m[rr] = -INFINITY;
+    l[rr] = 0;
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] = 0;
+  }
+  const int first = warp * kTileKeys;  // this warp's first key of a round
+  for (int64_t j0 = 0; j0 < S; j0 += kSplitKeys) {
+    __syncthreads();  // the previous round's values read (the query rows written, the first time)
+    const int keys = int(S - j0 < kSplitKeys ? S - j0 : kSplitKeys);
+    const int staged = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;  // whole warps' tiles
+    const int mine = keys - first < 0 ? 0 : (keys - first < kTileKeys ? keys - first : kTileKeys);
+    stage_rows(kp + j0 * krs, krs, kcs, keys, staged, E, buf, ks);
+    __syncthreads();
+    float s[kWarps];
+#pragma unroll
+    for (int rr = 0; rr < kWarps; ++rr) s[rr] = 0;
+    if (mine > 0)
+      for (int e = 0; e < E; ++e) {
+        const float kv = buf[(first + lane) * ks + e];
+#pragma unroll
+        for (int rr = 0; rr < kWarps; ++rr) s[rr] += qs[rr * E + e] * kv;
+      }
+    const int64_t key = j0 + first + lane;
+    float p[kWarps];
+#pragma unroll
+    for (int rr = 0; rr < kWarps; ++rr) {
+      const int64_t row = row0 + rr;
+      float x = s[rr] * scale;
+      if (lane >= mine) {
+        x = -INFINITY;
+      } else {
+        if (row < L) x = mk.apply(x, row, key);
+        if (causal && key > row) x = -INFINITY;
+      }
+      // As the tiled kernel's update (NaN and -inf rules there).
+      const float m_new = fmaxf(m[rr], warp_max(x));
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      p[rr] = lane < mine ? pw::exp_(x - m_use) : 0.0f;
+      const float corr = pw::exp_(m[rr] - m_use);
+      l[rr] = l[rr] * corr + warp_sum(p[rr]);
+      m[rr] = m_new;
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] *= corr;
+    }
+    __syncthreads();  // every warp's keys read
+    stage_rows(vp + j0 * vrs, vrs, vcs, keys, staged, Ev, buf, Ev);
+    __syncthreads();
+    for (int j = 0; j < mine; ++j) {
+      float pj[kWarps];
+#pragma unroll
+      for (int rr = 0; rr < kWarps; ++rr) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) {
+        const int e = lane + 32 * t;
+        if (e < Ev) {
+          const float val = buf[(first + j) * Ev + e];
+#pragma unroll
+          for (int rr = 0; rr < kWarps; ++rr) acc[rr][t] += pj[rr] * val;
+        }
+      }
+    }
+  }
+  __syncthreads();            // the last values read
+  const int part_w = Ev + 2;  // a partial row: m, l, then the output
+#pragma unroll
+  for (int rr = 0; rr < kWarps; ++rr) {
+    float* part = buf + (warp * kWarps + rr) * part_w;
+    if (lane == 0) part[0] = m[rr], part[1] = l[rr];
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t)
+      if (lane + 32 * t < Ev) part[2 + lane + 32 * t] = acc[rr][t];
+  }
+  __syncthreads();
+  const int64_t row = row0 + warp;
+  if (row >= L) return;
+  float top = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) top = fmaxf(top, buf[(w * kWarps + warp) * part_w]);
+  const float top_use = top == -INFINITY ? 0.0f : top;
+  float f[kWarps], sum = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float* part = buf + (w * kWarps + warp) * part_w;
+    f[w] = pw::exp_(part[0] - top_use);
+    sum += part[1] * f[w];
+  }
+  T* orow = out + orows.at(b, row);
+  for (int e = lane; e < Ev; e += 32) {
+    float o = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) o += buf[(w * kWarps + warp) * part_w + 2 + e] * f[w];
+    orow[e] = cast_value<T>(o / sum);  // no keys: 0 / 0 = NaN
   }
 }
 

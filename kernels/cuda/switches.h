@@ -37,6 +37,14 @@ inline bool fused_ahead_asked() {
   return asked;
 }
 
+// AMBER_CUDA_ATTENTION_SPLIT=0: attention with few blocks of query rows stays on the tiled
+// kernel, one row a warp walking every key, instead of the kernel whose warps split the keys
+// (attention_kernels.cuh's sdpa_split_kernel), for a GPU run to time one against the other.
+inline bool attention_split_wanted() {
+  static const bool wanted = env_switch("AMBER_CUDA_ATTENTION_SPLIT") != 0;
+  return wanted;
+}
+
 // AMBER_CUDA_FUSED_RTC: unset (or 1), each fused step whose operands are dense gets a kernel of
 // its own, compiled at setup with NVRTC (fused_rtc.h); 2 only those of at least kRtcMinElements
 // elements; 0 none (every program interpreted). On an H200 (2026-11-30) the compiled kernel
