@@ -285,6 +285,9 @@ repeat_test_cuda() {  # [FILTER]: test_cuda's cases matching it only
   for _ in $(seq "$runs"); do
     LD_PRELOAD=$crash_reporter "$build/tests/test_cuda" "$@" >/tmp/amber-test-cuda.log 2>&1 || {
       crashes=$((crashes + 1))
+      # A failed check (its case, expression and message; on 2026-11-30 the tail alone cut the
+      # message of the bf16 linear case that failed with the plans), then a crash's frames.
+      grep -B8 -A30 'FAILED' /tmp/amber-test-cuda.log | head -120
       symbolize /tmp/amber-test-cuda.log
     }
   done
