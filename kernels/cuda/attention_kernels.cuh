@@ -192,7 +192,7 @@ __device__ void stage_rows_16(const T* src, int64_t rs, int count, int rows, int
     for (int t = 0; t < kBatch16; ++t) {
       if (i0 + t * kThreads < n) {
         T v[kVec];
-        memcpy(v, &raw[t], sizeof v);
+        memcpy(static_cast<void*>(v), &raw[t], sizeof v);  // (void*: T may be a class)
 #pragma unroll
         for (int u = 0; u < kVec; ++u) dst[sr * ds + sc * kVec + u] = sr < count ? float(widen(v[u])) : 0.0f;
       }
