@@ -14,6 +14,7 @@
 #include "amber/core/backend_registry.h"
 #include "amber/core/hot.h"
 #include "amber/core/parallel.h"
+#include "amber/core/small_vector.h"
 #include "amber/graph/control_flow.h"
 #include "amber/graph/passes.h"
 #include "amber/loader/step_cost.h"
@@ -536,8 +537,7 @@ void Plan::check_anomaly(const Step& s, const amber_tensor_view* outs, void* str
   }
 }
 
-AMBER_HOT void Plan::bind(Workspace& ws, const std::vector<const void*>& inputs,
-                          const std::vector<Storage>& buffers) const {
+AMBER_HOT void Plan::bind(Workspace& ws, std::span<const void* const> inputs, std::span<const Storage> buffers) const {
   for (size_t v = 0; v < values_.size(); ++v) {
     const PlanValue& pv = values_[v];
     char* base = nullptr;
@@ -784,7 +784,7 @@ char* Plan::download_bounce(Workspace& ws, size_t buffer) const {
   return block ? block + download_offset_[buffer] : nullptr;
 }
 
-AMBER_HOT std::vector<Tensor> Plan::output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream,
+AMBER_HOT std::vector<Tensor> Plan::output_tensors(std::span<const Storage> buffers, bool to_host, void* stream,
                                                    Workspace* ws, std::vector<Download>* downloads) const {
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
@@ -852,10 +852,12 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       graphs_ && options.graphs && !options.profile && !options.anomaly && ws.stream && !ws.graph_refused;
 
   // Inputs: on the host (copied to the arena's staging area on other devices) or on the
-  // device (used in place; copied to the staging area in graph mode); dense either way.
-  std::vector<Tensor> dense(inputs.size());
-  std::vector<const void*> input_data(inputs.size());
-  std::vector<Storage> buffers(output_buffer_bytes_.size());
+  // device (used in place; copied to the staging area in graph mode); dense either way. (Held
+  // inline, as the outputs' buffers: no allocation a call for a few of each.)
+  SmallVector<Tensor, 4> dense;
+  SmallVector<const void*, 4> input_data;
+  SmallVector<Storage, 4> buffers;
+  const auto span_of = [](const auto& v) { return std::span(v.data(), v.size()); };
   std::vector<Tensor> out;
   std::vector<Download> downloads;  // outputs on the host through the page-locked block, after the sync
   // Every input on the host: they go through the workspace's page-locked block (allocated on
@@ -867,8 +869,8 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
     from_host = false;  // page-locked memory is scarce: go without
   try {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous(SrcLoc::none());
-      input_data[i] = dense[i].data();
+      dense.emplace_back(inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous(SrcLoc::none()));
+      input_data.emplace_back(dense[i].data());
       if (from_host) {
         AMBER_ASSERT(dense[i].nbytes() == input_bytes_[i], "input ", i, ": ", dense[i].nbytes(), " bytes, planned for ",
                      input_bytes_[i]);
@@ -905,7 +907,7 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       if (!ws.kept_arena_of) ws.kept_arena_of = arenas_;  // from now on the workspace keeps its memory
       if (set->outputs.empty())
         for (size_t bytes : output_buffer_bytes_) set->outputs.push_back(output_cache_->take(bytes));
-      bind(ws, input_data, set->outputs);
+      bind(ws, span_of(input_data), set->outputs);
       // The first call runs the steps directly (kernels and libraries finish their lazy
       // set-up), the second records them, later ones replay the recording.
       Workspace::Recording& r = from_host ? set->host : set->device;
@@ -921,20 +923,20 @@ AMBER_HOT std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs, const
       if (hand_out || options.outputs_on_host) {
         out = output_tensors(set->outputs, options.outputs_on_host, stream, &ws, &downloads);  // or host copies
       } else {  // the third set's buffers are overwritten by the next such call: the caller gets copies
-        for (size_t i = 0; i < buffers.size(); ++i) {
-          buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
+        for (size_t i = 0; i < output_buffer_bytes_.size(); ++i) {
+          buffers.emplace_back(output_cache_->take(output_buffer_bytes_[i]));
           if (output_buffer_bytes_[i] &&
               backend_->copy(buffers[i].data(), int32_t(device_.type), device_.index, set->outputs[i].data(),
                              int32_t(device_.type), device_.index, output_buffer_bytes_[i], stream) != 0)
             device_failure("copying an output");
         }
-        out = output_tensors(buffers, false, stream);
+        out = output_tensors(span_of(buffers), false, stream);
       }
     } else {
-      for (size_t i = 0; i < buffers.size(); ++i) buffers[i] = output_cache_->take(output_buffer_bytes_[i]);
-      bind(ws, input_data, buffers);
+      for (size_t bytes : output_buffer_bytes_) buffers.emplace_back(output_cache_->take(bytes));
+      bind(ws, span_of(input_data), span_of(buffers));
       run_steps(ws, stream, options, trips_left);
-      out = output_tensors(buffers, options.outputs_on_host, stream, &ws, &downloads);
+      out = output_tensors(span_of(buffers), options.outputs_on_host, stream, &ws, &downloads);
     }
     if (streams && backend_->synchronize(device_.index, stream) != 0) device_failure("running the call");
     if (!downloads.empty()) {  // large outputs asked on the host, in the page-locked block now

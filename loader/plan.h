@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -146,7 +147,7 @@ class Plan {
   // The graph outputs as tensors over buffers (copied to the host with to_host; with ws and
   // downloads, those of 1 MiB or more through ws's page-locked block: their copies out, left
   // for after the synchronisation, added to downloads).
-  std::vector<Tensor> output_tensors(const std::vector<Storage>& buffers, bool to_host, void* stream,
+  std::vector<Tensor> output_tensors(std::span<const Storage> buffers, bool to_host, void* stream,
                                      Workspace* ws = nullptr, std::vector<Download>* downloads = nullptr) const;
   // Output buffer `buffer`'s place in ws's page-locked block for downloads, allocated on first
   // use; null where the buffer is small, the block would pass its cap, or memory is refused.
@@ -158,7 +159,7 @@ class Plan {
   size_t input_block_bytes() const { return scratch_offset_ - input_staging_[0]; }
   void check_anomaly(const Step& s, const amber_tensor_view* outs, void* stream) const;
   // Points the workspace's arguments at this call's memory.
-  void bind(Workspace& ws, const std::vector<const void*>& inputs, const std::vector<Storage>& buffers) const;
+  void bind(Workspace& ws, std::span<const void* const> inputs, std::span<const Storage> buffers) const;
   [[noreturn]] void device_failure(const char* what) const;
 
   graph::Graph graph_;
