@@ -250,6 +250,86 @@ size_t tiled_smem(int64_t rows, int64_t E, int64_t Ev) {
   return size_t(rows * E + kTileKeys * (E | 1) + kTileKeys * Ev) * sizeof(float);
 }
 
+// Batch entry b's q, k and v (where its rows start, their row and element strides) and mask.
+template <typename T>
+struct Entry {
+  const T *q, *k, *v;
+  int64_t qrs, qcs, krs, kcs, vrs, vcs;
+  MaskAt<T> mask;
+  // The score of (row, key) from its scaled product x: -inf past the keys (valid false), else
+  // masked (rows past L are never stored and read no mask) and, causal, -inf past the row.
+  __device__ float score(float x, bool valid, int64_t row, int64_t key, int64_t L, bool causal) const {
+    if (!valid) return -INFINITY;
+    if (row < L) x = mask.apply(x, row, key);
+    return causal && key > row ? -INFINITY : x;
+  }
+};
+template <typename T>
+__device__ Entry<T> entry_at(const View<T>& q, const View<T>& k, const View<T>& v, const View<T>& mask, bool has_mask,
+                             bool bool_mask, const Batch& bt, int64_t b) {
+  const int r = q.ndim;
+  return Entry<T>{q.data + batch_offset(q, bt, b),
+                  k.data + batch_offset(k, bt, b),
+                  v.data + batch_offset(v, bt, b),
+                  q.strides[r - 2],
+                  q.strides[r - 1],
+                  k.strides[r - 2],
+                  k.strides[r - 1],
+                  v.strides[r - 2],
+                  v.strides[r - 1],
+                  mask_at(mask, has_mask, bool_mask, bt, b)};
+}
+
+// A warp's running softmax over R query rows, the keys seen up to 32 at a time (one a lane):
+// each row's maximum m, sum l and output acc (element lane + 32 t).
+template <int R>
+struct Running {
+  float m[R], l[R], acc[R][kHeadSlices];
+  __device__ void init() {
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr) {
+      m[rr] = -INFINITY;
+      l[rr] = 0;
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] = 0;
+    }
+  }
+  // Row rr's scores (x, this lane's; a lane past the keys has valid false and x -inf) raise its
+  // maximum, rescaling its sum and output; returns this lane's weight. The running maximum
+  // ignores NaN (fmaxf) as the CPU's row maximum does; a NaN score then makes its weight, the
+  // sum and the row NaN. While every score so far is -inf the weights are taken against 0:
+  // exp(-inf) = 0 keeps the sum 0 (a fully masked row ends 0 / 0 = NaN, as the CPU's
+  // exp(-inf - -inf)), and a NaN score still gives NaN.
+  __device__ float add_scores(int rr, float x, bool valid) {
+    const float m_new = fmaxf(m[rr], warp_max(x));
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float p = valid ? pw::exp_(x - m_use) : 0.0f;
+    const float corr = pw::exp_(m[rr] - m_use);
+    l[rr] = l[rr] * corr + warp_sum(p);
+    m[rr] = m_new;
+#pragma unroll
+    for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] *= corr;
+    return p;
+  }
+  // The weights p (lane j's for key j < n; n uniform in the warp) times value rows vt + j * Ev.
+  __device__ void add_values(const float (&p)[R], const float* vt, int n, int Ev, int lane) {
+    for (int j = 0; j < n; ++j) {
+      float pj[R];
+#pragma unroll
+      for (int rr = 0; rr < R; ++rr) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
+#pragma unroll
+      for (int t = 0; t < kHeadSlices; ++t) {
+        const int e = lane + 32 * t;
+        if (e < Ev) {
+          const float val = vt[j * Ev + e];
+#pragma unroll
+          for (int rr = 0; rr < R; ++rr) acc[rr][t] += pj[rr] * val;
+        }
+      }
+    }
+  }
+};
+
 // At least four blocks an SM (the bench transformer at batch 8: 512 blocks on 132 SMs, all
 // resident): ptxas then keeps every value in registers (95-100), where its own choice (64-80)
 // spilled 8-16 bytes.
@@ -265,30 +345,19 @@ __global__ void __launch_bounds__(kThreads, 4)
   float* kt = qs + kTileRows * E;   // kTileKeys x ks
   float* vt = kt + kTileKeys * ks;  // kTileKeys x Ev
   const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kTileRows;
-  const int r = q.ndim, tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const T* qp = q.data + batch_offset(q, bt, b);
-  const T* kp = k.data + batch_offset(k, bt, b);
-  const T* vp = v.data + batch_offset(v, bt, b);
-  const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
-                vrs = v.strides[r - 2], vcs = v.strides[r - 1];
-  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
+  const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const Entry<T> en = entry_at(q, k, v, mask, has_mask, bool_mask, bt, b);
   // Rows past L: zeros, never stored.
-  stage_rows(qp + row0 * qrs, qrs, qcs, int(L - row0 < kTileRows ? L - row0 : kTileRows), kTileRows, E, qs, E);
-  // Row rr of this warp is query row row0 + warp * kRowsPerWarp + rr; its running maximum m,
-  // sum l and output acc (element lane + 32 t).
-  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kHeadSlices];
-#pragma unroll
-  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-    m[rr] = -INFINITY;
-    l[rr] = 0;
-#pragma unroll
-    for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] = 0;
-  }
+  stage_rows(en.q + row0 * en.qrs, en.qrs, en.qcs, int(L - row0 < kTileRows ? L - row0 : kTileRows), kTileRows, E, qs,
+             E);
+  // Row rr of this warp's is query row row0 + warp * kRowsPerWarp + rr.
+  Running<kRowsPerWarp> run;
+  run.init();
   for (int64_t j0 = 0; j0 < S; j0 += kTileKeys) {
     __syncthreads();  // the previous tile read (and the query rows written, the first time)
     const int keys = int(S - j0 < kTileKeys ? S - j0 : kTileKeys);
-    stage_rows(kp + j0 * krs, krs, kcs, keys, kTileKeys, E, kt, ks);
-    stage_rows(vp + j0 * vrs, vrs, vcs, keys, kTileKeys, Ev, vt, Ev);
+    stage_rows(en.k + j0 * en.krs, en.krs, en.kcs, keys, kTileKeys, E, kt, ks);
+    stage_rows(en.v + j0 * en.vrs, en.vrs, en.vcs, keys, kTileKeys, Ev, vt, Ev);
     __syncthreads();
     // This lane's key against the warp's rows.
     float s[kRowsPerWarp];
@@ -304,40 +373,9 @@ __global__ void __launch_bounds__(kThreads, 4)
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int64_t row = row0 + warp * kRowsPerWarp + rr;
-      float x = s[rr] * scale;
-      if (lane >= keys) {
-        x = -INFINITY;  // past the keys: no weight
-      } else {
-        if (row < L) x = mk.apply(x, row, key);
-        if (causal && key > row) x = -INFINITY;
-      }
-      // The running maximum ignores NaN (fmaxf) as the CPU's row maximum does; a NaN score then
-      // makes its weight, the sum and the row NaN. While every score so far is -inf the
-      // weights are taken against 0: exp(-inf) = 0 keeps the sum 0 (a fully masked row ends
-      // 0 / 0 = NaN, as the CPU's exp(-inf - -inf)), and a NaN score still gives NaN.
-      const float m_new = fmaxf(m[rr], warp_max(x));
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      p[rr] = lane < keys ? pw::exp_(x - m_use) : 0.0f;
-      const float corr = pw::exp_(m[rr] - m_use);
-      l[rr] = l[rr] * corr + warp_sum(p[rr]);
-      m[rr] = m_new;
-#pragma unroll
-      for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] *= corr;
+      p[rr] = run.add_scores(rr, en.score(s[rr] * scale, lane < keys, row, key, L, causal), lane < keys);
     }
-    for (int j = 0; j < keys; ++j) {  // the tile's weights times its values (keys: uniform in the warp)
-      float pj[kRowsPerWarp];
-#pragma unroll
-      for (int rr = 0; rr < kRowsPerWarp; ++rr) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
-#pragma unroll
-      for (int t = 0; t < kHeadSlices; ++t) {
-        const int e = lane + 32 * t;
-        if (e < Ev) {
-          const float val = vt[j * Ev + e];
-#pragma unroll
-          for (int rr = 0; rr < kRowsPerWarp; ++rr) acc[rr][t] += pj[rr] * val;
-        }
-      }
-    }
+    run.add_values(p, vt, keys, Ev, lane);  // the tile's weights times its values
   }
 #pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
@@ -347,7 +385,7 @@ __global__ void __launch_bounds__(kThreads, 4)
 #pragma unroll
     for (int t = 0; t < kHeadSlices; ++t) {
       const int e = lane + 32 * t;
-      if (e < Ev) orow[e] = cast_value<T>(acc[rr][t] / l[rr]);  // no keys: 0 / 0 = NaN
+      if (e < Ev) orow[e] = cast_value<T>(run.acc[rr][t] / run.l[rr]);  // no keys: 0 / 0 = NaN
     }
   }
 }
@@ -386,31 +424,19 @@ __global__ void __launch_bounds__(kThreads, 4)
   float* qs = smem;              // kWarps x E
   float* buf = qs + kWarps * E;  // kSplitKeys x ks (keys), then kSplitKeys x Ev (values), then partials
   const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kWarps;
-  const int r = q.ndim, tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const T* qp = q.data + batch_offset(q, bt, b);
-  const T* kp = k.data + batch_offset(k, bt, b);
-  const T* vp = v.data + batch_offset(v, bt, b);
-  const int64_t qrs = q.strides[r - 2], qcs = q.strides[r - 1], krs = k.strides[r - 2], kcs = k.strides[r - 1],
-                vrs = v.strides[r - 2], vcs = v.strides[r - 1];
-  const MaskAt<T> mk = mask_at(mask, has_mask, bool_mask, bt, b);
-  stage_rows(qp + row0 * qrs, qrs, qcs, int(L - row0 < kWarps ? L - row0 : kWarps), kWarps, E, qs, E);
-  // This warp's running maximum m, sum l and output acc (element lane + 32 t) of row row0 + rr,
-  // over its share of the keys.
-  float m[kWarps], l[kWarps], acc[kWarps][kHeadSlices];
-#pragma unroll
-  for (int rr = 0; rr < kWarps; ++rr) {
-    m[rr] = -INFINITY;
-    l[rr] = 0;
-#pragma unroll
-    for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] = 0;
-  }
+  const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const Entry<T> en = entry_at(q, k, v, mask, has_mask, bool_mask, bt, b);
+  stage_rows(en.q + row0 * en.qrs, en.qrs, en.qcs, int(L - row0 < kWarps ? L - row0 : kWarps), kWarps, E, qs, E);
+  // Rows row0 + rr over this warp's share of the keys.
+  Running<kWarps> run;
+  run.init();
   const int first = warp * kTileKeys;  // this warp's first key of a round
   for (int64_t j0 = 0; j0 < S; j0 += kSplitKeys) {
     __syncthreads();  // the previous round's values read (the query rows written, the first time)
     const int keys = int(S - j0 < kSplitKeys ? S - j0 : kSplitKeys);
     const int staged = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;  // whole warps' tiles
     const int mine = keys - first < 0 ? 0 : (keys - first < kTileKeys ? keys - first : kTileKeys);
-    stage_rows(kp + j0 * krs, krs, kcs, keys, staged, E, buf, ks);
+    stage_rows(en.k + j0 * en.krs, en.krs, en.kcs, keys, staged, E, buf, ks);
     __syncthreads();
     float s[kWarps];
 #pragma unroll
@@ -424,52 +450,22 @@ __global__ void __launch_bounds__(kThreads, 4)
     const int64_t key = j0 + first + lane;
     float p[kWarps];
 #pragma unroll
-    for (int rr = 0; rr < kWarps; ++rr) {
-      const int64_t row = row0 + rr;
-      float x = s[rr] * scale;
-      if (lane >= mine) {
-        x = -INFINITY;
-      } else {
-        if (row < L) x = mk.apply(x, row, key);
-        if (causal && key > row) x = -INFINITY;
-      }
-      // As the tiled kernel's update (NaN and -inf rules there).
-      const float m_new = fmaxf(m[rr], warp_max(x));
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      p[rr] = lane < mine ? pw::exp_(x - m_use) : 0.0f;
-      const float corr = pw::exp_(m[rr] - m_use);
-      l[rr] = l[rr] * corr + warp_sum(p[rr]);
-      m[rr] = m_new;
-#pragma unroll
-      for (int t = 0; t < kHeadSlices; ++t) acc[rr][t] *= corr;
-    }
+    for (int rr = 0; rr < kWarps; ++rr)
+      p[rr] = run.add_scores(rr, en.score(s[rr] * scale, lane < mine, row0 + rr, key, L, causal), lane < mine);
     __syncthreads();  // every warp's keys read
-    stage_rows(vp + j0 * vrs, vrs, vcs, keys, staged, Ev, buf, Ev);
+    stage_rows(en.v + j0 * en.vrs, en.vrs, en.vcs, keys, staged, Ev, buf, Ev);
     __syncthreads();
-    for (int j = 0; j < mine; ++j) {
-      float pj[kWarps];
-#pragma unroll
-      for (int rr = 0; rr < kWarps; ++rr) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
-#pragma unroll
-      for (int t = 0; t < kHeadSlices; ++t) {
-        const int e = lane + 32 * t;
-        if (e < Ev) {
-          const float val = buf[(first + j) * Ev + e];
-#pragma unroll
-          for (int rr = 0; rr < kWarps; ++rr) acc[rr][t] += pj[rr] * val;
-        }
-      }
-    }
+    run.add_values(p, buf + first * Ev, mine, Ev, lane);
   }
   __syncthreads();            // the last values read
   const int part_w = Ev + 2;  // a partial row: m, l, then the output
 #pragma unroll
   for (int rr = 0; rr < kWarps; ++rr) {
     float* part = buf + (warp * kWarps + rr) * part_w;
-    if (lane == 0) part[0] = m[rr], part[1] = l[rr];
+    if (lane == 0) part[0] = run.m[rr], part[1] = run.l[rr];
 #pragma unroll
     for (int t = 0; t < kHeadSlices; ++t)
-      if (lane + 32 * t < Ev) part[2 + lane + 32 * t] = acc[rr][t];
+      if (lane + 32 * t < Ev) part[2 + lane + 32 * t] = run.acc[rr][t];
   }
   __syncthreads();
   const int64_t row = row0 + warp;
