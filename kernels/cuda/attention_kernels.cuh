@@ -331,8 +331,8 @@ struct Running {
 };
 
 // At least four blocks an SM (the bench transformer at batch 8: 512 blocks on 132 SMs, all
-// resident): ptxas then keeps every value in registers (95-100), where its own choice (64-80)
-// spilled 8-16 bytes.
+// resident): ptxas then keeps every value in registers (127-128 with the 16-byte staging's
+// loads in flight, 95-100 before), where its own choice (64-80) spilled 8-16 bytes.
 template <typename T, int RowsPerWarp>
 __global__ void __launch_bounds__(kThreads, 4)
     sdpa_tiled_kernel(View<T> q, View<T> k, View<T> v, View<T> mask, bool has_mask, bool bool_mask, bool causal,
@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   float* const smem = dynamic_shared();
   const int ks = E | 1;
   float* qs = smem;              // kWarps x E
-  float* buf = qs + kWarps * E;  // kSplitKeys x ks (keys), then kSplitKeys x Ev (values), then partials
+  float* buf = qs + kWarps * E;  // kSplitKeys x ks (keys), kSplitKeys x Ev (values), partials
   const int64_t b = blockIdx.x / row_tiles, row0 = (blockIdx.x % row_tiles) * kWarps;
   const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const Entry<T> en = entry_at(q, k, v, mask, has_mask, bool_mask, bt, b);
