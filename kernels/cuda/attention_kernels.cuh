@@ -153,6 +153,21 @@ __device__ float warp_sum(float x) {
   return x;
 }
 
+// A thread's walk over a tile's cells (elements, or 16-byte chunks) kThreads apart: its cell's row
+// and column, stepping by (kThreads / width, kThreads % width) with one carry.
+struct Walk {
+  int r, c, dr, dc, width;
+  __device__ explicit Walk(int w)
+      : r(int(threadIdx.x) / w), c(int(threadIdx.x) % w), dr(kThreads / w), dc(kThreads % w), width(w) {}
+  __device__ void next() {
+    r += dr;
+    c += dc;
+    const bool wrap = c >= width;
+    c -= wrap ? width : 0;
+    r += wrap;
+  }
+};
+
 // Stages rows [0, count) of a [rows, width] tile (row r at src + r * rs, its elements cs apart)
 // into shared memory as floats (row r at dst + r * ds), rows past count as zeros. Each thread
 // issues its loads kBatch at a time (rows clamped to the valid ones, so no load waits behind a
@@ -160,47 +175,35 @@ __device__ float warp_sum(float x) {
 // waited for each element in turn. At batch 1 a block is alone on its SM (the transformer's
 // 64 blocks on 132 SMs): nothing else hides that latency. (All of a thread's loads at once,
 // 32 at the widest head, took 255 registers and spilled.) A thread's elements are kThreads
-// apart, so its row and column step by (kThreads / width, kThreads % width) from one to the
-// next, with one carry: no integer division an element (two a division, about 20 instructions
-// each, were most of the staging's work).
+// apart, so its row and column step with one carry (Walk): no integer division an element (two a
+// division, about 20 instructions each, were most of the staging's work).
 //
 // Where a row's elements are adjacent and every row starts on 16 bytes (a projection's output
 // seen as heads: q, k and v of the transformer), the loads are 16 bytes each (stage_rows_16),
 // kBatch16 of them at a time: a tile of 32 keys of a 64-wide head is one round trip a thread.
 constexpr int kBatch16 = 8;
+
 template <typename T>
 __device__ void stage_rows_16(const T* src, int64_t rs, int count, int rows, int width, float* dst, int ds) {
   constexpr int kVec = 16 / sizeof(T);  // elements a load
-  const int wv = width / kVec, n = rows * wv, dr = kThreads / wv, de = kThreads % wv;
-  int r = int(threadIdx.x) / wv, c = int(threadIdx.x) % wv;  // of the thread's next load
+  const int wv = width / kVec, n = rows * wv;
+  Walk at(wv);  // the thread's next load
 #pragma unroll 1
   for (int i0 = int(threadIdx.x); i0 < n; i0 += kBatch16 * kThreads) {
     uint4 raw[kBatch16];
-    const int r0 = r, c0 = c;
+    Walk st = at;  // the batch's first load: the stores walk from it again
 #pragma unroll
-    for (int t = 0; t < kBatch16; ++t) {
+    for (int t = 0; t < kBatch16; ++t, at.next())
       if (i0 + t * kThreads < n)
-        raw[t] = *reinterpret_cast<const uint4*>(src + (r < count ? r : count - 1) * rs + c * kVec);
-      r += dr;
-      c += de;
-      const bool wrap = c >= wv;
-      c -= wrap ? wv : 0;
-      r += wrap;
-    }
-    int sr = r0, sc = c0;
+        raw[t] = *reinterpret_cast<const uint4*>(src + (at.r < count ? at.r : count - 1) * rs + at.c * kVec);
 #pragma unroll
-    for (int t = 0; t < kBatch16; ++t) {
+    for (int t = 0; t < kBatch16; ++t, st.next()) {
       if (i0 + t * kThreads < n) {
         T v[kVec];
         memcpy(static_cast<void*>(v), &raw[t], sizeof v);  // (void*: T may be a class)
 #pragma unroll
-        for (int u = 0; u < kVec; ++u) dst[sr * ds + sc * kVec + u] = sr < count ? float(widen(v[u])) : 0.0f;
+        for (int u = 0; u < kVec; ++u) dst[st.r * ds + st.c * kVec + u] = st.r < count ? float(widen(v[u])) : 0.0f;
       }
-      sr += dr;
-      sc += de;
-      const bool wrap = sc >= wv;
-      sc -= wrap ? wv : 0;
-      sr += wrap;
     }
   }
 }
@@ -212,35 +215,23 @@ __device__ void stage_rows(const T* src, int64_t rs, int64_t cs, int count, int 
   if (cs == 1 && width % kVec == 0 && rs % kVec == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0)
     return stage_rows_16(src, rs, count, rows, width, dst, ds);
   constexpr int kBatch = 8;
-  const int n = rows * width, dr = kThreads / width, de = kThreads % width;
-  int r = int(threadIdx.x) / width, e = int(threadIdx.x) % width;  // of the thread's next element
+  const int n = rows * width;
+  Walk at(width);  // the thread's next element
 #pragma unroll 1
   for (int i0 = int(threadIdx.x); i0 < n; i0 += kBatch * kThreads) {
     float v[kBatch];
-    const int r0 = r, e0 = e;  // the batch's first element: the stores walk from it again
+    Walk st = at;  // the batch's first element: the stores walk from it again
 #pragma unroll
-    for (int t = 0; t < kBatch; ++t) {
+    for (int t = 0; t < kBatch; ++t, at.next()) {
       v[t] = 0.0f;
       if (i0 + t * kThreads < n) {
-        const float x = float(widen(src[(r < count ? r : count - 1) * rs + e * cs]));
-        v[t] = r < count ? x : 0.0f;
+        const float x = float(widen(src[(at.r < count ? at.r : count - 1) * rs + at.c * cs]));
+        v[t] = at.r < count ? x : 0.0f;
       }
-      r += dr;
-      e += de;
-      const bool wrap = e >= width;
-      e -= wrap ? width : 0;
-      r += wrap;
     }
-    int sr = r0, se = e0;
 #pragma unroll
-    for (int t = 0; t < kBatch; ++t) {
-      if (i0 + t * kThreads < n) dst[sr * ds + se] = v[t];
-      sr += dr;
-      se += de;
-      const bool wrap = se >= width;
-      se -= wrap ? width : 0;
-      sr += wrap;
-    }
+    for (int t = 0; t < kBatch; ++t, st.next())
+      if (i0 + t * kThreads < n) dst[st.r * ds + st.c] = v[t];
   }
 }
 
