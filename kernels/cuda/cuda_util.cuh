@@ -264,7 +264,24 @@ inline unsigned grid_for(int64_t n, unsigned block = 256) {
   return unsigned(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
 }
 
-#if defined(__CUDACC__)  // (a launch: the rest of this header also compiles on the host, tests/cuda_emulation.h)
+#if defined(__CUDACC__) || defined(AMBER_CUDA_EMULATION)  // (the rest compiles on the host too)
+// kernel<<<grid, block, 0, a's stream>>>(args...), its launch error reported as the kernel's
+// failure (`what`); under tests/cuda_emulation.h, the grid's blocks run on the CPU.
+template <typename... Params, typename... Args>
+int launch_on(const amber_kernel_args* a, const char* what, void (*kernel)(Params...), dim3 grid, dim3 block,
+              Args... args) {
+#if defined(AMBER_CUDA_EMULATION)
+  (void)a, (void)what;
+  amber::emulation::launch(kernel, grid, block, Params(args)...);
+  return 0;
+#else
+  // clang-format off
+  kernel<<<grid, block, 0, stream_of(a)>>>(Params(args)...);
+  // clang-format on
+  return launched(a, what);
+#endif
+}
+
 // Runs f(char* p[N]) for every output element: p[0] the output element, p[k] operand k's.
 template <int N, typename F>
 int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const int64_t* items, F f,
@@ -274,8 +291,7 @@ int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const
   DeviceScope scope(a->device);
   Operands<N> o = operands<N>(views, items);
   simplify(o);
-  map_kernel<N><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, f);
-  return launched(a, what);
+  return launch_on(a, what, &map_kernel<N, F>, dim3(grid_for(n)), dim3(256), n, o, f);
 }
 #endif
 

@@ -8,6 +8,16 @@
 
 namespace amber::cuda {
 
+#if defined(AMBER_CUDA_EMULATION)
+// tests/cuda_emulation.h: the kernels run on the CPU, with no device to make current.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int) {}
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  cudaError_t status() const { return cudaSuccess; }
+};
+#else
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
@@ -29,5 +39,6 @@ class DeviceScope {
   bool switched_ = false;
   cudaError_t status_ = cudaSuccess;
 };
+#endif
 
 }  // namespace amber::cuda
