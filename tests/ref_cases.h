@@ -1,7 +1,7 @@
 // Reading the op cases of tests/gen_reference.py (ops.safetensors and its "cases" metadata)
 // for the tests that replay them: a case's attributes converted by the op table's own
 // argument kinds, and its inputs rebuilt in the layout the case asks for (transposed,
-// strided, channels-last or expanded views of the stored tensor).
+// strided, channels-last or expanded views of the stored tensor), on any device.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -58,6 +58,41 @@ inline Tensor rebuild_layout(const Tensor& stored, const nlohmann::json& layout)
   }
   FAIL("unknown layout " << layout.dump());
   return stored;
+}
+
+// The inputs and attributes of one case, its inputs on `device` with the case's layouts.
+struct Case {
+  std::vector<Tensor> inputs;  // an undefined tensor stands for an absent optional input
+  std::vector<const Tensor*> ptrs;
+  std::vector<Attr> attrs;
+};
+
+// mutable_inputs: the inputs are copies rather than views of the file's read-only mapping,
+// so kernels that pack immutable weights at setup take their unpacked path, as on a device.
+inline Case make_case(const OpSchema& op, const nlohmann::json& c, SafetensorsFile& file, Device device,
+                      bool mutable_inputs = false) {
+  const std::string name = c["name"];
+  Case k;
+  for (size_t i = 0; i < c["inputs"].size(); ++i) {
+    const nlohmann::json& spec = c["inputs"][i];
+    if (spec.contains("absent")) {
+      k.inputs.emplace_back();
+      continue;
+    }
+    Tensor t = file.tensor(name + ".input" + std::to_string(i)).to(device);
+    if (mutable_inputs && device.is_cpu()) t = t.clone();
+    k.inputs.push_back(rebuild_layout(t, spec["layout"]));
+  }
+  for (const Tensor& t : k.inputs) k.ptrs.push_back(t.defined() ? &t : nullptr);
+  while (!op.has_tensor_list && int(k.ptrs.size()) < op.num_tensor_args) k.ptrs.push_back(nullptr);
+  for (int i = 0; i < op.num_attrs(); ++i) {
+    const ArgSpec& spec = op.attr_spec(i);
+    if (c["attrs"].contains(spec.name))
+      k.attrs.push_back(attr_from_json(op, spec, c["attrs"][spec.name]));
+    else if (spec.default_value)
+      k.attrs.push_back(*spec.default_value);
+  }
+  return k;
 }
 
 }  // namespace amber::test

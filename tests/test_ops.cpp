@@ -20,6 +20,8 @@
 using namespace amber;
 using Json = nlohmann::json;
 using test::attr_from_json;
+using test::Case;
+using test::make_case;
 using test::rebuild_layout;
 
 namespace {
@@ -30,40 +32,6 @@ struct OpStats {
 };
 
 }  // namespace
-
-// The inputs and attributes of one case, its inputs on `device` with the case's layouts.
-struct Case {
-  std::vector<Tensor> inputs;  // an undefined tensor stands for an absent optional input
-  std::vector<const Tensor*> ptrs;
-  std::vector<Attr> attrs;
-};
-
-// mutable_inputs: the inputs are copies rather than views of the file's read-only mapping,
-// so kernels that pack immutable weights at setup take their unpacked path, as on a device.
-Case make_case(const OpSchema& op, const Json& c, SafetensorsFile& file, Device device, bool mutable_inputs = false) {
-  const std::string name = c["name"];
-  Case k;
-  for (size_t i = 0; i < c["inputs"].size(); ++i) {
-    const Json& spec = c["inputs"][i];
-    if (spec.contains("absent")) {
-      k.inputs.emplace_back();
-      continue;
-    }
-    Tensor t = file.tensor(name + ".input" + std::to_string(i)).to(device);
-    if (mutable_inputs && device.is_cpu()) t = t.clone();
-    k.inputs.push_back(rebuild_layout(t, spec["layout"]));
-  }
-  for (const Tensor& t : k.inputs) k.ptrs.push_back(t.defined() ? &t : nullptr);
-  while (!op.has_tensor_list && int(k.ptrs.size()) < op.num_tensor_args) k.ptrs.push_back(nullptr);
-  for (int i = 0; i < op.num_attrs(); ++i) {
-    const ArgSpec& spec = op.attr_spec(i);
-    if (c["attrs"].contains(spec.name))
-      k.attrs.push_back(attr_from_json(op, spec, c["attrs"][spec.name]));
-    else if (spec.default_value)
-      k.attrs.push_back(*spec.default_value);
-  }
-  return k;
-}
 
 TEST_CASE("ops match PyTorch", "[ops]") {
   const std::string dir = test::refdata_dir();

@@ -1,0 +1,145 @@
+// The CUDA backend's elementwise kernels (kernels/cuda/pointwise_kernels.cuh) on the CPU
+// (cuda_emulation.h), registered as the library registers them and reached through the dispatcher:
+// a backend of host memory whose kernels are those serves Device::cuda(0), and every case of
+// tests/gen_reference.py whose op has such a kernel must equal the CPU within the case's
+// tolerance (attributes, compute dtypes, 16-bit rounding, broadcasts and layouts as served).
+
+#include <amber/amber.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "amber/core/backend_registry.h"
+#include "amber/schema/dispatcher.h"
+#include "cuda_emulation.h"
+#include "ref_cases.h"
+#include "test_util.h"
+// After the emulation's macros:
+#include "amber/kernels/cuda/pointwise_kernels.cuh"
+
+namespace {
+
+using namespace amber;
+
+// The emulated device's table: host memory, copies and fills done at once, no streams, graphs or
+// events; its kernels are the registry's (pointwise_kernels.cuh's register_kernels).
+int32_t emulated_count() { return 1; }
+void* emulated_allocate(int32_t, size_t nbytes, uint32_t) {
+  return std::aligned_alloc(256, std::max<size_t>(256, (nbytes + 255) / 256 * 256));
+}
+void emulated_deallocate(int32_t, void* p, size_t, uint32_t) { std::free(p); }
+int emulated_copy(void* dst, int32_t, int32_t, const void* src, int32_t, int32_t, size_t nbytes, void*) {
+  if (nbytes) std::memcpy(dst, src, nbytes);
+  return 0;
+}
+int emulated_fill(int32_t, void* p, int value, size_t nbytes, void*) {
+  std::memset(p, value, nbytes);
+  return 0;
+}
+int emulated_stream_create(int32_t, void** stream) {
+  *stream = nullptr;
+  return 0;
+}
+void emulated_stream_destroy(int32_t, void*) {}
+int emulated_synchronize(int32_t, void*) { return 0; }
+const amber_kernel* emulated_lookup(const char* op, int32_t version, int32_t dtype) {
+  return cuda::find_kernel(op, version, dtype);
+}
+const char* emulated_last_error() { return ""; }
+
+const amber_backend kEmulated = {
+    AMBER_BACKEND_ABI_VERSION,
+    sizeof(amber_backend),
+    "cuda (emulated on the CPU)",
+    0,
+    emulated_count,
+    emulated_allocate,
+    emulated_deallocate,
+    emulated_copy,
+    emulated_fill,
+    emulated_stream_create,
+    emulated_stream_destroy,
+    emulated_synchronize,
+    emulated_lookup,
+    emulated_last_error,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+};
+
+// Whether the registry holds a kernel of op for any dtype.
+bool has_kernel(const OpSchema& op) {
+  for (int t = 0; t < 10; ++t)
+    if (cuda::find_kernel(op.name, op.version, t)) return true;
+  return false;
+}
+
+struct Stats {
+  int cases = 0;
+  double max_abs = 0, max_rel = 0;
+};
+
+}  // namespace
+
+TEST_CASE("cuda emulated: every elementwise kernel equals the CPU on every op case", "[emulated]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
+  cuda::pointwise::register_kernels();
+  REQUIRE(backend_if_loaded(DeviceType::cuda) == nullptr);  // a process of its own: no real backend
+  register_backend(DeviceType::cuda, &kEmulated);
+  const Device device = Device::cuda(0);
+
+  SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
+  const nlohmann::json cases = nlohmann::json::parse(file.metadata().at("cases"));
+  std::map<std::string, Stats> ran;
+  for (const nlohmann::json& c : cases) {
+    if (!c["error"].is_null()) continue;
+    const std::string name = c["name"], opname = c["op"];
+    const OpSchema& op = op_schema(opname);
+    if (!has_kernel(op)) continue;
+    INFO("case " << name << " (op " << opname << ")");
+    Stats& st = ran[opname];
+    ++st.cases;
+    test::Case on_cpu = test::make_case(op, c, file, Device::cpu());
+    test::Case on_dev = test::make_case(op, c, file, device);
+    const bool factory = on_cpu.inputs.empty();
+    const std::vector<Tensor> want = dispatch(op, on_cpu.ptrs, on_cpu.attrs, SrcLoc::none());
+    const std::vector<Tensor> got =
+        dispatch(op, on_dev.ptrs, on_dev.attrs, SrcLoc::none(), factory ? device : Device::cpu());
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      CHECK(got[k].device() == device);
+      const test::Diff d =
+          test::compare(got[k].to(Device::cpu()), want[k], c["atol"].get<double>(), c["rtol"].get<double>());
+      INFO("output " << k << ": " << d.message);
+      CHECK(d.ok);
+      st.max_abs = std::max(st.max_abs, d.max_abs);
+      st.max_rel = std::max(st.max_rel, d.max_rel);
+    }
+  }
+  // Every op with an elementwise kernel has cases (else it would pass untested).
+  int n = 0;
+  for (const OpSchema* op : all_ops())
+    if (has_kernel(*op)) {
+      INFO("op " << op->name << " has an elementwise CUDA kernel");
+      CHECK(ran.count(op->name) == 1);
+    }
+  for (auto& [op, st] : ran) n += st.cases;
+  std::printf("%zu ops (%d cases) on the emulated CUDA kernels against the CPU:\n", ran.size(), n);
+  std::printf("  %-20s %6s %12s %12s\n", "op", "cases", "max |diff|", "max rel");
+  for (auto& [op, st] : ran) std::printf("  %-20s %6d %12.3g %12.3g\n", op.c_str(), st.cases, st.max_abs, st.max_rel);
+}
