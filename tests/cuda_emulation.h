@@ -16,9 +16,12 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -52,37 +55,93 @@ inline std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
 inline std::vector<uint64_t> warp_lanes;  // 32 a warp: what each lane offers a shuffle (its bits)
 inline std::atomic<int> block_votes{0};   // how many of the block's threads voted true
 
+// Threads kept from launch to launch: run(n, job) runs job(t) on worker t for every t < n at once
+// and returns when all have returned, making workers as needed. (A thread for each thread of each
+// block made the emulated tests' time mostly thread creation.)
+class Workers {
+ public:
+  void run(unsigned n, const std::function<void(unsigned)>& job) {
+    std::lock_guard one_at_a_time(launching_);
+    std::unique_lock lock(mutex_);
+    for (unsigned t = unsigned(threads_.size()); t < n; ++t) threads_.emplace_back([this, t] { serve(t); });
+    job_ = &job;
+    active_ = left_ = n;
+    ++generation_;
+    wake_.notify_all();
+    done_.wait(lock, [&] { return left_ == 0; });
+  }
+  ~Workers() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void serve(unsigned t) {
+    uint64_t seen = 0;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (t >= active_) continue;
+      const std::function<void(unsigned)>& job = *job_;
+      lock.unlock();
+      job(t);
+      lock.lock();
+      if (--left_ == 0) done_.notify_one();
+    }
+  }
+  std::mutex launching_, mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(unsigned)>* job_ = nullptr;
+  unsigned active_ = 0, left_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+inline Workers workers;
+
 // kernel<<<grid, block, shared_bytes>>>(args...): the blocks in turn, each with its threads at
-// once.
+// once, on the kept workers: between blocks they wait at a gate whose completion sets up the next
+// block's barriers and shared memory.
 template <typename Kernel, typename... Args>
 void launch_shared(Kernel kernel, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
   gridDim = grid, blockDim = block;
   const unsigned threads = block.x * block.y * block.z, warps = (threads + 31) / 32;
+  const unsigned blocks = grid.x * grid.y * grid.z;
+  if (blocks == 0 || threads == 0) return;
   std::vector<float> dynamic(shared_bytes / sizeof(float) + 1);
   warp_lanes.assign(size_t(warps) * 32, 0);
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        std::barrier<> barrier(threads);
-        block_barrier = &barrier;
-        std::fill(dynamic.begin(), dynamic.end(), NAN);
-        block_dynamic_shared = dynamic.data();
-        warp_barriers.clear();
-        for (unsigned w = 0; w < warps; ++w)
-          warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, threads - 32 * w)));
-        std::vector<std::thread> running;
-        running.reserve(threads);
-        for (unsigned t = 0; t < threads; ++t)
-          running.emplace_back([&, t] {
-            blockIdx = dim3(x, y, z);
-            threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
-            kernel(args...);
-            // A thread that has returned no longer holds the others.
-            warp_barriers[t / 32]->arrive_and_drop();
-            barrier.arrive_and_drop();
-          });
-        for (std::thread& t : running) t.join();
-      }
+  std::unique_ptr<std::barrier<>> barrier;
+  auto set_up = [&] {  // a block's barriers (a returned thread drops out of them) and shared memory
+    barrier = std::make_unique<std::barrier<>>(threads);
+    block_barrier = barrier.get();
+    std::fill(dynamic.begin(), dynamic.end(), NAN);
+    block_dynamic_shared = dynamic.data();
+    warp_barriers.clear();
+    for (unsigned w = 0; w < warps; ++w)
+      warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, threads - 32 * w)));
+  };
+  set_up();
+  unsigned next = 0;  // the block running
+  std::barrier gate(threads, [&]() noexcept {
+    if (++next < blocks) set_up();
+  });
+  workers.run(threads, [&](unsigned t) {
+    threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+    for (unsigned b = 0; b < blocks; ++b) {
+      blockIdx = dim3(b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y));
+      kernel(args...);
+      // A thread that has returned no longer holds the others.
+      warp_barriers[t / 32]->arrive_and_drop();
+      block_barrier->arrive_and_drop();
+      gate.arrive_and_wait();
+    }
+  });
 }
 template <typename Kernel, typename... Args>
 void launch(Kernel kernel, dim3 grid, dim3 block, Args... args) {
@@ -127,6 +186,12 @@ T __shfl_sync(unsigned, T x, int lane) {
 template <typename T>
 T __shfl_xor_sync(unsigned, T x, int mask) {
   return amber::emulation::shuffle(x, (threadIdx.x % 32) ^ unsigned(mask));
+}
+// The runtime's calls the emulated kernel files make (tests/test_kernels_emulated.cpp), on host
+// memory and at once.
+extern "C" inline cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t) {
+  std::memset(ptr, value, count);
+  return cudaSuccess;
 }
 inline float __uint_as_float(uint32_t bits) {
   float f;
