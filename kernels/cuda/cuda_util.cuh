@@ -80,8 +80,13 @@ inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 
 // After a launch: 0, or the launch error reported as the kernel's failure.
 inline int launched(const amber_kernel_args* a, const char* what) {
+#if defined(AMBER_CUDA_EMULATION)  // (enqueue ran the kernel)
+  (void)a, (void)what;
+  return 0;
+#else
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? 0 : fail(a, "%s: %s", what, cudaGetErrorString(e));
+#endif
 }
 
 inline int64_t numel(const amber_tensor_view& v) {
@@ -265,20 +270,18 @@ inline unsigned grid_for(int64_t n, unsigned block = 256) {
 }
 
 #if defined(__CUDACC__) || defined(AMBER_CUDA_EMULATION)  // (the rest compiles on the host too)
-// kernel<<<grid, block, 0, a's stream>>>(args...), its launch error reported as the kernel's
-// failure (`what`); under tests/cuda_emulation.h, the grid's blocks run on the CPU.
+// kernel<<<grid, block, 0, a's stream>>>(args...) (launched() then reports a launch error); under
+// tests/cuda_emulation.h the grid's blocks run on the CPU, so that the kernel files' host code is
+// tested there too (tests/test_kernels_emulated.cpp).
 template <typename... Params, typename... Args>
-int launch_on(const amber_kernel_args* a, const char* what, void (*kernel)(Params...), dim3 grid, dim3 block,
-              Args... args) {
+void enqueue(const amber_kernel_args* a, void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
 #if defined(AMBER_CUDA_EMULATION)
-  (void)a, (void)what;
+  (void)a;
   amber::emulation::launch(kernel, grid, block, Params(args)...);
-  return 0;
 #else
   // clang-format off
   kernel<<<grid, block, 0, stream_of(a)>>>(Params(args)...);
   // clang-format on
-  return launched(a, what);
 #endif
 }
 
@@ -291,7 +294,8 @@ int map(const amber_kernel_args* a, const amber_tensor_view* const* views, const
   DeviceScope scope(a->device);
   Operands<N> o = operands<N>(views, items);
   simplify(o);
-  return launch_on(a, what, &map_kernel<N, F>, dim3(grid_for(n)), dim3(256), n, o, f);
+  enqueue(a, &map_kernel<N, F>, dim3(grid_for(n)), dim3(256), n, o, f);
+  return launched(a, what);
 }
 #endif
 

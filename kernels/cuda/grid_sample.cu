@@ -19,9 +19,9 @@ struct GridSampleKernel {  // grid_sample(input, grid, mode, padding_mode, align
     const int64_t n = y.sizes[0], c = y.sizes[1], oh = y.sizes[2], ow = y.sizes[3];
     if (n * oh * ow == 0 || c == 0) return 0;
     DeviceScope scope(a->device);
-    grid_sample_kernel<T><<<grid_for(n * oh * ow), 256, 0, stream_of(a)>>>(
-        static_cast<const T*>(a->inputs[0].data), static_cast<const T*>(a->inputs[1].data), static_cast<T*>(y.data),
-        grid::views_of(a), grid::params_of(a), n, oh, ow);
+    enqueue(a, &grid_sample_kernel<T>, dim3(grid_for(n * oh * ow)), dim3(256), static_cast<const T*>(a->inputs[0].data),
+            static_cast<const T*>(a->inputs[1].data), static_cast<T*>(y.data), grid::views_of(a), grid::params_of(a), n,
+            oh, ow);
     return launched(a, "grid_sample");
   }
 };

@@ -37,8 +37,8 @@ struct EmbeddingKernel {  // embedding(weight, indices, padding_idx)
     const int64_t n = numel(y);
     if (n == 0) return 0;
     DeviceScope scope(a->device);
-    embedding_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(w.data), static_cast<T*>(y.data),
-                                                               embedding_args(w, idx), n);
+    enqueue(a, &embedding_kernel<T>, dim3(grid_for(n)), dim3(256), static_cast<const T*>(w.data),
+            static_cast<T*>(y.data), embedding_args(w, idx), n);
     return launched(a, "embedding");
   }
 };
@@ -51,9 +51,8 @@ struct IndexSelectKernel {  // index_select(self, index, dim)
     if (n == 0) return 0;
     if (x.ndim == 0) return copy_convert(a, y, x);  // a 0-D self: the index must be 0
     DeviceScope scope(a->device);
-    index_select_kernel<T>
-        <<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
-                                                select_args<T>(x, idx, y, a->attrs[op_attrs::index_select::dim].i), n);
+    enqueue(a, &index_select_kernel<T>, dim3(grid_for(n)), dim3(256), static_cast<const T*>(x.data),
+            static_cast<T*>(y.data), select_args<T>(x, idx, y, a->attrs[op_attrs::index_select::dim].i), n);
     return launched(a, "index_select");
   }
 };
@@ -65,8 +64,8 @@ struct GatherKernel {  // gather(self, index, dim)
     const int64_t n = numel(y);
     if (n == 0) return 0;
     DeviceScope scope(a->device);
-    gather_kernel<T>
-        <<<grid_for(n), 256, 0, stream_of(a)>>>(gather_args<T>(x, idx, y, a->attrs[op_attrs::gather::dim].i), n);
+    enqueue(a, &gather_kernel<T>, dim3(grid_for(n)), dim3(256),
+            gather_args<T>(x, idx, y, a->attrs[op_attrs::gather::dim].i), n);
     return launched(a, "gather");
   }
 };
@@ -87,8 +86,8 @@ struct ScatterKernels {
       T value{};
       if constexpr (M == ScatterMode::value) value = attr_scalar<T>(a, op_attrs::scatter_value::value);
       DeviceScope scope(a->device);
-      scatter_kernel<T, M><<<grid_for(n), 256, 0, stream_of(a)>>>(
-          scatter_args<T>(idx, y, M == ScatterMode::value ? nullptr : &a->inputs[2], a->attrs[kDim].i), value, n);
+      enqueue(a, &scatter_kernel<T, M>, dim3(grid_for(n)), dim3(256),
+              scatter_args<T>(idx, y, M == ScatterMode::value ? nullptr : &a->inputs[2], a->attrs[kDim].i), value, n);
       return launched(a, M == ScatterMode::add ? "scatter_add" : "scatter");
     }
   };
@@ -100,8 +99,8 @@ int pad_walk(const amber_kernel_args* a, const views::PadDims& p, views::PadMode
   const int64_t n = numel(a->outputs[0]);
   if (n == 0) return 0;
   DeviceScope scope(a->device);
-  pad_kernel<T><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const T*>(a->inputs[0].data),
-                                                       static_cast<T*>(a->outputs[0].data), p, mode, value, n);
+  enqueue(a, &pad_kernel<T>, dim3(grid_for(n)), dim3(256), static_cast<const T*>(a->inputs[0].data),
+          static_cast<T*>(a->outputs[0].data), p, mode, value, n);
   return launched(a, what);
 }
 template <typename T>
@@ -180,9 +179,8 @@ struct Triangle {
       const int64_t n = numel(y);
       if (n == 0) return 0;
       DeviceScope scope(a->device);
-      triangle_kernel<U, Lower><<<grid_for(n), 256, 0, stream_of(a)>>>(static_cast<const U*>(x.data),
-                                                                       static_cast<U*>(y.data), strided_of(x, y),
-                                                                       a->attrs[op_attrs::tril::diagonal].i, n);
+      enqueue(a, &triangle_kernel<U, Lower>, dim3(grid_for(n)), dim3(256), static_cast<const U*>(x.data),
+              static_cast<U*>(y.data), strided_of(x, y), a->attrs[op_attrs::tril::diagonal].i, n);
       return launched(a, Lower ? "tril" : "triu");
     }
   };

@@ -37,9 +37,9 @@ int run_pool(const amber_kernel_args* a, const Params& p, const char* what) {
   const auto* x = static_cast<const T*>(a->inputs[0].data);
   auto* y = static_cast<T*>(a->outputs[0].data);
   if (fits_32(g, p))
-    pool_kernel<T, K, int32_t><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, p, yi);
+    enqueue(a, &pool_kernel<T, K, int32_t>, dim3(grid_for(total)), dim3(256), x, y, g, p, yi);
   else
-    pool_kernel<T, K, int64_t><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, p, yi);
+    enqueue(a, &pool_kernel<T, K, int64_t>, dim3(grid_for(total)), dim3(256), x, y, g, p, yi);
   return launched(a, what);
 }
 
@@ -93,10 +93,10 @@ struct MaxUnpoolKernel {
     if (total == 0) return 0;
     DeviceScope scope(a->device);
     T* y = static_cast<T*>(a->outputs[0].data);
-    unpool_zero_kernel<T><<<grid_for(total), 256, 0, stream_of(a)>>>(y, g);
+    enqueue(a, &unpool_zero_kernel<T>, dim3(grid_for(total)), dim3(256), y, g);
     if (g.n * g.c * g.h * g.w > 0)
-      unpool_kernel<T><<<grid_for(g.n * g.c * g.h * g.w), 256, 0, stream_of(a)>>>(
-          static_cast<const T*>(a->inputs[0].data), static_cast<const int64_t*>(a->inputs[1].data), y, g, gi);
+      enqueue(a, &unpool_kernel<T>, dim3(grid_for(g.n * g.c * g.h * g.w)), dim3(256),
+              static_cast<const T*>(a->inputs[0].data), static_cast<const int64_t*>(a->inputs[1].data), y, g, gi);
     return launched(a, "max_unpool2d");
   }
 };

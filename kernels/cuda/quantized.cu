@@ -51,11 +51,11 @@ int conv_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes
 template <typename TX, typename TY>
 int launch_conv(const amber_kernel_args* a, const ConvGeometry& g, const Quant& q, int32_t* flags) {
   const int64_t total = g.n * g.oc * g.oh * g.ow;
-  quantized_conv_kernel<TX, TY><<<grid_for(total), 256, 0, stream_of(a)>>>(
-      static_cast<const TX*>(a->inputs[0].data), static_cast<const int8_t*>(a->inputs[1].data),
-      static_cast<const float*>(a->inputs[2].data),
-      present(a->inputs[3]) ? static_cast<const float*>(a->inputs[3].data) : nullptr,
-      static_cast<TY*>(a->outputs[0].data), g, q, flags);
+  enqueue(a, &quantized_conv_kernel<TX, TY>, dim3(grid_for(total)), dim3(256),
+          static_cast<const TX*>(a->inputs[0].data), static_cast<const int8_t*>(a->inputs[1].data),
+          static_cast<const float*>(a->inputs[2].data),
+          present(a->inputs[3]) ? static_cast<const float*>(a->inputs[3].data) : nullptr,
+          static_cast<TY*>(a->outputs[0].data), g, q, flags);
   return launched(a, "quantized_conv2d");
 }
 
@@ -78,8 +78,8 @@ int quantized_conv(const amber_kernel_args* a) {
     if (cudaMemsetAsync(flags, 0, size_t(g.n) * sizeof(int32_t), stream_of(a)) != cudaSuccess)
       return launched(a, "quantized_conv2d");
     if (g.c * g.h * g.w > 0)
-      flag_nan_images<><<<grid_for(g.n * g.c * g.h * g.w), 256, 0, stream_of(a)>>>(
-          static_cast<const float*>(a->inputs[0].data), g, flags);
+      enqueue(a, &flag_nan_images<>, dim3(grid_for(g.n * g.c * g.h * g.w)), dim3(256),
+              static_cast<const float*>(a->inputs[0].data), g, flags);
   }
   const bool u8_in = a->inputs[0].dtype == kU8;
   if constexpr (U8Out)
@@ -94,11 +94,11 @@ template <typename TX, typename TY>
 int launch_linear(const amber_kernel_args* a, const Rows& rows, int64_t n_rows, const Quant& q) {
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[3];
   const int64_t out_f = w.sizes[0], in_f = w.sizes[1];
-  quantized_linear_kernel<TX, TY><<<grid_for(n_rows * out_f), 256, 0, stream_of(a)>>>(
-      static_cast<const TX*>(a->inputs[0].data), static_cast<const int8_t*>(w.data),
-      static_cast<const float*>(a->inputs[2].data), present(b) ? static_cast<const float*>(b.data) : nullptr,
-      static_cast<TY*>(a->outputs[0].data), rows, n_rows, in_f, out_f, w.strides[0], w.strides[1],
-      a->inputs[2].strides[0], present(b) ? b.strides[0] : 0, q);
+  enqueue(a, &quantized_linear_kernel<TX, TY>, dim3(grid_for(n_rows * out_f)), dim3(256),
+          static_cast<const TX*>(a->inputs[0].data), static_cast<const int8_t*>(w.data),
+          static_cast<const float*>(a->inputs[2].data), present(b) ? static_cast<const float*>(b.data) : nullptr,
+          static_cast<TY*>(a->outputs[0].data), rows, n_rows, in_f, out_f, w.strides[0], w.strides[1],
+          a->inputs[2].strides[0], present(b) ? b.strides[0] : 0, q);
   return launched(a, "quantized_linear");
 }
 

@@ -41,8 +41,8 @@ int run_fold(const amber_kernel_args* a) {
   const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::sum::dim], x.ndim), false);
   if (r.rows == 0) return 0;
   DeviceScope scope(a->device);
-  fold_kernel<T, F>
-      <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data), r);
+  enqueue(a, &fold_kernel<T, F>, dim3(blocks_for(r.rows)), dim3(kThreads), static_cast<const T*>(x.data),
+          static_cast<T*>(y.data), r);
   return launched(a, F == Fold::sum ? "sum" : F == Fold::prod ? "prod" : "mean");
 }
 template <typename T>
@@ -68,8 +68,8 @@ struct Extremum {
       const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::amax::dim], x.ndim), false);
       if (r.rows == 0) return 0;
       DeviceScope scope(a->device);
-      extremum_kernel<T, Max, false>
-          <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), y.data, r);
+      enqueue(a, &extremum_kernel<T, Max, false>, dim3(blocks_for(r.rows)), dim3(kThreads),
+              static_cast<const T*>(x.data), y.data, r);
       return launched(a, Max ? "amax" : "amin");
     }
   };
@@ -92,8 +92,8 @@ struct ArgExtremum {
       }
       if (r.rows == 0 || r.len == 0) return 0;
       DeviceScope scope(a->device);
-      extremum_kernel<T, Max, true>
-          <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data), y.data, r);
+      enqueue(a, &extremum_kernel<T, Max, true>, dim3(blocks_for(r.rows)), dim3(kThreads),
+              static_cast<const T*>(x.data), y.data, r);
       return launched(a, Max ? "argmax" : "argmin");
     }
   };
@@ -111,8 +111,8 @@ struct Softmax {
       if (x.ndim > 0 && d < 0) d += x.ndim;
       const Rows r = rows_of(x, y, x.ndim == 0 ? 0 : 1u << d, true);
       DeviceScope scope(a->device);
-      softmax_kernel<T, Log><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
-                                                                                static_cast<T*>(y.data), r);
+      enqueue(a, &softmax_kernel<T, Log>, dim3(blocks_for(r.rows)), dim3(kThreads), static_cast<const T*>(x.data),
+              static_cast<T*>(y.data), r);
       return launched(a, Log ? "log_softmax" : "softmax");
     }
   };
@@ -155,15 +155,15 @@ struct LayerNorm {
           (!(present(w) || present(b)) || dense_rows(wr, false))) {
         const unsigned blocks = unsigned(std::min<int64_t>((r.rows + kRowWarps - 1) / kRowWarps, 65535));
         if (r.len <= 32 * 8)
-          layer_norm_rows_kernel<T, Add, 8>
-              <<<blocks, 32 * kRowWarps, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, eps);
+          enqueue(a, &layer_norm_rows_kernel<T, Add, 8>, dim3(blocks), dim3(32 * kRowWarps), xp, op, yp, wp, bp, r,
+                  orow, eps);
         else
-          layer_norm_rows_kernel<T, Add, 32>
-              <<<blocks, 32 * kRowWarps, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, eps);
+          enqueue(a, &layer_norm_rows_kernel<T, Add, 32>, dim3(blocks), dim3(32 * kRowWarps), xp, op, yp, wp, bp, r,
+                  orow, eps);
         return launched(a, name);
       }
-      layer_norm_kernel<T, Add>
-          <<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(xp, op, yp, wp, bp, r, orow, wr, eps);
+      enqueue(a, &layer_norm_kernel<T, Add>, dim3(blocks_for(r.rows)), dim3(kThreads), xp, op, yp, wp, bp, r, orow, wr,
+              eps);
       return launched(a, name);
     }
   };
@@ -193,8 +193,8 @@ struct AnyAll {
       const Rows r = rows_of(x, y, dims_mask(a->attrs[op_attrs::any::dim], x.ndim), false);
       if (r.rows == 0) return 0;
       DeviceScope scope(a->device);
-      any_all_kernel<T, Any><<<blocks_for(r.rows), kThreads, 0, stream_of(a)>>>(static_cast<const T*>(x.data),
-                                                                                static_cast<bool*>(y.data), r);
+      enqueue(a, &any_all_kernel<T, Any>, dim3(blocks_for(r.rows)), dim3(kThreads), static_cast<const T*>(x.data),
+              static_cast<bool*>(y.data), r);
       return launched(a, Any ? "any" : "all");
     }
   };
@@ -213,9 +213,9 @@ struct TopkKernel {
     // A 0-D self: one line of one element (the walk sees no dims; strides unused past n = 1).
     const scan::Lines wv = scan::lines_along(v, x, dim), wi = scan::lines_along(ix, x, dim);
     DeviceScope scope(a->device);
-    topk_kernel<T><<<grid_for(lines), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(v.data),
-                                                              static_cast<int64_t*>(ix.data), wv, wi, dim, n, k,
-                                                              a->attrs[op_attrs::topk::largest].i != 0, lines);
+    enqueue(a, &topk_kernel<T>, dim3(grid_for(lines)), dim3(256), static_cast<const T*>(x.data),
+            static_cast<T*>(v.data), static_cast<int64_t*>(ix.data), wv, wi, dim, n, k,
+            a->attrs[op_attrs::topk::largest].i != 0, lines);
     return launched(a, "topk");
   }
 };
@@ -233,9 +233,8 @@ struct CumsumKernel {
     if (n == 0 || numel(y) == 0) return 0;
     const int64_t lines = numel(y) / n;
     DeviceScope scope(a->device);
-    cumsum_kernel<T><<<grid_for(lines), 256, 0, stream_of(a)>>>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
-                                                                scan::lines_along(y, x, dim), x.strides[dim],
-                                                                y.strides[dim], n, lines);
+    enqueue(a, &cumsum_kernel<T>, dim3(grid_for(lines)), dim3(256), static_cast<const T*>(x.data),
+            static_cast<T*>(y.data), scan::lines_along(y, x, dim), x.strides[dim], y.strides[dim], n, lines);
     return launched(a, "cumsum");
   }
 };

@@ -20,9 +20,8 @@ struct RoiAlignKernel {  // roi_align(input, boxes, output_size, spatial_scale, 
     const int64_t total = g.k * g.c * g.oh * g.ow;
     if (total == 0) return 0;
     DeviceScope scope(a->device);
-    roi_align_kernel<T><<<grid_for(total), 256, 0, stream_of(a)>>>(static_cast<const T*>(a->inputs[0].data),
-                                                                   static_cast<const T*>(a->inputs[1].data),
-                                                                   static_cast<T*>(a->outputs[0].data), g);
+    enqueue(a, &roi_align_kernel<T>, dim3(grid_for(total)), dim3(256), static_cast<const T*>(a->inputs[0].data),
+            static_cast<const T*>(a->inputs[1].data), static_cast<T*>(a->outputs[0].data), g);
     return launched(a, "roi_align");
   }
 };

@@ -28,9 +28,8 @@ struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scale
     const int64_t total = g.n * g.c * g.oh * g.ow;
     if (total == 0) return 0;
     DeviceScope scope(a->device);
-    nearest_kernel<T><<<grid_for(total), 256, 0, stream_of(a)>>>(
-        static_cast<const T*>(a->inputs[0].data), static_cast<T*>(a->outputs[0].data), g, scale_attr(a, at::scales_h),
-        scale_attr(a, at::scales_w));
+    enqueue(a, &nearest_kernel<T>, dim3(grid_for(total)), dim3(256), static_cast<const T*>(a->inputs[0].data),
+            static_cast<T*>(a->outputs[0].data), g, scale_attr(a, at::scales_h), scale_attr(a, at::scales_w));
     return launched(a, "upsample_nearest2d");
   }
 };
@@ -55,7 +54,7 @@ struct Interpolating {
     const T* x = static_cast<const T*>(a->inputs[0].data);
     T* y = static_cast<T*>(a->outputs[0].data);
     DeviceScope scope(a->device);
-    interpolating_kernel<T, A, Cubic><<<grid_for(total), 256, 0, stream_of(a)>>>(x, y, g, rh, rw, corners);
+    enqueue(a, &interpolating_kernel<T, A, Cubic>, dim3(grid_for(total)), dim3(256), x, y, g, rh, rw, corners);
     return launched(a, Cubic ? "upsample_bicubic2d" : "upsample_bilinear2d");
   }
 };

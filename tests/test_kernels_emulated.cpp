@@ -1,32 +1,31 @@
-// The CUDA backend's elementwise kernels (kernels/cuda/pointwise_kernels.cuh) on the CPU
-// (cuda_emulation.h), registered as the library registers them and reached through the dispatcher:
-// a backend of host memory whose kernels are those serves Device::cuda(0), and every case of
-// tests/gen_reference.py whose op has such a kernel must equal the CPU within the case's
+// The CUDA backend's kernel files that call no library (tests/CMakeLists.txt lists them), compiled
+// for the CPU with cuda_emulation.h and registered as the library registers them, reached through
+// the dispatcher: a backend of host memory whose kernels are those serves Device::cuda(0), and every
+// case of tests/gen_reference.py whose op has such a kernel must equal the CPU within the case's
 // tolerance (attributes, compute dtypes, 16-bit rounding, broadcasts and layouts as served).
 
 #include <amber/amber.h>
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 
 #include "amber/core/backend_registry.h"
+#include "amber/kernels/cuda/registry.h"
 #include "amber/schema/dispatcher.h"
-#include "cuda_emulation.h"
 #include "ref_cases.h"
 #include "test_util.h"
-// After the emulation's macros:
-#include "amber/kernels/cuda/pointwise_kernels.cuh"
 
 namespace {
 
 using namespace amber;
 
 // The emulated device's table: host memory, copies and fills done at once, no streams, graphs or
-// events; its kernels are the registry's (pointwise_kernels.cuh's register_kernels).
+// events; its kernels are the registry's (the kernel files register theirs at start-up).
 int32_t emulated_count() { return 1; }
 void* emulated_allocate(int32_t, size_t nbytes, uint32_t) {
   return std::aligned_alloc(256, std::max<size_t>(256, (nbytes + 255) / 256 * 256));
@@ -95,10 +94,9 @@ struct Stats {
 
 }  // namespace
 
-TEST_CASE("cuda emulated: every elementwise kernel equals the CPU on every op case", "[emulated]") {
+TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on every op case", "[emulated]") {
   const std::string dir = test::refdata_dir();
   if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
-  cuda::pointwise::register_kernels();
   REQUIRE(backend_if_loaded(DeviceType::cuda) == nullptr);  // a process of its own: no real backend
   register_backend(DeviceType::cuda, &kEmulated);
   const Device device = Device::cuda(0);
@@ -131,11 +129,11 @@ TEST_CASE("cuda emulated: every elementwise kernel equals the CPU on every op ca
       st.max_rel = std::max(st.max_rel, d.max_rel);
     }
   }
-  // Every op with an elementwise kernel has cases (else it would pass untested).
+  // Every op with an emulated kernel has cases (else it would pass untested).
   int n = 0;
   for (const OpSchema* op : all_ops())
     if (has_kernel(*op)) {
-      INFO("op " << op->name << " has an elementwise CUDA kernel");
+      INFO("op " << op->name << " has an emulated CUDA kernel");
       CHECK(ran.count(op->name) == 1);
     }
   for (auto& [op, st] : ran) n += st.cases;
