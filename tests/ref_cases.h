@@ -7,8 +7,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "amber/schema/dispatcher.h"
 #include "amber/schema/op_schema.h"
 #include "amber/serialize/safetensors.h"
+#include "test_util.h"
 
 namespace amber::test {
 
@@ -93,6 +95,35 @@ inline Case make_case(const OpSchema& op, const nlohmann::json& c, SafetensorsFi
       k.attrs.push_back(*spec.default_value);
   }
   return k;
+}
+
+// An op's cases run, those that failed with an error, and the worst differences seen.
+struct OpStats {
+  int cases = 0, errors = 0;
+  double max_abs = 0, max_rel = 0;
+};
+
+// Case c run on the CPU and on `device` (its inputs copied there, a factory op made there): every
+// output on `device` and within atol + rtol * |CPU's| of the CPU's, the worst differences into st.
+// The CPU's inputs are copies: a device's are mutable, and kernels with a packed-weight path for
+// immutable inputs (linear, conv2d) round differently on it.
+inline void check_against_cpu(const OpSchema& op, const nlohmann::json& c, SafetensorsFile& file, Device device,
+                              double atol, double rtol, OpStats& st) {
+  Case on_cpu = make_case(op, c, file, Device::cpu(), /*mutable_inputs=*/true);
+  Case on_dev = make_case(op, c, file, device);
+  const bool factory = on_cpu.inputs.empty();
+  const std::vector<Tensor> want = dispatch(op, on_cpu.ptrs, on_cpu.attrs, SrcLoc::none());
+  const std::vector<Tensor> got =
+      dispatch(op, on_dev.ptrs, on_dev.attrs, SrcLoc::none(), factory ? device : Device::cpu());
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    CHECK(got[k].device() == device);
+    const Diff d = compare(got[k].to(Device::cpu()), want[k], atol, rtol);
+    INFO("output " << k << ": " << d.message);
+    CHECK(d.ok);
+    st.max_abs = std::max(st.max_abs, d.max_abs);
+    st.max_rel = std::max(st.max_rel, d.max_rel);
+  }
 }
 
 }  // namespace amber::test

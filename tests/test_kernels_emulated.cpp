@@ -24,8 +24,8 @@ namespace {
 
 using namespace amber;
 
-// The emulated device's table: host memory, copies and fills done at once, no streams, graphs or
-// events; its kernels are the registry's (the kernel files register theirs at start-up).
+// The emulated device: host memory, copies and fills done at once, the default stream alone; its
+// kernels are the registry's (the kernel files register theirs at start-up).
 int32_t emulated_count() { return 1; }
 void* emulated_allocate(int32_t, size_t nbytes, uint32_t) {
   return std::aligned_alloc(256, std::max<size_t>(256, (nbytes + 255) / 256 * 256));
@@ -50,35 +50,25 @@ const amber_kernel* emulated_lookup(const char* op, int32_t version, int32_t dty
 }
 const char* emulated_last_error() { return ""; }
 
-const amber_backend kEmulated = {
-    AMBER_BACKEND_ABI_VERSION,
-    sizeof(amber_backend),
-    "cuda (emulated on the CPU)",
-    0,
-    emulated_count,
-    emulated_allocate,
-    emulated_deallocate,
-    emulated_copy,
-    emulated_fill,
-    emulated_stream_create,
-    emulated_stream_destroy,
-    emulated_synchronize,
-    emulated_lookup,
-    emulated_last_error,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-};
+// No graphs, memory statistics, page-locked memory, events or scopes: those entries stay null.
+amber_backend emulated_backend() {
+  amber_backend b{};
+  b.abi_version = AMBER_BACKEND_ABI_VERSION;
+  b.struct_size = sizeof(amber_backend);
+  b.name = "cuda (emulated on the CPU)";
+  b.device_count = emulated_count;
+  b.allocate = emulated_allocate;
+  b.deallocate = emulated_deallocate;
+  b.copy = emulated_copy;
+  b.fill = emulated_fill;
+  b.stream_create = emulated_stream_create;
+  b.stream_destroy = emulated_stream_destroy;
+  b.synchronize = emulated_synchronize;
+  b.lookup_kernel = emulated_lookup;
+  b.last_error = emulated_last_error;
+  return b;
+}
+const amber_backend kEmulated = emulated_backend();
 
 // Whether the registry holds a kernel of op for any dtype.
 bool has_kernel(const OpSchema& op) {
@@ -86,11 +76,6 @@ bool has_kernel(const OpSchema& op) {
     if (cuda::find_kernel(op.name, op.version, t)) return true;
   return false;
 }
-
-struct Stats {
-  int cases = 0;
-  double max_abs = 0, max_rel = 0;
-};
 
 }  // namespace
 
@@ -103,31 +88,16 @@ TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on e
 
   SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
   const nlohmann::json cases = nlohmann::json::parse(file.metadata().at("cases"));
-  std::map<std::string, Stats> ran;
+  std::map<std::string, test::OpStats> ran;
   for (const nlohmann::json& c : cases) {
     if (!c["error"].is_null()) continue;
     const std::string name = c["name"], opname = c["op"];
     const OpSchema& op = op_schema(opname);
     if (!has_kernel(op)) continue;
     INFO("case " << name << " (op " << opname << ")");
-    Stats& st = ran[opname];
+    test::OpStats& st = ran[opname];
     ++st.cases;
-    test::Case on_cpu = test::make_case(op, c, file, Device::cpu());
-    test::Case on_dev = test::make_case(op, c, file, device);
-    const bool factory = on_cpu.inputs.empty();
-    const std::vector<Tensor> want = dispatch(op, on_cpu.ptrs, on_cpu.attrs, SrcLoc::none());
-    const std::vector<Tensor> got =
-        dispatch(op, on_dev.ptrs, on_dev.attrs, SrcLoc::none(), factory ? device : Device::cpu());
-    REQUIRE(got.size() == want.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      CHECK(got[k].device() == device);
-      const test::Diff d =
-          test::compare(got[k].to(Device::cpu()), want[k], c["atol"].get<double>(), c["rtol"].get<double>());
-      INFO("output " << k << ": " << d.message);
-      CHECK(d.ok);
-      st.max_abs = std::max(st.max_abs, d.max_abs);
-      st.max_rel = std::max(st.max_rel, d.max_rel);
-    }
+    test::check_against_cpu(op, c, file, device, c["atol"].get<double>(), c["rtol"].get<double>(), st);
   }
   // Every op with an emulated kernel has cases (else it would pass untested).
   int n = 0;

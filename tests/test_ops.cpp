@@ -22,16 +22,8 @@ using Json = nlohmann::json;
 using test::attr_from_json;
 using test::Case;
 using test::make_case;
+using test::OpStats;
 using test::rebuild_layout;
-
-namespace {
-
-struct OpStats {
-  int cases = 0, errors = 0;
-  double max_abs = 0, max_rel = 0;
-};
-
-}  // namespace
 
 TEST_CASE("ops match PyTorch", "[ops]") {
   const std::string dir = test::refdata_dir();
@@ -134,24 +126,8 @@ TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
       OpStats& st = ran[opname];
       ++st.cases;
       try {
-        // Mutable CPU inputs: device copies are mutable, and kernels with a packed-weight path
-        // for immutable inputs (linear, conv2d) round differently on it.
-        Case on_cpu = make_case(op, c, file, Device::cpu(), /*mutable_inputs=*/true);
-        Case on_dev = make_case(op, c, file, device);
-        const bool factory = on_cpu.inputs.empty();
-        const std::vector<Tensor> want = dispatch(op, on_cpu.ptrs, on_cpu.attrs, SrcLoc::none());
-        const std::vector<Tensor> got =
-            dispatch(op, on_dev.ptrs, on_dev.attrs, SrcLoc::none(), factory ? device : Device::cpu());
-        REQUIRE(got.size() == want.size());
-        for (size_t k = 0; k < got.size(); ++k) {
-          CHECK(got[k].device() == device);
-          const double atol = bitwise ? 0 : c["atol"].get<double>(), rtol = bitwise ? 0 : c["rtol"].get<double>();
-          const test::Diff d = test::compare(got[k].to(Device::cpu()), want[k], atol, rtol);
-          INFO("output " << k << ": " << d.message);
-          CHECK(d.ok);
-          st.max_abs = std::max(st.max_abs, d.max_abs);
-          st.max_rel = std::max(st.max_rel, d.max_rel);
-        }
+        const double atol = bitwise ? 0 : c["atol"].get<double>(), rtol = bitwise ? 0 : c["rtol"].get<double>();
+        test::check_against_cpu(op, c, file, device, atol, rtol, st);
       } catch (const Error& e) {  // one op's failure must not hide the others'
         ++st.errors;
         FAIL_CHECK(e.what());
