@@ -2,7 +2,8 @@
 // for the CPU with cuda_emulation.h and registered as the library registers them, reached through
 // the dispatcher: a backend of host memory whose kernels are those serves Device::cuda(0), and every
 // case of tests/gen_reference.py whose op has such a kernel must equal the CPU within the case's
-// tolerance (attributes, compute dtypes, 16-bit rounding, broadcasts and layouts as served).
+// tolerance (attributes, compute dtypes, 16-bit rounding, broadcasts and layouts as served); and a
+// model of those ops loaded there equals the CPU's.
 
 #include <amber/amber.h>
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "amber/core/backend_registry.h"
@@ -70,6 +72,14 @@ amber_backend emulated_backend() {
 }
 const amber_backend kEmulated = emulated_backend();
 
+// cuda:0, served by the emulated device (registered on first use; this process loads no other).
+Device emulated_cuda() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_backend(DeviceType::cuda, &kEmulated); });
+  REQUIRE(&backend(Device::cuda(0)) == &kEmulated);
+  return Device::cuda(0);
+}
+
 // Whether the registry holds a kernel of op for any dtype.
 bool has_kernel(const OpSchema& op) {
   for (int t = 0; t < 10; ++t)
@@ -82,9 +92,7 @@ bool has_kernel(const OpSchema& op) {
 TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on every op case", "[emulated]") {
   const std::string dir = test::refdata_dir();
   if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
-  REQUIRE(backend_if_loaded(DeviceType::cuda) == nullptr);  // a process of its own: no real backend
-  register_backend(DeviceType::cuda, &kEmulated);
-  const Device device = Device::cuda(0);
+  const Device device = emulated_cuda();
 
   SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
   const nlohmann::json cases = nlohmann::json::parse(file.metadata().at("cases"));
@@ -110,4 +118,37 @@ TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on e
   std::printf("%zu ops (%d cases) on the emulated CUDA kernels against the CPU:\n", ran.size(), n);
   std::printf("  %-20s %6s %12s %12s\n", "op", "cases", "max |diff|", "max rel");
   for (auto& [op, st] : ran) std::printf("  %-20s %6d %12.3g %12.3g\n", op.c_str(), st.cases, st.max_abs, st.max_rel);
+}
+
+TEST_CASE("cuda emulated: a loaded model of these kernels equals the CPU, inputs on either side", "[emulated]") {
+  manual_seed(5);
+  const Tensor table = randn({11, 6});
+  // Pointwise steps, pooling, layer norm, softmax over a flattened view, a gather from a weight.
+  auto f = [&table](const Tensor& x, const Tensor& idx) {
+    const Tensor p = max_pool2d(relu(x * 2 + 1) - x.sigmoid(), {2, 2});
+    return std::vector<Tensor>{softmax(layer_norm(p, {4}).flatten(1), 1), embedding(table, idx) * 3};
+  };
+  TraceOptions unfused;  // (fused programs have their own tests: test_fused_emulated, test_fused_rtc)
+  unfused.optimize = false;
+  unfused.print_warnings = false;
+  const Tensor x = randn({2, 3, 8, 8}), idx = tensor<int64_t>({4, 0, 10, 4, 7});
+  const std::vector<uint8_t> bytes = trace(f, {x, idx}, unfused).save_to_bytes();
+  const Model cpu = load(bytes);
+  const Model dev = load(bytes, LoadOptions{.device = emulated_cuda()});
+  for (int64_t call = 0; call < 3; ++call) {
+    const Tensor xc = randn({2, 3, 8, 8}), ic = tensor<int64_t>({call, 10 - call, 3, 3, 5});
+    const std::vector<Tensor> want = cpu.forward({xc, ic});
+    for (const bool on_device : {false, true}) {
+      INFO("call " << call << ", inputs " << (on_device ? "on the device" : "on the host"));
+      const std::vector<Tensor> got =
+          on_device ? dev.forward({xc.to(emulated_cuda()), ic.to(emulated_cuda())}) : dev.forward({xc, ic});
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        CHECK(got[k].device() == emulated_cuda());
+        const test::Diff d = test::compare(got[k].to(Device::cpu()), want[k], 1e-6, 1e-5);
+        INFO("output " << k << ": " << d.message);
+        CHECK(d.ok);
+      }
+    }
+  }
 }
