@@ -1,9 +1,8 @@
 // The CUDA backend's kernel files that call no library (tests/CMakeLists.txt lists them), compiled
-// for the CPU with cuda_emulation.h and registered as the library registers them, reached through
-// the dispatcher: a backend of host memory whose kernels are those serves Device::cuda(0), and every
-// case of tests/gen_reference.py whose op has such a kernel must equal the CPU within the case's
-// tolerance (attributes, compute dtypes, 16-bit rounding, broadcasts and layouts as served); and a
-// model of those ops loaded there equals the CPU's.
+// for the CPU with cuda_emulation.h and registering as in the library, serve Device::cuda(0) from
+// host memory: every case of tests/gen_reference.py whose op has such a kernel, through the
+// dispatcher, and a model of those ops loaded there must equal the CPU (attributes, compute dtypes,
+// 16-bit rounding, broadcasts and layouts as served).
 
 #include <amber/amber.h>
 
