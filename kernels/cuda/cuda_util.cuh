@@ -270,19 +270,25 @@ inline unsigned grid_for(int64_t n, unsigned block = 256) {
 }
 
 #if defined(__CUDACC__) || defined(AMBER_CUDA_EMULATION)  // (the rest compiles on the host too)
-// kernel<<<grid, block, 0, a's stream>>>(args...) (launched() then reports a launch error); under
-// tests/cuda_emulation.h the grid's blocks run on the CPU, so that the kernel files' host code is
-// tested there too (tests/test_kernels_emulated.cpp).
+// kernel<<<grid, block, shared_bytes, a's stream>>>(args...) (launched() then reports a launch
+// error); under tests/cuda_emulation.h the grid's blocks run on the CPU, so that the kernel files'
+// host code is tested there too (tests/test_kernels_emulated.cpp).
 template <typename... Params, typename... Args>
-void enqueue(const amber_kernel_args* a, void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+void enqueue_shared(const amber_kernel_args* a, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                    Args... args) {
 #if defined(AMBER_CUDA_EMULATION)
   (void)a;
-  amber::emulation::launch(kernel, grid, block, Params(args)...);
+  amber::emulation::launch_shared(kernel, grid, block, shared_bytes, Params(args)...);
 #else
   // clang-format off
-  kernel<<<grid, block, 0, stream_of(a)>>>(Params(args)...);
+  kernel<<<grid, block, shared_bytes, stream_of(a)>>>(Params(args)...);
   // clang-format on
 #endif
+}
+// The same without dynamic shared memory.
+template <typename... Params, typename... Args>
+void enqueue(const amber_kernel_args* a, void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+  enqueue_shared(a, kernel, grid, block, 0, args...);
 }
 
 // Runs f(char* p[N]) for every output element: p[0] the output element, p[k] operand k's.
