@@ -62,7 +62,8 @@ inline Tensor rebuild_layout(const Tensor& stored, const nlohmann::json& layout)
   return stored;
 }
 
-// The inputs and attributes of one case, its inputs on `device` with the case's layouts.
+// The inputs and attributes of one case, its inputs on `device` with the case's layouts (each
+// laid-out input checked to be a non-contiguous view); a missing required attribute fails.
 struct Case {
   std::vector<Tensor> inputs;  // an undefined tensor stands for an absent optional input
   std::vector<const Tensor*> ptrs;
@@ -84,6 +85,7 @@ inline Case make_case(const OpSchema& op, const nlohmann::json& c, SafetensorsFi
     Tensor t = file.tensor(name + ".input" + std::to_string(i)).to(device);
     if (mutable_inputs && device.is_cpu()) t = t.clone();
     k.inputs.push_back(rebuild_layout(t, spec["layout"]));
+    if (!spec["layout"].is_null()) CHECK_FALSE(k.inputs.back().is_contiguous());
   }
   for (const Tensor& t : k.inputs) k.ptrs.push_back(t.defined() ? &t : nullptr);
   while (!op.has_tensor_list && int(k.ptrs.size()) < op.num_tensor_args) k.ptrs.push_back(nullptr);
@@ -93,6 +95,8 @@ inline Case make_case(const OpSchema& op, const nlohmann::json& c, SafetensorsFi
       k.attrs.push_back(attr_from_json(op, spec, c["attrs"][spec.name]));
     else if (spec.default_value)
       k.attrs.push_back(*spec.default_value);
+    else
+      FAIL("case " << name << " lacks required attribute " << spec.name);
   }
   return k;
 }

@@ -19,11 +19,9 @@
 
 using namespace amber;
 using Json = nlohmann::json;
-using test::attr_from_json;
 using test::Case;
 using test::make_case;
 using test::OpStats;
-using test::rebuild_layout;
 
 TEST_CASE("ops match PyTorch", "[ops]") {
   const std::string dir = test::refdata_dir();
@@ -37,30 +35,9 @@ TEST_CASE("ops match PyTorch", "[ops]") {
     INFO("case " << name << " (op " << opname << ")");
     const OpSchema* op = find_op(opname);
     REQUIRE(op != nullptr);
-    std::vector<Tensor> inputs;  // an undefined tensor stands for an absent optional input
-    for (size_t k = 0; k < c["inputs"].size(); ++k) {
-      const Json& spec = c["inputs"][k];
-      if (spec.contains("absent")) {
-        inputs.emplace_back();
-        continue;
-      }
-      inputs.push_back(rebuild_layout(file.tensor(name + ".input" + std::to_string(k)), spec["layout"]));
-      if (!spec["layout"].is_null()) CHECK_FALSE(inputs.back().is_contiguous());
-    }
-    std::vector<const Tensor*> ptrs;
-    for (const Tensor& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
-    while (!op->has_tensor_list && int(ptrs.size()) < op->num_tensor_args)
-      ptrs.push_back(nullptr);  // trailing optionals
-    std::vector<Attr> attrs;
-    for (int i = 0; i < op->num_attrs(); ++i) {
-      const ArgSpec& spec = op->attr_spec(i);
-      if (c["attrs"].contains(spec.name))
-        attrs.push_back(attr_from_json(*op, spec, c["attrs"][spec.name]));
-      else if (spec.default_value)
-        attrs.push_back(*spec.default_value);
-      else
-        FAIL("case " << name << " lacks required attribute " << spec.name);
-    }
+    const Case one = make_case(*op, c, file, Device::cpu());
+    const std::vector<const Tensor*>& ptrs = one.ptrs;
+    const std::vector<Attr>& attrs = one.attrs;
     OpStats& st = stats[opname];
     ++st.cases;
     ++total;
