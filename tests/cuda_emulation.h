@@ -188,10 +188,44 @@ T __shfl_xor_sync(unsigned, T x, int mask) {
   return amber::emulation::shuffle(x, (threadIdx.x % 32) ^ unsigned(mask));
 }
 // The runtime's calls the emulated kernel files make (tests/test_kernels_emulated.cpp), on host
-// memory and at once.
+// memory and at once. The device: 4 multiprocessors of compute capability 9.0, which loads no
+// machine code (fused.cu's compiled programs fall back to its interpreting kernel, as where a
+// cubin fails to load).
 extern "C" inline cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t) {
   std::memset(ptr, value, count);
   return cudaSuccess;
+}
+extern "C" inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount:
+      *value = 4;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      return cudaSuccess;
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+extern "C" inline cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void*, cudaJitOption*, void**, unsigned,
+                                                  cudaLibraryOption*, void**, unsigned) {
+  *library = nullptr;
+  return cudaErrorNotSupported;
+}
+extern "C" inline cudaError_t cudaLibraryGetKernel(cudaKernel_t*, cudaLibrary_t, const char*) {
+  return cudaErrorNotSupported;
+}
+extern "C" inline cudaError_t cudaLibraryUnload(cudaLibrary_t) { return cudaSuccess; }
+extern "C" inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+extern "C" inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+extern "C" inline const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaErrorNotSupported ? "operation not supported (the emulation runs no machine code)"
+                                    : "an error of the emulation";
 }
 inline float __uint_as_float(uint32_t bits) {
   float f;

@@ -1,8 +1,8 @@
 // The CUDA backend's kernel files that call no library (tests/CMakeLists.txt lists them), compiled
 // for the CPU with cuda_emulation.h and registering as in the library, serve Device::cuda(0) from
 // host memory: every case of tests/gen_reference.py whose op has such a kernel, through the
-// dispatcher, and a model of those ops loaded there must equal the CPU (attributes, compute dtypes,
-// 16-bit rounding, broadcasts and layouts as served).
+// dispatcher, and models of those ops loaded there (unfused; optimised into fused programs, in f32
+// and half_model's 16-bit precisions) must equal the CPU (attributes, dtypes, layouts as served).
 
 #include <amber/amber.h>
 
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "amber/core/backend_registry.h"
+#include "amber/graph/text.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/schema/dispatcher.h"
 #include "ref_cases.h"
@@ -74,16 +75,21 @@ const amber_backend kEmulated = emulated_backend();
 // cuda:0, served by the emulated device (registered on first use; this process loads no other).
 Device emulated_cuda() {
   static std::once_flag once;
-  std::call_once(once, [] { register_backend(DeviceType::cuda, &kEmulated); });
+  std::call_once(once, [] {
+    // fused.cu's programs interpreted, not handed to NVRTC (whose cubin the emulation cannot run:
+    // test_fused_rtc and test_fused_rtc_emulated test that route); set it to 1 to run the fallback.
+    setenv("AMBER_CUDA_FUSED_RTC", "0", 0);
+    register_backend(DeviceType::cuda, &kEmulated);
+  });
   REQUIRE(&backend(Device::cuda(0)) == &kEmulated);
   return Device::cuda(0);
 }
 
 // Whether the registry holds a kernel of op for any dtype.
 bool has_kernel(const OpSchema& op) {
-  for (int t = 0; t < 10; ++t)
-    if (cuda::find_kernel(op.name, op.version, t)) return true;
-  return false;
+  bool found = false;
+  op.dtypes.for_each([&](DType t) { found = found || cuda::find_kernel(op.name, op.version, int(t)) != nullptr; });
+  return found;
 }
 
 }  // namespace
@@ -106,10 +112,11 @@ TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on e
     ++st.cases;
     test::check_against_cpu(op, c, file, device, c["atol"].get<double>(), c["rtol"].get<double>(), st);
   }
-  // Every op with an emulated kernel has cases (else it would pass untested).
+  // Every op with an emulated kernel has cases (else it would pass untested); an op whose
+  // program the fusion pass writes (`fused`) is tested through optimised models below.
   int n = 0;
   for (const OpSchema* op : all_ops())
-    if (has_kernel(*op)) {
+    if (has_kernel(*op) && !(op->flags & op_flags::program)) {
       INFO("op " << op->name << " has an emulated CUDA kernel");
       CHECK(ran.count(op->name) == 1);
     }
@@ -117,6 +124,39 @@ TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on e
   std::printf("%zu ops (%d cases) on the emulated CUDA kernels against the CPU:\n", ran.size(), n);
   std::printf("  %-20s %6s %12s %12s\n", "op", "cases", "max |diff|", "max rel");
   for (auto& [op, st] : ran) std::printf("  %-20s %6d %12.3g %12.3g\n", op.c_str(), st.cases, st.max_abs, st.max_rel);
+}
+
+// The archive's model loaded on the CPU and on the emulated device at `precision`: equal over
+// three calls of new inputs (made by make_inputs(call)), given on the host and on the device.
+template <typename MakeInputs>
+void check_model(const std::vector<uint8_t>& bytes, MakeInputs make_inputs, double atol, double rtol,
+                 Precision precision = Precision::f32) {
+  const Model cpu = load(bytes, LoadOptions{.precision = precision});
+  const Model dev = load(bytes, LoadOptions{.device = emulated_cuda(), .precision = precision});
+  INFO("precision " << precision_name(precision));
+  for (int64_t call = 0; call < 3; ++call) {
+    const std::vector<Tensor> inputs = make_inputs(call);
+    std::vector<Tensor> on_device;
+    for (const Tensor& t : inputs) on_device.push_back(t.to(emulated_cuda()));
+    const std::vector<Tensor> want = cpu.forward(inputs);
+    for (const bool device_inputs : {false, true}) {
+      INFO("call " << call << ", inputs " << (device_inputs ? "on the device" : "on the host"));
+      const std::vector<Tensor> got = dev.forward(device_inputs ? on_device : inputs);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        CHECK(got[k].device() == emulated_cuda());
+        const test::Diff d = test::compare(got[k].to(Device::cpu()), want[k], atol, rtol);
+        INFO("output " << k << ": " << d.message);
+        CHECK(d.ok);
+      }
+    }
+  }
+}
+
+int count_nodes(const graph::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const graph::Node* node : g.nodes()) n += node->op->name == op;
+  return n;
 }
 
 TEST_CASE("cuda emulated: a loaded model of these kernels equals the CPU, inputs on either side", "[emulated]") {
@@ -127,27 +167,44 @@ TEST_CASE("cuda emulated: a loaded model of these kernels equals the CPU, inputs
     const Tensor p = max_pool2d(relu(x * 2 + 1) - x.sigmoid(), {2, 2});
     return std::vector<Tensor>{softmax(layer_norm(p, {4}).flatten(1), 1), embedding(table, idx) * 3};
   };
-  TraceOptions unfused;  // (fused programs have their own tests: test_fused_emulated, test_fused_rtc)
+  TraceOptions unfused;  // (the fused programs: the next case)
   unfused.optimize = false;
   unfused.print_warnings = false;
   const Tensor x = randn({2, 3, 8, 8}), idx = tensor<int64_t>({4, 0, 10, 4, 7});
-  const std::vector<uint8_t> bytes = trace(f, {x, idx}, unfused).save_to_bytes();
-  const Model cpu = load(bytes);
-  const Model dev = load(bytes, LoadOptions{.device = emulated_cuda()});
-  for (int64_t call = 0; call < 3; ++call) {
-    const Tensor xc = randn({2, 3, 8, 8}), ic = tensor<int64_t>({call, 10 - call, 3, 3, 5});
-    const std::vector<Tensor> want = cpu.forward({xc, ic});
-    for (const bool on_device : {false, true}) {
-      INFO("call " << call << ", inputs " << (on_device ? "on the device" : "on the host"));
-      const std::vector<Tensor> got =
-          on_device ? dev.forward({xc.to(emulated_cuda()), ic.to(emulated_cuda())}) : dev.forward({xc, ic});
-      REQUIRE(got.size() == want.size());
-      for (size_t k = 0; k < got.size(); ++k) {
-        CHECK(got[k].device() == emulated_cuda());
-        const test::Diff d = test::compare(got[k].to(Device::cpu()), want[k], 1e-6, 1e-5);
-        INFO("output " << k << ": " << d.message);
-        CHECK(d.ok);
-      }
-    }
-  }
+  check_model(
+      trace(f, {x, idx}, unfused).save_to_bytes(),
+      [](int64_t call) {
+        return std::vector<Tensor>{randn({2, 3, 8, 8}), tensor<int64_t>({call, 10 - call, 3, 3, 5})};
+      },
+      1e-6, 1e-5);
+}
+
+// fused.cu's host half: each step's program checked and given slots at setup, then the kernel
+// chosen by the operands (dense and aligned: several elements a thread; a broadcast weight: one),
+// by the slots the program needs (more live values than kSlots: a slot an instruction) and by the
+// storage (f32; bf16 and f16 computed in f32, the models loaded with half_model's precisions).
+TEST_CASE("cuda emulated: an optimised model's fused programs equal the CPU", "[emulated]") {
+  manual_seed(6);
+  const Tensor bias = randn({3, 1, 1});
+  auto f = [&bias](const Tensor& x, const Tensor& y) {
+    const Tensor dense = (x.tanh() * y + 1).exp() - y.sigmoid();  // two dense inputs
+    const Tensor broadcast = relu(x * 2 + bias) * y;              // a weight broadcast along x
+    std::vector<Tensor> terms;                                    // 24 values live at once before they are summed
+    for (int i = 0; i < 24; ++i) terms.push_back(x * float(i + 1));
+    Tensor wide = y;
+    for (int i = 0; i < 24; ++i) wide = wide + terms[i];
+    return std::vector<Tensor>{dense, broadcast, wide};
+  };
+  TraceOptions options;
+  options.print_warnings = false;
+  const Tensor x = randn({2, 3, 20, 24}), y = randn({2, 3, 20, 24});
+  const TracedModule traced = trace(f, {x, y}, options);
+  INFO(graph::to_text(traced.graph()));
+  REQUIRE(count_nodes(traced.graph(), "fused") >= 3);
+  const std::vector<uint8_t> bytes = traced.save_to_bytes();
+  auto inputs = [](int64_t) { return std::vector<Tensor>{randn({2, 3, 20, 24}), randn({2, 3, 20, 24})}; };
+  check_model(bytes, inputs, 1e-5, 1e-5);
+  // The same programs on 16-bit storage: the emulated kernels round as the CPU's do.
+  check_model(bytes, inputs, 1e-2, 1e-2, Precision::bf16_model);
+  check_model(bytes, inputs, 1e-3, 1e-3, Precision::f16_model);
 }

@@ -74,18 +74,18 @@ int run_fused(const amber_kernel_args* a, const Code& code, bool few_slots, int 
       // Two waves of resident blocks, each thread walking every (grid x 256 x E)-th chunk.
       const int64_t resident = int64_t(sms) * kAheadBlocksPerSm * 2;
       const int64_t blocks = std::min<int64_t>(grid_for((n + kVecPerThread - 1) / kVecPerThread), resident);
-      fused_ahead_kernel<S, K, kVecPerThread, kSlots><<<unsigned(blocks), 256, 0, stream_of(a)>>>(n, o, code);
+      enqueue(a, &fused_ahead_kernel<S, K, kVecPerThread, kSlots>, dim3(unsigned(blocks)), dim3(256), n, o, code);
       return launched(a, "fused kernel launch");
     }
   }
   if (few_slots && vec)
-    fused_map_kernel<S, K, kVecPerThread, kSlots, true>
-        <<<grid_for((n + kVecPerThread - 1) / kVecPerThread), 256, 0, stream_of(a)>>>(n, o, code);
+    enqueue(a, &fused_map_kernel<S, K, kVecPerThread, kSlots, true>,
+            dim3(grid_for((n + kVecPerThread - 1) / kVecPerThread)), dim3(256), n, o, code);
   else if (few_slots)
-    fused_map_kernel<S, K, kPerThread, kSlots, false>
-        <<<grid_for((n + kPerThread - 1) / kPerThread), 256, 0, stream_of(a)>>>(n, o, code);
+    enqueue(a, &fused_map_kernel<S, K, kPerThread, kSlots, false>, dim3(grid_for((n + kPerThread - 1) / kPerThread)),
+            dim3(256), n, o, code);
   else
-    fused_map_kernel<S, K, 1, kMaxInstrs, false><<<grid_for(n), 256, 0, stream_of(a)>>>(n, o, code);
+    enqueue(a, &fused_map_kernel<S, K, 1, kMaxInstrs, false>, dim3(grid_for(n)), dim3(256), n, o, code);
   return launched(a, "fused kernel launch");
 }
 
