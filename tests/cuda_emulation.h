@@ -1,8 +1,8 @@
-// Runs CUDA device code (kernels/cuda/*_kernels.cuh) on the CPU: a block's threads as std::threads,
-// __syncthreads, block votes and warp shuffles through barriers, __shared__ arrays as statics (one
-// block at a time), dynamic shared memory NaN-filled, atomics as std::atomic_ref. It proves the
-// indexing, tiling and synchronisation's logic, not speed nor the memory model. Include it before
-// the kernel's header (it includes CUDA's own).
+// Runs CUDA device code (kernels/cuda/*_kernels.cuh) on the CPU: a block's threads as fibers,
+// __syncthreads, votes and warp shuffles as barriers among them, __shared__ arrays as statics (a
+// block at a time), dynamic shared memory NaN-filled with a guard past it, atomics as
+// std::atomic_ref. It proves the indexing, tiling and synchronisation's logic, not speed nor the
+// memory model. Include it before the kernel's header (it includes CUDA's own).
 #pragma once
 
 #define AMBER_CUDA_EMULATION 1
@@ -10,19 +10,32 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <vector_functions.h>
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AMBER_EMULATION_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define AMBER_EMULATION_ASAN 1
+#endif
+#if defined(AMBER_EMULATION_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
+#include <bit>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
-#include <memory>
 #include <mutex>
-#include <thread>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -49,99 +62,181 @@ inline dim3 gridDim, blockDim;
 
 namespace amber::emulation {
 
-inline std::barrier<>* block_barrier = nullptr;
-inline float* block_dynamic_shared = nullptr;
-inline std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
-inline std::vector<uint64_t> warp_lanes;  // 32 a warp: what each lane offers a shuffle (its bits)
-inline std::atomic<int> block_votes{0};   // how many of the block's threads voted true
+// AddressSanitizer's calls for a switch of stacks (no-ops elsewhere): a fiber's stack is not the
+// thread's, and ASan must be told which one runs.
+inline void start_switch(void** fake_stack, const void* bottom, size_t size) {
+#if defined(AMBER_EMULATION_ASAN)
+  __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+#else
+  (void)fake_stack, (void)bottom, (void)size;
+#endif
+}
+inline void finish_switch(void* fake_stack, const void** bottom, size_t* size) {
+#if defined(AMBER_EMULATION_ASAN)
+  __sanitizer_finish_switch_fiber(fake_stack, bottom, size);
+#else
+  (void)fake_stack, (void)bottom, (void)size;
+#endif
+}
 
-// Threads kept from launch to launch: run(n, job) runs job(t) on worker t for every t < n at once
-// and returns when all have returned, making workers as needed. (A thread for each thread of each
-// block made the emulated tests' time mostly thread creation.)
-class Workers {
+// A block's threads as fibers (ucontext) on the launching thread, resumed in turn: each runs until
+// it waits at a barrier or returns. A barrier then costs a switch a thread, where threads of the
+// OS (one per CUDA thread, on two cores) cost the scheduler's wake-ups. A round in which no
+// thread arrives anywhere nor returns means the threads wait at different barriers (a
+// __syncthreads some thread never reaches, a hang on a GPU): run() throws.
+class Fibers {
  public:
-  void run(unsigned n, const std::function<void(unsigned)>& job) {
-    std::lock_guard one_at_a_time(launching_);
-    std::unique_lock lock(mutex_);
-    for (unsigned t = unsigned(threads_.size()); t < n; ++t) threads_.emplace_back([this, t] { serve(t); });
-    job_ = &job;
-    active_ = left_ = n;
-    ++generation_;
-    wake_.notify_all();
-    done_.wait(lock, [&] { return left_ == 0; });
-  }
-  ~Workers() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
+  // Runs body() as threads 0..n-1 of a block of shape `block` (threadIdx set for each).
+  void run(unsigned n, dim3 block, const std::function<void()>& body) {
+    while (fibers_.size() < n) fibers_.push_back(Fiber::make());
+    body_ = &body;
+    error_ = nullptr;
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber& f = fibers_[t];
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack + kGuardBytes;
+      f.context.uc_stack.ss_size = kStackBytes - kGuardBytes;
+      f.context.uc_link = nullptr;
+      makecontext(&f.context, &Fibers::entry, 0);
+      f.done = false;
     }
-    wake_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    for (unsigned live = n; live > 0;) {
+      const uint64_t before = progress;
+      for (unsigned t = 0; t < n; ++t) {
+        Fiber& f = fibers_[t];
+        if (f.done) continue;
+        current_ = t;
+        threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+        start_switch(&home_fake_, f.stack + kGuardBytes, kStackBytes - kGuardBytes);
+        swapcontext(&home_, &f.context);
+        finish_switch(home_fake_, nullptr, nullptr);
+        if (f.done) --live, ++progress;
+      }
+      if (error_) std::rethrow_exception(error_);
+      if (live > 0 && progress == before)
+        throw std::runtime_error(
+            "emulated launch: the block's threads wait at different barriers (a "
+            "__syncthreads or shuffle that some thread does not reach)");
+    }
   }
+  // From a fiber: back to the launching thread, which resumes the next.
+  void yield() {
+    Fiber& f = fibers_[current_];
+    start_switch(&f.fake_stack, home_bottom_, home_size_);
+    swapcontext(&f.context, &home_);
+    finish_switch(f.fake_stack, &home_bottom_, &home_size_);
+  }
+  ~Fibers() {
+    for (Fiber& f : fibers_) munmap(f.stack, kStackBytes);
+  }
+  uint64_t progress = 0;  // arrivals at barriers and returns: what a round without any lacks
 
  private:
-  void serve(unsigned t) {
-    uint64_t seen = 0;
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (t >= active_) continue;
-      const std::function<void(unsigned)>& job = *job_;
-      lock.unlock();
-      job(t);
-      lock.lock();
-      if (--left_ == 0) done_.notify_one();
+  // A thread's stack: the kernels' frames take a few KiB (ASan's too, with their redzones); ASan
+  // clears the shadow of the whole stack at each switch, so it is kept small.
+  static constexpr size_t kStackBytes = size_t(64) << 10, kGuardBytes = 4096;
+  struct Fiber {
+    ucontext_t context;
+    char* stack = nullptr;  // kStackBytes, its lowest page inaccessible (an overflow faults)
+    void* fake_stack = nullptr;
+    bool done = false;
+    static Fiber make() {
+      Fiber f;
+      void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) throw std::runtime_error("emulated launch: no memory for a thread's stack");
+      f.stack = static_cast<char*>(p);
+      mprotect(f.stack, kGuardBytes, PROT_NONE);
+      return f;
     }
-  }
-  std::mutex launching_, mutex_;
-  std::condition_variable wake_, done_;
-  std::vector<std::thread> threads_;
-  const std::function<void(unsigned)>* job_ = nullptr;
-  unsigned active_ = 0, left_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  };
+  static void entry();
+  std::vector<Fiber> fibers_;
+  ucontext_t home_;
+  unsigned current_ = 0;
+  const std::function<void()>* body_ = nullptr;
+  std::exception_ptr error_;
+  void* home_fake_ = nullptr;
+  const void* home_bottom_ = nullptr;
+  size_t home_size_ = 0;
 };
-inline Workers workers;
+inline Fibers fibers;
+inline void Fibers::entry() {
+  Fibers& self = fibers;
+  finish_switch(nullptr, &self.home_bottom_, &self.home_size_);
+  try {
+    (*self.body_)();
+  } catch (...) {
+    self.error_ = std::current_exception();
+  }
+  self.fibers_[self.current_].done = true;
+  start_switch(nullptr, self.home_bottom_, self.home_size_);  // (this fiber's frames are done with)
+  setcontext(&self.home_);
+}
 
-// kernel<<<grid, block, shared_bytes>>>(args...): the blocks in turn, each with its threads at
-// once, on the kept workers: between blocks they wait at a gate whose completion sets up the next
-// block's barriers and shared memory.
+// A barrier of a block's fibers: a phase completes when every participant has arrived; a thread
+// that has returned drops out.
+struct Barrier {
+  unsigned expected = 0, arrived = 0;
+  uint64_t phase = 0;
+  void arrive_and_wait() {
+    ++fibers.progress;
+    const uint64_t mine = phase;
+    if (++arrived == expected) {
+      arrived = 0, ++phase;
+      return;
+    }
+    while (phase == mine) fibers.yield();
+  }
+  void arrive_and_drop() {
+    --expected;
+    if (arrived > 0 && arrived == expected) arrived = 0, ++phase;
+  }
+};
+
+inline std::mutex launching;  // one launch at a time in the process
+inline Barrier* block_barrier = nullptr;
+inline float* block_dynamic_shared = nullptr;
+inline std::vector<Barrier> warp_barriers;
+inline std::vector<uint64_t> warp_lanes;  // 32 a warp: what each lane offers a shuffle (its bits)
+inline int block_votes = 0;               // how many of the block's threads voted true
+
+// kernel<<<grid, block, shared_bytes>>>(args...): the blocks in turn, each with its threads as
+// fibers, one launch at a time in the process. Past the block's dynamic shared memory lies a guard
+// (as large as the memory asked, at least 4 KiB), checked after each block: a block that wrote
+// into it fails the launch with an exception, where on a GPU it would corrupt or fault.
 template <typename Kernel, typename... Args>
 void launch_shared(Kernel kernel, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+  std::lock_guard lock(launching);
   gridDim = grid, blockDim = block;
   const unsigned threads = block.x * block.y * block.z, warps = (threads + 31) / 32;
   const unsigned blocks = grid.x * grid.y * grid.z;
   if (blocks == 0 || threads == 0) return;
-  std::vector<float> dynamic(shared_bytes / sizeof(float) + 1);
+  constexpr uint32_t kGuard = 0x7fc0beefu;  // a NaN no kernel writes
+  const size_t words = (shared_bytes + sizeof(float) - 1) / sizeof(float);
+  std::vector<float> dynamic(words + std::max<size_t>(words, 1024));
   warp_lanes.assign(size_t(warps) * 32, 0);
-  std::unique_ptr<std::barrier<>> barrier;
-  auto set_up = [&] {  // a block's barriers (a returned thread drops out of them) and shared memory
-    barrier = std::make_unique<std::barrier<>>(threads);
-    block_barrier = barrier.get();
-    std::fill(dynamic.begin(), dynamic.end(), NAN);
-    block_dynamic_shared = dynamic.data();
-    warp_barriers.clear();
-    for (unsigned w = 0; w < warps; ++w)
-      warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, threads - 32 * w)));
+  Barrier barrier;
+  const std::function<void()> body = [&] {
+    kernel(args...);
+    // A thread that has returned no longer holds the others.
+    warp_barriers[((threadIdx.z * block.y + threadIdx.y) * block.x + threadIdx.x) / 32].arrive_and_drop();
+    block_barrier->arrive_and_drop();
   };
-  set_up();
-  unsigned next = 0;  // the block running
-  std::barrier gate(threads, [&]() noexcept {
-    if (++next < blocks) set_up();
-  });
-  workers.run(threads, [&](unsigned t) {
-    threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
-    for (unsigned b = 0; b < blocks; ++b) {
-      blockIdx = dim3(b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y));
-      kernel(args...);
-      // A thread that has returned no longer holds the others.
-      warp_barriers[t / 32]->arrive_and_drop();
-      block_barrier->arrive_and_drop();
-      gate.arrive_and_wait();
-    }
-  });
+  for (unsigned b = 0; b < blocks; ++b) {
+    barrier = Barrier{threads};
+    block_barrier = &barrier;
+    warp_barriers.assign(warps, Barrier{});
+    for (unsigned w = 0; w < warps; ++w) warp_barriers[w].expected = std::min(32u, threads - 32 * w);
+    std::fill(dynamic.begin(), dynamic.begin() + words, NAN);
+    std::fill(dynamic.begin() + words, dynamic.end(), std::bit_cast<float>(kGuard));
+    block_dynamic_shared = dynamic.data();
+    blockIdx = dim3(b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y));
+    fibers.run(threads, block, body);
+    if (std::any_of(dynamic.begin() + words, dynamic.end(),
+                    [](float w) { return std::bit_cast<uint32_t>(w) != kGuard; }))
+      throw std::runtime_error("emulated launch: block " + std::to_string(b) + " wrote past its " +
+                               std::to_string(shared_bytes) + " bytes of dynamic shared memory");
+  }
 }
 template <typename Kernel, typename... Args>
 void launch(Kernel kernel, dim3 grid, dim3 block, Args... args) {
@@ -155,10 +250,10 @@ T shuffle(T x, unsigned from) {
   static_assert(sizeof(T) <= sizeof(uint64_t));
   const unsigned t = threadIdx.x, w = t / 32;
   std::memcpy(&warp_lanes[t], &x, sizeof x);
-  warp_barriers[w]->arrive_and_wait();
+  warp_barriers[w].arrive_and_wait();
   T got;
   std::memcpy(&got, &warp_lanes[w * 32 + from % 32], sizeof got);
-  warp_barriers[w]->arrive_and_wait();
+  warp_barriers[w].arrive_and_wait();
   return got;
 }
 
@@ -167,11 +262,11 @@ T shuffle(T x, unsigned from) {
 // (the next vote's first barrier orders that before any thread's next vote).
 inline int block_count(bool predicate) {
   block_barrier->arrive_and_wait();
-  if (predicate) block_votes.fetch_add(1);
+  block_votes += predicate;
   block_barrier->arrive_and_wait();
-  const int count = block_votes.load();
+  const int count = block_votes;
   block_barrier->arrive_and_wait();
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) block_votes.store(0);
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) block_votes = 0;
   return count;
 }
 

@@ -175,7 +175,37 @@ double run(const Shape& s, Kernel which) {
   return worst_bound;
 }
 
+// Each thread writes dynamic shared memory at its index, plus `offset` in block `block` (the
+// emulation's guard test).
+__global__ void write_shared(unsigned block, int offset) {
+  dynamic_shared()[threadIdx.x + (blockIdx.x == block ? offset : 0)] = 1.0f;
+}
+
+// Lane 0 waits at the block's barrier while the others shuffle (a hang on a GPU).
+__global__ void mismatched_barriers(float* out) {
+  if (threadIdx.x == 0)
+    __syncthreads();
+  else
+    out[threadIdx.x] = __shfl_sync(~0u, float(threadIdx.x), 0);
+}
+
 }  // namespace
+
+TEST_CASE("cuda emulation: threads waiting at different barriers fail the launch", "[emulated]") {
+  std::vector<float> out(32);
+  CHECK_THROWS_WITH(amber::emulation::launch(&mismatched_barriers, dim3(1), dim3(32), out.data()),
+                    Catch::Matchers::StartsWith("emulated launch: the block's threads wait at different barriers"));
+  // The emulation runs on: a launch after it.
+  CHECK_NOTHROW(amber::emulation::launch_shared(&write_shared, dim3(2), dim3(32), 32 * sizeof(float), 1u, 0));
+}
+
+TEST_CASE("cuda emulation: a block writing past its dynamic shared memory fails the launch", "[emulated]") {
+  using amber::emulation::launch_shared;
+  CHECK_NOTHROW(launch_shared(&write_shared, dim3(3), dim3(32), 32 * sizeof(float), 1u, 0));
+  // One word past the end, in the second block only.
+  CHECK_THROWS_WITH(launch_shared(&write_shared, dim3(3), dim3(32), 32 * sizeof(float), 1u, 1),
+                    "emulated launch: block 1 wrote past its 128 bytes of dynamic shared memory");
+}
 
 TEST_CASE("cuda emulated: the attention kernels equal attention in double precision", "[emulated]") {
   const Shape tiled[] = {
