@@ -1603,6 +1603,61 @@ case("conv_fours_strided_dilated", "conv2d", conv, [In([2, 12, 11, 10]), In([8, 
 case("fused_conv_relu_deep_sum", "fused_conv2d", fused_conv, [In([1, 64, 7, 7]), In([68, 64, 3, 3]), In([68])],
      attrs={"padding": [1], "max_val": 3e38}, atol=2e-4, rtol=1e-4)
 
+# ---- fused: the fusion pass's node run as an op (docs/OPS.md, "Fused nodes"): its program
+# evaluated here instruction by instruction with torch's ops in f32; 16-bit inputs all of one
+# dtype give that dtype, rounded once ----
+FUSED_INSTR = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "tanh": torch.tanh,
+               "exp": torch.exp, "sigmoid": torch.sigmoid, "relu": torch.relu, "sin": torch.sin, "neg": torch.neg,
+               "maximum": torch.maximum, "clamp": lambda a, lo, hi: torch.clamp(a, lo.item(), hi.item())}
+
+
+def fused(*inputs, program):
+    half = {t.dtype for t in inputs}
+    out_dtype = half.pop() if len(half) == 1 and inputs[0].dtype in (torch.float16, torch.bfloat16) else torch.float32
+    xs = [t.to(torch.float32) for t in inputs]
+    temps = []
+    for text in program.split(";"):
+        name, args = text.strip().rstrip(")").split("(")
+        ops = []
+        for a in (a.strip() for a in args.split(",")):
+            ops.append(xs[int(a[1:])] if a[0] == "i" else temps[int(a[1:])] if a[0] == "t"
+                       else torch.tensor(float(a), dtype=torch.float32))
+        if name not in FUSED_INSTR:
+            raise ValueError(f"unknown instruction {name}")
+        temps.append(FUSED_INSTR[name](*ops))
+    shape = torch.broadcast_shapes(*(t.shape for t in inputs))
+    return temps[-1].broadcast_to(shape).to(out_dtype)
+
+
+def fused_case(name, inputs, program, **kw):
+    case(name, "fused", fused, inputs, attrs={"program": program}, **kw)
+
+
+fused_case("fused_dense", [In([7, 13]), In([7, 13])], "mul(i0, 2.0); add(t0, i1); tanh(t1)")
+fused_case("fused_broadcast_weight", [In([2, 3, 5, 7]), In([3, 1, 1])], "add(i0, i1); relu(t0); mul(t1, i0)")
+fused_case("fused_noncontig", [In([7, 13], layout=("t", 0, 1)), In([7, 13], layout=("s2", 1))],
+           "sub(i0, i1); mul(t0, t0); exp(t1)")
+fused_case("fused_expanded_and_0d", [In([5, 7, 13], layout=("exp", 1, 7)), In([])], "maximum(i0, i1); sigmoid(t0)")
+fused_case("fused_channels_last", [In([2, 3, 5, 7], layout=("cl",)), In([1, 3, 1, 1])],
+           "mul(i0, i1); clamp(t0, -0.5, 0.75)")
+fused_case("fused_immediate_only_last", [In([4, 9])], "neg(i0); add(t0, 1.5); div(t0, t1)")
+# More values live at once than the CUDA kernel's 16 slots: 20 products, then their sum.
+fused_case("fused_many_live", [In([3, 50]), In([50])],
+           "; ".join([f"mul(i0, {k + 1}.0)" for k in range(20)] + ["add(t0, i1)"] +
+                     [f"add(t{20 + k}, t{k + 1})" for k in range(19)]))
+fused_case("fused_eight_inputs", [In([2, 33]) for _ in range(7)] + [In([33])],
+           "add(i0, i1); add(t0, i2); mul(t1, i3); sub(t2, i4); add(t3, i5); mul(t4, i6); sin(t5); add(t6, i7)")
+fused_case("fused_bf16", [In([6, 21], "bf16"), In([21], "bf16")], "mul(i0, i1); add(t0, 0.5); tanh(t1)",
+           atol=2 ** -8, rtol=2 ** -7)
+fused_case("fused_f16", [In([6, 21], "f16"), In([6, 1], "f16")], "sub(i0, i1); sigmoid(t0)", atol=2 ** -11,
+           rtol=2 ** -10)
+fused_case("fused_mixed_f32_bf16", [In([5, 8]), In([5, 8], "bf16")], "add(i0, i1); mul(t0, i0)")
+fused_case("fused_big", [In([3, 1001]), In([1001])], "mul(i0, i1); sin(t0); add(t1, i0)")
+fused_case("fused_unknown_instruction", [In([4])], "frobnicate(i0)", error="frobnicate")
+fused_case("fused_input_out_of_range", [In([4]), In([4])], "add(i0, i2)", error="fused: instruction 0")
+fused_case("fused_result_before_it_exists", [In([4])], "add(i0, t1); neg(t0)", error="fused: instruction 0")
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

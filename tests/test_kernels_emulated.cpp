@@ -112,11 +112,10 @@ TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on e
     ++st.cases;
     test::check_against_cpu(op, c, file, device, c["atol"].get<double>(), c["rtol"].get<double>(), st);
   }
-  // Every op with an emulated kernel has cases (else it would pass untested); an op whose
-  // program the fusion pass writes (`fused`) is tested through optimised models below.
+  // Every op with an emulated kernel has cases (else it would pass untested).
   int n = 0;
   for (const OpSchema* op : all_ops())
-    if (has_kernel(*op) && !(op->flags & op_flags::program)) {
+    if (has_kernel(*op)) {
       INFO("op " << op->name << " has an emulated CUDA kernel");
       CHECK(ran.count(op->name) == 1);
     }
