@@ -382,8 +382,13 @@ void Exporter::fused(const Node& n) {
       else
         a.push_back({"", double(o->imm)});
     }
-    const bool last = k + 1 == p.instrs.size();
+    // The program computes in f32; a node of 16-bit inputs rounds its result once, at the end.
+    const bool last = k + 1 == p.instrs.size() && out_type(n) == DType::f32;
     temps.push_back(pointwise(fused_op_name(ins.op), a, DType::f32, last ? out(n) : ""));
+  }
+  if (const DType t = out_type(n); t != DType::f32) {
+    auto to = [&](onnx::NodeProto* c) { attr_i(c, "to", onnx_in::dtype_to_onnx(t)); };
+    op("Cast", {temps.back()}, to, out(n));
   }
 }
 
