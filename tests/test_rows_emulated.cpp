@@ -201,7 +201,8 @@ TEST_CASE("cuda emulated: layer_norm and add_layer_norm, a block a row and a war
 }
 
 TEST_CASE("cuda emulated: sum, prod, mean, amax, amin, argmax and argmin equal the CPU's", "[emulated]") {
-  // (The emulation meets every barrier with 256 OS threads: the shapes keep the rows few.)
+  // (The emulation meets every barrier with a switch to each of 256 fibers: the shapes keep the rows
+  // few.)
   amber::manual_seed(9);
   // Long rows, [3, 4, 300] along the last dim (longer than a block's threads), and short strided
   // ones, [3, 7, 5] along the middle dim; each with a NaN, and a maximum twice (the first index
