@@ -120,7 +120,7 @@ def main():
     print(f"\nAmber on {a.device} vs PyTorch {res.get('torch', '-')} on {res.get('device', '-')} "
           f"(ms, min over {a.rounds} rounds of each run's median; host inputs, synchronised calls)")
     head = (f"{'case':16} {'amber':>9} {'first':>8} {'2nd':>8} {'idle':>8} {'load':>8} {'eager':>9} {'eager cl':>9} "
-            f"{'graphed':>9} ")
+            f"{'graphed':>9} {'g idle':>8} ")
     print(head + f"{'a/eager':>8} {'a/graph':>8} {'a MiB':>8} {'t MiB':>8} {'|a-ref|':>9}")
     for c in cases:
         am = res[(c, "amber")]
@@ -131,11 +131,12 @@ def main():
         ratio = lambda d: f"{am['p50_ms'] / d:8.2f}" if d == d and d else f"{'-':>8}"  # noqa: E731
         print(f"{c:16} {am['p50_ms']:9.4g} {am['first_ms']:8.3g} {am.get('second_ms', 0):8.3g} "
               f"{am.get('idle_ms', 0):8.3g} {am['load_ms']:8.3g} {fmt(e.get('p50_ms'))} "
-              f"{fmt(ecl.get('p50_ms'))} {fmt(g.get('p50_ms'))} {ratio(best_eager)} "
+              f"{fmt(ecl.get('p50_ms'))} {fmt(g.get('p50_ms'))} {mib(g.get('idle_ms'))} {ratio(best_eager)} "
               f"{ratio(g.get('p50_ms', float('nan')))} {mib(am.get('device_mib'))} {mib(g.get('gpu_mib'))} "
               f"{am['max_abs_diff']:9.2g}")
-    print("2nd: Amber's second call; idle: the median of 5 calls each after 20 ms idle (a first call's excess "
-          "that idle calls share is not the first call's own). a MiB: the most device memory Amber held at once "
+    print("first: the first call, right after load (the inputs read before it); 2nd: Amber's second call; idle: "
+          "the median of 5 calls each after 20 ms idle (a first call's excess that idle calls share is not the first "
+          "call's own); g idle: the same for PyTorch's CUDA-graphed calls. a MiB: the most device memory Amber held at once "
           "(weights, arenas, outputs); t MiB: PyTorch's peak allocated, CUDA-graphed run. Neither counts cuDNN's "
           "or cuBLAS's own memory.")
     bw = min((run_json([os.path.join(a.build, "bench", "bench_device_bandwidth"), "--device", a.device, "--mib",

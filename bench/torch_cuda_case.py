@@ -12,7 +12,8 @@ ready on the GPU (synchronised), as Amber's bench_amber_case --device cuda:0 doe
               into the graph's static input each call
 With --dtype, the model and its floating inputs in that dtype (model.to(dtype), the peer of
 Amber's Precision::bf16_model and f16_model). Prints one JSON line: per variant first-call ms,
-p50 and p99 ms, peak GPU memory MiB, and max |output - the case's expected output|.
+p50 and p99 ms, the median of 5 calls each after 20 ms idle (idle_ms), peak GPU memory MiB, and
+max |output - the case's expected output|.
 """
 import json
 import os
@@ -43,7 +44,15 @@ def timed(fn, seconds):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t) * 1e3)
     times.sort()
-    return first, times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
+    idle = []  # as bench_case.h's: the median of 5 calls, each after 20 ms of nothing
+    for _ in range(5):
+        time.sleep(0.02)
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        idle.append((time.perf_counter() - t) * 1e3)
+    idle.sort()
+    return first, times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))], idle[2]
 
 
 def main():
@@ -106,9 +115,9 @@ def main():
                     if cl:
                         xs = [x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs]
                     result["y"] = model(*xs)
-            first, p50, p99 = timed(call, seconds)
+            first, p50, p99, idle = timed(call, seconds)
         diff = (result["y"].float().cpu() - expected).abs().max().item()
-        out[variant] = {"first_ms": first, "p50_ms": p50, "p99_ms": p99,
+        out[variant] = {"first_ms": first, "p50_ms": p50, "p99_ms": p99, "idle_ms": idle,
                         "gpu_mib": torch.cuda.max_memory_allocated() / 2**20, "max_abs_diff": diff}
     out["device"] = torch.cuda.get_device_name(0)
     out["torch"] = torch.__version__

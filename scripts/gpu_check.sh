@@ -29,7 +29,8 @@
 #                                           models, the own convolution kernel's ops and
 #                                           models, many threads, the benchmark for one round
 #                                           (the bandwidth line right after its first table),
-#                                           the convolution plans (test_cuda 5 times and its
+#                                           the attention kernels' A/B (split keys or one row a
+#                                           warp), the convolution plans (test_cuda 5 times and its
 #                                           threads case 40, the e2e models, ResNet-18), the
 #                                           compiled, interpreting and prefetching fused kernels,
 #                                           memcheck on the e2e models (untimed choices), a
@@ -43,9 +44,11 @@
 #                                           every op, the e2e models and the routes forced, many
 #                                           threads, memcheck and the diagnostics (2026-11-29 on
 #                                           an H200: 580 s ran out right after the benchmark,
-#                                           with the op and model checks before it). Give it
-#                                           580 s; a second command with AMBER_GPU_ONLY reuses
-#                                           the build for what the first did not reach
+#                                           with the op and model checks before it; on
+#                                           2026-11-30 580 s reached memcheck, and a second
+#                                           command ran the rest in 149 s). Give it 580 s; a
+#                                           second command with AMBER_GPU_ONLY reuses the build
+#                                           for what the first did not reach
 #
 # Environment: AMBER_GPU_PREFIX (scratch prefix, default /tmp/amber-gpu-deps), AMBER_GPU_BUILD
 # (build folder, default build-gpu), AMBER_GPU_JOBS (default: all cores), AMBER_GPU_ONLY (an
@@ -75,7 +78,7 @@ if [[ ${1:-} == --short ]]; then
   short_bench=(--rounds 1 --seconds 0.5 --precisions bf16-model)
   short_matrix_env=(AMBER_E2E_CUDA_PRECISIONS=bf16,f16,bf16-model)
   : "${AMBER_GPU_TARGETS:=amber_cuda amber_cli test_cuda test_ops test_e2e test_coverage make_bench_archives bench_amber_case bench_device_bandwidth}"
-  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|own convolution|many|sanitizer|benchmark|fused kernels|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
+  : "${AMBER_GPU_ONLY:=reference|nvidia|gpu-labelled|coverage|every op|e2e matrix|NCHW|own convolution|many|sanitizer|benchmark|attention at batch|fused kernels|ncu|profile|CONV_PLANS|CUDNN_ATTENTION}"
   : "${AMBER_GPU_STEP_TIMEOUT:=240}"
 fi
 debs=.gpu-debs
