@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <setjmp.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <vector_functions.h>
@@ -33,9 +34,11 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -79,41 +82,50 @@ inline void finish_switch(void* fake_stack, const void** bottom, size_t* size) {
 #endif
 }
 
-// A block's threads as fibers (ucontext) on the launching thread, resumed in turn: each runs until
-// it waits at a barrier or returns. A barrier then costs a switch a thread, where threads of the
-// OS (one per CUDA thread, on two cores) cost the scheduler's wake-ups. A round in which no
-// thread arrives anywhere nor returns means the threads wait at different barriers (a
-// __syncthreads some thread never reaches, a hang on a GPU): run() throws.
+// A block's threads as fibers on the launching thread, resumed in turn: each runs until it waits
+// at a barrier or returns. A barrier then costs a switch a thread, where threads of the OS (one
+// per CUDA thread, on two cores) cost the scheduler's wake-ups. A round in which no thread arrives
+// anywhere nor returns means the threads wait at different barriers (a __syncthreads some thread
+// never reaches, a hang on a GPU): run() throws.
+//
+// Each fiber is made once (makecontext) and kept: after its body returns it waits at its loop's
+// end for the next block. Switches are _setjmp/_longjmp, which keep the signal mask where
+// swapcontext makes a system call for it at every switch (most of the time the emulated tests
+// took). A fiber left inside a body (a launch that threw) starts afresh at the next run, as do all
+// where another thread launches. Built with _FORTIFY_SOURCE, whose longjmp refuses to jump to
+// another stack, switches stay on swapcontext.
 class Fibers {
  public:
+  Fibers() { home_.started = true; }
   // Runs body() as threads 0..n-1 of a block of shape `block` (threadIdx set for each).
   void run(unsigned n, dim3 block, const std::function<void()>& body) {
     while (fibers_.size() < n) fibers_.push_back(Fiber::make());
+    if (owner_ != std::this_thread::get_id()) {
+      owner_ = std::this_thread::get_id();
+      for (auto& f : fibers_) f->waiting = false;
+    }
     body_ = &body;
     error_ = nullptr;
     for (unsigned t = 0; t < n; ++t) {
-      Fiber& f = fibers_[t];
-      getcontext(&f.context);
-      f.context.uc_stack.ss_sp = f.stack + kGuardBytes;
-      f.context.uc_stack.ss_size = kStackBytes - kGuardBytes;
-      f.context.uc_link = nullptr;
-      makecontext(&f.context, &Fibers::entry, 0);
+      Fiber& f = *fibers_[t];
+      if (!f.waiting) f.reset();  // never run, or left inside a body
       f.done = false;
     }
     for (unsigned live = n; live > 0;) {
-      const uint64_t before = progress;
+      const uint64_t before = progress_;
       for (unsigned t = 0; t < n; ++t) {
-        Fiber& f = fibers_[t];
+        Fiber& f = *fibers_[t];
         if (f.done) continue;
         current_ = t;
         threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+        f.waiting = false;
         start_switch(&home_fake_, f.stack + kGuardBytes, kStackBytes - kGuardBytes);
-        swapcontext(&home_, &f.context);
+        switch_to(home_, f.context);
         finish_switch(home_fake_, nullptr, nullptr);
-        if (f.done) --live, ++progress;
+        if (f.done) --live, ++progress_;
       }
       if (error_) std::rethrow_exception(error_);
-      if (live > 0 && progress == before)
+      if (live > 0 && progress_ == before)
         throw std::runtime_error(
             "emulated launch: the block's threads wait at different barriers (a "
             "__syncthreads or shuffle that some thread does not reach)");
@@ -121,38 +133,67 @@ class Fibers {
   }
   // From a fiber: back to the launching thread, which resumes the next.
   void yield() {
-    Fiber& f = fibers_[current_];
+    Fiber& f = *fibers_[current_];
     start_switch(&f.fake_stack, home_bottom_, home_size_);
-    swapcontext(&f.context, &home_);
+    switch_to(f.context, home_);
     finish_switch(f.fake_stack, &home_bottom_, &home_size_);
   }
+  // An arrival at a barrier: what a round without any lacks.
+  void note_progress() { ++progress_; }
   ~Fibers() {
-    for (Fiber& f : fibers_) munmap(f.stack, kStackBytes);
+    for (auto& f : fibers_) munmap(f->stack, kStackBytes);
   }
-  uint64_t progress = 0;  // arrivals at barriers and returns: what a round without any lacks
 
  private:
   // A thread's stack: the kernels' frames take a few KiB (ASan's too, with their redzones); ASan
-  // clears the shadow of the whole stack at each switch, so it is kept small.
+  // clears the shadow of the whole stack at each swapcontext, so it is kept small.
   static constexpr size_t kStackBytes = size_t(64) << 10, kGuardBytes = 4096;
+  struct Context {
+    ucontext_t context;  // where a fiber starts (makecontext); every switch, with _FORTIFY_SOURCE
+    jmp_buf jump;        // where it was left
+    bool started = false;
+  };
   struct Fiber {
-    ucontext_t context;
+    Context context;
     char* stack = nullptr;  // kStackBytes, its lowest page inaccessible (an overflow faults)
     void* fake_stack = nullptr;
     bool done = false;
-    static Fiber make() {
-      Fiber f;
+    bool waiting = false;  // at its loop's end, between bodies
+    static std::unique_ptr<Fiber> make() {
+      auto f = std::make_unique<Fiber>();
       void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) throw std::runtime_error("emulated launch: no memory for a thread's stack");
-      f.stack = static_cast<char*>(p);
-      mprotect(f.stack, kGuardBytes, PROT_NONE);
+      f->stack = static_cast<char*>(p);
+      mprotect(f->stack, kGuardBytes, PROT_NONE);
       return f;
     }
+    void reset() {
+      getcontext(&context.context);
+      context.context.uc_stack.ss_sp = stack + kGuardBytes;
+      context.context.uc_stack.ss_size = kStackBytes - kGuardBytes;
+      context.context.uc_link = nullptr;
+      makecontext(&context.context, &Fibers::entry, 0);
+      context.started = false;
+    }
   };
+  // Leaves `from` (resumed where it left) for `to` (started, or resumed where it left).
+  static void switch_to(Context& from, Context& to) {
+#if defined(_FORTIFY_SOURCE) && _FORTIFY_SOURCE > 0
+    to.started = true;
+    swapcontext(&from.context, &to.context);
+#else
+    if (_setjmp(from.jump) != 0) return;
+    if (to.started) _longjmp(to.jump, 1);
+    to.started = true;
+    setcontext(&to.context);
+#endif
+  }
   static void entry();
-  std::vector<Fiber> fibers_;
-  ucontext_t home_;
+  std::vector<std::unique_ptr<Fiber>> fibers_;  // (addresses kept: a waiting fiber's frame holds its own)
+  Context home_;                                // the launching thread's (started: it runs)
+  std::thread::id owner_;                       // the thread the fibers' frames were left by
   unsigned current_ = 0;
+  uint64_t progress_ = 0;  // arrivals at barriers and returns
   const std::function<void()>* body_ = nullptr;
   std::exception_ptr error_;
   void* home_fake_ = nullptr;
@@ -162,15 +203,19 @@ class Fibers {
 inline Fibers fibers;
 inline void Fibers::entry() {
   Fibers& self = fibers;
+  Fiber& f = *self.fibers_[self.current_];
   finish_switch(nullptr, &self.home_bottom_, &self.home_size_);
-  try {
-    (*self.body_)();
-  } catch (...) {
-    self.error_ = std::current_exception();
+  for (;;) {
+    try {
+      (*self.body_)();
+    } catch (...) {
+      self.error_ = std::current_exception();
+    }
+    f.done = f.waiting = true;
+    start_switch(&f.fake_stack, self.home_bottom_, self.home_size_);
+    switch_to(f.context, self.home_);
+    finish_switch(f.fake_stack, &self.home_bottom_, &self.home_size_);
   }
-  self.fibers_[self.current_].done = true;
-  start_switch(nullptr, self.home_bottom_, self.home_size_);  // (this fiber's frames are done with)
-  setcontext(&self.home_);
 }
 
 // A barrier of a block's fibers: a phase completes when every participant has arrived; a thread
@@ -179,7 +224,7 @@ struct Barrier {
   unsigned expected = 0, arrived = 0;
   uint64_t phase = 0;
   void arrive_and_wait() {
-    ++fibers.progress;
+    fibers.note_progress();
     const uint64_t mine = phase;
     if (++arrived == expected) {
       arrived = 0, ++phase;
