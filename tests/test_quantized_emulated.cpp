@@ -127,8 +127,8 @@ TEST_CASE("cuda emulated: quantized_linear and its .u8 overload equal the CPU's"
         const amber_tensor_view wv = view_of(w);
         auto run = [&](auto kernel, auto* xp, auto* yp) {
           launch_small(kernel, xp, static_cast<const int8_t*>(wv.data), static_cast<const float*>(ws.data()),
-                       static_cast<const float*>(bias.data()), yp, rows, n_rows, int64_t(16), int64_t(7), wv.strides[0],
-                       wv.strides[1], int64_t(1), int64_t(1), q);
+                       static_cast<const float*>(bias.data()), yp, rows, n_rows,
+                       qk::LinearGeometry{16, 7, wv.strides[0], wv.strides[1], 1, 1}, q);
         };
         const auto* xu = static_cast<const uint8_t*>(data_of(x));
         const auto* xf = static_cast<const float*>(data_of(x));

@@ -644,11 +644,12 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
   return true;
 }
 
-// quantized_conv2d and quantized_conv2d.u8: always the int8 path; a state of its own for a
-// call without setup or with weights or scales computed per call (the setup's copy of them
-// would be stale).
+// quantized_conv2d and quantized_conv2d.u8: always the int8 path (quant_direct.cpp's exact sums
+// where oneDNN's products could saturate); a state of its own for a call without setup or with
+// weights or scales computed per call (the setup's copy of them would be stale).
 template <Kind K>
 int quantized_conv(const amber_kernel_args* a) {
+  if (!int8_supported()) return quantized_conv_direct<K == kQuantU8>(a);
   const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
   std::unique_ptr<ConvState> own;
   ConvState* st = static_cast<ConvState*>(a->state);

@@ -485,6 +485,7 @@ int quantized_linear_kernel(const amber_kernel_args* a) {
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   if (rows == 0 || out_f == 0) return 0;
+  if (!int8_supported()) return quantized_linear_direct<U8Out>(a);
   std::unique_ptr<LinearState> own;
   if (in_f == 0) {  // no products: the bias (or zeros) through the epilogue
     own = quantized_linear_state<U8Out>(a, /*setup=*/false);

@@ -80,4 +80,12 @@ bool has_nan(const float* x, int64_t n);
 // corrections, cannot overflow (backend.h). Longer ones stay f32.
 constexpr int64_t kMaxInt8Reduction = AMBER_MAX_INT8_REDUCTION;
 
+// quantized_conv2d (U8Out: .u8) and quantized_linear (.u8) without oneDNN, for processors whose
+// int8 products could saturate (!int8_supported(): no VNNI): exact int32 sums, the same numbers
+// as the CUDA kernels' (quant_direct.cpp). On the calling kernel's threads.
+template <bool U8Out>
+int quantized_conv_direct(const amber_kernel_args* a);
+template <bool U8Out>
+int quantized_linear_direct(const amber_kernel_args* a);
+
 }  // namespace amber::cpu

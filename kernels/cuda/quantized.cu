@@ -1,7 +1,7 @@
 // The int8 CUDA kernels launched (docs/OPS.md, "Int8 convolutions and linear layers"):
 // quantized_conv2d, quantized_linear and their .u8 overloads (device code in quantized_kernels.cuh:
-// a thread an output, the exact int32 sum, quant_math.h's epilogue shared with the CPU; a NaN image
-// flagged first), and quantized_add. Direct kernels, no tensor cores: correct everywhere, not yet
+// a thread an output, quant_direct.h's exact int32 sum and epilogue, shared with the CPU; a NaN
+// image flagged first), and quantized_add. Direct kernels, no tensor cores: correct everywhere, not yet
 // fast (cuDNN's int8 convolutions and cuBLASLt's int8 products want channels in multiples of 4).
 
 #include <cmath>
@@ -16,26 +16,6 @@ namespace amber::cuda {
 namespace {
 
 using namespace quantized;  // the kernels and their arguments (quantized_kernels.cuh)
-
-// The step's quantization from attributes at these positions (-1: the op has none).
-Quant quant_of(const amber_kernel_args* a, int input_scale, int input_zero_point, int activation, int min_val,
-               int max_val, int output_scale, int output_zero_point) {
-  const bool act = activation >= 0, u8 = output_scale >= 0;
-  return make_quant(a->attrs[input_scale].f, a->attrs[input_zero_point].i,
-                    act ? act_of(a->attrs[activation].str) : Act::none, act ? a->attrs[min_val].f : 0.0,
-                    act ? a->attrs[max_val].f : 0.0, u8 ? a->attrs[output_scale].f : 0.0,
-                    u8 ? a->attrs[output_zero_point].i : 0);
-}
-
-ConvGeometry conv_geometry(const amber_kernel_args* a) {
-  namespace at = op_attrs::quantized_conv2d;
-  static_assert(
-      at::stride == op_attrs::quantized_conv2d_u8::stride && at::padding == op_attrs::quantized_conv2d_u8::padding &&
-      at::dilation == op_attrs::quantized_conv2d_u8::dilation && at::groups == op_attrs::quantized_conv2d_u8::groups);
-  return quantized::conv_geometry(a->inputs[0], a->inputs[1], a->inputs[2], a->inputs[3], a->outputs[0],
-                                  a->attrs[at::stride], a->attrs[at::padding], a->attrs[at::dilation],
-                                  a->attrs[at::groups].i);
-}
 
 // A convolution writing f32 from an f32 source needs its images' NaN flags in the workspace.
 bool flags_images(const amber_kernel_args* a, bool u8_out) { return !u8_out && a->inputs[0].dtype == kF32; }
@@ -61,14 +41,9 @@ int launch_conv(const amber_kernel_args* a, const ConvGeometry& g, const Quant& 
 
 template <bool U8Out>
 int quantized_conv(const amber_kernel_args* a) {
-  namespace at = op_attrs::quantized_conv2d;
-  namespace ua = op_attrs::quantized_conv2d_u8;
-  const ConvGeometry g = conv_geometry(a);
+  const ConvGeometry g = quant::conv_geometry(a);
   if (g.n * g.oc * g.oh * g.ow == 0) return 0;
-  const Quant q =
-      U8Out ? quant_of(a, ua::input_scale, ua::input_zero_point, ua::activation, ua::min_val, ua::max_val,
-                       ua::output_scale, ua::output_zero_point)
-            : quant_of(a, at::input_scale, at::input_zero_point, at::activation, at::min_val, at::max_val, -1, -1);
+  const Quant q = quant::conv_quant<U8Out>(a);
   DeviceScope scope(a->device);
   int32_t* flags = nullptr;
   if (flags_images(a, U8Out)) {
@@ -93,26 +68,21 @@ int quantized_conv(const amber_kernel_args* a) {
 template <typename TX, typename TY>
 int launch_linear(const amber_kernel_args* a, const Rows& rows, int64_t n_rows, const Quant& q) {
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[3];
-  const int64_t out_f = w.sizes[0], in_f = w.sizes[1];
-  enqueue(a, &quantized_linear_kernel<TX, TY>, dim3(grid_for(n_rows * out_f)), dim3(256),
+  const LinearGeometry l = linear_geometry(w, a->inputs[2], b);
+  enqueue(a, &quantized_linear_kernel<TX, TY>, dim3(grid_for(n_rows * l.out_f)), dim3(256),
           static_cast<const TX*>(a->inputs[0].data), static_cast<const int8_t*>(w.data),
           static_cast<const float*>(a->inputs[2].data), present(b) ? static_cast<const float*>(b.data) : nullptr,
-          static_cast<TY*>(a->outputs[0].data), rows, n_rows, in_f, out_f, w.strides[0], w.strides[1],
-          a->inputs[2].strides[0], present(b) ? b.strides[0] : 0, q);
+          static_cast<TY*>(a->outputs[0].data), rows, n_rows, l, q);
   return launched(a, "quantized_linear");
 }
 
 template <bool U8Out>
 int quantized_linear(const amber_kernel_args* a) {
-  namespace at = op_attrs::quantized_linear;
-  namespace ua = op_attrs::quantized_linear_u8;
   const amber_tensor_view& x = a->inputs[0];
   int64_t n_rows = 0;
   const Rows rows = linear_rows(x, n_rows);
   if (n_rows * a->inputs[1].sizes[0] == 0) return 0;
-  const Quant q = U8Out ? quant_of(a, ua::input_scale, ua::input_zero_point, ua::activation, ua::min_val, ua::max_val,
-                                   ua::output_scale, ua::output_zero_point)
-                        : quant_of(a, at::input_scale, at::input_zero_point, -1, -1, -1, -1, -1);
+  const Quant q = quant::linear_quant<U8Out>(a);
   DeviceScope scope(a->device);
   const bool u8_in = x.dtype == kU8;
   if constexpr (U8Out)
