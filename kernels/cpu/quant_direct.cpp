@@ -23,6 +23,21 @@ inline int32_t dot(const int16_t* a, const int16_t* b, int64_t n) {
   return s;
 }
 
+// Fn(c, begin, end) compiled for AVX2 and portably (kernel_util.h's targets, Fn inlined into each):
+// the variant for this processor.
+template <auto Fn, typename C>
+AMBER_TARGET_AVX2 void on_avx2(const C& c, int64_t begin, int64_t end) {
+  Fn(c, begin, end);
+}
+template <auto Fn, typename C>
+AMBER_TARGET_BASE void on_base(const C& c, int64_t begin, int64_t end) {
+  Fn(c, begin, end);
+}
+template <auto Fn, typename C>
+auto for_this_cpu() {
+  return cpu_isa() == Isa::base ? &on_base<Fn, C> : &on_avx2<Fn, C>;
+}
+
 // A convolution's operands widened: levels x[n][h][w][c] - zero point, weights w[o][r][s][c].
 struct Conv {
   quant::ConvGeometry g;
@@ -61,14 +76,6 @@ inline void conv_pixels(const Conv& c, int64_t begin, int64_t end) {
                          c.bias ? c.bias[o * g.bs] : 0.0f, !c.nan.empty() && c.nan[size_t(n)]);
     }
   }
-}
-template <typename TY>
-AMBER_TARGET_AVX2 void conv_pixels_avx2(const Conv& c, int64_t begin, int64_t end) {
-  conv_pixels<TY>(c, begin, end);
-}
-template <typename TY>
-AMBER_TARGET_BASE void conv_pixels_base(const Conv& c, int64_t begin, int64_t end) {
-  conv_pixels<TY>(c, begin, end);
 }
 
 // The source's levels less the zero point, NHWC (f32: quantized as read; NaN images flagged).
@@ -114,14 +121,6 @@ inline void linear_rows_out(const Linear& c, int64_t begin, int64_t end) {
       quant::write_out(static_cast<TY*>(c.y) + r * l.out_f + o,
                        dot(&c.x[size_t(r * l.in_f)], &c.w[size_t(o * l.in_f)], l.in_f), c.q, c.scales[o * l.wss],
                        c.bias ? c.bias[o * l.bs] : 0.0f, !c.nan.empty() && c.nan[size_t(r)]);
-}
-template <typename TY>
-AMBER_TARGET_AVX2 void linear_rows_avx2(const Linear& c, int64_t begin, int64_t end) {
-  linear_rows_out<TY>(c, begin, end);
-}
-template <typename TY>
-AMBER_TARGET_BASE void linear_rows_base(const Linear& c, int64_t begin, int64_t end) {
-  linear_rows_out<TY>(c, begin, end);
 }
 
 template <typename TX>
@@ -172,7 +171,7 @@ int quantized_conv_direct(const amber_kernel_args* a) {
         for (int64_t ch = 0; ch < icg; ++ch)
           c.w[size_t(((o * g.kh + r) * g.kw + s) * icg + ch)] =
               wp[o * g.ws[0] + ch * g.ws[1] + r * g.ws[2] + s * g.ws[3]];
-  const auto run = cpu_isa() == Isa::base ? &conv_pixels_base<TY> : &conv_pixels_avx2<TY>;
+  const auto run = for_this_cpu<conv_pixels<TY>, Conv>();
   parallel_for(pixels, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.oc * g.kh * g.kw * icg / 64)),
                [&](int64_t begin, int64_t end) { run(c, begin, end); });
   return 0;
@@ -200,7 +199,7 @@ int quantized_linear_direct(const amber_kernel_args* a) {
   const auto* wp = static_cast<const int8_t*>(w.data);
   for (int64_t o = 0; o < c.l.out_f; ++o)
     for (int64_t k = 0; k < c.l.in_f; ++k) c.w[size_t(o * c.l.in_f + k)] = wp[o * c.l.ws0 + k * c.l.ws1];
-  const auto run = cpu_isa() == Isa::base ? &linear_rows_base<TY> : &linear_rows_avx2<TY>;
+  const auto run = for_this_cpu<linear_rows_out<TY>, Linear>();
   parallel_for(n_rows, 1, [&](int64_t begin, int64_t end) { run(c, begin, end); });
   return 0;
 }
