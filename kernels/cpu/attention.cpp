@@ -69,8 +69,11 @@ std::unique_ptr<MmPrim> matmul_prim(const MmShape& key) {
   const memory::desc c({key.m, key.n}, memory::data_type::f32, memory::format_tag::ab);
   dnnl::primitive_attr attr = user_scratchpad();
   if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
-  const dnnl::matmul::primitive_desc pd =
-      prefer_impl([&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); }, "brg");
+  // oneDNN 2.x has brgemm matmuls on AVX-512 only. Elsewhere its first choice, without walking its
+  // implementations: on an AVX2 processor that walk faulted inside oneDNN under ASan
+  // (dnnl_primitive_desc_iterator_next, a read of an unmapped address, 2026-11-30).
+  const auto make = [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine()); };
+  const dnnl::matmul::primitive_desc pd = cpu_isa() == Isa::avx512 ? prefer_impl(make, "brg") : make();
   auto p = std::make_unique<MmPrim>();
   p->prim = std::make_unique<Primitive>(dnnl::matmul(pd), pd.scratchpad_desc());
   p->a = pd.src_desc();
