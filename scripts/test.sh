@@ -13,7 +13,10 @@ werror=OFF
 stage "install dependencies" bash scripts/install_deps.sh test
 stage "configure" cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMBER_BUILD_TESTS=ON -DAMBER_WERROR=$werror
 stage "build (-j2)" cmake --build build -j2
-stage "tests (ctest)" ctest --test-dir build --output-on-failure -V
+# Two tests at a time (-j2): the Python generators (the ONNX zoo's export, the reference data) and
+# many tests run on one core, so on two cores they overlap (fixtures keep generators before their
+# readers; RUN_SERIAL keeps the installed-package checks alone).
+stage "tests (ctest -j2)" ctest --test-dir build --output-on-failure -V -j2
 [[ ${AMBER_SANITIZERS:-1} == 0 ]] && exit 0
 
 # Sanitizer builds: clang, no CUDA. The installed-package checks (install_and_service,
@@ -46,7 +49,7 @@ stage "asan+ubsan: build (-j2)" cmake --build build-asan -j2
 onednn_cap=()
 grep -qw amx_tile /proc/cpuinfo 2>/dev/null && onednn_cap=(ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)
 asan_env=(env ASAN_OPTIONS=allocator_may_return_null=1:intercept_tls_get_addr=0 "${onednn_cap[@]}")
-stage "asan+ubsan: tests" "${asan_env[@]}" ctest --test-dir build-asan --output-on-failure \
+stage "asan+ubsan: tests (ctest -j2)" "${asan_env[@]}" ctest --test-dir build-asan --output-on-failure -j2 \
   -E '^(install_and_service|guide)$' -LE 'zoo|accuracy'
 stage "fuzz (${AMBER_FUZZ_SECONDS:-60} s per target)" bash tests/fuzz/run_fuzz.sh build-asan . "${AMBER_FUZZ_SECONDS:-60}"
 stage "tsan: configure" cmake -S . -B build-tsan "${san[@]}" -DAMBER_SANITIZE=thread

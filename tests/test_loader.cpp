@@ -473,8 +473,15 @@ TEST_CASE("concurrent loads of one archive; the last handle dropped while anothe
 }
 
 TEST_CASE("a call too large for memory fails alone; the next call works", "[loader][resources]") {
-  // [N, 4] -> [N, 4, 1M] materialised: at N = 2^20 that is 16 TiB.
-  auto f = [](const Tensor& x) { return (x.unsqueeze(2).expand({x.size(0), 4, 1 << 20}) + 1).sum({2}); };
+  // [N, 4] -> [N, 4, kWide] materialised: at N = 2^20 that is 16 TiB (4 TiB under the sanitizers,
+  // still over their allocators' 1 TiB; their 10-20x slower passes over a smaller batch row keep
+  // this case to seconds: at 2^20 it took 79 s under ASan).
+#ifdef AMBER_SANITIZER_BUILD
+  constexpr int64_t kWide = 1 << 18;
+#else
+  constexpr int64_t kWide = 1 << 20;
+#endif
+  auto f = [](const Tensor& x) { return (x.unsqueeze(2).expand({x.size(0), 4, kWide}) + 1).sum({2}); };
   TracedModule t = trace(f, {randn({2, 4})}, quiet(true));
   Model m = load(t.save_to_bytes());
   AMBER_CASE("res.call-memory");
@@ -507,15 +514,17 @@ TEST_CASE("a call too large for memory fails alone; the next call works", "[load
     for (std::thread& th : threads) th.join();
     CHECK(wrong == 0);
   }
-  // An explicit cap: each batch row needs 16 MiB of intermediates (a [4, 2^20] f32 sum operand).
+  // An explicit cap: each batch row needs 16 * kWide bytes of intermediates (a [4, kWide] f32 sum
+  // operand): 16 MiB at 2^20.
+  const int64_t row = 16 * kWide;
   LoadOptions capped;
-  capped.max_workspace_bytes = 20 << 20;
+  capped.max_workspace_bytes = size_t(20 * kWide);
   AMBER_REQUIRE_ERROR(load(t.save_to_bytes(), capped),
-                      "this call needs 33554432 bytes of intermediate memory, over the limit of 20971520 "
-                      "(LoadOptions::max_workspace_bytes)");  // at the traced batch, 2
-  capped.max_workspace_bytes = 40 << 20;
+                      "this call needs " + std::to_string(2 * row) + " bytes of intermediate memory, over the limit of " +
+                          std::to_string(20 * kWide) + " (LoadOptions::max_workspace_bytes)");  // at the traced batch, 2
+  capped.max_workspace_bytes = size_t(40 * kWide);
   Model c = load(t.save_to_bytes(), capped);
-  AMBER_REQUIRE_ERROR(c.forward({randn({3, 4})}), "needs 50331648 bytes");
+  AMBER_REQUIRE_ERROR(c.forward({randn({3, 4})}), "needs " + std::to_string(3 * row));
   check_close(c.forward({x.slice(0, 0, 2)})[0], f(x.slice(0, 0, 2)), 1e-3, 1e-5, "within the cap");
 }
 

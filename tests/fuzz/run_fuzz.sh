@@ -19,11 +19,17 @@ fixture=$build/tests/archive_fixture  # built with the tests, or by tests/fuzz w
 cp "$src"/tests/golden/* "$work/seeds/"
 # Every checklist case test_archive builds (AMBER_CASE marks; tests/test_util.h), and the
 # committed corpus minimised from longer runs (tests/fuzz/corpus/, tests/fuzz/campaign.sh).
+# The sanitizer build's test stage (ctest) keeps them in $build/case-seeds: taken from there when
+# written since test_archive was built, else written now.
 mkdir -p "$work/case-seeds"
-if [[ -x $build/tests/test_archive ]]; then
+if [[ -x $build/tests/test_archive && -n $(find "$build/case-seeds" -name '*.amber' -newer "$build/tests/test_archive" \
+  -print -quit 2> /dev/null) ]]; then
+  cp "$build"/case-seeds/*.amber "$work/case-seeds/"
+elif [[ -x $build/tests/test_archive ]]; then
   AMBER_CASE_SEEDS=$work/case-seeds "$build/tests/test_archive" "[reliability]" > /dev/null 2>&1 ||
     echo "note: test_archive failed while writing case seeds (the test stage reports it)"
 fi
+echo "case seeds: $(ls "$work/case-seeds" | wc -l)"
 total=0
 for target in fuzz_archive fuzz_load fuzz_safetensors fuzz_onnx_import; do
   corpus=$work/corpus-$target
