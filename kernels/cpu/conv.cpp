@@ -335,6 +335,8 @@ struct ConvState {
   // scaling), so that no binary post-op runs (`folded`); else the post-ops as dynamic int8's.
   bool folded = false;
   std::vector<float> folded_scales, folded_bias;
+  // quantized_conv2d where int8_supported() is false: quant_direct.cpp's weights, and no primitive.
+  std::vector<int16_t> direct_weights;
   size_t workspace_bytes() const { return ws; }
   void int8_layouts() {
     scale_md = memory::desc({1, 1, 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
@@ -467,6 +469,10 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[s->g.bias_input];
   if constexpr (K == kQuant || K == kQuantU8) {
     given_weights(a, *s);
+    if (!int8_supported()) {  // quant_direct.cpp's loops: their weights, no primitive, no workspace
+      s->direct_weights = quantized_conv_direct_weights(w);
+      return s;
+    }
     s->ws = s->source_bytes() +
             s->prim(threads_of(a), w, s->g.input_q.zero_point == 0 ? kU8 : kU8ZeroPoint).prim->scratch_bytes();
     return s;
@@ -649,10 +655,11 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
 // weights or scales computed per call (the setup's copy of them would be stale).
 template <Kind K>
 int quantized_conv(const amber_kernel_args* a) {
-  if (!int8_supported()) return quantized_conv_direct<K == kQuantU8>(a);
   const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
-  std::unique_ptr<ConvState> own;
   ConvState* st = static_cast<ConvState*>(a->state);
+  if (!int8_supported())
+    return quantized_conv_direct<K == kQuantU8>(a, st && immutable(a->inputs[1]) ? st->direct_weights.data() : nullptr);
+  std::unique_ptr<ConvState> own;
   if (!st || !immutable(a->inputs[1]) || !immutable(a->inputs[2]) || !immutable(a->inputs[3]))
     st = (own = make_state<K>(a)).get();
   omp_set_num_threads(threads_of(a));

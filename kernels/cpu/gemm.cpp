@@ -259,6 +259,8 @@ struct LinearState {
   std::vector<int8_t> qweights;  // int8: the weights quantized, [out, in] dense
   std::vector<float> wscales;    // int8: their scale per output channel
   std::vector<int32_t> wsums;    // int8: the sum of each output channel's quantized weights
+  // quantized_linear where int8_supported() is false: quant_direct.cpp's weights, and no primitive.
+  std::vector<int16_t> direct_weights;
   // quantized_linear: every row quantized with the op's input scale and zero point (not its
   // own range), its bias input 3; its rows u8 already (u8_in); quantized_linear.u8's
   // accumulators requantized to u8 after its activation (u8_out).
@@ -485,7 +487,11 @@ int quantized_linear_kernel(const amber_kernel_args* a) {
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   if (rows == 0 || out_f == 0) return 0;
-  if (!int8_supported()) return quantized_linear_direct<U8Out>(a);
+  if (!int8_supported()) {
+    const auto* st = static_cast<const LinearState*>(a->state);
+    const bool fixed = w.ndim < 0 || (w.cache_id != 0 && w.data);
+    return quantized_linear_direct<U8Out>(a, st && fixed ? st->direct_weights.data() : nullptr);
+  }
   std::unique_ptr<LinearState> own;
   if (in_f == 0) {  // no products: the bias (or zeros) through the epilogue
     own = quantized_linear_state<U8Out>(a, /*setup=*/false);
@@ -625,6 +631,10 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
     }
   st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
   if (!setup) return st;
+  if (!int8_supported()) {  // quant_direct.cpp's loops: their weights, no primitive, no workspace
+    st->direct_weights = quantized_linear_direct_weights(w);
+    return st;
+  }
   const int threads = std::max(1, a->num_threads);
   st->ws = st->rows_bytes() + st->prim(threads, w).prim->scratch_bytes();
   return st;

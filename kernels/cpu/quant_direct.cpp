@@ -1,8 +1,8 @@
 // quantized_conv2d, quantized_linear and their .u8 overloads where oneDNN's int8 products could
 // saturate (no VNNI: they sum pairs of uint8 x int8 products in 16 bits, and two levels of 255
 // against weights near 127 overflow): the exact int32 sums, the source's levels (less the zero
-// point) and the weights widened to int16 so the dot products vectorise (pmaddwd), compiled for
-// AVX2 and portably; quant_direct.h's level and epilogue, as the CUDA kernels'.
+// point) and the weights widened to int16 (at setup) so the dot products vectorise (pmaddwd), four
+// pixels or rows against two weight rows at a time, for AVX2 and portably; quant_direct.h's epilogue.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -16,11 +16,18 @@
 namespace amber::cpu {
 namespace {
 
-// sum a[i] * b[i], exact in int32 (|a| <= 255, |b| <= 127, at most AMBER_MAX_INT8_REDUCTION terms).
-inline int32_t dot(const int16_t* a, const int16_t* b, int64_t n) {
-  int32_t s = 0;
-  for (int64_t i = 0; i < n; ++i) s += int32_t(a[i]) * int32_t(b[i]);
-  return s;
+// sums[p][o] = sum_i a[p][i] * b[o][i] for kRows rows a (kRows * n, one after another) and O rows b
+// (O * n): each b element loaded once for kRows rows, each a element once for O rows. Exact in
+// int32 (|a| <= 255, |b| <= 127, at most AMBER_MAX_INT8_REDUCTION terms).
+constexpr int64_t kRows = 4;
+template <int O>
+inline void dots(const int16_t* a, const int16_t* b, int64_t n, int32_t (*sums)[2]) {
+  int32_t s[kRows][O] = {};
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t p = 0; p < kRows; ++p)
+      for (int o = 0; o < O; ++o) s[p][o] += int32_t(a[p * n + i]) * int32_t(b[o * n + i]);
+  for (int64_t p = 0; p < kRows; ++p)
+    for (int o = 0; o < O; ++o) sums[p][o] = s[p][o];
 }
 
 // Fn(c, begin, end) compiled for AVX2 and portably (kernel_util.h's targets, Fn inlined into each):
@@ -42,38 +49,60 @@ auto for_this_cpu() {
 struct Conv {
   quant::ConvGeometry g;
   quant::Quant q;
-  std::vector<int16_t> x, w;
+  std::vector<int16_t> x, own_w;
+  const int16_t* w;       // quantized_conv_direct_weights' (own_w, or the setup's)
   std::vector<char> nan;  // an f32 output from an f32 source: image n holds a NaN
   const float *scales, *bias;
   void* y;
 };
 
-// Output pixels [begin, end) over [n, oh, ow], every channel of each: per pixel and group, its
-// patch of levels gathered into one run (zero where it lies in the padding: level zero_point), so
-// that each output channel's sum is one dot product of kh * kw * (C / groups) terms.
+// Output pixels [begin, end) over [n, oh, ow], every channel of each, kRows pixels at a time:
+// per pixel and group, its patch of levels gathered into one run (zero where it lies in the
+// padding: level zero_point), so that each output channel's sum is one dot product of
+// kh * kw * (C / groups) terms, and each weight row is read once for kRows pixels (a tile's
+// missing pixels are zero patches, their sums unused).
 template <typename TY>
 inline void conv_pixels(const Conv& c, int64_t begin, int64_t end) {
   const quant::ConvGeometry& g = c.g;
   const int64_t icg = g.c / g.groups, ocg = g.oc / g.groups, k = g.kh * g.kw * icg;
-  std::vector<int16_t> patch(static_cast<size_t>(k));
-  for (int64_t p = begin; p < end; ++p) {
-    const int64_t ow = p % g.ow, oh = p / g.ow % g.oh, n = p / (g.ow * g.oh);
+  std::vector<int16_t> patches(size_t(kRows * k));
+  int32_t sums[kRows][2];
+  for (int64_t p0 = begin; p0 < end; p0 += kRows) {
+    const int64_t rows = std::min(kRows, end - p0);
     for (int64_t gi = 0; gi < g.groups; ++gi) {
-      int16_t* at = patch.data();
-      for (int64_t r = 0; r < g.kh; ++r) {
-        const int64_t ih = oh * g.stride[0] - g.pad[0] + r * g.dil[0];
-        for (int64_t s = 0; s < g.kw; ++s, at += icg) {
-          const int64_t iw = ow * g.stride[1] - g.pad[1] + s * g.dil[1];
-          if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
-            std::fill(at, at + icg, int16_t(0));
-          else
-            std::copy_n(&c.x[size_t(((n * g.h + ih) * g.w + iw) * g.c + gi * icg)], icg, at);
+      for (int64_t i = 0; i < kRows; ++i) {
+        int16_t* at = &patches[size_t(i * k)];
+        if (i >= rows) {
+          std::fill(at, at + k, int16_t(0));
+          continue;
+        }
+        const int64_t p = p0 + i, ow = p % g.ow, oh = p / g.ow % g.oh, n = p / (g.ow * g.oh);
+        for (int64_t r = 0; r < g.kh; ++r) {
+          const int64_t ih = oh * g.stride[0] - g.pad[0] + r * g.dil[0];
+          for (int64_t s = 0; s < g.kw; ++s, at += icg) {
+            const int64_t iw = ow * g.stride[1] - g.pad[1] + s * g.dil[1];
+            if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
+              std::fill(at, at + icg, int16_t(0));
+            else
+              std::copy_n(&c.x[size_t(((n * g.h + ih) * g.w + iw) * g.c + gi * icg)], icg, at);
+          }
         }
       }
-      for (int64_t o = gi * ocg; o < (gi + 1) * ocg; ++o)
-        quant::write_out(static_cast<TY*>(c.y) + n * g.ys[0] + o * g.ys[1] + oh * g.ys[2] + ow * g.ys[3],
-                         dot(patch.data(), &c.w[size_t(o * k)], k), c.q, c.scales[o * g.wss],
-                         c.bias ? c.bias[o * g.bs] : 0.0f, !c.nan.empty() && c.nan[size_t(n)]);
+      for (int64_t o = gi * ocg; o < (gi + 1) * ocg;) {
+        const int pair = o + 1 < (gi + 1) * ocg ? 2 : 1;
+        if (pair == 2)
+          dots<2>(patches.data(), c.w + o * k, k, sums);
+        else
+          dots<1>(patches.data(), c.w + o * k, k, sums);
+        for (int64_t i = 0; i < rows; ++i) {
+          const int64_t p = p0 + i, ow = p % g.ow, oh = p / g.ow % g.oh, n = p / (g.ow * g.oh);
+          for (int j = 0; j < pair; ++j)
+            quant::write_out(static_cast<TY*>(c.y) + n * g.ys[0] + (o + j) * g.ys[1] + oh * g.ys[2] + ow * g.ys[3],
+                             sums[i][j], c.q, c.scales[(o + j) * g.wss], c.bias ? c.bias[(o + j) * g.bs] : 0.0f,
+                             !c.nan.empty() && c.nan[size_t(n)]);
+        }
+        o += pair;
+      }
     }
   }
 }
@@ -107,27 +136,42 @@ void conv_levels(const amber_tensor_view& xv, Conv& c, bool flag_nan) {
 struct Linear {
   quant::LinearGeometry l;
   quant::Quant q;
-  std::vector<int16_t> x, w;
+  std::vector<int16_t> x, own_w;
+  const int16_t* w;  // quantized_linear_direct_weights' (own_w, or the setup's)
   std::vector<char> nan;
   const float *scales, *bias;
   void* y;
 };
 
+// Rows [begin, end), kRows at a time (c.x holds zero rows past the last, up to a multiple of kRows:
+// their sums unused), each weight row read once for kRows rows.
 template <typename TY>
 inline void linear_rows_out(const Linear& c, int64_t begin, int64_t end) {
   const quant::LinearGeometry& l = c.l;
-  for (int64_t r = begin; r < end; ++r)
-    for (int64_t o = 0; o < l.out_f; ++o)
-      quant::write_out(static_cast<TY*>(c.y) + r * l.out_f + o,
-                       dot(&c.x[size_t(r * l.in_f)], &c.w[size_t(o * l.in_f)], l.in_f), c.q, c.scales[o * l.wss],
-                       c.bias ? c.bias[o * l.bs] : 0.0f, !c.nan.empty() && c.nan[size_t(r)]);
+  int32_t sums[kRows][2];
+  for (int64_t r0 = begin; r0 < end; r0 += kRows) {
+    const int64_t rows = std::min(kRows, end - r0);
+    for (int64_t o = 0; o < l.out_f;) {
+      const int pair = o + 1 < l.out_f ? 2 : 1;
+      if (pair == 2)
+        dots<2>(&c.x[size_t(r0 * l.in_f)], c.w + o * l.in_f, l.in_f, sums);
+      else
+        dots<1>(&c.x[size_t(r0 * l.in_f)], c.w + o * l.in_f, l.in_f, sums);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int j = 0; j < pair; ++j)
+          quant::write_out(static_cast<TY*>(c.y) + (r0 + i) * l.out_f + o + j, sums[i][j], c.q,
+                           c.scales[(o + j) * l.wss], c.bias ? c.bias[(o + j) * l.bs] : 0.0f,
+                           !c.nan.empty() && c.nan[size_t(r0 + i)]);
+      o += pair;
+    }
+  }
 }
 
 template <typename TX>
 void linear_levels(const amber_tensor_view& xv, Linear& c, const quant::Rows& rows, int64_t n_rows) {
   const auto* x = static_cast<const TX*>(xv.data);
   const int64_t in_f = c.l.in_f;
-  c.x.resize(size_t(n_rows * in_f));
+  c.x.assign(size_t((n_rows + kRows - 1) / kRows * kRows * in_f), 0);
   if constexpr (!std::is_same_v<TX, uint8_t>) c.nan.assign(size_t(n_rows), 0);
   parallel_for(n_rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -144,8 +188,30 @@ void linear_levels(const amber_tensor_view& xv, Linear& c, const quant::Rows& ro
 
 }  // namespace
 
+std::vector<int16_t> quantized_conv_direct_weights(const amber_tensor_view& w) {
+  const int64_t oc = w.sizes[0], icg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+  std::vector<int16_t> out(size_t(oc * kh * kw * icg));
+  const auto* wp = static_cast<const int8_t*>(w.data);
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t r = 0; r < kh; ++r)
+      for (int64_t s = 0; s < kw; ++s)
+        for (int64_t ch = 0; ch < icg; ++ch)
+          out[size_t(((o * kh + r) * kw + s) * icg + ch)] =
+              wp[o * w.strides[0] + ch * w.strides[1] + r * w.strides[2] + s * w.strides[3]];
+  return out;
+}
+
+std::vector<int16_t> quantized_linear_direct_weights(const amber_tensor_view& w) {
+  const int64_t out_f = w.sizes[0], in_f = w.sizes[1];
+  std::vector<int16_t> out(size_t(out_f * in_f));
+  const auto* wp = static_cast<const int8_t*>(w.data);
+  for (int64_t o = 0; o < out_f; ++o)
+    for (int64_t k = 0; k < in_f; ++k) out[size_t(o * in_f + k)] = wp[o * w.strides[0] + k * w.strides[1]];
+  return out;
+}
+
 template <bool U8Out>
-int quantized_conv_direct(const amber_kernel_args* a) {
+int quantized_conv_direct(const amber_kernel_args* a, const int16_t* weights) {
   using TY = std::conditional_t<U8Out, uint8_t, float>;
   Conv c;
   c.g = quant::conv_geometry(a);
@@ -163,22 +229,16 @@ int quantized_conv_direct(const amber_kernel_args* a) {
   else
     conv_levels<float>(x, c, !U8Out);
   const int64_t icg = g.c / g.groups;
-  c.w.resize(size_t(g.oc * g.kh * g.kw * icg));
-  const auto* wp = static_cast<const int8_t*>(w.data);
-  for (int64_t o = 0; o < g.oc; ++o)
-    for (int64_t r = 0; r < g.kh; ++r)
-      for (int64_t s = 0; s < g.kw; ++s)
-        for (int64_t ch = 0; ch < icg; ++ch)
-          c.w[size_t(((o * g.kh + r) * g.kw + s) * icg + ch)] =
-              wp[o * g.ws[0] + ch * g.ws[1] + r * g.ws[2] + s * g.ws[3]];
+  c.w = weights ? weights : (c.own_w = quantized_conv_direct_weights(w)).data();
   const auto run = for_this_cpu<conv_pixels<TY>, Conv>();
-  parallel_for(pixels, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.oc * g.kh * g.kw * icg / 64)),
-               [&](int64_t begin, int64_t end) { run(c, begin, end); });
+  const int64_t tiles = (pixels + kRows - 1) / kRows, per_tile = kRows * g.oc * g.kh * g.kw * icg;
+  parallel_for(tiles, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, per_tile / 64)),
+               [&](int64_t begin, int64_t end) { run(c, begin * kRows, std::min(pixels, end * kRows)); });
   return 0;
 }
 
 template <bool U8Out>
-int quantized_linear_direct(const amber_kernel_args* a) {
+int quantized_linear_direct(const amber_kernel_args* a, const int16_t* weights) {
   using TY = std::conditional_t<U8Out, uint8_t, float>;
   Linear c;
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &b = a->inputs[3];
@@ -195,18 +255,17 @@ int quantized_linear_direct(const amber_kernel_args* a) {
     linear_levels<uint8_t>(x, c, rows, n_rows);
   else
     linear_levels<float>(x, c, rows, n_rows);
-  c.w.resize(size_t(c.l.out_f * c.l.in_f));
-  const auto* wp = static_cast<const int8_t*>(w.data);
-  for (int64_t o = 0; o < c.l.out_f; ++o)
-    for (int64_t k = 0; k < c.l.in_f; ++k) c.w[size_t(o * c.l.in_f + k)] = wp[o * c.l.ws0 + k * c.l.ws1];
+  c.w = weights ? weights : (c.own_w = quantized_linear_direct_weights(w)).data();
   const auto run = for_this_cpu<linear_rows_out<TY>, Linear>();
-  parallel_for(n_rows, 1, [&](int64_t begin, int64_t end) { run(c, begin, end); });
+  // whole tiles to each thread: a tile's rows past the last are c.x's zero rows
+  parallel_for((n_rows + kRows - 1) / kRows, 1,
+               [&](int64_t begin, int64_t end) { run(c, begin * kRows, std::min(n_rows, end * kRows)); });
   return 0;
 }
 
-template int quantized_conv_direct<false>(const amber_kernel_args*);
-template int quantized_conv_direct<true>(const amber_kernel_args*);
-template int quantized_linear_direct<false>(const amber_kernel_args*);
-template int quantized_linear_direct<true>(const amber_kernel_args*);
+template int quantized_conv_direct<false>(const amber_kernel_args*, const int16_t*);
+template int quantized_conv_direct<true>(const amber_kernel_args*, const int16_t*);
+template int quantized_linear_direct<false>(const amber_kernel_args*, const int16_t*);
+template int quantized_linear_direct<true>(const amber_kernel_args*, const int16_t*);
 
 }  // namespace amber::cpu
