@@ -487,10 +487,10 @@ int quantized_linear_kernel(const amber_kernel_args* a) {
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.sizes[d];
   if (rows == 0 || out_f == 0) return 0;
+  const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
   if (!int8_supported()) {
     const auto* st = static_cast<const LinearState*>(a->state);
-    const bool fixed = w.ndim < 0 || (w.cache_id != 0 && w.data);
-    return quantized_linear_direct<U8Out>(a, st && fixed ? st->direct_weights.data() : nullptr);
+    return quantized_linear_direct<U8Out>(a, st && immutable(w) ? st->direct_weights.data() : nullptr);
   }
   std::unique_ptr<LinearState> own;
   if (in_f == 0) {  // no products: the bias (or zeros) through the epilogue
@@ -512,7 +512,6 @@ int quantized_linear_kernel(const amber_kernel_args* a) {
   std::vector<uint8_t> packed_u8;
   const void* xp = x.dtype == int32_t(DType::u8) ? static_cast<const void*>(dense_rows(x, rows, in_f, packed_u8))
                                                  : static_cast<const void*>(dense_rows(x, rows, in_f, packed));
-  const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
   LinearState* st = static_cast<LinearState*>(a->state);
   if (!st || !immutable(w) || !immutable(a->inputs[2]) || !immutable(bias))
     st = (own = quantized_linear_setup<U8Out>(a)).get();
