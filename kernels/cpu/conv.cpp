@@ -468,11 +468,13 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   s->g = geometry_of<K>(a);
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[s->g.bias_input];
   if constexpr (K == kQuant || K == kQuantU8) {
-    given_weights(a, *s);
-    if (!int8_supported()) {  // quant_direct.cpp's loops: their weights, no primitive, no workspace
+    if (!int8_supported()) {  // quant_direct.cpp's loops: the scales checked, their weights, no primitive
+      (void)given_scales(a->inputs[2], a->inputs[3], s->g.oc, "quantized_conv2d");
       s->direct_weights = quantized_conv_direct_weights(w);
+      s->ws = quantized_conv_direct_workspace(a);
       return s;
     }
+    given_weights(a, *s);
     s->ws = s->source_bytes() +
             s->prim(threads_of(a), w, s->g.input_q.zero_point == 0 ? kU8 : kU8ZeroPoint).prim->scratch_bytes();
     return s;

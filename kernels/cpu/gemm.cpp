@@ -619,6 +619,12 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
     st->output_q.scale = float(attr_float(a, ua::output_scale));
     st->output_q.zero_point = int32_t(attr_int(a, ua::output_zero_point));
   }
+  st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
+  if (setup && !int8_supported()) {  // quant_direct.cpp's loops: their weights and scratch, no primitive
+    st->direct_weights = quantized_linear_direct_weights(w);
+    st->ws = quantized_linear_direct_workspace(a);
+    return st;
+  }
   st->qweights.resize(size_t(st->out_f * st->in_f));
   st->wsums.assign(size_t(st->out_f), 0);
   const int8_t* wp = static_cast<const int8_t*>(w.data);
@@ -628,12 +634,7 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
       st->qweights[size_t(o * st->in_f + i)] = v;
       st->wsums[size_t(o)] += v;
     }
-  st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
   if (!setup) return st;
-  if (!int8_supported()) {  // quant_direct.cpp's loops: their weights, no primitive, no workspace
-    st->direct_weights = quantized_linear_direct_weights(w);
-    return st;
-  }
   const int threads = std::max(1, a->num_threads);
   st->ws = st->rows_bytes() + st->prim(threads, w).prim->scratch_bytes();
   return st;

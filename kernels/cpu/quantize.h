@@ -83,12 +83,15 @@ constexpr int64_t kMaxInt8Reduction = AMBER_MAX_INT8_REDUCTION;
 // quantized_conv2d (U8Out: .u8) and quantized_linear (.u8) without oneDNN, for processors whose
 // int8 products could saturate (!int8_supported(): no VNNI): exact int32 sums, the same numbers
 // as the CUDA kernels' (quant_direct.cpp). On the calling kernel's threads. `weights`: the weight
-// input widened by the function below, made at setup when the weights are immutable (null: widened
-// in the call).
+// input widened by the functions below, made at setup when the weights are immutable (null:
+// widened in the call). Their scratch lies in the call's workspace when it holds the bytes the
+// *_workspace functions give for these arguments (setup asks for them), else in the call's own.
 template <bool U8Out>
 int quantized_conv_direct(const amber_kernel_args* a, const int16_t* weights);
 template <bool U8Out>
 int quantized_linear_direct(const amber_kernel_args* a, const int16_t* weights);
+size_t quantized_conv_direct_workspace(const amber_kernel_args* a);
+size_t quantized_linear_direct_workspace(const amber_kernel_args* a);
 // A quantized_conv2d's int8 weights [OC, C/groups, KH, KW] (any strides) as the direct loops read
 // them: int16, [OC][KH][KW][C/groups] dense; a quantized_linear's [out, in] as int16 [out][in].
 std::vector<int16_t> quantized_conv_direct_weights(const amber_tensor_view& w);
