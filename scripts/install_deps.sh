@@ -9,7 +9,10 @@ what=${1:-test}
 pkgs=(build-essential cmake ninja-build pkg-config libdnnl-dev nlohmann-json3-dev catch2 libprotobuf-dev
   protobuf-compiler zlib1g-dev libxxhash-dev libonnx-dev)
 if [[ $what == test ]]; then
-  pkgs+=(python3-torch python3-torchvision python3-protobuf python3-xxhash python3-onnx libonnx-testdata python3-sklearn unzip
+  # libopenblas0-pthread: PyTorch's matrix products when it writes the reference data (Debian's
+  # reference BLAS otherwise: ViT-B/16's forward passes in tests/gen_onnx_zoo.py 82 s -> 3.3 s)
+  pkgs+=(python3-torch python3-torchvision libopenblas0-pthread python3-protobuf python3-xxhash python3-onnx
+    libonnx-testdata python3-sklearn unzip
     libzip-dev clang libclang-rt-14-dev
     libomp-dev)
 fi

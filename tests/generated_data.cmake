@@ -16,6 +16,9 @@ if(EXISTS ${OUT}/.hash)
   endif()
 endif()
 file(REMOVE_RECURSE ${OUT})
+# One BLAS thread (OpenBLAS, install_deps.sh; PyTorch's own threads are the generator's to set):
+# ctest runs two tests at once on two cores, and OpenBLAS's idle threads spin.
+set(ENV{OPENBLAS_NUM_THREADS} 1)
 execute_process(COMMAND ${PYTHON} ${SRC}/${GENERATOR} ${OUT} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${WHAT}: ${GENERATOR} failed (${rc}); are python3-torch and python3-torchvision installed for ${PYTHON}?")
