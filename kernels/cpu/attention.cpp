@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -200,17 +201,10 @@ int sdpa(const amber_kernel_args* a) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const int threads = std::max(1, a->num_threads);
   ThreadLimit limit(threads);
-  std::vector<char> ok(static_cast<size_t>(batches * blocks), 1);
-  // Slots in the step's workspace; a call without one (or with less, as an eager call has)
-  // allocates them for itself.
+  std::atomic<bool> failed{false};  // a product threw (its block is left unwritten)
   const Slot slot(block, S, E, Ev, Merged);
-  const size_t slots_bytes = size_t(threads) * size_t(slot.floats) * sizeof(float);
-  std::unique_ptr<float[]> own_slots;
-  float* slots = static_cast<float*>(a->workspace);
-  if (!slots || a->workspace_bytes < slots_bytes) {
-    own_slots.reset(new float[size_t(threads) * size_t(slot.floats)]);
-    slots = own_slots.get();
-  }
+  CallScratch scratch(a);
+  float* slots = scratch.take_array<float>(size_t(threads) * size_t(slot.floats));
   parallel_for_slots(batches * blocks, 1, [&](int slot_index, int64_t t0, int64_t t1) {
     float* mine = slots + int64_t(slot_index) * slot.floats;
     float *scores = mine + slot.scores, *qbuf = mine + slot.q, *kbuf = mine + slot.k, *vbuf = mine + slot.v,
@@ -236,7 +230,7 @@ int sdpa(const amber_kernel_args* a) {
       try {
         pqk.prim->execute({{DNNL_ARG_SRC, &pqk.a, qd}, {DNNL_ARG_WEIGHTS, &pqk.b, kd}, {DNNL_ARG_DST, &pqk.c, scores}});
       } catch (const dnnl::error&) {
-        ok[size_t(t)] = 0;
+        failed.store(true, std::memory_order_relaxed);
         continue;
       }
       if (has_mask) {
@@ -265,16 +259,14 @@ int sdpa(const amber_kernel_args* a) {
                            {DNNL_ARG_WEIGHTS, &psv.b, vd},
                            {DNNL_ARG_DST, &psv.c, Merged ? obuf : orow}});
       } catch (const dnnl::error&) {
-        ok[size_t(t)] = 0;
+        failed.store(true, std::memory_order_relaxed);
         continue;
       }
       if (Merged)
         for (int64_t i = 0; i < rows; ++i) std::memcpy(orow + i * ors, obuf + i * Ev, size_t(Ev) * sizeof(float));
     }
   });
-  for (char g : ok)
-    if (!g) return fail(a, "oneDNN matmul failed");
-  return 0;
+  return failed.load() ? fail(a, "oneDNN matmul failed") : 0;
 }
 
 template <bool Merged>

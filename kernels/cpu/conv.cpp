@@ -577,20 +577,9 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
     if (!tensor_range(xp + i * per_image, per_image, lo, hi)) return false;
     quant[size_t(i)] = tensor_quant(lo, hi);
   }
-  char* scratch = static_cast<char*>(a->workspace);
-  size_t scratch_bytes = a->workspace_bytes;
-  std::vector<uint8_t> own_q;  // a call without the step's workspace only
-  uint8_t* xq = nullptr;
-  if (st.u8_source_in_place()) {
-    xq = static_cast<uint8_t*>(x.data);
-  } else if (scratch && scratch_bytes >= st.source_bytes()) {
-    xq = reinterpret_cast<uint8_t*>(scratch);
-    scratch += st.source_bytes();
-    scratch_bytes -= st.source_bytes();
-  } else {
-    own_q.resize(size_t(images * per_image));
-    xq = own_q.data();
-  }
+  CallScratch scratch(a);
+  uint8_t* xq =
+      st.u8_source_in_place() ? static_cast<uint8_t*>(x.data) : scratch.take_array<uint8_t>(st.source_bytes());
   if (g.u8_in && !st.u8_source_in_place()) {  // reordered to NHWC into the source's place
     std::vector<uint8_t> dense;
     Dims xs = g.xs;
@@ -629,7 +618,7 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
     prim.prim->execute(args, pad, pad_bytes);
   };
   if (g.fixed_quant) {  // one quantization for every image: the batch in one product
-    run_image(0, threads, scratch, scratch_bytes);
+    run_image(0, threads, scratch.rest(), scratch.rest_bytes());
   } else if (threads > 1 && images >= threads) {
     // As many images as threads or more: images side by side, one thread each (a one-image
     // product splits poorly over threads: ResNet-18 at batch 8 ran 12% slower image after
@@ -640,7 +629,7 @@ bool conv_int8(const amber_kernel_args* a, ConvState& st, int threads) {
       for (int64_t i = first; i < end; ++i) run_image(i, 1, nullptr, 0);
     });
   } else {
-    for (int64_t i = 0; i < images; ++i) run_image(i, threads, scratch, scratch_bytes);
+    for (int64_t i = 0; i < images; ++i) run_image(i, threads, scratch.rest(), scratch.rest_bytes());
   }
   if (!g.u8_out)
     for (int64_t i = 0; i < images; ++i)

@@ -362,21 +362,9 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const void* xin) {
   const void* wei = prim.packed ? prim.packed->data : st.user_data(w);
   void* y = a->outputs[0].data;
   const void* x = xf;
-  char* scratch = static_cast<char*>(a->workspace);
-  size_t scratch_bytes = a->workspace_bytes;
-  std::vector<char> own_rows;  // a call without the step's workspace only
-  char* rows = nullptr;        // the converted rows (rows_bytes())
-  if (const size_t bytes = st.rows_bytes()) {
-    if (scratch && scratch_bytes >= bytes) {
-      rows = scratch;
-      scratch += bytes;
-      scratch_bytes -= bytes;
-    } else {
-      own_rows.resize(bytes + 64);
-      rows = own_rows.data() + (64 - reinterpret_cast<uintptr_t>(own_rows.data()) % 64) % 64;
-    }
-    x = rows;
-  }
+  CallScratch scratch(a);
+  char* rows = nullptr;  // the converted rows (rows_bytes())
+  if (const size_t bytes = st.rows_bytes()) x = rows = scratch.take(bytes);
   const float* bp = present(bias) ? static_cast<const float*>(bias.data) : nullptr;
   std::vector<float> bbuf;
   const int64_t bs = bp && !(bias.ndim == 0 || bias.sizes[0] == 1) ? bias.strides[0] : 0;
@@ -400,8 +388,8 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const void* xin) {
       quantize_rows(xf, st.rows, st.in_f, xq, row_scales, zero_points);
     }
     prim.prim->execute(
-        {{DNNL_ARG_SRC, &prim.src, xq}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, acc}}, scratch,
-        scratch_bytes);
+        {{DNNL_ARG_SRC, &prim.src, xq}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, acc}},
+        scratch.rest(), scratch.rest_bytes());
     if (st.u8_out) {  // a NaN in an f32 source was quantized as level 0: u8 holds no NaN
       requantize_products(static_cast<const int32_t*>(acc), st.rows, out_f, st.requantization(bp),
                           static_cast<uint8_t*>(y));
@@ -417,14 +405,14 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const void* xin) {
   if (rows) to_bf16(xf, reinterpret_cast<uint16_t*>(rows), n);
   if (!bp) {
     prim.prim->execute({{DNNL_ARG_SRC, &prim.src, x}, {DNNL_ARG_WEIGHTS, &prim.wei, wei}, {DNNL_ARG_DST, &prim.dst, y}},
-                       scratch, scratch_bytes);
+                       scratch.rest(), scratch.rest_bytes());
     return 0;
   }
   prim.prim->execute({{DNNL_ARG_SRC, &prim.src, x},
                       {DNNL_ARG_WEIGHTS, &prim.wei, wei},
                       {DNNL_ARG_BIAS, &prim.bias, bp},
                       {DNNL_ARG_DST, &prim.dst, y}},
-                     scratch, scratch_bytes);
+                     scratch.rest(), scratch.rest_bytes());
   return 0;
 }
 

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "amber/core/backend.h"
 #include "amber/core/dtype.h"
@@ -53,6 +55,38 @@ int guarded(const amber_kernel_args* a, F&& f) {
     return fail(a, "unknown error");
   }
 }
+
+// A call's scratch: blocks taken in turn from the step's workspace (setup asked for their bytes),
+// or, where the workspace is absent or too small for a block (an eager call), allocated for this
+// call, 64-byte aligned, and freed with it. rest() / rest_bytes() is what the takes left of the
+// workspace: a oneDNN primitive's scratchpad.
+class CallScratch {
+ public:
+  explicit CallScratch(const amber_kernel_args* a)
+      : at_(static_cast<char*>(a->workspace)), left_(a->workspace ? a->workspace_bytes : 0) {}
+  char* take(size_t bytes) {
+    if (at_ && left_ >= bytes) {
+      char* block = at_;
+      at_ += bytes;
+      left_ -= bytes;
+      return block;
+    }
+    own_.emplace_back(new char[bytes + 64]);
+    char* block = own_.back().get();
+    return block + (64 - reinterpret_cast<uintptr_t>(block) % 64) % 64;
+  }
+  template <typename T>
+  T* take_array(size_t count) {
+    return reinterpret_cast<T*>(take(count * sizeof(T)));
+  }
+  char* rest() const { return at_; }
+  size_t rest_bytes() const { return left_; }
+
+ private:
+  char* at_;
+  size_t left_;
+  std::vector<std::unique_ptr<char[]>> own_;
+};
 
 // Attribute accessors (attributes are in op-table order).
 inline int64_t attr_int(const amber_kernel_args* a, int i) { return a->attrs[i].i; }

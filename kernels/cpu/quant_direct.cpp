@@ -47,16 +47,6 @@ auto for_this_cpu() {
 
 constexpr size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// Where a call's scratch lies: the step's workspace when setup asked for enough, else its own.
-struct Scratch {
-  std::vector<char> own;
-  char* at;
-  Scratch(const amber_kernel_args* a, size_t bytes) {
-    at = static_cast<char*>(a->workspace);
-    if (!at || a->workspace_bytes < bytes) at = (own.resize(bytes), own.data());
-  }
-};
-
 // A convolution's scratch, one block: the levels (int16 [n][h][w][c]), a NaN flag per image row
 // and per image, and each of `threads` slots' kRows patches (int16, kh * kw * C / groups each).
 struct ConvLayout {
@@ -76,8 +66,8 @@ struct Conv {
   int16_t* x;
   const int16_t* w;  // quantized_conv_direct_weights' (own_w, or the setup's)
   std::vector<int16_t> own_w;
-  const char* nan;  // an f32 output from an f32 source: image n holds a NaN (else null)
-  char* patches;    // slot s's at patches + s * slot
+  const char* nan = nullptr;  // an f32 source: image n holds a NaN (else null)
+  char* patches;              // slot s's at patches + s * slot
   size_t slot;
   const float *scales, *bias;
   void* y;
@@ -134,10 +124,10 @@ inline void conv_pixels(const Conv& c, int slot, int64_t begin, int64_t end) {
   }
 }
 
-// The source's levels less the zero point, NHWC (f32: quantized as read; NaN images flagged in
-// `flags`, after one flag per image row: each its own, no shared writes).
+// The source's levels less the zero point, NHWC. An f32 source is quantized as read and its NaN
+// images flagged in `flags` (c.nan), after one flag per image row: each its own, no shared writes.
 template <typename TX>
-void conv_levels(const amber_tensor_view& xv, Conv& c, char* flags, bool flag_nan) {
+void conv_levels(const amber_tensor_view& xv, Conv& c, char* flags) {
   const quant::ConvGeometry& g = c.g;
   const auto* x = static_cast<const TX*>(xv.data);
   char* nan_rows = flags + g.n;
@@ -155,7 +145,7 @@ void conv_levels(const amber_tensor_view& xv, Conv& c, char* flags, bool flag_na
         }
     }
   });
-  if (!flag_nan) return;
+  if constexpr (std::is_same_v<TX, uint8_t>) return;
   std::fill(flags, flags + g.n, char(0));
   for (int64_t nh = 0; nh < g.n * g.h; ++nh) flags[nh / g.h] |= nan_rows[nh];
   c.nan = flags;
@@ -178,7 +168,7 @@ struct Linear {
   int16_t* x;
   const int16_t* w;  // quantized_linear_direct_weights' (own_w, or the setup's)
   std::vector<int16_t> own_w;
-  char* nan;  // an f32 source: row r holds a NaN (else null)
+  char* nan = nullptr;  // an f32 source: row r holds a NaN (else null)
   const float *scales, *bias;
   void* y;
 };
@@ -206,9 +196,12 @@ inline void linear_rows_out(const Linear& c, int64_t begin, int64_t end) {
   }
 }
 
+// The rows' levels less the zero point, zero rows after them up to a multiple of kRows. An f32
+// source is quantized as read and its NaN rows flagged in `flags` (c.nan).
 template <typename TX>
-void linear_levels(const amber_tensor_view& xv, Linear& c, const quant::Rows& rows, int64_t n_rows) {
+void linear_levels(const amber_tensor_view& xv, Linear& c, const quant::Rows& rows, int64_t n_rows, char* flags) {
   const auto* x = static_cast<const TX*>(xv.data);
+  if constexpr (!std::is_same_v<TX, uint8_t>) c.nan = flags;
   const int64_t in_f = c.l.in_f;
   std::fill(c.x + n_rows * in_f, c.x + (n_rows + kRows - 1) / kRows * kRows * in_f, int16_t(0));
   if constexpr (!std::is_same_v<TX, uint8_t>) std::fill(c.nan, c.nan + n_rows, char(0));
@@ -265,15 +258,15 @@ int quantized_conv_direct(const amber_kernel_args* a, const int16_t* weights) {
   const int threads = std::max(1, a->num_threads);
   ThreadLimit limit(threads);
   const ConvLayout layout(g, threads);
-  Scratch scratch(a, layout.bytes);
-  c.x = reinterpret_cast<int16_t*>(scratch.at);
-  c.nan = nullptr;
-  c.patches = scratch.at + layout.patches;
+  CallScratch scratch(a);
+  char* block = scratch.take(layout.bytes);
+  c.x = reinterpret_cast<int16_t*>(block);
+  c.patches = block + layout.patches;
   c.slot = layout.slot;
   if (x.dtype == int32_t(DType::u8))
-    conv_levels<uint8_t>(x, c, scratch.at + layout.flags, false);
+    conv_levels<uint8_t>(x, c, block + layout.flags);
   else
-    conv_levels<float>(x, c, scratch.at + layout.flags, !U8Out);
+    conv_levels<float>(x, c, block + layout.flags);
   const int64_t icg = g.c / g.groups;
   c.w = weights ? weights : (c.own_w = quantized_conv_direct_weights(w)).data();
   const auto run = for_this_cpu<conv_pixels<TY>, Conv, int, int64_t, int64_t>();
@@ -303,13 +296,13 @@ int quantized_linear_direct(const amber_kernel_args* a, const int16_t* weights) 
   c.y = a->outputs[0].data;
   ThreadLimit limit(std::max(1, a->num_threads));
   const LinearLayout layout(n_rows, c.l.in_f);
-  Scratch scratch(a, layout.bytes);
-  c.x = reinterpret_cast<int16_t*>(scratch.at);
-  c.nan = x.dtype == int32_t(DType::u8) ? nullptr : scratch.at + layout.flags;
+  CallScratch scratch(a);
+  char* block = scratch.take(layout.bytes);
+  c.x = reinterpret_cast<int16_t*>(block);
   if (x.dtype == int32_t(DType::u8))
-    linear_levels<uint8_t>(x, c, rows, n_rows);
+    linear_levels<uint8_t>(x, c, rows, n_rows, block + layout.flags);
   else
-    linear_levels<float>(x, c, rows, n_rows);
+    linear_levels<float>(x, c, rows, n_rows, block + layout.flags);
   c.w = weights ? weights : (c.own_w = quantized_linear_direct_weights(w)).data();
   const auto run = for_this_cpu<linear_rows_out<TY>, Linear, int64_t, int64_t>();
   // whole tiles to each thread: a tile's rows past the last are c.x's zero rows
