@@ -72,10 +72,10 @@ int temporaries_in(const std::string& dir) {
   return n;
 }
 
+// A file in this run's scratch directory, removed when the tests exit.
 std::string temp(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / "amber_archive_test";
-  fs::create_directories(dir);
-  return (dir / name).string();
+  static const test::ScratchDir dir("amber_archive_test");
+  return dir.file(name);
 }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& b) {

@@ -34,10 +34,10 @@ TraceOptions quiet(bool dynamic = false) {
   return o;
 }
 
+// A file in this run's scratch directory, removed when the tests exit.
 std::string temp(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("amber_test_loader_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
+  static const test::ScratchDir dir("amber_test_loader");
+  return dir.file(name);
 }
 
 void check_close(const Tensor& a, const Tensor& b, double atol, double rtol, const std::string& what) {
@@ -520,8 +520,9 @@ TEST_CASE("a call too large for memory fails alone; the next call works", "[load
   LoadOptions capped;
   capped.max_workspace_bytes = size_t(20 * kWide);
   AMBER_REQUIRE_ERROR(load(t.save_to_bytes(), capped),
-                      "this call needs " + std::to_string(2 * row) + " bytes of intermediate memory, over the limit of " +
-                          std::to_string(20 * kWide) + " (LoadOptions::max_workspace_bytes)");  // at the traced batch, 2
+                      "this call needs " + std::to_string(2 * row) +
+                          " bytes of intermediate memory, over the limit of " + std::to_string(20 * kWide) +
+                          " (LoadOptions::max_workspace_bytes)");  // at the traced batch, 2
   capped.max_workspace_bytes = size_t(40 * kWide);
   Model c = load(t.save_to_bytes(), capped);
   AMBER_REQUIRE_ERROR(c.forward({randn({3, 4})}), "needs " + std::to_string(3 * row));

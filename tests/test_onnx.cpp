@@ -4,7 +4,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -399,8 +398,8 @@ TEST_CASE("an imported name that is not UTF-8 fails the save, not a later load",
 }
 
 TEST_CASE("import_onnx reads external data only from inside the model's folder", "[onnx]") {
-  const fs::path dir = fs::temp_directory_path() / str("amber_onnx_ext_", ::getpid());
-  fs::remove_all(dir);
+  const test::ScratchDir scratch("amber_onnx_ext");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "model");
   {
     std::ofstream(dir / "model" / "w.bin", std::ios::binary).write("\0\0\x80?\0\0\0@", 8);  // 1.0f, 2.0f
@@ -432,7 +431,6 @@ TEST_CASE("import_onnx reads external data only from inside the model's folder",
   AMBER_REQUIRE_ERROR(import_onnx(model_with("link.bin")), "leaves the model's folder");
   AMBER_REQUIRE_ERROR(import_onnx(model_with("w.bin", "4")), "holds 8 bytes; 8 asked at offset 4");
   AMBER_REQUIRE_ERROR(import_onnx_bytes(Builder().bytes()), "no outputs");
-  fs::remove_all(dir);
 }
 
 TEST_CASE("import_onnx serves any batch when the inputs' first dim is symbolic", "[onnx]") {

@@ -6,8 +6,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -329,9 +327,8 @@ TEST_CASE("ONNX export writes large weights as external data beside the model", 
   TraceOptions to;
   to.dynamic_batch = true;
   const TracedModule t = trace(f, {randn({2, 23})}, to);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / str("amber_onnx_extdata_", ::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::ScratchDir scratch("amber_onnx_extdata");
+  const std::filesystem::path& dir = scratch.path();
   const std::string path = (dir / "model.onnx").string();
 
   OnnxExportOptions o;
@@ -375,7 +372,6 @@ TEST_CASE("ONNX export writes large weights as external data beside the model", 
   // Inline by default for small models, and never to bytes.
   CHECK(export_onnx(t, path).external_bytes == 0);
   AMBER_REQUIRE_ERROR(export_onnx_bytes(t.graph(), o), "external data needs a file beside the model");
-  std::filesystem::remove_all(dir);
 }
 
 namespace {

@@ -26,8 +26,10 @@ SafetensorsFile parse(const std::vector<uint8_t>& bytes) {
   return SafetensorsFile::from_buffer({bytes.data(), bytes.size()});
 }
 
+// A file in this run's scratch directory, removed when the tests exit.
 std::string temp_path(const char* name) {
-  return (std::filesystem::temp_directory_path() / (std::string("amber_test_") + name)).string();
+  static const test::ScratchDir dir("amber_test_safetensors");
+  return dir.file(name);
 }
 
 }  // namespace
@@ -114,8 +116,8 @@ TEST_CASE("safetensors rejects hostile files with clear errors", "[safetensors][
 TEST_CASE("saving refuses directories and symlinks and leaves no temporary files", "[safetensors][saving]") {
   AMBER_CASE("save.targets");
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "amber_save_test";
-  fs::remove_all(dir);
+  const test::ScratchDir scratch("amber_save_test");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "sub");
   AMBER_REQUIRE_ERROR(save_safetensors((dir / "sub").string(), {{"a", ones({2})}}), "it is a directory");
   save_safetensors((dir / "real.safetensors").string(), {{"a", ones({2})}});
@@ -130,5 +132,4 @@ TEST_CASE("saving refuses directories and symlinks and leaves no temporary files
   }
   CHECK(temporaries == 0);
   CHECK(entries == 3);  // sub, real, link
-  fs::remove_all(dir);
 }

@@ -1,14 +1,18 @@
-// Helpers for Amber's tests: reference-data location, tolerance comparison of tensors
-// (|amber - ref| <= atol + rtol * |ref|; exact for integers and bools), and checking that
-// a call throws amber::Error with a given message fragment.
+// Helpers for Amber's tests: reference-data location, scratch directories removed when done,
+// tolerance comparison of tensors (|amber - ref| <= atol + rtol * |ref|; exact for integers and
+// bools), and checking that a call throws amber::Error with a given message fragment.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include "amber/core/tensor.h"
 
@@ -19,6 +23,29 @@ inline std::string refdata_dir() {
   const char* d = std::getenv("AMBER_REFDATA");
   return d ? d : "";
 }
+
+// A fresh directory <temp>/<name>_<pid> (emptied if a dead process left one), removed with all
+// it holds when this goes out of scope: when its test ends, passed or failed, or, for a static
+// one, when the test program exits.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 struct Diff {
   bool ok = true;
