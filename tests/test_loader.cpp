@@ -898,3 +898,33 @@ TEST_CASE("quantized_conv2d and quantized_linear: an infinity saturates, an imag
     for (float v : z.select(0, 1).to_vector<float>(SrcLoc::none())) CHECK(std::isnan(v));
   }
 }
+
+TEST_CASE("quantized ops with weights, scales or bias computed per call: set up from shapes only, checked per call",
+          "[loader][precision]") {
+  // A step's setup sees only the constants' contents (the others' data is null): weights,
+  // scales or bias computed in the graph are read, and checked, on each call instead.
+  manual_seed(37);
+  const Tensor w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
+               b = randn({4});
+  const Tensor lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({3}) * 0.01 + 0.001;
+  auto conv = [&](const Tensor& x, const Tensor& s) {
+    return quantized_conv2d(x, w, ws * s, b + s, {1}, {1}, {1}, 1, 0.02, 100, "none", 0, 6);
+  };
+  auto lin = [&](const Tensor& x, const Tensor& s) {
+    return quantized_linear(x, (lw.to(DType::f32) * s).to(DType::i8), ls * s, {}, 0.03, 7);
+  };
+  const Tensor x = randn({2, 2, 5, 5}), m = randn({3, 16}), one = ones({1});
+  const Model conv_m = load(trace(conv, {x, one}, quiet()).save_to_bytes());
+  const Model lin_m = load(trace(lin, {m, one}, quiet()).save_to_bytes());
+  for (double s : {1.0, 0.5}) {
+    const Tensor st = full({1}, s);
+    check_close(conv_m.forward({x, st})[0], conv(x, st), 0, 0, "conv, scale " + std::to_string(s));
+    check_close(lin_m.forward({m, st})[0], lin(m, st), 0, 0, "linear, scale " + std::to_string(s));
+  }
+  const Tensor negative = full({1}, -1.0);
+  AMBER_REQUIRE_ERROR(conv_m.forward({x, negative}), "the scales must be finite and non-negative");
+  AMBER_REQUIRE_ERROR(conv(x, negative), "the scales must be finite and non-negative");
+  AMBER_REQUIRE_ERROR(lin_m.forward({m, negative}), "the scales must be finite and non-negative");
+  AMBER_REQUIRE_ERROR(lin(m, negative), "the scales must be finite and non-negative");
+  check_close(conv_m.forward({x, one})[0], conv(x, one), 0, 0, "conv after the refusal");
+}

@@ -468,10 +468,18 @@ std::unique_ptr<ConvState> make_state(const amber_kernel_args* a) {
   s->g = geometry_of<K>(a);
   const amber_tensor_view &w = a->inputs[1], &b = a->inputs[s->g.bias_input];
   if constexpr (K == kQuant || K == kQuantU8) {
+    // Setup sees the contents of constants only: a weight, scale or bias computed in the graph
+    // has no data then, and each call makes its own state from what it reads (quantized_conv).
+    const auto has = [](const amber_tensor_view& v) { return v.ndim < 0 || v.data; };
+    const bool scales = has(a->inputs[2]) && has(a->inputs[3]);
     if (!int8_supported()) {  // quant_direct.cpp's loops: the scales checked, their weights, no primitive
-      (void)given_scales(a->inputs[2], a->inputs[3], s->g.oc, "quantized_conv2d");
-      s->direct_weights = quantized_conv_direct_weights(w);
+      if (scales) (void)given_scales(a->inputs[2], a->inputs[3], s->g.oc, "quantized_conv2d");
+      if (has(w)) s->direct_weights = quantized_conv_direct_weights(w);
       s->ws = quantized_conv_direct_workspace(a);
+      return s;
+    }
+    if (!scales || !has(w)) {  // setup of a step whose calls make their own states: their source
+      s->ws = s->source_bytes();
       return s;
     }
     given_weights(a, *s);
@@ -648,8 +656,11 @@ template <Kind K>
 int quantized_conv(const amber_kernel_args* a) {
   const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
   ConvState* st = static_cast<ConvState*>(a->state);
-  if (!int8_supported())
+  if (!int8_supported()) {
+    if (!st || !immutable(a->inputs[2]) || !immutable(a->inputs[3]))  // not checked at setup: checked now
+      (void)given_scales(a->inputs[2], a->inputs[3], a->inputs[1].sizes[0], "quantized_conv2d");
     return quantized_conv_direct<K == kQuantU8>(a, st && immutable(a->inputs[1]) ? st->direct_weights.data() : nullptr);
+  }
   std::unique_ptr<ConvState> own;
   if (!st || !immutable(a->inputs[1]) || !immutable(a->inputs[2]) || !immutable(a->inputs[3]))
     st = (own = make_state<K>(a)).get();

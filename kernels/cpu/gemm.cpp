@@ -478,6 +478,8 @@ int quantized_linear_kernel(const amber_kernel_args* a) {
   const auto immutable = [](const amber_tensor_view& v) { return v.ndim < 0 || (v.cache_id != 0 && v.data); };
   if (!int8_supported()) {
     const auto* st = static_cast<const LinearState*>(a->state);
+    if (!st || !immutable(a->inputs[2]) || !immutable(bias))  // not checked at setup: checked now
+      (void)given_scales(a->inputs[2], bias, out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
     return quantized_linear_direct<U8Out>(a, st && immutable(w) ? st->direct_weights.data() : nullptr);
   }
   std::unique_ptr<LinearState> own;
@@ -607,10 +609,20 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
     st->output_q.scale = float(attr_float(a, ua::output_scale));
     st->output_q.zero_point = int32_t(attr_int(a, ua::output_zero_point));
   }
-  st->wscales = given_scales(a->inputs[2], a->inputs[3], st->out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
+  // Setup sees the contents of constants only: a weight, scale or bias computed in the graph
+  // has no data then, and each call makes its own state from what it reads (a call has them all).
+  const auto has = [](const amber_tensor_view& v) { return v.ndim < 0 || v.data; };
+  const bool contents = has(w) && has(a->inputs[2]) && has(a->inputs[3]);
+  if (contents)
+    st->wscales =
+        given_scales(a->inputs[2], a->inputs[3], st->out_f, U8Out ? "quantized_linear.u8" : "quantized_linear");
   if (setup && !int8_supported()) {  // quant_direct.cpp's loops: their weights and scratch, no primitive
-    st->direct_weights = quantized_linear_direct_weights(w);
+    if (has(w)) st->direct_weights = quantized_linear_direct_weights(w);
     st->ws = quantized_linear_direct_workspace(a);
+    return st;
+  }
+  if (!contents) {  // setup of a step whose calls make their own states: their converted rows
+    st->ws = st->rows_bytes();
     return st;
   }
   st->qweights.resize(size_t(st->out_f * st->in_f));
