@@ -3,10 +3,12 @@
 // read) times the int8 weights, then quant_math.h's epilogue. The CUDA kernels run it a thread an
 // output (kernels/cuda/quantized_kernels.cuh); the CPU runs it where oneDNN's int8 products could
 // saturate (no VNNI: their u8 x s8 pairs are summed in 16 bits), so both compute the same numbers.
+// Also the rule both hold the weight scales and bias to (scale_error).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "amber/core/backend.h"
@@ -16,6 +18,25 @@
 #include "amber/op_attrs.h"
 
 namespace amber::quant {
+
+// The error a quantized op's weight scales (n of them, element stride ss) or bias (stride bs;
+// null: none) give: the first scale that is negative, infinite or NaN, or bias element that is
+// not finite, named with its index, value and `op`; "" when every one holds. The CPU checks a
+// call's (constant ones at setup), the CUDA backend a loaded model's constant ones at setup.
+inline std::string scale_error(const float* scales, int64_t ss, const float* bias, int64_t bs, int64_t n,
+                               const char* op) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = scales[i * ss];
+    if (!std::isfinite(v) || v < 0)
+      return std::string(op) + ": weight_scale[" + std::to_string(i) + "] is " + std::to_string(v) +
+             "; the scales must be finite and non-negative";
+  }
+  for (int64_t i = 0; bias && i < n; ++i)
+    if (!std::isfinite(bias[i * bs]))
+      return std::string(op) + ": bias[" + std::to_string(i) + "] is " + std::to_string(bias[i * bs]) +
+             "; a quantized op's bias must be finite";
+  return {};
+}
 
 // The quantization and epilogue of one step.
 struct Quant {

@@ -335,6 +335,10 @@ extern "C" inline cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count
   std::memset(ptr, value, count);
   return cudaSuccess;
 }
+extern "C" inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind) {
+  std::memcpy(dst, src, count);
+  return cudaSuccess;
+}
 extern "C" inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
   switch (attr) {
     case cudaDevAttrMultiProcessorCount:

@@ -2,7 +2,7 @@
 // for the CPU with cuda_emulation.h and registering as in the library, serve Device::cuda(0) from
 // host memory: every case of tests/gen_reference.py whose op has such a kernel, through the
 // dispatcher, and models of those ops loaded there (unfused; optimised into fused programs, in f32
-// and half_model's 16-bit precisions) must equal the CPU (attributes, dtypes, layouts as served).
+// and half_model's 16-bit precisions) must equal the CPU, and refuse at load what it refuses.
 
 #include <amber/amber.h>
 
@@ -19,6 +19,8 @@
 #include "amber/graph/text.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/schema/dispatcher.h"
+#include "amber/serialize/archive.h"
+#include "amber/serialize/archive_writer.h"
 #include "ref_cases.h"
 #include "test_util.h"
 
@@ -206,4 +208,49 @@ TEST_CASE("cuda emulated: an optimised model's fused programs equal the CPU", "[
   // The same programs on 16-bit storage: the emulated kernels round as the CPU's do.
   check_model(bytes, inputs, 1e-2, 1e-2, Precision::bf16_model);
   check_model(bytes, inputs, 1e-3, 1e-3, Precision::f16_model);
+}
+
+// quantized.cu's setups: a loaded model's constant weight scales and bias held to the CPU's rule
+// (quant::scale_error), so that an archive with a negative or NaN scale or an infinite bias is
+// refused at load on either device; the unchanged archive runs and equals the CPU.
+TEST_CASE("cuda emulated: a quantized archive's bad weight scale or bias is refused at load, as on the CPU",
+          "[emulated]") {
+  manual_seed(41);
+  const Tensor w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
+               b = randn({4});
+  const Tensor lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({3}) * 0.01 + 0.001;
+  auto f = [&](const Tensor& x) {
+    const Tensor y = quantized_conv2d(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 100, "none", 0, 6);
+    return quantized_linear(y.flatten(1), lw, ls, {}, 0.03, 7);
+  };
+  TraceOptions o;
+  o.print_warnings = false;
+  const std::vector<uint8_t> bytes = trace(f, {randn({1, 2, 2, 2})}, o).save_to_bytes();
+  check_model(
+      bytes,
+      [](int64_t) {
+        return std::vector<Tensor>{randn({1, 2, 2, 2})};
+      },
+      1e-5, 1e-5);
+  // The archive with input k of every `op` node replaced: element 1 set to v.
+  auto changed = [&](const std::string& op, size_t k, float v) {
+    LoadedArchive a = read_archive(bytes, nullptr);
+    for (graph::Node* n : a.graph.nodes())
+      if (n->op->name == op) {
+        std::vector<float> e = n->inputs[k]->data.to_vector<float>(SrcLoc::none());
+        e[1] = v;
+        n->inputs[k]->data = tensor(e, {int64_t(e.size())});
+      }
+    return archive_bytes(a.graph, a.info);
+  };
+  const struct {
+    std::vector<uint8_t> bytes;
+    const char* error;
+  } bad[] = {{changed("quantized_conv2d", 2, -0.5f), "quantized_conv2d: weight_scale[1] is -0.5"},
+             {changed("quantized_linear", 2, NAN), "the scales must be finite and non-negative"},
+             {changed("quantized_conv2d", 3, INFINITY), "bias[1] is inf; a quantized op's bias must be finite"}};
+  for (const auto& c : bad) {
+    AMBER_REQUIRE_ERROR(load(c.bytes), c.error);
+    AMBER_REQUIRE_ERROR(load(c.bytes, LoadOptions{.device = emulated_cuda()}), c.error);
+  }
 }

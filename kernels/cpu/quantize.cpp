@@ -16,6 +16,7 @@
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/cpu/loops.h"
+#include "amber/kernels/quant_direct.h"
 
 namespace amber::cpu {
 namespace {
@@ -280,22 +281,13 @@ void requantize_products(const int32_t* acc, int64_t rows, int64_t cols, const R
 
 std::vector<float> given_scales(const amber_tensor_view& scales, const amber_tensor_view& bias, int64_t n,
                                 const char* op) {
-  std::vector<float> out(static_cast<size_t>(n));
   const float* p = static_cast<const float*>(scales.data);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = p[i * scales.strides[0]];
-    if (!std::isfinite(v) || v < 0)
-      throw std::runtime_error(std::string(op) + ": weight_scale[" + std::to_string(i) + "] is " + std::to_string(v) +
-                               "; the scales must be finite and non-negative");
-    out[size_t(i)] = v;
-  }
-  if (bias.ndim >= 0) {
-    const float* b = static_cast<const float*>(bias.data);
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(b[i * bias.strides[0]]))
-        throw std::runtime_error(std::string(op) + ": bias[" + std::to_string(i) + "] is " +
-                                 std::to_string(b[i * bias.strides[0]]) + "; a quantized op's bias must be finite");
-  }
+  const std::string error =
+      quant::scale_error(p, scales.strides[0], bias.ndim >= 0 ? static_cast<const float*>(bias.data) : nullptr,
+                         bias.ndim >= 0 ? bias.strides[0] : 0, n, op);
+  if (!error.empty()) throw std::runtime_error(error);
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = p[i * scales.strides[0]];
   return out;
 }
 

@@ -5,7 +5,11 @@
 // fast (cuDNN's int8 convolutions and cuBLASLt's int8 products want channels in multiples of 4).
 
 #include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
 
+#include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/quantized_kernels.cuh"
 #include "amber/kernels/cuda/registry.h"
@@ -20,12 +24,44 @@ using namespace quantized;  // the kernels and their arguments (quantized_kernel
 // A convolution writing f32 from an f32 source needs its images' NaN flags in the workspace.
 bool flags_images(const amber_kernel_args* a, bool u8_out) { return !u8_out && a->inputs[0].dtype == kF32; }
 
+// A loaded model's constant weight scales and bias (setup sees their data, in device memory)
+// held to quant::scale_error's rule as the CPU's setup holds them: an archive with a negative or
+// NaN scale is refused at load on either device. Computed ones (no data at setup) go unchecked:
+// checking them would cost a copy back and a wait on every call.
+int check_constant_scales(const amber_kernel_args* a, const char* op) {
+  const amber_tensor_view &s = a->inputs[2], &b = a->inputs[3];
+  const int64_t n = s.sizes[0];
+  if (n == 0 || !s.data || (present(b) && !b.data)) return 0;
+  std::vector<float> scales, bias;
+  auto to_host = [n](const amber_tensor_view& v, std::vector<float>& out) {
+    out.resize(size_t((n - 1) * v.strides[0] + 1));
+    return cudaMemcpy(out.data(), v.data, out.size() * sizeof(float), cudaMemcpyDefault);
+  };
+  std::unique_lock no_capture(capture_lock());  // a synchronous copy would spoil a capture in flight
+  DeviceScope scope(a->device);
+  cudaError_t e = to_host(s, scales);
+  if (e == cudaSuccess && present(b)) e = to_host(b, bias);
+  if (e != cudaSuccess) return fail(a, "%s: reading its weight scales at setup failed: %s", op, cudaGetErrorString(e));
+  const std::string error = quant::scale_error(scales.data(), s.strides[0], present(b) ? bias.data() : nullptr,
+                                               present(b) ? b.strides[0] : 0, n, op);
+  return error.empty() ? 0 : fail(a, "%s", error.c_str());
+}
+
 template <bool U8Out>
 int conv_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   *state = nullptr;
+  *workspace_bytes = 0;
+  if (check_constant_scales(a, U8Out ? "quantized_conv2d.u8" : "quantized_conv2d") != 0) return 1;
   const int64_t images = a->inputs[0].ndim == 4 ? a->inputs[0].sizes[0] : 1;
   *workspace_bytes = flags_images(a, U8Out) ? size_t(images) * sizeof(int32_t) : 0;
   return 0;
+}
+
+template <bool U8Out>
+int linear_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  *state = nullptr;
+  *workspace_bytes = 0;
+  return check_constant_scales(a, U8Out ? "quantized_linear.u8" : "quantized_linear");
 }
 
 template <typename TX, typename TY>
@@ -135,8 +171,10 @@ AMBER_CUDA_KERNELS(quantized) {
   for (int32_t t : {kF32, kU8}) {  // the source as f32 (quantized as it is read) or u8
     register_kernel("quantized_conv2d", t, amber_kernel{quantized_conv<false>, conv_setup<false>, nullptr, nullptr});
     register_kernel("quantized_conv2d.u8", t, amber_kernel{quantized_conv<true>, conv_setup<true>, nullptr, nullptr});
-    register_kernel("quantized_linear", t, &quantized_linear<false>);
-    register_kernel("quantized_linear.u8", t, &quantized_linear<true>);
+    register_kernel("quantized_linear", t,
+                    amber_kernel{quantized_linear<false>, linear_setup<false>, nullptr, nullptr});
+    register_kernel("quantized_linear.u8", t,
+                    amber_kernel{quantized_linear<true>, linear_setup<true>, nullptr, nullptr});
   }
 }
 
