@@ -215,10 +215,8 @@ TEST_CASE("cuda emulated: an optimised model's fused programs equal the CPU", "[
 // refused at load on either device; the unchanged archive runs and equals the CPU.
 TEST_CASE("cuda emulated: a quantized archive's bad weight scale or bias is refused at load, as on the CPU",
           "[emulated]") {
-  manual_seed(41);
-  const Tensor w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
-               b = randn({4});
-  const Tensor lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({3}) * 0.01 + 0.001;
+  const test::Int8Layers layers(41);
+  const Tensor &w = layers.w, &ws = layers.ws, &b = layers.b, &lw = layers.lw, &ls = layers.ls;
   auto f = [&](const Tensor& x) {
     const Tensor y = quantized_conv2d(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 100, "none", 0, 6);
     return quantized_linear(y.flatten(1), lw, ls, {}, 0.03, 7);

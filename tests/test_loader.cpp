@@ -861,10 +861,8 @@ TEST_CASE("quantized_conv2d and quantized_linear: an infinity saturates, an imag
   // Eagerly (a state per call) and loaded (the state of setup): an image (a row) holding a NaN
   // gives NaN in all its outputs, an infinity quantizes as the largest finite value would,
   // and the other images (rows) are untouched.
-  manual_seed(31);
-  const Tensor w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
-               b = randn({4});
-  const Tensor lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({3}) * 0.01 + 0.001;
+  const test::Int8Layers layers(31);
+  const Tensor &w = layers.w, &ws = layers.ws, &b = layers.b, &lw = layers.lw, &ls = layers.ls;
   auto conv = [&](const Tensor& x) { return quantized_conv2d(x, w, ws, b, {1}, {1}, {1}, 1, 0.02, 100, "none", 0, 6); };
   auto lin = [&](const Tensor& x) { return quantized_linear(x, lw, ls, {}, 0.03, 7); };
   TraceOptions o;
@@ -903,10 +901,8 @@ TEST_CASE("quantized ops with weights, scales or bias computed per call: set up 
           "[loader][precision]") {
   // A step's setup sees only the constants' contents (the others' data is null): weights,
   // scales or bias computed in the graph are read, and checked, on each call instead.
-  manual_seed(37);
-  const Tensor w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8), ws = rand({4}) * 0.01 + 0.001,
-               b = randn({4});
-  const Tensor lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8), ls = rand({3}) * 0.01 + 0.001;
+  const test::Int8Layers layers(37);
+  const Tensor &w = layers.w, &ws = layers.ws, &b = layers.b, &lw = layers.lw, &ls = layers.ls;
   auto conv = [&](const Tensor& x, const Tensor& s) {
     return quantized_conv2d(x, w, ws * s, b + s, {1}, {1}, {1}, 1, 0.02, 100, "none", 0, 6);
   };

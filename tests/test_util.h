@@ -1,6 +1,7 @@
 // Helpers for Amber's tests: reference-data location, scratch directories removed when done,
-// tolerance comparison of tensors (|amber - ref| <= atol + rtol * |ref|; exact for integers and
-// bools), and checking that a call throws amber::Error with a given message fragment.
+// seeded int8 layers, tolerance comparison of tensors (|amber - ref| <= atol + rtol * |ref|;
+// exact for integers and bools), and checking that a call throws amber::Error with a given
+// message fragment.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -14,7 +15,9 @@
 
 #include <unistd.h>
 
+#include "amber/core/random.h"
 #include "amber/core/tensor.h"
+#include "amber/schema/eager.h"
 
 namespace amber::test {
 
@@ -45,6 +48,20 @@ class ScratchDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// Seeded int8 layers for the quantized ops' tests: a quantized_conv2d's weight [4, 2, 3, 3]
+// (levels in [-127, 127]), its scales and bias, and a quantized_linear's weight [3, 16] and scales.
+struct Int8Layers {
+  Tensor w, ws, b, lw, ls;
+  explicit Int8Layers(uint64_t seed) {
+    manual_seed(seed);
+    w = clamp(randn({4, 2, 3, 3}) * 40.0, -127.0, 127.0).to(DType::i8);
+    ws = rand({4}) * 0.01 + 0.001;
+    b = randn({4});
+    lw = clamp(randn({3, 16}) * 40.0, -127.0, 127.0).to(DType::i8);
+    ls = rand({3}) * 0.01 + 0.001;
+  }
 };
 
 struct Diff {
