@@ -1,9 +1,8 @@
-// Table-driven op tests against PyTorch: every case of tests/gen_reference.py runs through
-// the generic dispatcher with attributes converted by the op table's own argument kinds,
-// and is compared with torch's output (or must raise the error torch raises). Prints one
-// line per op with its case count and worst errors. Then every case runs again on every
-// other device available (the simulated device always; CUDA where present) and must equal
-// the CPU's result, ggml-style.
+// Table-driven op tests: every case of tests/gen_reference.py through the generic dispatcher
+// (attributes converted by the op table's argument kinds) against torch's output or error, one
+// line per op with its worst errors; then each case traced, saved and loaded (its tensors as
+// inputs, then as constants) against eager, and run on every other device (the simulated one
+// always, CUDA where present) against the CPU, ggml-style.
 
 #include <cstdlib>
 #include <map>
@@ -12,8 +11,10 @@
 #include <regex>
 
 #include "amber/core/backend_registry.h"
+#include "amber/loader/model.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/serialize/safetensors.h"
+#include "amber/tracer/trace.h"
 #include "ref_cases.h"
 #include "test_util.h"
 
@@ -68,6 +69,53 @@ TEST_CASE("ops match PyTorch", "[ops]") {
   for (auto& [name, s] : stats)
     std::printf("%-14s %6d %7d %12.3g %12.3g\n", name.c_str(), s.cases, s.errors, s.max_abs, s.max_rel);
   std::printf("%d cases against torch %s\n", total, file.metadata().at("torch").c_str());
+}
+
+// A kernel's setup sees the contents of constants only (backend.h): a loaded step whose tensors
+// are all graph inputs is set up with no data, one whose tensors after the first are constants
+// with theirs. Every case traced both ways, saved and loaded, must equal its eager result.
+TEST_CASE("every op case loaded, its tensors as inputs or as constants, equals eager", "[ops][loaded]") {
+  const std::string dir = test::refdata_dir();
+  if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
+  SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
+  const Json cases = Json::parse(file.metadata().at("cases"));
+  int checked = 0;
+  for (const Json& c : cases) {
+    const std::string name = c["name"], opname = c["op"];
+    const OpSchema& op = op_schema(opname);
+    if (!c["error"].is_null() || (op.flags & op_flags::nondeterministic)) continue;
+    const Case one = make_case(op, c, file, Device::cpu(), /*mutable_inputs=*/true);
+    std::vector<Tensor> given;  // the defined inputs, in order
+    for (const Tensor& t : one.inputs)
+      if (t.defined()) given.push_back(t);
+    if (given.empty()) continue;
+    const std::vector<Tensor> want = dispatch(op, one.ptrs, one.attrs, SrcLoc::none());
+    for (const bool constants : {false, true}) {
+      INFO("case " << name << " (op " << opname << "), " << (constants ? "constants after the first" : "all inputs"));
+      // The model's inputs: every defined tensor, or the first alone (the others captured).
+      auto model = [&](const std::vector<Tensor>& xs) {
+        std::vector<const Tensor*> ptrs = one.ptrs;
+        size_t next = 0;
+        for (auto& p : ptrs)
+          if (p && (!constants || next == 0)) p = &xs[next++];
+        return dispatch(op, ptrs, one.attrs, SrcLoc::none());
+      };
+      TraceOptions to;
+      to.optimize = false;
+      to.print_warnings = false;
+      const std::vector<Tensor> inputs = constants ? std::vector<Tensor>{given[0]} : given;
+      const Model m = load(trace(model, inputs, to).save_to_bytes());
+      const std::vector<Tensor> got = m.forward(inputs);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        const test::Diff d = test::compare(got[k], want[k], c["atol"].get<double>(), c["rtol"].get<double>());
+        INFO("output " << k << ": " << d.message);
+        CHECK(d.ok);
+      }
+    }
+    ++checked;
+  }
+  std::printf("%d op cases loaded both ways equal eager\n", checked);
 }
 
 TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
