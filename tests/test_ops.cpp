@@ -71,14 +71,31 @@ TEST_CASE("ops match PyTorch", "[ops]") {
   std::printf("%d cases against torch %s\n", total, file.metadata().at("torch").c_str());
 }
 
+// The devices besides the CPU: the simulated one (always built with the tests) and CUDA where
+// this machine has it (else said once).
+static std::vector<Device> other_devices() {
+  std::vector<Device> devices = {Device::sim(0)};
+  try {
+    (void)backend(Device::cuda(0));
+    devices.push_back(Device::cuda(0));
+  } catch (const Error& e) {
+    static const bool said = (std::printf("devices: cuda skipped: %s\n", e.what()), true);
+    (void)said;
+  }
+  return devices;
+}
+
 // A kernel's setup sees the contents of constants only (backend.h): a loaded step whose tensors
 // are all graph inputs is set up with no data, one whose tensors after the first are constants
-// with theirs. Every case traced both ways, saved and loaded, must equal its eager result.
+// with theirs. Every case traced both ways, saved, and loaded on each device must equal its eager
+// result on the CPU within the case's tolerance.
 TEST_CASE("every op case loaded, its tensors as inputs or as constants, equals eager", "[ops][loaded]") {
   const std::string dir = test::refdata_dir();
   if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
   SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
   const Json cases = Json::parse(file.metadata().at("cases"));
+  std::vector<Device> devices = other_devices();
+  devices.insert(devices.begin(), Device::cpu());
   int checked = 0;
   for (const Json& c : cases) {
     const std::string name = c["name"], opname = c["op"];
@@ -104,18 +121,22 @@ TEST_CASE("every op case loaded, its tensors as inputs or as constants, equals e
       to.optimize = false;
       to.print_warnings = false;
       const std::vector<Tensor> inputs = constants ? std::vector<Tensor>{given[0]} : given;
-      const Model m = load(trace(model, inputs, to).save_to_bytes());
-      const std::vector<Tensor> got = m.forward(inputs);
-      REQUIRE(got.size() == want.size());
-      for (size_t k = 0; k < got.size(); ++k) {
-        const test::Diff d = test::compare(got[k], want[k], c["atol"].get<double>(), c["rtol"].get<double>());
-        INFO("output " << k << ": " << d.message);
-        CHECK(d.ok);
+      const std::vector<uint8_t> bytes = trace(model, inputs, to).save_to_bytes();
+      for (const Device& device : devices) {
+        INFO("loaded on " << device);
+        const std::vector<Tensor> got = load(bytes, LoadOptions{.device = device}).forward(inputs);
+        REQUIRE(got.size() == want.size());
+        for (size_t k = 0; k < got.size(); ++k) {
+          const test::Diff d =
+              test::compare(got[k].to(Device::cpu()), want[k], c["atol"].get<double>(), c["rtol"].get<double>());
+          INFO("output " << k << ": " << d.message);
+          CHECK(d.ok);
+        }
       }
     }
     ++checked;
   }
-  std::printf("%d op cases loaded both ways equal eager\n", checked);
+  std::printf("%d op cases loaded both ways on %zu devices equal eager\n", checked, devices.size());
 }
 
 TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
@@ -123,13 +144,7 @@ TEST_CASE("every op on every device equals the CPU", "[ops][devices]") {
   if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
   SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
   const Json cases = Json::parse(file.metadata().at("cases"));
-  std::vector<Device> devices = {Device::sim(0)};  // the simulated device is always built with the tests
-  try {
-    (void)backend(Device::cuda(0));
-    devices.push_back(Device::cuda(0));
-  } catch (const Error& e) {
-    std::printf("devices: cuda skipped: %s\n", e.what());
-  }
+  const std::vector<Device> devices = other_devices();
   // AMBER_TEST_OPS (an extended regular expression): only the ops whose names match it
   // (scripts/gpu_check.sh runs the convolutions alone with each forced route).
   const char* only = std::getenv("AMBER_TEST_OPS");
