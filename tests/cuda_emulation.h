@@ -383,6 +383,7 @@ inline uint32_t __float_as_uint(float f) {
 }
 inline int __syncthreads_or(int predicate) { return amber::emulation::block_count(predicate != 0) > 0; }
 inline int __syncthreads_and(int predicate) { return amber::emulation::block_count(predicate == 0) == 0; }
+inline int __syncthreads_count(int predicate) { return amber::emulation::block_count(predicate != 0); }
 // atomicAdd's overloads the kernels use; each returns the old value, as CUDA's.
 template <typename T>
 T atomicAdd(T* address, T value) {

@@ -991,6 +991,7 @@ case("topk_i32_distinct", "topk", TOPK, [Fixed(torch.randperm(1000, generator=to
                                                .to(torch.int32).reshape(4, 250))], attrs={"k": 7, "dim": 1},
      atol=0, rtol=0)
 case("topk_all_f64", "topk", TOPK, [In([3, 301], "f64")], attrs={"k": 301}, atol=0, rtol=0)
+case("topk_long_line", "topk", TOPK, [In([2, 4099])], attrs={"k": 50}, atol=0, rtol=0)
 case("topk_zero", "topk", TOPK, [In([3, 5])], attrs={"k": 0}, atol=0, rtol=0)
 case("topk_scalar", "topk", TOPK, [In([])], attrs={"k": 1}, atol=0, rtol=0)
 case("topk_k_too_big", "topk", TOPK, [In([3, 5])], attrs={"k": 6}, error="k 6 is out of range")

@@ -1,6 +1,6 @@
 // The CUDA backend's row-wise kernels (kernels/cuda/row_kernels.cuh) run on the CPU
-// (cuda_emulation.h), without a GPU: sum, prod, mean, amax, amin, argmax, argmin, any, all, topk
-// and cumsum against Amber's CPU kernels (f32 with NaN and ties; cumsum of i64 too); softmax,
+// (cuda_emulation.h), without a GPU: the reductions, any, all, cumsum and topk (a thread and a
+// block a line, every dtype) against Amber's CPU kernels (NaN, ties, both zeros); softmax,
 // log_softmax, layer_norm and add_layer_norm (a block or a warp a row) against double precision:
 // rows strided, dense, longer than a block; partial warps; grids smaller than the rows.
 
@@ -311,6 +311,59 @@ TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[
                                  yv.strides[d], n, lines);
       CHECK(same(y, want));
     }
+}
+
+// topk_block_kernel on x along dim (2 blocks: lines outnumber them) against amber::topk.
+template <typename T>
+void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest) {
+  INFO("topk a block a line: " << amber::dtype_name(x.dtype()) << " of " << x.numel() << " elements along " << dim
+                               << ", k " << k << ", largest " << largest);
+  const auto [want_v, want_i] = amber::topk(x, k, dim, largest);
+  const Tensor v = amber::full(want_v.sizes(), -7.0, x.dtype()), ix = amber::full(want_i.sizes(), -7.0, DType::i64);
+  const amber_tensor_view xv = view_of(x), vv = view_of(v), iv = view_of(ix);
+  const int d = int(dim < 0 ? dim + x.dim() : dim);
+  const int64_t n = x.sizes()[size_t(d)], lines = v.numel() / k;
+  amber::emulation::launch(&rows::topk_block_kernel<T>, dim3(2), dim3(rows::kThreads), static_cast<const T*>(xv.data),
+                           static_cast<T*>(vv.data), static_cast<int64_t*>(iv.data),
+                           amber::scan::lines_along(vv, xv, d), amber::scan::lines_along(iv, xv, d), d, n, k, largest,
+                           lines);
+  CHECK(same(v, want_v));
+  CHECK(same(ix, want_i));
+}
+
+TEST_CASE("cuda emulated: topk a block a line (radix select, bitonic sort) equals the CPU's", "[emulated]") {
+  // Multiples of 0.5 in [-4, 4] (ties everywhere, zeros of both signs: -0 and +0 tie, by index),
+  // NaNs at a few places; 3 lines of 1000 along the last dim and, transposed, strided. k from 1
+  // to the whole line (a sort), each through both orders.
+  amber::manual_seed(12);
+  Tensor x = amber::round(amber::randn({3, 1000}) * 3.0) * 0.5;
+  float* xp = x.data_ptr<float>();
+  xp[17] = -0.0f;
+  xp[1000 + 999] = NAN;
+  xp[2000 + 0] = NAN;
+  xp[2000 + 500] = NAN;
+  for (int64_t k : {int64_t(1), int64_t(7), int64_t(300), int64_t(1000)})
+    for (bool largest : {true, false}) {
+      check_topk_block<float>(x, -1, k, largest);
+      check_topk_block<float>(x.t(), 0, k, largest);
+    }
+  // Distinct values, the largest k (2048) on lines longer than it; 64-bit ranks (f64, i64 with
+  // ties and both signs), narrow integers widened, 16-bit floats compared widened; a line just
+  // over the threshold (33).
+  const Tensor wide = amber::randn({2, 2500});
+  check_topk_block<float>(wide, 1, 2048, true);
+  check_topk_block<double>(amber::randn({3, 777}, DType::f64), 1, 777, false);
+  const Tensor big = (amber::round(amber::randn({4, 301}) * 4.0) * 1e15).to(DType::i64);
+  check_topk_block<int64_t>(big, 1, 40, true);
+  check_topk_block<int64_t>(big, 1, 301, false);
+  const Tensor small = amber::round(amber::randn({5, 257}) * 40.0);
+  check_topk_block<int8_t>(small.to(DType::i8), 1, 100, true);
+  check_topk_block<uint8_t>(amber::abs(small).to(DType::u8), 1, 9, false);
+  check_topk_block<int32_t>((small * 1e6).to(DType::i32), 1, 257, true);
+  check_topk_block<int16_t>((small * 100).to(DType::i16), 0, 3, false);
+  check_topk_block<__half>(x.to(DType::f16), 1, 50, true);
+  check_topk_block<__nv_bfloat16>(x.to(DType::bf16), 1, 50, false);
+  check_topk_block<float>(amber::randn({6, 33}), 1, 33, true);
 }
 
 TEST_CASE("cuda emulated: any and all, a block's vote, equal the CPU's", "[emulated]") {

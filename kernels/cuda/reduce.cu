@@ -1,8 +1,8 @@
 // The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
 // device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
 // in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
-// once), any/all, cumsum and topk (there too, a thread a line), and inference batch_norm (its
-// formula in batch_norm_kernels.cuh).
+// once), any/all, cumsum (there too, a thread a line), topk (a block or a thread a line) and
+// inference batch_norm (its formula in batch_norm_kernels.cuh).
 
 #include <algorithm>
 #include <cstring>
@@ -200,7 +200,9 @@ struct AnyAll {
   };
 };
 
-// topk(self, k, dim, largest, sorted): row_kernels.cuh's topk_kernel, a thread per line.
+// topk(self, k, dim, largest, sorted): row_kernels.cuh's topk_block_kernel, a block a line, for k
+// up to kTopkBlockMax on lines of more than 32 elements; topk_kernel, a thread a line, otherwise
+// (short lines, where a block would mostly idle, and larger k).
 template <typename T>
 struct TopkKernel {
   static int run(const amber_kernel_args* a) {
@@ -213,9 +215,13 @@ struct TopkKernel {
     // A 0-D self: one line of one element (the walk sees no dims; strides unused past n = 1).
     const scan::Lines wv = scan::lines_along(v, x, dim), wi = scan::lines_along(ix, x, dim);
     DeviceScope scope(a->device);
-    enqueue(a, &topk_kernel<T>, dim3(grid_for(lines)), dim3(256), static_cast<const T*>(x.data),
-            static_cast<T*>(v.data), static_cast<int64_t*>(ix.data), wv, wi, dim, n, k,
-            a->attrs[op_attrs::topk::largest].i != 0, lines);
+    const bool largest = a->attrs[op_attrs::topk::largest].i != 0;
+    if (k <= kTopkBlockMax && n > 32 && n < (int64_t(1) << 31))
+      enqueue(a, &topk_block_kernel<T>, dim3(blocks_for(lines)), dim3(kThreads), static_cast<const T*>(x.data),
+              static_cast<T*>(v.data), static_cast<int64_t*>(ix.data), wv, wi, dim, n, k, largest, lines);
+    else
+      enqueue(a, &topk_kernel<T>, dim3(grid_for(lines)), dim3(256), static_cast<const T*>(x.data),
+              static_cast<T*>(v.data), static_cast<int64_t*>(ix.data), wv, wi, dim, n, k, largest, lines);
     return launched(a, "topk");
   }
 };

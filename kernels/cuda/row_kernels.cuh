@@ -1,8 +1,9 @@
 // The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
 // with the input's and output's strides), the kernels that walk them a block a row (sum, prod,
 // mean, amax, amin, argmax, argmin, any, all, softmax, log_softmax, layer_norm) or a warp a row,
-// and topk and cumsum a thread a line, in a header of their own so that test_rows_emulated.cpp
-// runs the same code on the CPU (tests/cuda_emulation.h); reduce.cu launches them.
+// topk a thread or a block a line, and cumsum a thread a line, in a header of their own so that
+// test_rows_emulated.cpp runs the same code on the CPU (tests/cuda_emulation.h); reduce.cu
+// launches them.
 #pragma once
 
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -429,6 +430,147 @@ __global__ void topk_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan:
       v[vo + j * vs] = val;
       ix[io + j * is] = i;
     }
+  }
+}
+
+// topk a block a line, for k up to kTopkBlockMax: each element's rank (topk_rank: an unsigned key
+// whose larger values come first in topk_before's order, NaN and -0 folded as it folds them) and a
+// radix select, eight bits a pass (a histogram of the candidates' next digit, its suffix sums, the
+// digit holding the k-th), find the k-th rank; the ranks above it and the first of its ties by
+// index (the ones topk_before puts first) go to shared memory, a bitonic sort orders them, and the
+// outputs are read back from self. Four passes over the line for 32-bit ranks (eight for 64-bit)
+// and O(k log^2 k) for the sort, where topk_kernel's thread walks the line once holding k.
+constexpr int64_t kTopkBlockMax = 2048;
+
+template <typename C>
+using topk_rank_t = std::conditional_t<sizeof(C) == 8, unsigned long long, uint32_t>;
+
+template <typename C>
+__device__ inline topk_rank_t<C> topk_rank(C c, bool largest) {
+  using U = topk_rank_t<C>;
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+  U u;
+  if constexpr (std::is_floating_point_v<C>) {
+    if (c != c) {
+      u = ~U(0);  // every NaN alike, above +inf: first when largest, last (~u = 0) when smallest
+    } else {
+      if (c == C(0)) c = C(0);  // -0 == +0: a tie, ordered by index
+      memcpy(&u, &c, sizeof u);
+      u = (u & sign) ? ~u : (u | sign);
+    }
+  } else if constexpr (sizeof(C) == 8) {
+    u = U(c) ^ sign;
+  } else {
+    u = U(int32_t(c)) ^ sign;  // 8-, 16- and 32-bit integers (u8 too) widened to int32
+  }
+  return largest ? u : ~u;
+}
+
+// counts[0, 256) := its suffix sums (counts[b] = the sum from b on), by a block of kThreads (256)
+// threads; every thread sees the result.
+__device__ inline void suffix_sums_256(int* counts) {
+  const unsigned t = threadIdx.x;
+  for (int off = 1; off < 256; off <<= 1) {
+    const int add = t + off < 256 ? counts[t + off] : 0;
+    __syncthreads();
+    if (t < 256) counts[t] += add;
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    topk_block_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n, int64_t k,
+                      bool largest, int64_t lines) {
+  using C = compute_t<T>;
+  using U = topk_rank_t<C>;
+  __shared__ int counts[256];
+  __shared__ U keys[kTopkBlockMax];
+  __shared__ int at[kTopkBlockMax];  // indices along the line (n < 2^31)
+  __shared__ int found[3];           // the pass's digit, the candidates above it; the next slot
+  const unsigned t = threadIdx.x;
+  const int kk = int(k);
+  for (int64_t l = blockIdx.x; l < lines; l += gridDim.x) {
+    int64_t xo, vo, io, unused;
+    scan::line_start(wv, l, &xo, &vo);
+    scan::line_start(wi, l, &unused, &io);
+    const int64_t xs = wv.xstrides[dim], vs = wv.ystrides[dim], is = wi.ystrides[dim];
+    // The radix select: the k-th rank's digits from the top; `want` of the candidates (ranks
+    // matching it so far) are still to be taken.
+    U prefix = 0, mask = 0;
+    int want = kk;
+    for (int shift = int(sizeof(U)) * 8 - 8; shift >= 0; shift -= 8) {
+      for (unsigned b = t; b < 256; b += blockDim.x) counts[b] = 0;
+      __syncthreads();
+      for (int64_t i = t; i < n; i += blockDim.x) {
+        const U r = topk_rank(load_as_compute(x[xo + i * xs]), largest);
+        if ((r & mask) == prefix) atomicAdd(&counts[int(r >> shift) & 255], 1);
+      }
+      __syncthreads();
+      suffix_sums_256(counts);
+      if (t < 256 && counts[t] >= want && (t == 255 || counts[t + 1] < want)) {
+        found[0] = int(t);
+        found[1] = t == 255 ? 0 : counts[t + 1];
+      }
+      __syncthreads();
+      prefix |= U(found[0]) << shift;
+      mask |= U(255) << shift;
+      want -= found[1];
+      __syncthreads();  // found and counts are rewritten next
+    }
+    // Ranks above the k-th (k - want of them) in any order at [0, k - want); its ties, the
+    // first `want` by index, in order at [k - want, k).
+    if (t == 0) found[2] = 0;
+    __syncthreads();
+    int taken = 0;  // ties taken so far (the same in every thread)
+    for (int64_t base = 0; base < n; base += blockDim.x) {
+      const int64_t i = base + t;
+      const U r = i < n ? topk_rank(load_as_compute(x[xo + i * xs]), largest) : U(0);
+      if (i < n && r > prefix) {
+        const int s = atomicAdd(&found[2], 1);
+        keys[s] = r;
+        at[s] = int(i);
+      }
+      const bool tie = i < n && r == prefix && taken < want;
+      if (__syncthreads_count(tie) == 0) continue;
+      if (t < 256) counts[t] = 0;  // an inclusive prefix count of the ties (suffix sums, reversed)
+      __syncthreads();
+      if (tie) counts[255 - t] = 1;
+      __syncthreads();
+      suffix_sums_256(counts);
+      const int upto = counts[255 - t], total = counts[0];
+      if (tie && taken + upto <= want) {
+        keys[kk - want + taken + upto - 1] = r;
+        at[kk - want + taken + upto - 1] = int(i);
+      }
+      taken += total;
+      __syncthreads();  // counts is rewritten next
+    }
+    // Pad to a power of two with entries after every real one, then sort: slot j before j + 1
+    // when rank is larger, or equal with the lower index.
+    int p = 1;
+    while (p < kk) p <<= 1;
+    for (int j = kk + int(t); j < p; j += int(blockDim.x)) keys[j] = U(0), at[j] = 0x7fffffff;
+    __syncthreads();
+    for (int size = 2; size <= p; size <<= 1)
+      for (int stride = size / 2; stride > 0; stride >>= 1) {
+        for (int j = int(t); j < p / 2; j += int(blockDim.x)) {
+          const int lo = 2 * stride * (j / stride) + j % stride, hi = lo + stride;
+          const bool hi_first = keys[hi] > keys[lo] || (keys[hi] == keys[lo] && at[hi] < at[lo]);
+          if (hi_first == ((lo & size) == 0)) {
+            const U kt = keys[lo];
+            keys[lo] = keys[hi], keys[hi] = kt;
+            const int it = at[lo];
+            at[lo] = at[hi], at[hi] = it;
+          }
+        }
+        __syncthreads();
+      }
+    for (int j = int(t); j < kk; j += int(blockDim.x)) {
+      v[vo + j * vs] = x[xo + int64_t(at[j]) * xs];
+      ix[io + j * is] = at[j];
+    }
+    __syncthreads();  // keys and at are rewritten for the next line
   }
 }
 
