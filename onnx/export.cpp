@@ -129,6 +129,60 @@ class Exporter {
   std::string int_scalar(int64_t v) { return initializer(full({}, v, DType::i64)); }
   // A 0-d constant of dtype t.
   std::string scalar(double v, DType t) { return initializer(full({}, number(v, t), t)); }
+  // scatter's src cut to its index's shape (index_shape, of `rank` dims): ScatterElements takes
+  // updates of the index's shape, where Amber and PyTorch take any src at least as large.
+  std::string scatter_updates(const std::string& src, const std::string& index_shape, int rank) {
+    if (rank == 0) return src;
+    return op("Slice", {src, ints(std::vector<int64_t>(size_t(rank), 0)), index_shape});
+  }
+  // scatter_reduce's amax or amin (ScatterElements has max and min from opset 18 only): with
+  // the index and src unsqueezed after dim, Equal against a range of self's size there gives
+  // the one-hot mask [.., n, size, ..]; src where it is set (the reduction's identity elsewhere)
+  // reduced over the index's dim gives each target's extreme and the mask's own reduction
+  // whether it was hit; self's part of the index's extent takes them (folded with its own
+  // elements with include_self) and is scattered back along dim. O(n size) elements per line.
+  void scatter_extreme(const Node& n, int d, bool max, bool with_self, DType t) {
+    const int r = rank(n.inputs[0]);
+    if (r == 0) throw Refuse{"a 0-d scatter_reduce amax or amin"};
+    const std::string src = scatter_updates(in(n, 2, t), op("Shape", {in(n, 1)}), r);
+    const std::string idx = op("Unsqueeze", {in(n, 1, DType::i64), ints({d + 1})});
+    const std::string size = op("Squeeze", {op("Gather", {op("Shape", {in(n, 0)}), ints({d})})});
+    std::vector<int64_t> along(size_t(r) + 1, 1);
+    along[size_t(d) + 1] = -1;
+    const std::string range = op("Range", {int_scalar(0), size, int_scalar(1)});
+    const std::string mask = op("Equal", {idx, op("Reshape", {range, ints(along)})});
+    std::string identity;
+    if (is_floating(t))
+      identity = scalar(max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity(), t);
+    else if (t == DType::i32)
+      identity =
+          initializer(full({}, max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t));
+    else
+      identity =
+          initializer(full({}, max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), t));
+    auto reduce_dim = [&](const std::string& type, const std::string& x) {
+      return op(type, {x}, [&](onnx::NodeProto* p) {
+        attr_ints(p, "axes", {d});
+        attr_i(p, "keepdims", 0);
+      });
+    };
+    const std::string picked = reduce_dim(max ? "ReduceMax" : "ReduceMin",
+                                          op("Where", {mask, op("Unsqueeze", {src, ints({d + 1})}), identity}));
+    const std::string hit =
+        op("Cast",
+           {reduce_dim("ReduceMax",
+                       op("Cast", {mask}, [&](onnx::NodeProto* p) { attr_i(p, "to", onnx::TensorProto::INT32); }))},
+           [&](onnx::NodeProto* p) { attr_i(p, "to", onnx::TensorProto::BOOL); });
+    const std::string extent = op("Shape", {picked});
+    const std::string self = op("Slice", {in(n, 0, t), ints(std::vector<int64_t>(size_t(r), 0)), extent});
+    const std::string folded = with_self ? op(max ? "Max" : "Min", {self, picked}) : picked;
+    std::vector<int64_t> at_d(size_t(r), 1);
+    at_d[size_t(d)] = -1;
+    const std::string positions = op("Expand", {op("Reshape", {range, ints(at_d)}), extent});
+    op(
+        "ScatterElements", {in(n, 0, t), positions, op("Where", {hit, folded, self})},
+        [&](onnx::NodeProto* p) { attr_i(p, "axis", d); }, out(n));
+  }
   static Scalar number(double v, DType t) {
     if (t == DType::b8) return Scalar(v != 0);
     return is_floating(t) ? Scalar(v) : Scalar(int64_t(v));
@@ -676,7 +730,7 @@ void Exporter::node(const Node& n, const std::string* as) {
     std::string src =
         name == "scatter.value"
             ? op("Expand", {scalar(at[oa::scatter_value::value].scalar().to_double(), ot), op("Shape", {in(n, 1)})})
-            : in(n, 2, ot);
+            : scatter_updates(in(n, 2, ot), op("Shape", {in(n, 1)}), rank(n.inputs[1]));
     op(
         "ScatterElements", {in(n, 0), in(n, 1), src},
         [&](onnx::NodeProto* p) {
@@ -684,6 +738,46 @@ void Exporter::node(const Node& n, const std::string* as) {
           if (name == "scatter_add") attr_s(p, "reduction", "add");
         },
         out(n));
+    return;
+  }
+  if (name == "scatter_reduce") {
+    // ScatterElements' add and mul: without include_self the elements scattered to are first
+    // set to the identity; mean divides the sum by a count scattered alike (at least one;
+    // integers floor, as Amber's and PyTorch's). amax and amin: scatter_extreme.
+    const std::string& reduce = at[oa::scatter_reduce::reduce].s();
+    const bool with_self = at[oa::scatter_reduce::include_self].i() != 0, prod = reduce == "prod";
+    const int d = wrap(at[oa::scatter_reduce::dim].i(), rank(x0));
+    if (reduce == "amax" || reduce == "amin") {
+      scatter_extreme(n, d, reduce == "amax", with_self, ot);
+      return;
+    }
+    const std::string idx = in(n, 1), index_shape = op("Shape", {idx});
+    auto scatter = [&](const std::string& data, const std::string& updates, const char* reduction,
+                       std::string out = "") {
+      return op(
+          "ScatterElements", {data, idx, updates},
+          [&](onnx::NodeProto* p) {
+            attr_i(p, "axis", d);
+            if (reduction) attr_s(p, "reduction", reduction);
+          },
+          std::move(out));
+    };
+    const std::string src = scatter_updates(in(n, 2, ot), index_shape, rank(n.inputs[1]));
+    std::string data = in(n, 0, ot);
+    if (!with_self) data = scatter(data, op("Expand", {scalar(prod ? 1 : 0, ot), index_shape}), nullptr);
+    if (reduce != "mean") {
+      scatter(data, src, prod ? "mul" : "add", out(n));
+      return;
+    }
+    const std::string sum = scatter(data, src, "add");
+    const std::string ones = op("Expand", {scalar(1, ot), index_shape});
+    const std::string count = op(
+        "Max",
+        {scatter(op("Expand", {scalar(with_self ? 1 : 0, ot), op("Shape", {in(n, 0)})}), ones, "add"), scalar(1, ot)});
+    if (is_floating(ot))
+      op("Div", {sum, count}, {}, out(n));
+    else  // ONNX's integer Div truncates; Mod (fmod 0) takes the divisor's sign, positive here
+      op("Div", {op("Sub", {sum, op("Mod", {sum, count})}), count}, {}, out(n));
     return;
   }
   if (name == "flip") {

@@ -882,14 +882,22 @@ Outs gather_elements(const NodeCtx& c) {
   return {gather(x, axis, wrap_indices(c.in(1), x.size(axis)))};
 }
 
+// ScatterElements' and ScatterND's reduction other than none as scatter_reduce's (self included).
+std::string scatter_reduction(const NodeCtx& c, const char* type, const std::string& reduction) {
+  if (reduction == "add") return "sum";
+  if (reduction == "mul") return "prod";
+  if (reduction == "max") return "amax";
+  if (reduction == "min") return "amin";
+  c.refuse(str(type, " with reduction '", reduction, "'"));
+}
+
 Outs scatter_elements(const NodeCtx& c) {
   const Tensor& x = c.in(0);
   const int64_t axis = wrap_axis(c.attr_i("axis", 0), x.dim());
   const Tensor i = wrap_indices(c.in(1), x.size(axis));
   const std::string red = c.attr_s("reduction", "none");
   if (red == "none") return {scatter(x, axis, i, c.in(2))};
-  if (red == "add") return {scatter_add(x, axis, i, c.in(2))};
-  c.refuse(str("ScatterElements with reduction '", red, "'"));
+  return {scatter_reduce(x, axis, i, c.in(2), scatter_reduction(c, "ScatterElements", red))};
 }
 
 // numpy's two-way broadcast of two shapes.
@@ -1614,7 +1622,7 @@ Outs gather_nd(const NodeCtx& c) {
 Outs scatter_nd(const NodeCtx& c) {
   const Tensor &data = c.in(0), &indices = c.in(1), &updates = c.in(2);
   const std::string red = c.attr_s("reduction", "none");
-  if (red != "none" && red != "add") c.refuse(str("ScatterND with reduction '", red, "'"));
+  const std::string reduce = red == "none" ? "" : scatter_reduction(c, "ScatterND", red);
   const NdIndex r = nd_index(c, data, indices);
   DimVec ushape = {-1};
   for (int64_t d : r.rest) ushape.push_back(d);
@@ -1622,7 +1630,7 @@ Outs scatter_nd(const NodeCtx& c) {
   DimVec ishape = DimVec::filled(u.dim(), 1);
   ishape[0] = u.size(0);
   const Tensor i = r.lin.reshape(ishape).expand(u.sizes());
-  const Tensor y = red == "add" ? scatter_add(r.flat, 0, i, u) : scatter(r.flat, 0, i, u);
+  const Tensor y = reduce.empty() ? scatter(r.flat, 0, i, u) : scatter_reduce(r.flat, 0, i, u, reduce);
   return {y.reshape(data.sizes())};
 }
 

@@ -555,6 +555,10 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& idx, Scalar value, Sr
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& src, SrcLoc loc) {
   return call(AMBER_OP("scatter_add"), {&x, &idx, &src}, {Attr(dim)}, loc);
 }
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& src, const std::string& reduce,
+                      bool include_self, SrcLoc loc) {
+  return call(AMBER_OP("scatter_reduce"), {&x, &idx, &src}, {Attr(dim), Attr(reduce), Attr(include_self)}, loc);
+}
 Tensor pad(const Tensor& x, const DimVec& pad, const std::string& mode, Scalar value, SrcLoc loc) {
   return call(AMBER_OP("pad"), {&x}, {Attr(pad), Attr(mode), Attr(value)}, loc);
 }

@@ -312,6 +312,11 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, SrcLoc loc =
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, SrcLoc loc = {});
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value, SrcLoc loc = {});
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, SrcLoc loc = {});
+// self with src's elements folded in where index points along dim, as torch.scatter_reduce:
+// reduce "sum", "prod", "mean", "amax" or "amin" (a NaN wins those two); include_self false
+// starts each element scattered to from src's alone; integer means floor.
+Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                      const std::string& reduce, bool include_self = true, SrcLoc loc = {});
 // self padded by pad's (before, after) pairs, last dim first, as torch.nn.functional.pad:
 // mode "constant" (with value; negative pads crop), "reflect", "replicate" or "circular".
 Tensor pad(const Tensor& self, const DimVec& pad, const std::string& mode = "constant", Scalar value = 0,

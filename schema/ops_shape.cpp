@@ -1,7 +1,7 @@
-// Op table entries that join, split and gather tensors: cat, stack, split,
-// split_with_sizes, chunk (views), index_select, gather, scatter (src, value, add), flip, pad, roll, repeat, and the
-// triangles tril and triu. cat and stack promote mixed dtypes as PyTorch; their kernels convert each input while
-// copying, so no cast runs first.
+// Op table entries that join, split and gather tensors: cat, stack, split, split_with_sizes,
+// chunk (views), index_select, gather, scatter (src, value, add, reduce), flip, pad, roll, repeat,
+// and the triangles tril and triu. cat and stack promote mixed dtypes as PyTorch; their kernels
+// convert each input while copying, so no cast runs first.
 
 #include "amber/schema/infer_util.h"
 
@@ -187,6 +187,15 @@ void infer_scatter(InferCtx& c) {
   c.cast_mask = 0;
 }
 
+// scatter_reduce(self, index, src, dim, reduce, include_self): scatter's shapes, one of the five
+// reductions kernels/scatter_reduce.h's reduce_of knows.
+void infer_scatter_reduce(InferCtx& c) {
+  const std::string& r = c.attr("reduce").s();
+  c.check(r == "sum" || r == "prod" || r == "mean" || r == "amax" || r == "amin",
+          "reduce must be sum, prod, mean, amax or amin, got '", r, "'");
+  infer_scatter(c);
+}
+
 void infer_flip(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   uint32_t seen = 0;
@@ -295,6 +304,11 @@ const OpRegistrar registrar{
     {"scatter_add(Tensor self, Tensor index, Tensor src, int dim) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64, DType::i32}, infer_scatter, 0, nullptr, 1,
      "self with src added where index points along dim (repeated indices accumulate; on CUDA in no fixed order)."},
+    {"scatter_reduce(Tensor self, Tensor index, Tensor src, int dim, str reduce, bool include_self=True) -> Tensor",
+     DTypeSet{DType::f32, DType::f64, DType::i64, DType::i32}, infer_scatter_reduce, 0, nullptr, 1,
+     "self with src folded in where index points along dim by reduce: sum, prod, mean, amax or amin (NaN wins); "
+     "include_self false leaves self out of the elements scattered to; integer means floor (torch.scatter_reduce; "
+     "sums and products on CUDA in no fixed order)."},
     {"flip(Tensor self, int[] dims) -> Tensor", kAll, infer_flip, 0, nullptr, 1,
      "A copy with the order of elements reversed along each of dims."},
     {"pad(Tensor self, int[] pad, str mode=\"constant\", Scalar value=0) -> Tensor", kAll, infer_pad, 0, nullptr, 1,

@@ -388,6 +388,13 @@ inline int __syncthreads_count(int predicate) { return amber::emulation::block_c
 template <typename T>
 T atomicAdd(T* address, T value) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int> ||
-                std::is_same_v<T, unsigned long long>);
+                std::is_same_v<T, unsigned> || std::is_same_v<T, unsigned long long>);
   return std::atomic_ref<T>(*address).fetch_add(value);
+}
+// atomicCAS: *address = value where it holds compare; returns what it held, as CUDA's.
+template <typename T>
+T atomicCAS(T* address, T compare, T value) {
+  static_assert(std::is_same_v<T, int> || std::is_same_v<T, unsigned> || std::is_same_v<T, unsigned long long>);
+  std::atomic_ref<T>(*address).compare_exchange_strong(compare, value);
+  return compare;
 }

@@ -1043,6 +1043,33 @@ case("scatter_add_2d_f64", "scatter_add", SCATTER_ADD,
      [In([3, 7], "f64"), In([3, 11], "i64", "idx7"), In([4, 11], "f64")], attrs={"dim": 1})
 case("scatter_add_i32", "scatter_add", SCATTER_ADD,
      [In([6, 3], "i32", "int"), In([8, 3], "i64", "idx6"), In([8, 3], "i32", "int")], attrs={"dim": 0}, atol=0, rtol=0)
+SCATTER_REDUCE = lambda x, index, src, dim, reduce, include_self=True: torch.scatter_reduce(  # noqa: E731
+    x, dim, index.long(), src, reduce, include_self=include_self)
+for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+    case(f"scatter_reduce_{reduce}", "scatter_reduce", SCATTER_REDUCE, [In([5, 4]), In([7, 3], "i64", "idx5"), In([7, 4])],
+         attrs={"dim": 0, "reduce": reduce})
+    case(f"scatter_reduce_{reduce}_no_self_noncontig", "scatter_reduce", SCATTER_REDUCE,
+         [In([4, 6], layout=("t", 0, 1)), Fixed(torch.randint(0, 6, (4, 9), generator=torch.Generator().manual_seed(7)).int()), In([5, 9])],
+         attrs={"dim": -1, "reduce": reduce, "include_self": False})
+    for include_self in [True, False]:  # integer sums and products wrap, means floor
+        case(f"scatter_reduce_{reduce}_i32_{'self' if include_self else 'no_self'}", "scatter_reduce", SCATTER_REDUCE,
+             [In([6, 3], "i32", "int"), In([8, 3], "i64", "idx6"), In([8, 3], "i32", "int")],
+             attrs={"dim": 0, "reduce": reduce, "include_self": include_self}, atol=0, rtol=0)
+case("scatter_reduce_mean_f64_3d", "scatter_reduce", SCATTER_REDUCE,
+     [In([3, 7, 2], "f64"), In([3, 11, 2], "i64", "idx7"), In([4, 11, 2], "f64")],
+     attrs={"dim": 1, "reduce": "mean", "include_self": False}, atol=1e-12, rtol=1e-12)
+case("scatter_reduce_amax_i64", "scatter_reduce", SCATTER_REDUCE,
+     [In([4, 5], "i64", "int"), In([4, 8], "i64", "idx5"), In([4, 8], "i64", "int")],
+     attrs={"dim": 1, "reduce": "amax", "include_self": False}, atol=0, rtol=0)
+for reduce in ["amax", "amin"]:  # a NaN wins, from self or from src
+    case(f"scatter_reduce_{reduce}_nan", "scatter_reduce", SCATTER_REDUCE,
+         [Fixed(torch.tensor([1.0, float("nan"), 3.0, 4.0, 0.0])), Fixed(torch.tensor([0, 0, 2, 2, 3, 1])),
+          Fixed(torch.tensor([float("nan"), 5.0, 2.0, 7.0, -1.0, 2.0]))], attrs={"dim": 0, "reduce": reduce},
+         atol=0, rtol=0)
+case("scatter_reduce_bad_reduce", "scatter_reduce", SCATTER_REDUCE, [In([3, 4]), In([2, 4], "i64", "idx3"), In([2, 4])],
+     attrs={"dim": 0, "reduce": "max"}, error="reduce must be sum, prod, mean, amax or amin, got 'max'")
+case("scatter_reduce_bad_index", "scatter_reduce", SCATTER_REDUCE,
+     [In([3, 4]), Fixed(torch.tensor([[3]])), In([1, 1])], attrs={"dim": 0, "reduce": "sum"}, error="out of range")
 case("scatter_bad_index", "scatter", SCATTER, [In([7, 13]), Fixed(torch.tensor([[7]])), In([1, 1])], attrs={"dim": 0},
      error="out of range")
 case("scatter_src_too_small", "scatter", SCATTER, [In([3, 4]), In([2, 3], "i64", "idx3"), In([2, 2])],

@@ -1,6 +1,7 @@
 // The CUDA backend's gathering and scattering kernels (kernels/cuda/index_kernels.cuh) run on the
 // CPU (cuda_emulation.h), without a GPU, against Amber's CPU kernels: embedding, index_select,
-// gather, scatter (src, value, add: f32 and wrapping i64 sums), pad (four modes), roll, repeat,
+// gather, scatter (src, value, add: f32 and wrapping i64 sums; the five reductions of
+// scatter_reduce, NaN and wrapping i64 products included), pad (four modes), roll, repeat,
 // tril and triu; strided inputs, outputs and indices, i64 and i32 indices, negative dims, and an
 // index out of range (zeros, or no write). scripts/gpu_check.sh runs the real kernels.
 
@@ -172,6 +173,56 @@ TEST_CASE("cuda emulated: scatter, scatter.value and scatter_add equal the CPU's
   launch_small(&ix::scatter_kernel<int64_t, ix::ScatterMode::add>,
                ix::scatter_args<int64_t>(view_of(out_of_range), view_of(z), &bv, 0), int64_t(0), int64_t(6));
   CHECK(same(z, base));
+}
+
+TEST_CASE("cuda emulated: scatter_reduce's five reductions, with and without self, equal the CPU's", "[emulated]") {
+  amber::manual_seed(25);
+  // Whole numbers (sums and products exact in any order) and a NaN in src and in self; src
+  // larger than the index in every dim and strided; every target hit zero to three times.
+  Tensor self = amber::round(amber::randn({5, 6, 7}) * 2.0), src_dense = amber::round(amber::randn({5, 7, 7}) * 2.0);
+  self.data_ptr<float>()[17] = NAN;
+  src_dense.data_ptr<float>()[9] = NAN;
+  const Tensor src = reversed_layout(src_dense);
+  const amber_tensor_view sv = view_of(src);
+  for (int64_t dim : {0, 2, -1})
+    for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"})
+      for (bool with_self : {true, false}) {
+        INFO("scatter_reduce " << reduce << " along " << dim << (with_self ? "" : " without self"));
+        const Tensor idx = index_tensor(
+            {3, 4, 3}, [](const std::vector<int64_t>& c) { return (c[0] + c[1] + c[2]) % 3; },
+            dim == 2 ? DType::i32 : DType::i64);
+        const Tensor want = amber::scatter_reduce(self, dim, idx, src, reduce, with_self);
+        const Tensor y = reversed_layout(self);  // scatter_reduce's copy of self, before the kernels
+        amber::scatter_fold::Reduce r = amber::scatter_fold::kSum;
+        REQUIRE(amber::scatter_fold::reduce_of(reduce, &r));
+        const ix::Along s = ix::scatter_args<float>(view_of(idx), view_of(y), &sv, dim);
+        if (!with_self) launch_small(&ix::scatter_identity_kernel<float>, s, r, idx.numel());
+        std::vector<unsigned> count(size_t(y.numel()), 0);  // y's span: a dense permutation
+        unsigned* counts = r == amber::scatter_fold::kMean ? count.data() : nullptr;
+        launch_small(&ix::scatter_reduce_kernel<float>, s, r, counts, idx.numel());
+        if (counts) launch_small(&ix::scatter_mean_kernel<float>, y.data_ptr<float>(), counts, with_self, y.numel());
+        CHECK(same(y, want));
+      }
+  // i64: products wrap (the compare-and-swap on the 64-bit word), means floor.
+  const Tensor base = index_tensor(
+      {3, 2}, [](const std::vector<int64_t>& c) { return int64_t(3e9) * (c[1] ? 1 : -1) + c[0]; }, DType::i64);
+  const Tensor vals = index_tensor(
+      {4, 2}, [](const std::vector<int64_t>& c) { return int64_t(5e9) - 3 * c[0] - c[1]; }, DType::i64);
+  const Tensor idx = index_tensor(
+      {4, 2}, [](const std::vector<int64_t>& c) { return (c[0] + c[1]) % 2; }, DType::i64);
+  const amber_tensor_view vv = view_of(vals);
+  for (const char* reduce : {"prod", "mean", "amin"}) {
+    INFO("i64 scatter_reduce " << reduce);
+    amber::scatter_fold::Reduce r = amber::scatter_fold::kSum;
+    REQUIRE(amber::scatter_fold::reduce_of(reduce, &r));
+    const Tensor y = base.clone();
+    std::vector<unsigned> count(size_t(y.numel()), 0);
+    unsigned* counts = r == amber::scatter_fold::kMean ? count.data() : nullptr;
+    launch_small(&ix::scatter_reduce_kernel<int64_t>, ix::scatter_args<int64_t>(view_of(idx), view_of(y), &vv, 0), r,
+                 counts, idx.numel());
+    if (counts) launch_small(&ix::scatter_mean_kernel<int64_t>, y.data_ptr<int64_t>(), counts, true, y.numel());
+    CHECK(same(y, amber::scatter_reduce(base, 0, idx, vals, reduce)));
+  }
 }
 
 TEST_CASE("cuda emulated: pad, roll, repeat, tril and triu equal the CPU's", "[emulated]") {

@@ -1,8 +1,7 @@
-// CPU kernels that gather, scatter or assemble: embedding, index_select, gather, scatter
-// (src, value, add), cat, stack, flip, pad,
-// roll, repeat and the triangles tril and triu. Most copy strided pieces with copy_convert (cat and stack also
-// convert dtypes, as their inference promotes without casting first). Out-of-range indices are
-// errors naming the index.
+// CPU kernels that gather, scatter or assemble: embedding, index_select, gather, scatter (src,
+// value, add, reduce), cat, stack, flip, pad, roll, repeat and the triangles tril and triu. Most
+// copy strided pieces with copy_convert (cat and stack also convert dtypes, as their inference
+// promotes without casting first). Out-of-range indices are errors naming the index.
 
 #include <algorithm>
 #include <cinttypes>
@@ -14,6 +13,7 @@
 #include "amber/kernels/cpu/kernel_util.h"
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
+#include "amber/kernels/scatter_reduce.h"
 #include "amber/kernels/views.h"
 #include "amber/op_attrs.h"
 
@@ -115,6 +115,34 @@ struct GatherKernel {
   }
 };
 
+// scatter's index checked against self's size along dim (the index's values in [0, size)).
+int check_scatter_index(const amber_kernel_args* a, const amber_tensor_view& idx, int64_t dim, int64_t size) {
+  for (int64_t k = 0, n = numel(idx); k < n; ++k) {
+    const int64_t i = index_at(idx, k);
+    if (i < 0 || i >= size)
+      return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+  }
+  return 0;
+}
+
+// f(yo, so) for every element c of idx in order: yo the offset in y of c with c[dim] replaced by
+// idx[c], so c's offset in src (0 without one).
+template <typename F>
+void walk_scatter(const amber_tensor_view& idx, const amber_tensor_view& y, const amber_tensor_view* src, int64_t dim,
+                  F&& f) {
+  for (int64_t k = 0, n = numel(idx); k < n; ++k) {
+    int64_t rest = k, yo = 0, so = 0;
+    for (int d = idx.ndim - 1; d >= 0; --d) {
+      const int64_t c = rest % idx.sizes[d];
+      rest /= idx.sizes[d];
+      if (d != dim) yo += c * y.strides[d];
+      if (src) so += c * src->strides[d];
+    }
+    if (y.ndim) yo += index_at(idx, k) * y.strides[dim];
+    f(yo, so);
+  }
+}
+
 // scatter(self, index, src, dim), scatter.value(self, index, dim, value) and
 // scatter_add(self, index, src, dim): self copied, then for every c over index's shape
 // out[c with c[dim] replaced by index[c]] = src[c] (or value, or += src[c]), in index order, so
@@ -131,26 +159,13 @@ struct Scatter {
       const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
       int64_t dim = attr_int(a, kDim);
       if (dim < 0) dim += std::max(x.ndim, 1);
-      const int64_t n = numel(idx), size = x.ndim ? x.sizes[dim] : 1;
-      for (int64_t k = 0; k < n; ++k) {
-        const int64_t i = index_at(idx, k);
-        if (i < 0 || i >= size)
-          return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
-      }
+      if (check_scatter_index(a, idx, dim, x.ndim ? x.sizes[dim] : 1) != 0) return 1;
       copy_convert(y, x, a->num_threads);
       T value{};
       if constexpr (M == ScatterMode::value) value = attr_scalar<T>(a, op_attrs::scatter_value::value);
       const amber_tensor_view* src = M == ScatterMode::value ? nullptr : &a->inputs[2];
       T* yp = static_cast<T*>(y.data);
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t rest = k, yo = 0, so = 0;
-        for (int d = idx.ndim - 1; d >= 0; --d) {
-          const int64_t c = rest % idx.sizes[d];
-          rest /= idx.sizes[d];
-          if (d != dim) yo += c * y.strides[d];
-          if (src) so += c * src->strides[d];
-        }
-        if (y.ndim) yo += index_at(idx, k) * y.strides[dim];
+      walk_scatter(idx, y, src, dim, [&](int64_t yo, int64_t so) {
         if constexpr (M == ScatterMode::value) {
           yp[yo] = value;
         } else {
@@ -160,10 +175,49 @@ struct Scatter {
           else
             yp[yo] = v;
         }
-      }
+      });
       return 0;
     }
   };
+};
+
+// scatter_reduce(self, index, src, dim, reduce, include_self): self copied; without include_self
+// each element scattered to starts at the reduction's identity instead; src's elements are folded
+// in, in index order (kernels/scatter_reduce.h, shared with CUDA); mean then divides each element
+// scattered to by the number folded in (one more with include_self).
+template <typename T>
+struct ScatterReduceKernel {
+  static int run(const amber_kernel_args* a) {
+    namespace at = op_attrs::scatter_reduce;
+    const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &src = a->inputs[2], &y = a->outputs[0];
+    scatter_fold::Reduce r = scatter_fold::kSum;
+    if (!scatter_fold::reduce_of(a->attrs[at::reduce].str, &r))
+      return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", a->attrs[at::reduce].str);
+    const bool with_self = attr_bool(a, at::include_self);
+    int64_t dim = attr_int(a, at::dim);
+    if (dim < 0) dim += std::max(x.ndim, 1);
+    if (check_scatter_index(a, idx, dim, x.ndim ? x.sizes[dim] : 1) != 0) return 1;
+    copy_convert(y, x, a->num_threads);
+    T* yp = static_cast<T*>(y.data);
+    const T* sp = static_cast<const T*>(src.data);
+    if (!with_self)
+      walk_scatter(idx, y, &src, dim, [&](int64_t yo, int64_t) { yp[yo] = scatter_fold::identity<T>(r); });
+    if (r != scatter_fold::kMean) {
+      walk_scatter(idx, y, &src, dim,
+                   [&](int64_t yo, int64_t so) { yp[yo] = scatter_fold::combine(r, yp[yo], sp[so]); });
+      return 0;
+    }
+    int64_t span = 1;  // y's elements lie in [0, span) (an output has no negative strides)
+    for (int d = 0; d < y.ndim; ++d) span += (y.sizes[d] - 1) * y.strides[d];
+    std::vector<int64_t> count(size_t(numel(y) ? span : 0), 0);
+    walk_scatter(idx, y, &src, dim, [&](int64_t yo, int64_t so) {
+      yp[yo] = scatter_fold::combine(r, yp[yo], sp[so]);
+      ++count[size_t(yo)];
+    });
+    for (size_t o = 0; o < count.size(); ++o)
+      if (count[o]) yp[o] = scatter_fold::mean_of(yp[o], count[o] + with_self);
+    return 0;
+  }
 };
 
 // cat(tensors, dim): inputs of any dtype, converted to the output's.
@@ -320,6 +374,7 @@ AMBER_CPU_KERNELS(index) {
   register_typed<Scatter<ScatterMode::src>::Kernel>(ctypes::all{}, "scatter");
   register_typed<Scatter<ScatterMode::value>::Kernel>(ctypes::all{}, "scatter.value");
   register_typed<Scatter<ScatterMode::add>::Kernel>(TypeList<float, double, int64_t, int32_t>{}, "scatter_add");
+  register_typed<ScatterReduceKernel>(TypeList<float, double, int64_t, int32_t>{}, "scatter_reduce");
   register_typed<PadKernel>(ctypes::all{}, "pad");
   register_typed<RollKernel>(ctypes::all{}, "roll");
   register_typed<RepeatKernel>(ctypes::all{}, "repeat");

@@ -1,8 +1,8 @@
 // The CUDA kernels that gather, scatter or assemble, launched: embedding, index_select, gather,
-// scatter (src, value, add; i64 or i32 indices), pad, roll, repeat, tril and triu (device code in
-// index_kernels.cuh), and cat, stack (converting dtypes as their inference promotes) and flip as
-// copies. An index out of range gives zeros here: the CPU reports it, which a GPU kernel could
-// only do through a device-to-host read per call.
+// scatter (src, value, add, reduce; i64 or i32 indices), pad, roll, repeat, tril and triu (device
+// code in index_kernels.cuh), and cat, stack (converting dtypes as their inference promotes) and
+// flip as copies. An index out of range gives zeros here: the CPU reports it, which a GPU kernel
+// could only do through a device-to-host read per call.
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/index_kernels.cuh"
@@ -92,6 +92,61 @@ struct ScatterKernels {
     }
   };
 };
+
+// scatter_reduce(self, index, src, dim, reduce, include_self): index_kernels.cuh's three kernels;
+// mean counts in the workspace, a slot per element of y's span.
+int64_t span_of(const amber_tensor_view& y) {
+  int64_t span = 1;
+  for (int d = 0; d < y.ndim; ++d) span += (y.sizes[d] - 1) * y.strides[d];
+  return numel(y) ? span : 0;
+}
+int scatter_reduce_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  namespace at = op_attrs::scatter_reduce;
+  *state = nullptr;
+  *workspace_bytes = 0;
+  scatter_fold::Reduce r = scatter_fold::kSum;
+  if (!scatter_fold::reduce_of(a->attrs[at::reduce].str, &r))
+    return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", a->attrs[at::reduce].str);
+  if (r == scatter_fold::kMean) *workspace_bytes = padded(size_t(span_of(a->outputs[0])) * sizeof(unsigned));
+  return 0;
+}
+template <typename T>
+struct ScatterReduceKernel {
+  static int run(const amber_kernel_args* a) {
+    namespace at = op_attrs::scatter_reduce;
+    const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
+    scatter_fold::Reduce r = scatter_fold::kSum;
+    if (!scatter_fold::reduce_of(a->attrs[at::reduce].str, &r))
+      return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", a->attrs[at::reduce].str);
+    const bool with_self = a->attrs[at::include_self].i != 0;
+    const int64_t span = span_of(y), n = numel(idx);
+    unsigned* count = nullptr;
+    if (r == scatter_fold::kMean && n > 0) {
+      if (a->workspace_bytes < size_t(span) * sizeof(unsigned))
+        return fail(a, "scatter_reduce: called without its setup");
+      count = static_cast<unsigned*>(a->workspace);
+    }
+    if (numel(y) == 0) return 0;
+    if (copy_convert(a, y, x) != 0) return 1;
+    if (n == 0) return 0;
+    DeviceScope scope(a->device);
+    const Along s = scatter_args<T>(idx, y, &a->inputs[2], a->attrs[at::dim].i);
+    if (!with_self) enqueue(a, &scatter_identity_kernel<T>, dim3(grid_for(n)), dim3(256), s, r, n);
+    if (count && cudaMemsetAsync(count, 0, size_t(span) * sizeof(unsigned), stream_of(a)) != cudaSuccess)
+      return launched(a, "scatter_reduce");
+    enqueue(a, &scatter_reduce_kernel<T>, dim3(grid_for(n)), dim3(256), s, r, count, n);
+    if (count)
+      enqueue(a, &scatter_mean_kernel<T>, dim3(grid_for(span)), dim3(256), static_cast<T*>(y.data), count, with_self,
+              span);
+    return launched(a, "scatter_reduce");
+  }
+};
+template <typename... Ts>
+void register_scatter_reduce() {
+  (register_kernel("scatter_reduce", dtype_code<Ts>(),
+                   amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, nullptr, nullptr}),
+   ...);
+}
 
 // pad, roll and repeat: index_kernels.cuh's pad_kernel, value where constant padding has no source.
 template <typename T>
@@ -193,6 +248,7 @@ AMBER_CUDA_KERNELS(index) {
   register_typed<ScatterKernels<ScatterMode::src>::Kernel, AMBER_CUDA_ALL>("scatter");
   register_typed<ScatterKernels<ScatterMode::value>::Kernel, AMBER_CUDA_ALL>("scatter.value");
   register_typed<ScatterKernels<ScatterMode::add>::Kernel, float, double, int64_t, int32_t>("scatter_add");
+  register_scatter_reduce<float, double, int64_t, int32_t>();
   register_typed<CatKernel, AMBER_CUDA_ALL>("cat");
   register_typed<FlipKernel, AMBER_CUDA_ALL>("flip");
   register_typed<PadKernel, AMBER_CUDA_ALL>("pad");

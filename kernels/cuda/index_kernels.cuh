@@ -1,13 +1,16 @@
 // The device code of the CUDA kernels that gather or scatter (index.cu): embedding, index_select,
-// gather, scatter (src, value, add), pad's walk (pad, roll, repeat) and tril/triu, with each one's
-// arguments built from the views on the host, in a header of its own so that
+// gather, scatter (src, value, add, reduce), pad's walk (pad, roll, repeat) and tril/triu, with
+// each one's arguments built from the views on the host, in a header of its own so that
 // tests/test_index_emulated.cpp runs the same code on the CPU against the CPU's kernels; index.cu
 // launches them. An index out of range gives zeros (or no write). Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/scatter_reduce.h"
 #include "amber/kernels/views.h"
 
 namespace amber::cuda::indexing {
@@ -179,6 +182,60 @@ __global__ void scatter_kernel(Along s, T value, int64_t n) {
       *dst = *reinterpret_cast<const T*>(s.o.ptr[2] + so);
     }
   }
+}
+
+// scatter_reduce: with y already a copy of self, three kernels over the index, each a thread an
+// index element (kernels/scatter_reduce.h's arithmetic, shared with the CPU): without
+// include_self, the elements scattered to set to the reduction's identity; then src folded in
+// with atomics (sum and mean an atomic add, prod, amax and amin a compare-and-swap loop), mean
+// counting per element of y; then mean's division over y's span. Repeated indices fold in no fixed
+// order (a float sum or product then differs from the CPU's in its last bits).
+template <typename T>
+__global__ void scatter_identity_kernel(Along s, scatter_fold::Reduce r, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t yo, so;
+    if (s.at(i, yo, so) >= 0) *reinterpret_cast<T*>(s.o.ptr[1] + yo) = scatter_fold::identity<T>(r);
+  }
+}
+// *p = combine(r, *p, v) atomically, through the unsigned integer of T's size.
+template <typename T>
+__device__ void combine_at(T* p, scatter_fold::Reduce r, T v) {
+  using U = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
+  static_assert(sizeof(T) == sizeof(U));
+  U* up = reinterpret_cast<U*>(p);
+  U seen = *reinterpret_cast<volatile U*>(up);
+  for (;;) {
+    T cur, next;
+    memcpy(&cur, &seen, sizeof cur);
+    next = scatter_fold::combine(r, cur, v);
+    U want;
+    memcpy(&want, &next, sizeof want);
+    if (want == seen) return;  // already folded in (amax, amin, a product by one)
+    const U was = atomicCAS(up, seen, want);
+    if (was == seen) return;
+    seen = was;
+  }
+}
+// count (mean only) has a slot per element of y's span, indexed by y's element offset.
+template <typename T>
+__global__ void scatter_reduce_kernel(Along s, scatter_fold::Reduce r, unsigned* count, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t yo, so;
+    if (s.at(i, yo, so) < 0) continue;
+    T* dst = reinterpret_cast<T*>(s.o.ptr[1] + yo);
+    const T v = *reinterpret_cast<const T*>(s.o.ptr[2] + so);
+    if (r == scatter_fold::kSum || r == scatter_fold::kMean)
+      add_to(dst, v);
+    else
+      combine_at(dst, r, v);
+    if (count) atomicAdd(&count[yo / int64_t(sizeof(T))], 1u);
+  }
+}
+// mean: each element of y's span with a count divided by it (plus one with include_self).
+template <typename T>
+__global__ void scatter_mean_kernel(T* y, const unsigned* count, bool with_self, int64_t span) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < span; i += int64_t(gridDim.x) * blockDim.x)
+    if (count[i]) y[i] = scatter_fold::mean_of(y[i], int64_t(count[i]) + with_self);
 }
 
 // pad, roll and repeat: each output element from its source in x (views.h's pad_element, shared

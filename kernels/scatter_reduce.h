@@ -1,0 +1,71 @@
+// scatter_reduce's arithmetic, one source for the CPU and CUDA kernels (AMBER_HD): the reduction
+// its attribute names, each one's identity (where an element scattered to starts when
+// include_self is false), how a source element folds into an output element (integers wrap,
+// NaN wins amax and amin, as PyTorch's), and mean's division (integers floor, as PyTorch's).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "amber/kernels/arith.h"
+#include "amber/kernels/hd.h"
+
+namespace amber::scatter_fold {
+
+enum Reduce : int { kSum, kProd, kMean, kAmax, kAmin };
+
+// The attribute's reduction; false for a name that is none of the five.
+inline bool reduce_of(const char* name, Reduce* r) {
+  static constexpr struct {
+    const char* name;
+    Reduce r;
+  } kNames[] = {{"sum", kSum}, {"prod", kProd}, {"mean", kMean}, {"amax", kAmax}, {"amin", kAmin}};
+  for (const auto& n : kNames)
+    if (std::strcmp(name, n.name) == 0) return *r = n.r, true;
+  return false;
+}
+
+template <typename T>
+AMBER_HD inline T identity(Reduce r) {
+  if (r == kProd) return T(1);
+  if (r == kAmax) {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    return std::numeric_limits<T>::lowest();
+  }
+  if (r == kAmin) {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    return std::numeric_limits<T>::max();
+  }
+  return T(0);  // sum, mean
+}
+
+// acc with v folded in. A NaN acc stays (std::max's and std::min's keep their first argument
+// on an unordered pair), a NaN v replaces it.
+template <typename T>
+AMBER_HD inline T combine(Reduce r, T acc, T v) {
+  bool v_nan = false;
+  if constexpr (std::is_floating_point_v<T>) v_nan = v != v;
+  switch (r) {
+    case kProd:
+      return pw::wrap_mul(acc, v);
+    case kAmax:
+      return v_nan || acc < v ? v : acc;
+    case kAmin:
+      return v_nan || v < acc ? v : acc;
+    default:
+      return pw::wrap_add(acc, v);  // sum, mean
+  }
+}
+
+// mean's result from the sum of `count` elements (count > 0): floats divide, integers floor.
+template <typename T>
+AMBER_HD inline T mean_of(T sum, int64_t count) {
+  if constexpr (std::is_floating_point_v<T>)
+    return sum / T(count);
+  else
+    return T(pw::div_floor_int(int64_t(sum), count));
+}
+
+}  // namespace amber::scatter_fold
