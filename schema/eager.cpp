@@ -432,34 +432,88 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, const std::string& mode,
                    bool align_corners, SrcLoc loc) {
   return call(AMBER_OP("grid_sample"), {&x, &grid}, {Attr(mode), Attr(padding_mode), Attr(align_corners)}, loc);
 }
+namespace {
+
+// nearest-exact's source indices along one dim: ATen's nearest_neighbor_exact_compute_source_index,
+// min(floor((dst + 0.5) * scale), in - 1) with compute_scales_value's float scale (1 / the scale
+// passed on, else in / out); empty where they are 0, 1, ... (no gather needed).
+std::vector<int64_t> nearest_exact_sources(int64_t in, int64_t out, std::optional<double> scale) {
+  const float step = scale && *scale > 0 ? float(1.0 / *scale) : float(in) / float(out);
+  std::vector<int64_t> src(static_cast<size_t>(out));
+  bool identity = true;
+  for (int64_t j = 0; j < out; ++j) {
+    src[size_t(j)] = std::min(int64_t(std::floor(float((double(j) + 0.5) * double(step)))), in - 1);
+    identity = identity && src[size_t(j)] == j;
+  }
+  if (identity && in == out) src.clear();
+  return src;
+}
+
+// interpolate of [N, C, H, W] to size (H, W) by mode, the scales passed on where given.
+Tensor resize2d(const Tensor& x, const std::string& mode, const DimVec& size, const std::optional<double> (&scales)[2],
+                bool align_corners, SrcLoc loc) {
+  if (mode == "nearest") return upsample_nearest2d(x, size, scales[0], scales[1], loc);
+  if (mode == "area") return adaptive_avg_pool2d(x, size, loc);  // as F.interpolate: no scales
+  if (mode == "bicubic") return upsample_bicubic2d(x, size, align_corners, scales[0], scales[1], loc);
+  if (mode == "bilinear") return upsample_bilinear2d(x, size, align_corners, scales[0], scales[1], loc);
+  for (int i = 0; i < 2; ++i)
+    if (x.size(2 + i) <= 0 || size[size_t(i)] <= 0)
+      throw Error(str("interpolate: nearest-exact needs input and output sizes greater than 0, got input ", x.sizes(),
+                      " and output size ", size));
+  Tensor y = x;  // nearest-exact: index_select along H, then W
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<int64_t> src = nearest_exact_sources(x.size(2 + i), size[size_t(i)], scales[i]);
+    if (!src.empty()) y = y.index_select(2 + i, tensor(src), loc);
+  }
+  return y;
+}
+
+}  // namespace
+
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
-  if (o.mode != "nearest" && o.mode != "bilinear" && o.mode != "bicubic" && o.mode != "area")
+  const std::string& mode = o.mode;
+  if (mode != "nearest" && mode != "nearest-exact" && mode != "linear" && mode != "bilinear" && mode != "bicubic" &&
+      mode != "area")
     throw Error(
-        str("interpolate: mode must be \"nearest\", \"bilinear\", \"bicubic\" or \"area\", got \"", o.mode, "\""));
-  if (x.dim() != 4)
-    throw Error(str("interpolate: ", o.mode, " mode needs a 4-D (N, C, H, W) input, got shape ", x.sizes()));
+        str("interpolate: mode must be \"nearest\", \"nearest-exact\", \"linear\", \"bilinear\", \"bicubic\" "
+            "or \"area\", got \"",
+            mode, "\""));
+  // As F.interpolate: linear takes 3-D input, bilinear and bicubic 4-D, the others either.
+  const int64_t spatial = x.dim() - 2;
+  const int64_t needs = mode == "linear" ? 1 : mode == "bilinear" || mode == "bicubic" ? 2 : 0;
+  if ((needs && spatial != needs) || (!needs && spatial != 1 && spatial != 2))
+    throw Error(str("interpolate: ", mode, " mode needs a ",
+                    needs == 1   ? "3-D (N, C, L)"
+                    : needs == 2 ? "4-D (N, C, H, W)"
+                                 : "3-D (N, C, L) or 4-D (N, C, H, W)",
+                    " input, got shape ", x.sizes(),
+                    spatial == 3 ? " (3-D resampling of 5-D input is not supported yet)" : ""));
   if (o.size.empty() == o.scale_factor.empty())
     throw Error("interpolate: exactly one of size and scale_factor must be given");
-  if (o.align_corners && (o.mode == "nearest" || o.mode == "area"))
-    throw Error("interpolate: align_corners can only be set with the interpolating modes (bilinear, bicubic)");
+  if (o.align_corners && mode != "linear" && mode != "bilinear" && mode != "bicubic")
+    throw Error("interpolate: align_corners can only be set with the interpolating modes (linear, bilinear, bicubic)");
   for (size_t n : {size_t(o.size.size()), o.scale_factor.size()})
-    if (n > 2) throw Error(str("interpolate: size and scale_factor take 1 or 2 values (H, W) for a 4-D input"));
+    if (int64_t(n) > spatial)
+      throw Error(str("interpolate: size and scale_factor take 1", spatial == 2 ? " or 2 values (H, W)" : " value (L)",
+                      " for a ", x.dim(), "-D input, got ", n));
   DimVec size;
   std::optional<double> scales[2];
-  for (int i = 0; i < 2; ++i) {
+  for (int64_t i = 0; i < spatial; ++i) {
     if (!o.size.empty()) {
-      size.push_back(o.size.size() == 1 ? o.size[0] : o.size[i]);
+      size.push_back(o.size.size() == 1 ? o.size[0] : o.size[size_t(i)]);
       continue;
     }
     const double s = o.scale_factor.size() == 1 ? o.scale_factor[0] : o.scale_factor[size_t(i)];
     size.push_back(int64_t(std::floor(double(x.size(2 + i)) * s)));
     if (!o.recompute_scale_factor) scales[i] = s;
   }
-  if (o.mode == "nearest") return upsample_nearest2d(x, size, scales[0], scales[1], loc);
-  if (o.mode == "area") return adaptive_avg_pool2d(x, size, loc);  // as F.interpolate: no scales
-  if (o.mode == "bicubic")
-    return upsample_bicubic2d(x, size, o.align_corners.value_or(false), scales[0], scales[1], loc);
-  return upsample_bilinear2d(x, size, o.align_corners.value_or(false), scales[0], scales[1], loc);
+  if (spatial == 2) return resize2d(x, mode, size, scales, o.align_corners.value_or(false), loc);
+  // 1-D: the 2-D form over [N, C, 1, L] (H from 1 to 1 is a copy in every mode), the 1 dropped.
+  const DimVec wide{1, size[0]};
+  const std::optional<double> wide_scales[2] = {std::nullopt, scales[0]};
+  return resize2d(x.unsqueeze(2, loc), mode == "linear" ? "bilinear" : mode, wide, wide_scales,
+                  o.align_corners.value_or(false), loc)
+      .squeeze(2, loc);
 }
 Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w, const Tensor& b,
                   bool training, double momentum, double eps, SrcLoc loc) {

@@ -265,13 +265,17 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& m
 struct InterpolateOptions {
   DimVec size = {};
   std::vector<double> scale_factor = {};
-  std::string mode = "nearest";                      // "nearest", "bilinear", "bicubic" or "area"
-  std::optional<bool> align_corners = std::nullopt;  // bilinear and bicubic; false when not given
+  // "nearest", "nearest-exact" or "area" (3-D or 4-D input), "linear" (3-D), "bilinear" or
+  // "bicubic" (4-D)
+  std::string mode = "nearest";
+  std::optional<bool> align_corners = std::nullopt;  // linear, bilinear, bicubic; false when not given
   bool recompute_scale_factor = false;
 };
-// torch.nn.functional.interpolate for 4-D input: the output size is floor(in * scale) when
-// scaled, and the scales reach the op unless recompute_scale_factor; traced as
-// upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d or (area) adaptive_avg_pool2d.
+// torch.nn.functional.interpolate for 3-D (N, C, L) and 4-D (N, C, H, W) input: the output size
+// is floor(in * scale) when scaled, and the scales reach the op unless recompute_scale_factor;
+// traced as upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d, (area)
+// adaptive_avg_pool2d or (nearest-exact) index_select of constant source indices, 3-D input
+// between an unsqueeze and a squeeze. 5-D input and antialias are not supported yet.
 Tensor interpolate(const Tensor& input, const InterpolateOptions& options, SrcLoc loc = {});
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
                   const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5,

@@ -709,7 +709,51 @@ TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]")
                       upsample_bicubic2d(x, {7, 10}, true, 1.5, 1.5), 0, 0)
             .ok);
   AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .align_corners = false}), "align_corners can only be set");
-  AMBER_REQUIRE_ERROR(interpolate(x[0], {.size = {4}}), "needs a 4-D");
+  AMBER_REQUIRE_ERROR(interpolate(x[0][0], {.size = {4}}), "needs a 3-D (N, C, L) or 4-D (N, C, H, W) input");
+}
+
+TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[eager]") {
+  // Expected: PyTorch 1.13's F.interpolate of the same arange inputs (printed by
+  // F.interpolate(torch.arange(5.).view(1, 1, 1, 5), size=(1, 7), mode="nearest-exact") and kin).
+  auto values = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    return std::vector<float>(c.const_data_ptr<float>(), c.const_data_ptr<float>() + c.numel());
+  };
+  auto near = [&](const Tensor& t, const std::vector<float>& want) {
+    const std::vector<float> got = values(t);
+    bool ok = got.size() == want.size();
+    for (size_t i = 0; ok && i < got.size(); ++i) ok = std::fabs(got[i] - want[i]) <= 1e-6f * (1 + std::fabs(want[i]));
+    INFO("got " << ::Catch::Detail::stringify(got));
+    return ok;
+  };
+  const Tensor row = arange(0, 5, 1, TensorOptions(DType::f32)).reshape({1, 1, 1, 5});
+  CHECK(near(interpolate(row, {.size = {1, 7}, .mode = "nearest-exact"}), {0, 1, 1, 2, 3, 3, 4}));
+  CHECK(near(interpolate(row, {.size = {1, 3}, .mode = "nearest-exact"}), {0, 2, 4}));
+  CHECK(near(interpolate(row, {.scale_factor = {1, 1.7}, .mode = "nearest-exact"}), {0, 0, 1, 2, 2, 3, 3, 4}));
+  CHECK(near(interpolate(row, {.scale_factor = {1, 1.7}, .mode = "nearest-exact", .recompute_scale_factor = true}),
+             {0, 0, 1, 2, 2, 3, 4, 4}));
+  const Tensor line = arange(0, 5, 1, TensorOptions(DType::f32)).reshape({1, 1, 5}), sq = line * line;
+  CHECK(near(interpolate(line, {.size = {8}, .mode = "nearest-exact"}), {0, 0, 1, 2, 2, 3, 4, 4}));
+  CHECK(near(interpolate(line, {.scale_factor = {1.7}}), {0, 0, 1, 1, 2, 2, 3, 4}));
+  CHECK(
+      near(interpolate(sq, {.size = {8}, .mode = "linear"}), {0, 0.4375, 1.1875, 3.0625, 5.5625, 8.6875, 12.9375, 16}));
+  CHECK(near(interpolate(sq, {.size = {8}, .mode = "linear", .align_corners = true}),
+             {0, 0.5714285969734192f, 1.4285715818405151f, 3.142857313156128f, 5.428571701049805f, 8.285715103149414f,
+              12.000000953674316f, 16}));
+  CHECK(near(interpolate(sq, {.scale_factor = {1.7}, .mode = "linear"}),
+             {0, 0.3823529779911041f, 0.9705883264541626f, 2.6764707565307617f, 4.735294342041016f, 7.67647123336792f,
+              11.2647066116333f, 15.382353782653809f}));
+  CHECK(near(interpolate(sq, {.size = {3}, .mode = "area"}), {0.5, 4.666666507720947f, 12.5}));
+  // A 3-D input keeps its rank; a strided one reads through its strides.
+  const Tensor wide = randn({3, 2, 6}).transpose(0, 1);  // [2, 3, 6]
+  const Tensor y = interpolate(wide, {.size = {9}, .mode = "linear", .align_corners = true});
+  REQUIRE(y.sizes() == DimVec{2, 3, 9});
+  CHECK(test::compare(y, upsample_bilinear2d(wide.unsqueeze(2), {1, 9}, true).squeeze(2), 0, 0).ok);
+  AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8}, .mode = "bilinear"}), "bilinear mode needs a 4-D");
+  AMBER_REQUIRE_ERROR(interpolate(row, {.size = {8}, .mode = "linear"}), "linear mode needs a 3-D (N, C, L) input");
+  AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8, 8}}), "take 1 value (L) for a 3-D input, got 2");
+  AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {4}}), "5-D input is not supported yet");
+  AMBER_REQUIRE_ERROR(interpolate(line, {.size = {0}, .mode = "nearest-exact"}), "sizes greater than 0");
 }
 
 TEST_CASE("eager adaptive_avg_pool2d takes None sizes as the input's own", "[eager]") {

@@ -128,7 +128,8 @@ TEST_CASE("an op with two outputs of different dtypes (topk) traces, saves and l
 
 TEST_CASE("the eager compositions trace, save and load as the ops they call", "[loader]") {
   // where with a number, sort, conv1d and conv2d with kSame (an odd total: a pad node),
-  // group_norm and instance_norm, interpolate and conv_transpose2d, in one graph.
+  // group_norm and instance_norm, interpolate (2-D, 1-D, nearest-exact) and conv_transpose2d, in
+  // one graph.
   manual_seed(21);
   const Tensor w1 = randn({4, 3, 4}), b1 = randn({4}), w2 = randn({2, 4, 2, 2}), gw = randn({2}), gb = randn({2}),
                wt = randn({2, 3, 3, 3}), bt = randn({3});
@@ -140,7 +141,12 @@ TEST_CASE("the eager compositions trace, save and load as the ops they call", "[
     const Tensor up = interpolate(d, {.scale_factor = {1.5, 3}, .mode = "bilinear"}) +
                       interpolate(d, {.size = {10, 3}});          // upsample_bilinear2d + upsample_nearest2d
     const Tensor t = conv_transpose2d(d, wt, bt, {2}, {1}, {1});  // [2, 3, 14, 2]
-    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up, t};
+    // 3-D input (linear: an unsqueeze, upsample_bilinear2d, a squeeze) and nearest-exact
+    // (index_select of constant source indices).
+    const Tensor line = interpolate(c, {.scale_factor = {1.7}, .mode = "linear"}) +
+                        interpolate(c, {.size = {11}, .mode = "nearest-exact"});  // [2, 4, 11]
+    const Tensor exact = interpolate(d, {.size = {5, 2}, .mode = "nearest-exact"});
+    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up, t, line, exact};
   };
   const Tensor x = randn({2, 3, 7});
   TracedModule t = trace(f, {x}, quiet());
