@@ -27,6 +27,9 @@ inline bool reduce_of(const char* name, Reduce* r) {
   return false;
 }
 
+// A kernel's state: the reduction its setup read (a new Reduce), freed by destroy_state.
+inline void destroy_state(void* state) { delete static_cast<Reduce*>(state); }
+
 template <typename T>
 AMBER_HD inline T identity(Reduce r) {
   if (r == kProd) return T(1);

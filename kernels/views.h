@@ -1,6 +1,7 @@
 // Views and coordinates derived from a kernel's tensor views by index arithmetic alone,
 // shared by the CPU and CUDA kernels: flip's reversed view (host code, built before a
-// launch) and pad's walk from output to source element, which roll and repeat reuse.
+// launch), the span of an output's elements, and pad's walk from output to source element,
+// which roll and repeat reuse.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,17 @@ inline amber_tensor_view flipped(amber_tensor_view v, const amber_attr& dims, in
     v.strides[d] = -v.strides[d];
   }
   return v;
+}
+
+// The elements from v.data to one past v's last (0 when v has none): a buffer of a slot per
+// element of a view with no negative strides, such as a kernel's output.
+inline int64_t span(const amber_tensor_view& v) {
+  int64_t n = 1;
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.sizes[d] == 0) return 0;
+    n += (v.sizes[d] - 1) * v.strides[d];
+  }
+  return n;
 }
 
 enum PadMode : int { kPadConstant, kPadReflect, kPadReplicate, kPadCircular };

@@ -24,6 +24,7 @@
 
 #include "amber/core/shape.h"
 #include "amber/graph/control_flow.h"
+#include "amber/kernels/scatter_reduce.h"
 #include "amber/onnx/tensor_proto.h"
 #include "amber/op_attrs.h"
 #include "amber/schema/eager.h"
@@ -151,15 +152,11 @@ class Exporter {
     along[size_t(d) + 1] = -1;
     const std::string range = op("Range", {int_scalar(0), size, int_scalar(1)});
     const std::string mask = op("Equal", {idx, op("Reshape", {range, ints(along)})});
-    std::string identity;
-    if (is_floating(t))
-      identity = scalar(max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity(), t);
-    else if (t == DType::i32)
-      identity =
-          initializer(full({}, max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t));
-    else
-      identity =
-          initializer(full({}, max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), t));
+    const scatter_fold::Reduce fold = max ? scatter_fold::kAmax : scatter_fold::kAmin;
+    const Scalar start = is_floating(t)    ? Scalar(scatter_fold::identity<double>(fold))
+                         : t == DType::i32 ? Scalar(int64_t(scatter_fold::identity<int32_t>(fold)))
+                                           : Scalar(scatter_fold::identity<int64_t>(fold));
+    const std::string identity = initializer(full({}, start, t));
     auto reduce_dim = [&](const std::string& type, const std::string& x) {
       return op(type, {x}, [&](onnx::NodeProto* p) {
         attr_ints(p, "axes", {d});
@@ -179,9 +176,18 @@ class Exporter {
     std::vector<int64_t> at_d(size_t(r), 1);
     at_d[size_t(d)] = -1;
     const std::string positions = op("Expand", {op("Reshape", {range, ints(at_d)}), extent});
-    op(
-        "ScatterElements", {in(n, 0, t), positions, op("Where", {hit, folded, self})},
-        [&](onnx::NodeProto* p) { attr_i(p, "axis", d); }, out(n));
+    scatter_elements(in(n, 0, t), positions, op("Where", {hit, folded, self}), d, nullptr, out(n));
+  }
+  // ScatterElements of updates into data at idx along axis, with reduction (add or mul) or none.
+  std::string scatter_elements(const std::string& data, const std::string& idx, const std::string& updates, int axis,
+                               const char* reduction, std::string dst = "") {
+    return op(
+        "ScatterElements", {data, idx, updates},
+        [&](onnx::NodeProto* p) {
+          attr_i(p, "axis", axis);
+          if (reduction) attr_s(p, "reduction", reduction);
+        },
+        std::move(dst));
   }
   static Scalar number(double v, DType t) {
     if (t == DType::b8) return Scalar(v != 0);
@@ -731,13 +737,7 @@ void Exporter::node(const Node& n, const std::string* as) {
         name == "scatter.value"
             ? op("Expand", {scalar(at[oa::scatter_value::value].scalar().to_double(), ot), op("Shape", {in(n, 1)})})
             : scatter_updates(in(n, 2, ot), op("Shape", {in(n, 1)}), rank(n.inputs[1]));
-    op(
-        "ScatterElements", {in(n, 0), in(n, 1), src},
-        [&](onnx::NodeProto* p) {
-          attr_i(p, "axis", d);
-          if (name == "scatter_add") attr_s(p, "reduction", "add");
-        },
-        out(n));
+    scatter_elements(in(n, 0), in(n, 1), src, d, name == "scatter_add" ? "add" : nullptr, out(n));
     return;
   }
   if (name == "scatter_reduce") {
@@ -753,14 +753,8 @@ void Exporter::node(const Node& n, const std::string* as) {
     }
     const std::string idx = in(n, 1), index_shape = op("Shape", {idx});
     auto scatter = [&](const std::string& data, const std::string& updates, const char* reduction,
-                       std::string out = "") {
-      return op(
-          "ScatterElements", {data, idx, updates},
-          [&](onnx::NodeProto* p) {
-            attr_i(p, "axis", d);
-            if (reduction) attr_s(p, "reduction", reduction);
-          },
-          std::move(out));
+                       std::string dst = "") {
+      return scatter_elements(data, idx, updates, d, reduction, std::move(dst));
     };
     const std::string src = scatter_updates(in(n, 2, ot), index_shape, rank(n.inputs[1]));
     std::string data = in(n, 0, ot);

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -94,35 +95,59 @@ bool has_kernel(const OpSchema& op) {
   return found;
 }
 
+// AMBER_CASE_SHARD=k/n (0 <= k < n): the op-case test runs only the cases whose position among
+// those with a kernel is k modulo n, so ctest can run the shards side by side (tests/CMakeLists.txt
+// registers two; under ASan the whole took 504 s of two cores' 865 s stage). Unset: every case.
+struct Shard {
+  int k = 0, n = 1;
+};
+Shard case_shard() {
+  Shard s;
+  const char* v = std::getenv("AMBER_CASE_SHARD");
+  if (!v || !*v) return s;
+  char slash = 0, rest = 0;
+  const int got = std::sscanf(v, "%d%c%d%c", &s.k, &slash, &s.n, &rest);
+  if (got != 3 || slash != '/' || s.n < 1 || s.k < 0 || s.k >= s.n)
+    FAIL("AMBER_CASE_SHARD is '" << v << "': expected k/n with 0 <= k < n");
+  return s;
+}
+
 }  // namespace
 
-TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on every op case", "[emulated]") {
+TEST_CASE("cuda emulated: every kernel of the emulated files equals the CPU on every op case", "[emulated][op_cases]") {
   const std::string dir = test::refdata_dir();
   if (dir.empty()) FAIL("AMBER_REFDATA is not set: run through ctest (the refdata fixture generates it)");
   const Device device = emulated_cuda();
+  const Shard shard = case_shard();
 
   SafetensorsFile file = SafetensorsFile::open(dir + "/ops.safetensors");
   const nlohmann::json cases = nlohmann::json::parse(file.metadata().at("cases"));
   std::map<std::string, test::OpStats> ran;
+  std::map<std::string, int> in_all_shards;  // cases of each op with a kernel, this shard's or not
+  int position = 0;
   for (const nlohmann::json& c : cases) {
     if (!c["error"].is_null()) continue;
     const std::string name = c["name"], opname = c["op"];
     const OpSchema& op = op_schema(opname);
     if (!has_kernel(op)) continue;
+    ++in_all_shards[opname];
+    if (position++ % shard.n != shard.k) continue;
     INFO("case " << name << " (op " << opname << ")");
     test::OpStats& st = ran[opname];
     ++st.cases;
     test::check_against_cpu(op, c, file, device, c["atol"].get<double>(), c["rtol"].get<double>(), st);
   }
-  // Every op with an emulated kernel has cases (else it would pass untested).
+  // Every op with an emulated kernel has cases (else it would pass untested); a shard may hold
+  // none of an op's, which another shard then runs.
   int n = 0;
   for (const OpSchema* op : all_ops())
     if (has_kernel(*op)) {
       INFO("op " << op->name << " has an emulated CUDA kernel");
-      CHECK(ran.count(op->name) == 1);
+      CHECK(in_all_shards.count(op->name) == 1);
     }
   for (auto& [op, st] : ran) n += st.cases;
-  std::printf("%zu ops (%d cases) on the emulated CUDA kernels against the CPU:\n", ran.size(), n);
+  std::printf("%zu ops (%d cases, shard %d/%d) on the emulated CUDA kernels against the CPU:\n", ran.size(), n, shard.k,
+              shard.n);
   std::printf("  %-20s %6s %12s %12s\n", "op", "cases", "max |diff|", "max rel");
   for (auto& [op, st] : ran) std::printf("  %-20s %6d %12.3g %12.3g\n", op.c_str(), st.cases, st.max_abs, st.max_rel);
 }

@@ -184,15 +184,27 @@ struct Scatter {
 // scatter_reduce(self, index, src, dim, reduce, include_self): self copied; without include_self
 // each element scattered to starts at the reduction's identity instead; src's elements are folded
 // in, in index order (kernels/scatter_reduce.h, shared with CUDA); mean then divides each element
-// scattered to by the number folded in (one more with include_self).
+// scattered to by the number folded in (one more with include_self), counted in the workspace.
+// The setup reads the reduction once (its state) and asks mean's counts, a slot per element of
+// y's span.
+int scatter_reduce_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+  const char* name = a->attrs[op_attrs::scatter_reduce::reduce].str;
+  *state = nullptr;
+  *workspace_bytes = 0;
+  scatter_fold::Reduce r = scatter_fold::kSum;
+  if (!scatter_fold::reduce_of(name, &r))
+    return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", name);
+  if (r == scatter_fold::kMean) *workspace_bytes = size_t(views::span(a->outputs[0])) * sizeof(int64_t);
+  *state = new scatter_fold::Reduce(r);
+  return 0;
+}
 template <typename T>
 struct ScatterReduceKernel {
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::scatter_reduce;
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &src = a->inputs[2], &y = a->outputs[0];
-    scatter_fold::Reduce r = scatter_fold::kSum;
-    if (!scatter_fold::reduce_of(a->attrs[at::reduce].str, &r))
-      return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", a->attrs[at::reduce].str);
+    if (!a->state) return fail(a, "scatter_reduce: called without its setup");
+    const scatter_fold::Reduce r = *static_cast<const scatter_fold::Reduce*>(a->state);
     const bool with_self = attr_bool(a, at::include_self);
     int64_t dim = attr_int(a, at::dim);
     if (dim < 0) dim += std::max(x.ndim, 1);
@@ -207,18 +219,27 @@ struct ScatterReduceKernel {
                    [&](int64_t yo, int64_t so) { yp[yo] = scatter_fold::combine(r, yp[yo], sp[so]); });
       return 0;
     }
-    int64_t span = 1;  // y's elements lie in [0, span) (an output has no negative strides)
-    for (int d = 0; d < y.ndim; ++d) span += (y.sizes[d] - 1) * y.strides[d];
-    std::vector<int64_t> count(size_t(numel(y) ? span : 0), 0);
+    const size_t span = size_t(views::span(y));
+    CallScratch scratch(a);
+    int64_t* count = scratch.take_array<int64_t>(span);
+    std::fill_n(count, span, 0);
     walk_scatter(idx, y, &src, dim, [&](int64_t yo, int64_t so) {
       yp[yo] = scatter_fold::combine(r, yp[yo], sp[so]);
-      ++count[size_t(yo)];
+      ++count[yo];
     });
-    for (size_t o = 0; o < count.size(); ++o)
+    for (size_t o = 0; o < span; ++o)
       if (count[o]) yp[o] = scatter_fold::mean_of(yp[o], count[o] + with_self);
     return 0;
   }
 };
+
+template <typename... Ts>
+void register_scatter_reduce(TypeList<Ts...>) {
+  (register_kernel(
+       "scatter_reduce", dtype_v<Ts>,
+       amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, scatter_fold::destroy_state, nullptr}),
+   ...);
+}
 
 // cat(tensors, dim): inputs of any dtype, converted to the output's.
 template <typename T>
@@ -374,7 +395,7 @@ AMBER_CPU_KERNELS(index) {
   register_typed<Scatter<ScatterMode::src>::Kernel>(ctypes::all{}, "scatter");
   register_typed<Scatter<ScatterMode::value>::Kernel>(ctypes::all{}, "scatter.value");
   register_typed<Scatter<ScatterMode::add>::Kernel>(TypeList<float, double, int64_t, int32_t>{}, "scatter_add");
-  register_typed<ScatterReduceKernel>(TypeList<float, double, int64_t, int32_t>{}, "scatter_reduce");
+  register_scatter_reduce(TypeList<float, double, int64_t, int32_t>{});
   register_typed<PadKernel>(ctypes::all{}, "pad");
   register_typed<RollKernel>(ctypes::all{}, "roll");
   register_typed<RepeatKernel>(ctypes::all{}, "repeat");

@@ -93,21 +93,18 @@ struct ScatterKernels {
   };
 };
 
-// scatter_reduce(self, index, src, dim, reduce, include_self): index_kernels.cuh's three kernels;
-// mean counts in the workspace, a slot per element of y's span.
-int64_t span_of(const amber_tensor_view& y) {
-  int64_t span = 1;
-  for (int d = 0; d < y.ndim; ++d) span += (y.sizes[d] - 1) * y.strides[d];
-  return numel(y) ? span : 0;
-}
+// scatter_reduce(self, index, src, dim, reduce, include_self): index_kernels.cuh's three kernels.
+// The setup reads the reduction once (its state) and asks mean's counts, a slot per element of
+// y's span.
 int scatter_reduce_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
-  namespace at = op_attrs::scatter_reduce;
+  const char* name = a->attrs[op_attrs::scatter_reduce::reduce].str;
   *state = nullptr;
   *workspace_bytes = 0;
   scatter_fold::Reduce r = scatter_fold::kSum;
-  if (!scatter_fold::reduce_of(a->attrs[at::reduce].str, &r))
-    return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", a->attrs[at::reduce].str);
-  if (r == scatter_fold::kMean) *workspace_bytes = padded(size_t(span_of(a->outputs[0])) * sizeof(unsigned));
+  if (!scatter_fold::reduce_of(name, &r))
+    return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", name);
+  if (r == scatter_fold::kMean) *workspace_bytes = padded(size_t(views::span(a->outputs[0])) * sizeof(unsigned));
+  *state = new scatter_fold::Reduce(r);
   return 0;
 }
 template <typename T>
@@ -115,15 +112,14 @@ struct ScatterReduceKernel {
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::scatter_reduce;
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
-    scatter_fold::Reduce r = scatter_fold::kSum;
-    if (!scatter_fold::reduce_of(a->attrs[at::reduce].str, &r))
-      return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", a->attrs[at::reduce].str);
+    if (!a->state) return fail(a, "scatter_reduce: called without its setup");
+    const scatter_fold::Reduce r = *static_cast<const scatter_fold::Reduce*>(a->state);
     const bool with_self = a->attrs[at::include_self].i != 0;
-    const int64_t span = span_of(y), n = numel(idx);
+    const int64_t span = views::span(y), n = numel(idx);
     unsigned* count = nullptr;
     if (r == scatter_fold::kMean && n > 0) {
       if (a->workspace_bytes < size_t(span) * sizeof(unsigned))
-        return fail(a, "scatter_reduce: called without its setup");
+        return fail(a, "scatter_reduce: its workspace is smaller than its setup asked");
       count = static_cast<unsigned*>(a->workspace);
     }
     if (numel(y) == 0) return 0;
@@ -143,8 +139,9 @@ struct ScatterReduceKernel {
 };
 template <typename... Ts>
 void register_scatter_reduce() {
-  (register_kernel("scatter_reduce", dtype_code<Ts>(),
-                   amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, nullptr, nullptr}),
+  (register_kernel(
+       "scatter_reduce", dtype_code<Ts>(),
+       amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, scatter_fold::destroy_state, nullptr}),
    ...);
 }
 
