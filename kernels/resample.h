@@ -1,16 +1,30 @@
 // The source positions of 2-D resampling (upsample_nearest2d, upsample_bilinear2d,
-// upsample_bicubic2d) as ATen computes them (UpSample.h: compute_scales_value,
-// area_pixel_compute_scale and _source_index, nearest_idx, the cubic coefficients), shared by the CPU and CUDA kernels
-// so both pick the same pixels and weights. A scale attribute <= 0 means none was given: the ratio of the sizes is
-// used.
+// upsample_bicubic2d and the last two antialiased) as ATen computes them (UpSample.h, the aa
+// helpers of UpSampleKernel.cpp), shared by the CPU and CUDA kernels so both pick the same pixels
+// and weights. A scale attribute <= 0 means none was given: the ratio of the sizes is used.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "amber/kernels/hd.h"
+#include "amber/op_attrs.h"
 
 namespace amber::resample {
+
+// The attribute positions upsample_bilinear2d, upsample_bicubic2d and their _aa forms share
+// (output_size, align_corners, scales_h, scales_w).
+namespace interp_attr {
+namespace bl = op_attrs::upsample_bilinear2d;
+constexpr int align_corners = bl::align_corners, scales_h = bl::scales_h, scales_w = bl::scales_w;
+#define AMBER_SAME_INTERP_ATTRS(op)                                                                   \
+  static_assert(op_attrs::op::align_corners == align_corners && op_attrs::op::scales_h == scales_h && \
+                op_attrs::op::scales_w == scales_w)
+AMBER_SAME_INTERP_ATTRS(upsample_bicubic2d);
+AMBER_SAME_INTERP_ATTRS(upsample_bilinear2d_aa);
+AMBER_SAME_INTERP_ATTRS(upsample_bicubic2d_aa);
+#undef AMBER_SAME_INTERP_ATTRS
+}  // namespace interp_attr
 
 // Output index -> input index for nearest: floor(dst * scale) in float, as ATen, with ATen's
 // exact shortcuts for equal and doubled sizes.
@@ -101,6 +115,79 @@ AMBER_HD inline A blend(const T* p, const CubicTap<A>& r, const CubicTap<A>& q, 
     A t = A(line[q.i[0] * sw]) * q.w[0];
     for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
     out = u == 0 ? t * r.w[0] : out + t * r.w[u];
+  }
+  return out;
+}
+
+// ---- Antialiased resampling: upsample_bilinear2d_aa and upsample_bicubic2d_aa ----
+// ATen's _upsample_bilinear2d_aa and _upsample_bicubic2d_aa (Pillow's resampling): output
+// position dst averages the input positions of a window around its centre scale * (dst + 0.5),
+// each weighted by the filter (bilinear's triangle, or Keys' cubic with a = -0.5) stretched by
+// the scale where it is >= 1 (downsampling), the weights normalised to sum to 1; W is resampled
+// first, then H. Computed as ATen computes them: in A, with its double intermediates.
+
+// The filter at distance x: support 1 (bilinear) or 2 (bicubic).
+template <bool Cubic, typename A>
+AMBER_HD inline A aa_filter(A x) {
+  const double v = x < A(0) ? -double(x) : double(x);
+  if constexpr (Cubic) {
+    constexpr double a = -0.5;
+    if (v < 1.0) return A(((a + 2.0) * v - (a + 3.0)) * v * v + 1.0);
+    if (v < 2.0) return A((((v - 5.0) * v + 8.0) * v - 4.0) * a);
+    return A(0);
+  } else {
+    return v < 1.0 ? A(1.0 - v) : A(0);
+  }
+}
+
+// Output position dst's window: input positions [lo, lo + n) and the sum of their raw weights.
+template <typename A>
+struct AaWindow {
+  int64_t lo, n;
+  A center, invscale, total;
+};
+
+// The raw (unnormalised) weight of input position w.lo + j.
+template <bool Cubic, typename A>
+AMBER_HD inline A aa_raw_weight(const AaWindow<A>& w, int64_t j) {
+  return aa_filter<Cubic, A>(A((double(A(j + w.lo) - w.center) + 0.5) * double(w.invscale)));
+}
+
+// The window of output position dst along a dim of `in` positions; scale: linear_scale's.
+template <bool Cubic, typename A>
+AMBER_HD inline AaWindow<A> aa_window(int64_t dst, int64_t in, A scale) {
+  const double half = Cubic ? 2.0 : 1.0;  // the filter's support
+  const A support = scale >= A(1) ? A(half * double(scale)) : A(half);
+  AaWindow<A> w{};
+  w.center = A(double(scale) * (double(dst) + 0.5));
+  w.invscale = scale >= A(1) ? A(1.0 / double(scale)) : A(1);
+  const auto lo = int64_t(double(w.center - support) + 0.5), hi = int64_t(double(w.center + support) + 0.5);
+  w.lo = lo > 0 ? lo : 0;
+  w.n = (hi < in ? hi : in) - w.lo;
+  if (w.n < 0) w.n = 0;
+  for (int64_t j = 0; j < w.n; ++j) w.total += aa_raw_weight<Cubic, A>(w, j);
+  return w;
+}
+
+// The normalised weight of input position w.lo + j.
+template <bool Cubic, typename A>
+AMBER_HD inline A aa_weight(const AaWindow<A>& w, int64_t j) {
+  const A raw = aa_raw_weight<Cubic, A>(w, j);
+  return w.total != A(0) ? raw / w.total : raw;
+}
+
+// An output pixel of plane p (element strides sh, sw) from its row window r and column window q,
+// whose normalised weights rw(u) and qw(v) give (aa_weight, or a table of them): each row's
+// columns summed, then the rows, in ATen's order.
+template <typename A, typename T, typename RowWeight, typename ColWeight>
+AMBER_HD inline A aa_blend(const T* p, const AaWindow<A>& r, const AaWindow<A>& q, int64_t sh, int64_t sw,
+                           const RowWeight& rw, const ColWeight& qw) {
+  A out = 0;
+  for (int64_t u = 0; u < r.n; ++u) {
+    const T* line = p + (r.lo + u) * sh + q.lo * sw;
+    A t = 0;
+    for (int64_t v = 0; v < q.n; ++v) t += A(line[v * sw]) * qw(v);
+    out += t * rw(u);
   }
   return out;
 }

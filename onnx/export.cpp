@@ -24,6 +24,7 @@
 
 #include "amber/core/shape.h"
 #include "amber/graph/control_flow.h"
+#include "amber/kernels/resample.h"
 #include "amber/kernels/scatter_reduce.h"
 #include "amber/onnx/tensor_proto.h"
 #include "amber/op_attrs.h"
@@ -56,6 +57,21 @@ struct Opd {
   std::string name;
   std::optional<double> imm;
 };
+
+// upsample_*_aa's weights along one dim of `in` positions resampled to `out`, as a matrix: row i
+// (column i when transposed) holds output i's normalised weights at its window (kernels/resample.h,
+// the kernels' own numbers).
+template <bool Cubic, typename A>
+Tensor aa_weight_matrix(int64_t in, int64_t out, bool corners, double scale_attr, bool transposed) {
+  std::vector<A> m(size_t(in * out), A(0));
+  const A scale = resample::linear_scale<A>(in, out, corners, scale_attr);
+  for (int64_t i = 0; i < out; ++i) {
+    const resample::AaWindow<A> w = resample::aa_window<Cubic, A>(i, in, scale);
+    for (int64_t j = 0; j < w.n; ++j)
+      m[size_t(transposed ? (w.lo + j) * out + i : i * in + w.lo + j)] = resample::aa_weight<Cubic, A>(w, j);
+  }
+  return tensor(m, transposed ? DimVec{in, out} : DimVec{out, in});
+}
 
 class Exporter {
  public:
@@ -1303,6 +1319,40 @@ void Exporter::node(const Node& n, const std::string* as) {
           }
         },
         out(n));
+    return;
+  }
+  if (name == "upsample_bilinear2d_aa" || name == "upsample_bicubic2d_aa") {
+    // Resize antialiases from opset 18 only; the resampling is linear and separable, so it is
+    // two products by constant weight matrices: [N, C, H, W] by [W, W_out], then [H_out, H] by it.
+    namespace ia = resample::interp_attr;  // (the same positions in both)
+    const bool corners = at[ia::align_corners].b();
+    auto given = [&](int i) { return at[i].is_none() ? 0.0 : at[i].f(); };
+    const double sh = given(ia::scales_h), sw = given(ia::scales_w);
+    const int64_t h = static_dim(x0, 2, "upsample"), w = static_dim(x0, 3, "upsample"),
+                  oh = static_dim(n.outputs[0], 2, "upsample"), ow = static_dim(n.outputs[0], 3, "upsample");
+    const bool cubic = name == "upsample_bicubic2d_aa", wide = ot == DType::f64;  // ATen's scalar_t: double or float
+    auto matrix = [&](int64_t from, int64_t to, double scale, bool transposed, const DimVec& shape) {
+      const Tensor m = cubic ? (wide ? aa_weight_matrix<true, double>(from, to, corners, scale, transposed)
+                                     : aa_weight_matrix<true, float>(from, to, corners, scale, transposed))
+                             : (wide ? aa_weight_matrix<false, double>(from, to, corners, scale, transposed)
+                                     : aa_weight_matrix<false, float>(from, to, corners, scale, transposed));
+      return initializer(m.to(ot).reshape(shape));
+    };
+    if (!wide) {
+      op("MatMul", {matrix(h, oh, sh, false, {oh, h}), op("MatMul", {in(n, 0), matrix(w, ow, sw, true, {w, ow})})}, {},
+         out(n));
+      return;
+    }
+    // f64, which Amber's matmul (and so its importer's MatMul) lacks: each product a broadcast Mul
+    // summed over the contracted dim, [N, C, H, W, 1] by [W, W_out], then [N, C, 1, H, W_out] by
+    // [H_out, H, 1].
+    auto sum_dim3 = [&](const std::string& x, std::string dst = "") {
+      return op(
+          "ReduceSum", {x, ints({3})}, [&](onnx::NodeProto* p) { attr_i(p, "keepdims", 0); }, std::move(dst));
+    };
+    const std::string across =
+        sum_dim3(op("Mul", {op("Unsqueeze", {in(n, 0), ints({4})}), matrix(w, ow, sw, true, {w, ow})}));
+    sum_dim3(op("Mul", {op("Unsqueeze", {across, ints({2})}), matrix(h, oh, sh, false, {oh, h, 1})}), out(n));
     return;
   }
   if (name == "grid_sample") {

@@ -428,6 +428,16 @@ Tensor upsample_bicubic2d(const Tensor& x, const DimVec& size, bool align_corner
   return call(AMBER_OP("upsample_bicubic2d"), {&x},
               {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
 }
+Tensor upsample_bilinear2d_aa(const Tensor& x, const DimVec& size, bool align_corners, std::optional<double> sh,
+                              std::optional<double> sw, SrcLoc loc) {
+  return call(AMBER_OP("upsample_bilinear2d_aa"), {&x},
+              {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
+}
+Tensor upsample_bicubic2d_aa(const Tensor& x, const DimVec& size, bool align_corners, std::optional<double> sh,
+                             std::optional<double> sw, SrcLoc loc) {
+  return call(AMBER_OP("upsample_bicubic2d_aa"), {&x},
+              {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
+}
 Tensor grid_sample(const Tensor& x, const Tensor& grid, const std::string& mode, const std::string& padding_mode,
                    bool align_corners, SrcLoc loc) {
   return call(AMBER_OP("grid_sample"), {&x, &grid}, {Attr(mode), Attr(padding_mode), Attr(align_corners)}, loc);
@@ -451,11 +461,14 @@ std::vector<int64_t> nearest_exact_sources(int64_t in, int64_t out, std::optiona
 
 // interpolate of [N, C, H, W] to size (H, W) by mode, the scales passed on where given.
 Tensor resize2d(const Tensor& x, const std::string& mode, const DimVec& size, const std::optional<double> (&scales)[2],
-                bool align_corners, SrcLoc loc) {
+                bool align_corners, bool antialias, SrcLoc loc) {
   if (mode == "nearest") return upsample_nearest2d(x, size, scales[0], scales[1], loc);
   if (mode == "area") return adaptive_avg_pool2d(x, size, loc);  // as F.interpolate: no scales
-  if (mode == "bicubic") return upsample_bicubic2d(x, size, align_corners, scales[0], scales[1], loc);
-  if (mode == "bilinear") return upsample_bilinear2d(x, size, align_corners, scales[0], scales[1], loc);
+  if (mode == "bicubic")
+    return (antialias ? upsample_bicubic2d_aa : upsample_bicubic2d)(x, size, align_corners, scales[0], scales[1], loc);
+  if (mode == "bilinear")
+    return (antialias ? upsample_bilinear2d_aa : upsample_bilinear2d)(x, size, align_corners, scales[0], scales[1],
+                                                                      loc);
   for (int i = 0; i < 2; ++i)
     if (x.size(2 + i) <= 0 || size[size_t(i)] <= 0)
       throw Error(str("interpolate: nearest-exact needs input and output sizes greater than 0, got input ", x.sizes(),
@@ -492,6 +505,10 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
     throw Error("interpolate: exactly one of size and scale_factor must be given");
   if (o.align_corners && mode != "linear" && mode != "bilinear" && mode != "bicubic")
     throw Error("interpolate: align_corners can only be set with the interpolating modes (linear, bilinear, bicubic)");
+  if (o.antialias && ((mode != "bilinear" && mode != "bicubic") || spatial != 2))
+    throw Error(
+        str("interpolate: antialias is only supported for the bilinear and bicubic modes (4-D input), got mode ", mode,
+            " and shape ", x.sizes()));
   for (size_t n : {size_t(o.size.size()), o.scale_factor.size()})
     if (int64_t(n) > spatial)
       throw Error(str("interpolate: size and scale_factor take 1", spatial == 2 ? " or 2 values (H, W)" : " value (L)",
@@ -507,12 +524,12 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
     size.push_back(int64_t(std::floor(double(x.size(2 + i)) * s)));
     if (!o.recompute_scale_factor) scales[i] = s;
   }
-  if (spatial == 2) return resize2d(x, mode, size, scales, o.align_corners.value_or(false), loc);
+  if (spatial == 2) return resize2d(x, mode, size, scales, o.align_corners.value_or(false), o.antialias, loc);
   // 1-D: the 2-D form over [N, C, 1, L] (H from 1 to 1 is a copy in every mode), the 1 dropped.
   const DimVec wide{1, size[0]};
   const std::optional<double> wide_scales[2] = {std::nullopt, scales[0]};
   return resize2d(x.unsqueeze(2, loc), mode == "linear" ? "bilinear" : mode, wide, wide_scales,
-                  o.align_corners.value_or(false), loc)
+                  o.align_corners.value_or(false), false, loc)
       .squeeze(2, loc);
 }
 Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w, const Tensor& b,

@@ -256,6 +256,14 @@ Tensor upsample_bilinear2d(const Tensor& input, const DimVec& output_size, bool 
 Tensor upsample_bicubic2d(const Tensor& input, const DimVec& output_size, bool align_corners,
                           std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt,
                           SrcLoc loc = {});
+// The antialiased forms (ATen's _upsample_bilinear2d_aa and _upsample_bicubic2d_aa): each output
+// pixel averages a window of input pixels under the filter, widened by the scale when downsampling.
+Tensor upsample_bilinear2d_aa(const Tensor& input, const DimVec& output_size, bool align_corners,
+                              std::optional<double> scales_h = std::nullopt,
+                              std::optional<double> scales_w = std::nullopt, SrcLoc loc = {});
+Tensor upsample_bicubic2d_aa(const Tensor& input, const DimVec& output_size, bool align_corners,
+                             std::optional<double> scales_h = std::nullopt,
+                             std::optional<double> scales_w = std::nullopt, SrcLoc loc = {});
 // F.grid_sample of 4-D input at grid (N, H_out, W_out, 2)'s (x, y) positions in [-1, 1]:
 // mode "bilinear", "nearest" or "bicubic"; padding_mode "zeros", "border" or "reflection".
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode = "bilinear",
@@ -270,12 +278,13 @@ struct InterpolateOptions {
   std::string mode = "nearest";
   std::optional<bool> align_corners = std::nullopt;  // linear, bilinear, bicubic; false when not given
   bool recompute_scale_factor = false;
+  bool antialias = false;  // bilinear and bicubic only
 };
 // torch.nn.functional.interpolate for 3-D (N, C, L) and 4-D (N, C, H, W) input: the output size
 // is floor(in * scale) when scaled, and the scales reach the op unless recompute_scale_factor;
-// traced as upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d, (area)
-// adaptive_avg_pool2d or (nearest-exact) index_select of constant source indices, 3-D input
-// between an unsqueeze and a squeeze. 5-D input and antialias are not supported yet.
+// traced as upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d (antialias: their _aa
+// forms), (area) adaptive_avg_pool2d or (nearest-exact) index_select of constant source indices,
+// 3-D input between an unsqueeze and a squeeze. 5-D input is not supported yet.
 Tensor interpolate(const Tensor& input, const InterpolateOptions& options, SrcLoc loc = {});
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
                   const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5,

@@ -1,7 +1,7 @@
 // Op table entries for neural-network layers: conv2d (and fused_conv2d, with an activation;
 // quantized_conv2d, with int8 weights and a static input quantization), conv_transpose2d, max_pool2d (with or without
-// indices), avg_pool2d, adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d, grid_sample, batch_norm and
-// layer_norm (inference; add_layer_norm, layer_norm of a sum: a residual connection's), embedding and dropout
+// indices), avg_pool2d, adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d (and _aa), grid_sample, batch_norm
+// and layer_norm (inference; add_layer_norm, layer_norm of a sum: a residual connection's), embedding and dropout
 // (identity in eval). Shape rules and error conditions follow ATen
 // (pooling_output_shape, ceil_mode, padding limits). conv2d produces channels-last output; pooling and batch_norm keep
 // their input's layout.
@@ -257,8 +257,8 @@ void infer_adaptive_avg_pool2d(InferCtx& c) {
   plane_output(c, x, o[0], o[1]);
 }
 
-// upsample_nearest2d / upsample_bilinear2d(self, output_size, ...): ATen's
-// upsample_2d_common_check, the layout kept.
+// upsample_nearest2d / upsample_bilinear2d / upsample_bicubic2d (and _aa) (self, output_size,
+// ...): ATen's upsample_2d_common_check, the layout kept.
 void infer_upsample2d(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() == 4, "expected a 4-D (N, C, H, W) input, got shape ", x.sizes);
@@ -431,6 +431,17 @@ const OpRegistrar registrar{
      kFloat, infer_upsample2d, 0, nullptr, 1,
      "Each output pixel blends the 4x4 input pixels around its source position (edges repeated) with Keys' cubic "
      "weights (A = -0.75), as ATen's bicubic (F.interpolate(mode=\"bicubic\"))."},
+    {"upsample_bilinear2d_aa(Tensor self, int[] output_size, bool align_corners, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor",
+     kFloat, infer_upsample2d, 0, nullptr, 1,
+     "Antialiased bilinear: each output pixel averages the input pixels of a window around its source position, "
+     "weighted by the triangle filter widened by the scale where downsampling (W, then H), as ATen's "
+     "_upsample_bilinear2d_aa (F.interpolate(mode=\"bilinear\", antialias=True))."},
+    {"upsample_bicubic2d_aa(Tensor self, int[] output_size, bool align_corners, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor",
+     kFloat, infer_upsample2d, 0, nullptr, 1,
+     "Antialiased bicubic: as upsample_bilinear2d_aa with Keys' cubic filter (A = -0.5), as ATen's "
+     "_upsample_bicubic2d_aa (F.interpolate(mode=\"bicubic\", antialias=True))."},
     {"batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
      "bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor",
      kFloat, infer_batch_norm, 0, nullptr, 1,

@@ -872,6 +872,40 @@ case("bilinear_zero_out", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
      attrs={"output_size": [0, 3], "align_corners": False}, error="sizes should be greater than 0")
 
 
+# Antialiased (ATen's _upsample_*_aa, F.interpolate(antialias=True)): down by odd factors (windows
+# of 3 to 21 taps), up (the plain filter, a window of 3 or 5), mixed, corners, scales, layouts.
+def BILINEAR_AA(x, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.aten._upsample_bilinear2d_aa(x, output_size, align_corners, scales_h, scales_w)
+
+
+def BICUBIC_AA(x, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.aten._upsample_bicubic2d_aa(x, output_size, align_corners, scales_h, scales_w)
+
+
+case("bilinear_aa_down", "upsample_bilinear2d_aa", BILINEAR_AA, [In([2, 3, 17, 23])],
+     attrs={"output_size": [5, 7], "align_corners": False})
+case("bilinear_aa_down_far_noncontig", "upsample_bilinear2d_aa", BILINEAR_AA, [In([1, 2, 41, 37], layout=("t", 2, 3))],
+     attrs={"output_size": [4, 6], "align_corners": False})
+case("bilinear_aa_up_corners", "upsample_bilinear2d_aa", BILINEAR_AA, [In([2, 3, 5, 7])],
+     attrs={"output_size": [9, 13], "align_corners": True})
+case("bilinear_aa_mixed_cl_scales", "upsample_bilinear2d_aa", BILINEAR_AA, [In([2, 4, 12, 9], layout=("cl",))],
+     attrs={"output_size": [5, 14], "align_corners": False, "scales_h": 0.45, "scales_w": 1.6})
+case("bilinear_aa_f64_corners", "upsample_bilinear2d_aa", BILINEAR_AA, [In([1, 2, 9, 11], "f64")],
+     attrs={"output_size": [4, 3], "align_corners": True}, atol=1e-12, rtol=1e-12)
+case("bicubic_aa_down", "upsample_bicubic2d_aa", BICUBIC_AA, [In([2, 3, 19, 16])],
+     attrs={"output_size": [6, 5], "align_corners": False}, atol=1e-5)
+case("bicubic_aa_down_corners_noncontig", "upsample_bicubic2d_aa", BICUBIC_AA,
+     [In([1, 3, 13, 29], layout=("t", 2, 3))], attrs={"output_size": [4, 3], "align_corners": True}, atol=1e-5)
+case("bicubic_aa_up_cl", "upsample_bicubic2d_aa", BICUBIC_AA, [In([1, 5, 4, 6], layout=("cl",))],
+     attrs={"output_size": [11, 9], "align_corners": False}, atol=1e-5)
+case("bicubic_aa_f64_scales", "upsample_bicubic2d_aa", BICUBIC_AA, [In([2, 2, 15, 8], "f64")],
+     attrs={"output_size": [4, 20], "align_corners": False, "scales_h": 0.3, "scales_w": 2.5}, atol=1e-12, rtol=1e-12)
+case("bicubic_aa_to_1", "upsample_bicubic2d_aa", BICUBIC_AA, [In([1, 2, 7, 6])],
+     attrs={"output_size": [1, 1], "align_corners": True}, atol=1e-5)
+case("bilinear_aa_3d", "upsample_bilinear2d_aa", BILINEAR_AA, [In([2, 5, 7])],
+     attrs={"output_size": [3, 3], "align_corners": False}, error="4-D (N, C, H, W) input")
+
+
 def GRID(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
     return F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
 

@@ -445,6 +445,14 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        [&] { (void)upsample_bilinear2d(x4, {3, 8}, true, std::nullopt, 2.25); },
        {{"output_size", I{3, 8}}, {"align_corners", true}, {"scales_h", Attr::none()}, {"scales_w", 2.25}},
        {{"self", x4}}},
+      {"upsample_bilinear2d_aa",
+       [&] { (void)upsample_bilinear2d_aa(x4, {3, 8}, false, 0.75, std::nullopt); },
+       {{"output_size", I{3, 8}}, {"align_corners", false}, {"scales_h", 0.75}, {"scales_w", Attr::none()}},
+       {{"self", x4}}},
+      {"upsample_bicubic2d_aa",
+       [&] { (void)upsample_bicubic2d_aa(x4, {2, 9}, true, std::nullopt, 1.5); },
+       {{"output_size", I{2, 9}}, {"align_corners", true}, {"scales_h", Attr::none()}, {"scales_w", 1.5}},
+       {{"self", x4}}},
 
   };
 
@@ -754,6 +762,21 @@ TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[e
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8, 8}}), "take 1 value (L) for a 3-D input, got 2");
   AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {4}}), "5-D input is not supported yet");
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {0}, .mode = "nearest-exact"}), "sizes greater than 0");
+  // antialias: the _aa ops, scales passed on as for the plain ones.
+  const Tensor x = arange(0, 20, 1, TensorOptions(DType::f32)).reshape({1, 1, 4, 5});
+  CHECK(near(interpolate(x, {.size = {2, 3}, .mode = "bilinear", .antialias = true}),
+             {4, 5.5714287757873535f, 7.142857074737549f, 11.85714340209961f, 13.428570747375488f, 15}));
+  CHECK(near(interpolate(x, {.size = {2, 3}, .mode = "bicubic", .align_corners = true, .antialias = true}),
+             {6.697778701782227f, 8.736872673034668f, 10.138221740722656f, 15.008220672607422f, 17.047313690185547f,
+              18.44866371154785f}));
+  const Tensor aa = interpolate(x, {.scale_factor = {0.6}, .mode = "bicubic", .antialias = true});
+  CHECK(near(aa, {2.123077392578125f, 3.7692315578460693f, 5.415384769439697f, 10.712590217590332f, 12.358745574951172f,
+                  14.004897117614746f}));
+  CHECK(test::compare(aa, upsample_bicubic2d_aa(x, {2, 3}, false, 0.6, 0.6), 0, 0).ok);
+  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {2, 3}, .antialias = true}),
+                      "antialias is only supported for the bilinear and bicubic modes");
+  AMBER_REQUIRE_ERROR(interpolate(line, {.size = {3}, .mode = "linear", .antialias = true}),
+                      "antialias is only supported for the bilinear and bicubic modes");
 }
 
 TEST_CASE("eager adaptive_avg_pool2d takes None sizes as the input's own", "[eager]") {

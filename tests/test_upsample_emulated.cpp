@@ -1,8 +1,8 @@
 // The CUDA backend's resizing kernels (kernels/cuda/upsample_kernels.cuh) run on the CPU
 // (cuda_emulation.h), without a GPU, against Amber's CPU kernels: upsample_nearest2d,
-// upsample_bilinear2d and upsample_bicubic2d, up and down, with and without align_corners and
-// explicit scales, into contiguous and channels-last outputs from strided inputs.
-// scripts/gpu_check.sh runs the real kernels.
+// upsample_bilinear2d and upsample_bicubic2d (plain and antialiased), up and down, with and
+// without align_corners and explicit scales, into contiguous and channels-last outputs from
+// strided inputs. scripts/gpu_check.sh runs the real kernels.
 
 #include <amber/amber.h>
 
@@ -32,7 +32,7 @@ Tensor output_like(const Tensor& want, bool channels_last) {
 
 }  // namespace
 
-TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic equal the CPU's", "[emulated]") {
+TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic (and antialiased) equal the CPU's", "[emulated]") {
   amber::manual_seed(41);
   // [2, 3, 5, 7] read through a transposed view (H and W swapped in memory).
   const Tensor x = amber::randn({2, 3, 7, 5}).transpose(2, 3);
@@ -43,6 +43,7 @@ TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic equal the CPU's
   const Case cases[] = {
       {{11, 9}, std::nullopt, std::nullopt},  // up, uneven
       {{3, 4}, std::nullopt, std::nullopt},   // down
+      {{1, 2}, std::nullopt, std::nullopt},   // far down: the antialiased windows span most of a dim
       // Scales setting the source step (1 / scale) apart from in / out (where F.interpolate's
       // floor(in * scale) truncates they differ; here they differ everywhere).
       {{9, 17}, 2.2, 3.0},
@@ -71,6 +72,16 @@ TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic equal the CPU's
               dim3(2), dim3(64), static_cast<const float*>(x.data()), static_cast<float*>(view_of(yi).data), gi, rh, rw,
               corners);
           CHECK(same(yi, want_i));
+          // The antialiased form: windows widened by the scale where it downsamples.
+          const Tensor want_aa = cubic ? amber::upsample_bicubic2d_aa(x, c.size, corners, sh, sw)
+                                       : amber::upsample_bilinear2d_aa(x, c.size, corners, sh, sw);
+          const Tensor yaa = output_like(want_aa, cl);
+          amber::emulation::launch(
+              cubic ? &up::antialiased_kernel<float, float, true> : &up::antialiased_kernel<float, float, false>,
+              dim3(2), dim3(64), static_cast<const float*>(x.data()), static_cast<float*>(view_of(yaa).data), gi, rh,
+              rw);
+          INFO("antialiased");
+          CHECK(same(yaa, want_aa));
         }
     }
 }

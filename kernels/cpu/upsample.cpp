@@ -1,7 +1,7 @@
-// CPU kernels for upsample_nearest2d, upsample_bilinear2d and upsample_bicubic2d: each output
-// row's and column's source pixels (and weights) come from kernels/resample.h (ATen's rules, shared with
-// the CUDA kernels) as tables built once per call; channels-last outputs run with the channel
-// loop innermost. 4-D inputs of any strides.
+// CPU kernels for upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d and the last two
+// antialiased (_aa): each output row's and column's source pixels and weights come from
+// kernels/resample.h (ATen's rules, shared with the CUDA kernels) as tables built once per call;
+// channels-last outputs run with the channel loop innermost. 4-D inputs of any strides.
 
 #include <algorithm>
 #include <type_traits>
@@ -78,18 +78,13 @@ struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scale
 template <typename T, bool Cubic>
 struct Interpolating {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
-  static constexpr int kCorners = Cubic ? op_attrs::upsample_bicubic2d::align_corners
-                                        : op_attrs::upsample_bilinear2d::align_corners,
-                       kScalesH =
-                           Cubic ? op_attrs::upsample_bicubic2d::scales_h : op_attrs::upsample_bilinear2d::scales_h,
-                       kScalesW =
-                           Cubic ? op_attrs::upsample_bicubic2d::scales_w : op_attrs::upsample_bilinear2d::scales_w;
   static int run(const amber_kernel_args* a) {
+    namespace at = resample::interp_attr;
     const Geometry g(a);
     if (g.volume() == 0) return 0;
-    const bool corners = attr_bool(a, kCorners);
-    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, kScalesH)),
-            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, kScalesW));
+    const bool corners = attr_bool(a, at::align_corners);
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
     using Tap = decltype(resample::tap_of<Cubic, A>(0, 1, 1, A(1), false));
     std::vector<Tap> rows(size_t(g.oh)), cols(size_t(g.ow));
     for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = resample::tap_of<Cubic, A>(i, g.h, g.oh, rh, corners);
@@ -105,10 +100,53 @@ using BilinearKernel = Interpolating<T, false>;
 template <typename T>
 using BicubicKernel = Interpolating<T, true>;
 
+// upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
+// scales_w): each output row's and column's window and normalised weights as a table.
+template <typename T, bool Cubic>
+struct Antialiased {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's scalar_t
+  // The windows of `out` positions along a dim of `in`, their weights from weights[first[i]].
+  struct Table {
+    std::vector<resample::AaWindow<A>> windows;
+    std::vector<size_t> first;
+    std::vector<A> weights;
+    Table(int64_t in, int64_t out, A scale) {
+      for (int64_t i = 0; i < out; ++i) {
+        windows.push_back(resample::aa_window<Cubic, A>(i, in, scale));
+        first.push_back(weights.size());
+        for (int64_t j = 0; j < windows.back().n; ++j)
+          weights.push_back(resample::aa_weight<Cubic, A>(windows.back(), j));
+      }
+    }
+  };
+  static int run(const amber_kernel_args* a) {
+    namespace at = resample::interp_attr;
+    const Geometry g(a);
+    if (g.volume() == 0) return 0;
+    const bool corners = attr_bool(a, at::align_corners);
+    const Table rows(g.h, g.oh, resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h))),
+        cols(g.w, g.ow, resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w)));
+    for_each_pixel<T>(a, g, [&](const T* p, int64_t i, int64_t j) {
+      const A* rw = &rows.weights[rows.first[size_t(i)]];
+      const A* cw = &cols.weights[cols.first[size_t(j)]];
+      return T(resample::aa_blend<A>(
+          p, rows.windows[size_t(i)], cols.windows[size_t(j)], g.xs[2], g.xs[3], [rw](int64_t u) { return rw[u]; },
+          [cw](int64_t v) { return cw[v]; }));
+    });
+    return 0;
+  }
+};
+template <typename T>
+using BilinearAaKernel = Antialiased<T, false>;
+template <typename T>
+using BicubicAaKernel = Antialiased<T, true>;
+
 AMBER_CPU_KERNELS(upsample) {
   register_typed<NearestKernel>(ctypes::numeric{}, "upsample_nearest2d");
   register_typed<BilinearKernel>(ctypes::floating{}, "upsample_bilinear2d");
   register_typed<BicubicKernel>(ctypes::floating{}, "upsample_bicubic2d");
+  register_typed<BilinearAaKernel>(ctypes::floating{}, "upsample_bilinear2d_aa");
+  register_typed<BicubicAaKernel>(ctypes::floating{}, "upsample_bicubic2d_aa");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// The CUDA kernels for upsample_nearest2d, upsample_bilinear2d and upsample_bicubic2d, launched
-// (device code in upsample_kernels.cuh; source pixels and weights from kernels/resample.h, ATen's
-// rules and the CPU kernels' formulas): 4-D tensors of any strides; f16 and bf16 blended in f32 and
-// rounded once.
+// The CUDA kernels for upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d and the last
+// two antialiased (_aa), launched (device code in upsample_kernels.cuh; source pixels and weights
+// from kernels/resample.h, ATen's rules and the CPU kernels' formulas): 4-D tensors of any
+// strides; f16 and bf16 blended in f32 and rounded once.
 
 #include <type_traits>
 
@@ -34,39 +34,45 @@ struct NearestKernel {  // upsample_nearest2d(self, output_size, scales_h, scale
   }
 };
 
-// upsample_bilinear2d / upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
-template <typename T, bool Cubic>
+// upsample_bilinear2d / upsample_bicubic2d (Aa: their _aa forms)(self, output_size, align_corners,
+// scales_h, scales_w)
+template <typename T, bool Cubic, bool Aa>
 struct Interpolating {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
-  static constexpr int kCorners = Cubic ? op_attrs::upsample_bicubic2d::align_corners
-                                        : op_attrs::upsample_bilinear2d::align_corners,
-                       kScalesH =
-                           Cubic ? op_attrs::upsample_bicubic2d::scales_h : op_attrs::upsample_bilinear2d::scales_h,
-                       kScalesW =
-                           Cubic ? op_attrs::upsample_bicubic2d::scales_w : op_attrs::upsample_bilinear2d::scales_w;
   static int run(const amber_kernel_args* a) {
+    namespace at = resample::interp_attr;
     const Geometry g = geometry(a->inputs[0], a->outputs[0]);
     const int64_t total = g.n * g.c * g.oh * g.ow;
     if (total == 0) return 0;
-    const bool corners = a->attrs[kCorners].i != 0;
-    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, kScalesH)),
-            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, kScalesW));
+    const bool corners = a->attrs[at::align_corners].i != 0;
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, scale_attr(a, at::scales_h)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, scale_attr(a, at::scales_w));
     const T* x = static_cast<const T*>(a->inputs[0].data);
     T* y = static_cast<T*>(a->outputs[0].data);
     DeviceScope scope(a->device);
-    enqueue(a, &interpolating_kernel<T, A, Cubic>, dim3(grid_for(total)), dim3(256), x, y, g, rh, rw, corners);
-    return launched(a, Cubic ? "upsample_bicubic2d" : "upsample_bilinear2d");
+    if constexpr (Aa)
+      enqueue(a, &antialiased_kernel<T, A, Cubic>, dim3(grid_for(total)), dim3(256), x, y, g, rh, rw);
+    else
+      enqueue(a, &interpolating_kernel<T, A, Cubic>, dim3(grid_for(total)), dim3(256), x, y, g, rh, rw, corners);
+    return launched(a, Aa ? (Cubic ? "upsample_bicubic2d_aa" : "upsample_bilinear2d_aa")
+                          : (Cubic ? "upsample_bicubic2d" : "upsample_bilinear2d"));
   }
 };
 template <typename T>
-using BilinearKernel = Interpolating<T, false>;
+using BilinearKernel = Interpolating<T, false, false>;
 template <typename T>
-using BicubicKernel = Interpolating<T, true>;
+using BicubicKernel = Interpolating<T, true, false>;
+template <typename T>
+using BilinearAaKernel = Interpolating<T, false, true>;
+template <typename T>
+using BicubicAaKernel = Interpolating<T, true, true>;
 
 AMBER_CUDA_KERNELS(upsample) {
   register_typed<NearestKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("upsample_nearest2d");
   register_typed<BilinearKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bilinear2d");
   register_typed<BicubicKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bicubic2d");
+  register_typed<BilinearAaKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bilinear2d_aa");
+  register_typed<BicubicAaKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bicubic2d_aa");
 }
 
 }  // namespace

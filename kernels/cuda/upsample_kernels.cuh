@@ -1,8 +1,8 @@
-// The device code of upsample_nearest2d's, upsample_bilinear2d's and upsample_bicubic2d's CUDA
-// kernels (upsample.cu): a thread an output element, channels fastest for channels-last outputs,
-// source pixels and weights from kernels/resample.h (shared with the CPU), in a header of its own
-// so that tests/test_upsample_emulated.cpp runs the same code on the CPU against the CPU's
-// kernels; upsample.cu launches them. Private to libamber_cuda.so.
+// The device code of the upsample ops' CUDA kernels (nearest, bilinear, bicubic, the last two
+// antialiased): a thread an output element, channels fastest for channels-last outputs, pixels and
+// weights from kernels/resample.h (shared with the CPU), in a header of its own so that
+// tests/test_upsample_emulated.cpp runs the same code on the CPU against the CPU's kernels;
+// upsample.cu launches them. Private to libamber_cuda.so.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +56,26 @@ __global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rh, A rw, b
                q = resample::tap_of<Cubic, A>(ow, g.w, g.ow, rw, corners);
     y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] =
         cast_value<T>(resample::blend<A>(x + n * g.xs[0] + c * g.xs[1], r, q, g.xs[2], g.xs[3]));
+  }
+}
+
+// upsample_bilinear2d_aa / upsample_bicubic2d_aa: each thread finds its row's and column's
+// windows and computes their weights where it sums (resample.h's, the CPU kernels' tables').
+template <typename A, bool Cubic>
+struct AaWeightOf {
+  const resample::AaWindow<A>* w;
+  AMBER_HD A operator()(int64_t j) const { return resample::aa_weight<Cubic, A>(*w, j); }
+};
+template <typename T, typename A, bool Cubic>
+__global__ void antialiased_kernel(const T* x, T* y, Geometry g, A rh, A rw) {
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t n, c, oh, ow;
+    position(g, i, n, c, oh, ow);
+    const resample::AaWindow<A> r = resample::aa_window<Cubic, A>(oh, g.h, rh),
+                                q = resample::aa_window<Cubic, A>(ow, g.w, rw);
+    y[n * g.ys[0] + c * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] = cast_value<T>(resample::aa_blend<A>(
+        x + n * g.xs[0] + c * g.xs[1], r, q, g.xs[2], g.xs[3], AaWeightOf<A, Cubic>{&r}, AaWeightOf<A, Cubic>{&q}));
   }
 }
 
