@@ -1,7 +1,8 @@
-// The source positions of 2-D resampling (upsample_nearest2d, upsample_bilinear2d,
-// upsample_bicubic2d and the last two antialiased) as ATen computes them (UpSample.h, the aa
-// helpers of UpSampleKernel.cpp), shared by the CPU and CUDA kernels so both pick the same pixels
-// and weights. A scale attribute <= 0 means none was given: the ratio of the sizes is used.
+// The source positions of 2-D and 3-D resampling (upsample_nearest2d, upsample_bilinear2d,
+// upsample_bicubic2d, the last two antialiased, upsample_nearest3d, upsample_trilinear3d) as ATen
+// computes them (UpSample.h, the aa helpers of UpSampleKernel.cpp), shared by the CPU and CUDA
+// kernels so both pick the same elements and weights. A scale attribute <= 0 means none was given:
+// the ratio of the sizes is used.
 #pragma once
 
 #include <cmath>
@@ -106,6 +107,13 @@ AMBER_HD inline A blend(const T* p, const LinearTap<A>& r, const LinearTap<A>& q
   const A top = q.l0 * A(p[r.i0 * sh + q.i0 * sw]) + q.l1 * A(p[r.i0 * sh + q.i1 * sw]);
   const A bottom = q.l0 * A(p[r.i1 * sh + q.i0 * sw]) + q.l1 * A(p[r.i1 * sh + q.i1 * sw]);
   return r.l0 * top + r.l1 * bottom;
+}
+// An output element of volume p (element strides sd, sh, sw) from its plane tap e and row and
+// column taps r and q: each of the two planes' pixels blended, then the planes (ATen's trilinear).
+template <typename A, typename T>
+AMBER_HD inline A blend3(const T* p, const LinearTap<A>& e, const LinearTap<A>& r, const LinearTap<A>& q, int64_t sd,
+                         int64_t sh, int64_t sw) {
+  return e.l0 * blend<A>(p + e.i0 * sd, r, q, sh, sw) + e.l1 * blend<A>(p + e.i1 * sd, r, q, sh, sw);
 }
 template <typename A, typename T>
 AMBER_HD inline A blend(const T* p, const CubicTap<A>& r, const CubicTap<A>& q, int64_t sh, int64_t sw) {

@@ -1287,23 +1287,36 @@ void Exporter::node(const Node& n, const std::string* as) {
     }
     return;
   }
-  if (name == "upsample_nearest2d" || name == "upsample_bilinear2d" || name == "upsample_bicubic2d") {
-    const bool nearest = name == "upsample_nearest2d";
-    static_assert(oa::upsample_bilinear2d::align_corners == oa::upsample_bicubic2d::align_corners);
-    const bool corners = !nearest && at[oa::upsample_bilinear2d::align_corners].b();
+  if (name == "upsample_nearest2d" || name == "upsample_bilinear2d" || name == "upsample_bicubic2d" ||
+      name == "upsample_nearest3d" || name == "upsample_trilinear3d") {
+    const bool nearest = name == "upsample_nearest2d" || name == "upsample_nearest3d";
+    const bool volumetric = name == "upsample_nearest3d" || name == "upsample_trilinear3d";
+    const bool corners =
+        !nearest && at[volumetric ? oa::upsample_trilinear3d::align_corners : resample::interp_attr::align_corners].b();
+    // The scale attributes of the spatial dims, in order.
+    std::vector<int> scale_at;
+    if (name == "upsample_nearest2d") scale_at = {oa::upsample_nearest2d::scales_h, oa::upsample_nearest2d::scales_w};
+    if (name == "upsample_nearest3d")
+      scale_at = {oa::upsample_nearest3d::scales_d, oa::upsample_nearest3d::scales_h, oa::upsample_nearest3d::scales_w};
+    if (name == "upsample_trilinear3d")
+      scale_at = {oa::upsample_trilinear3d::scales_d, oa::upsample_trilinear3d::scales_h,
+                  oa::upsample_trilinear3d::scales_w};
+    if (scale_at.empty()) scale_at = {resample::interp_attr::scales_h, resample::interp_attr::scales_w};
     // Given scales (interpolate's scale_factor) set the coordinates' ratio, so they go as
     // Resize's scales (its output size is then floor(size * scale), as PyTorch's); else sizes.
-    static_assert(oa::upsample_bilinear2d::scales_h == oa::upsample_bicubic2d::scales_h &&
-                  oa::upsample_bilinear2d::scales_w == oa::upsample_bicubic2d::scales_w);
-    const Attr& sh = at[nearest ? oa::upsample_nearest2d::scales_h : oa::upsample_bilinear2d::scales_h];
-    const Attr& sw = at[nearest ? oa::upsample_nearest2d::scales_w : oa::upsample_bilinear2d::scales_w];
     std::vector<std::string> ins{in(n, 0), "", "", sizes(n.outputs[0]->type.shape)};
-    if (!sh.is_none() || !sw.is_none()) {
-      auto ratio = [&](const Attr& given, int d) {
-        return given.is_none() ? double(static_dim(n.outputs[0], d, "upsample")) / double(static_dim(x0, d, "upsample"))
-                               : given.f();
-      };
-      ins = {in(n, 0), "", initializer(tensor(std::vector<float>{1.f, 1.f, float(ratio(sh, 2)), float(ratio(sw, 3))}))};
+    bool scaled = false;
+    for (int i : scale_at) scaled = scaled || !at[i].is_none();
+    if (scaled) {
+      std::vector<float> ratios{1.f, 1.f};
+      for (size_t k = 0; k < scale_at.size(); ++k) {
+        const Attr& given = at[scale_at[k]];
+        const int d = 2 + int(k);
+        ratios.push_back(float(given.is_none() ? double(static_dim(n.outputs[0], d, "upsample")) /
+                                                     double(static_dim(x0, d, "upsample"))
+                                               : given.f()));
+      }
+      ins = {in(n, 0), "", initializer(tensor(ratios))};
     }
     op(
         "Resize", ins,
@@ -1313,7 +1326,7 @@ void Exporter::node(const Node& n, const std::string* as) {
             attr_s(p, "coordinate_transformation_mode", "asymmetric");
             attr_s(p, "nearest_mode", "floor");
           } else {
-            attr_s(p, "mode", name == "upsample_bilinear2d" ? "linear" : "cubic");
+            attr_s(p, "mode", name == "upsample_bicubic2d" ? "cubic" : "linear");
             attr_s(p, "coordinate_transformation_mode", corners ? "align_corners" : "half_pixel");
             if (name == "upsample_bicubic2d") attr_f(p, "cubic_coeff_a", -0.75);
           }

@@ -1300,13 +1300,16 @@ Outs top_k(const NodeCtx& c) {
   return {v, i};
 }
 
-// Resize (opsets 10 to 17) and Upsample over the two trailing dims of a 4-D input, in the
-// forms PyTorch's upsampling takes: nearest with asymmetric coordinates rounding down,
-// linear and cubic (a = -0.75, no exclude_outside) with align_corners or (pytorch_)half_pixel
-// coordinates. Sizes come from the sizes input or from floor(input size * scale).
+// Resize (opsets 10 to 17) and Upsample over the trailing dims of a 4-D or 5-D input, in the
+// forms PyTorch's upsampling takes: nearest with asymmetric coordinates rounding down (any other
+// as index_select), linear (and, 4-D, cubic with a = -0.75, no exclude_outside) with
+// align_corners or (pytorch_)half_pixel coordinates. Sizes come from the sizes input or from
+// floor(input size * scale).
 Outs resize(const NodeCtx& c) {
   const Tensor& x = c.in(0);
-  if (x.dim() != 4) c.refuse(str("a ", x.dim(), "-d input (Amber resizes the two trailing dims of 4-d inputs)"));
+  const int rank = int(x.dim());
+  if (rank != 4 && rank != 5)
+    c.refuse(str("a ", rank, "-d input (Amber resizes the trailing dims of 4-d and 5-d inputs)"));
   const bool upsample = c.node.op_type() == "Upsample";
   const std::string mode = c.attr_s("mode", "nearest");
   const std::string ctm =
@@ -1316,37 +1319,40 @@ Outs resize(const NodeCtx& c) {
   DimVec out(x.sizes());
   if (c.opset >= 11 && !upsample && c.has(3) && c.in(3).numel() > 0) {
     const std::vector<int64_t> sizes = c.ints(3);
-    if (sizes.size() != 4) c.refuse(str("sizes holds ", sizes.size(), " values for a 4-d input"));
-    for (int d = 0; d < 4; ++d) out[d] = sizes[size_t(d)];
+    if (int(sizes.size()) != rank) c.refuse(str("sizes holds ", sizes.size(), " values for a ", rank, "-d input"));
+    for (int d = 0; d < rank; ++d) out[d] = sizes[size_t(d)];
   } else if (upsample && c.opset < 9) {
     for (float f : c.attr_floats("scales")) scales.push_back(f);
   } else {
     scales = c.numbers(scales_at);
   }
   if (!scales.empty()) {
-    if (scales.size() != 4) c.refuse(str("scales holds ", scales.size(), " values for a 4-d input"));
-    for (int d = 0; d < 4; ++d) {
+    if (int(scales.size()) != rank) c.refuse(str("scales holds ", scales.size(), " values for a ", rank, "-d input"));
+    for (int d = 0; d < rank; ++d) {
       const double size = std::floor(double(x.size(d)) * scales[size_t(d)]);
       if (!(size >= 0 && size < 0x1p40)) c.refuse(str("scale ", scales[size_t(d)], " of dim ", d));
       out[d] = int64_t(size);
     }
   }
   if (out[0] != x.size(0) || out[1] != x.size(1)) c.refuse("resizing the batch or channel dim");
-  const DimVec hw{out[2], out[3]};
-  std::optional<double> sh, sw;
-  if (!scales.empty()) sh = scales[2], sw = scales[3];
+  const DimVec spatial(std::span<const int64_t>(out.begin() + 2, out.end()));
+  std::optional<double> sd, sh, sw;  // the spatial dims' scales (D: 5-d only)
+  if (!scales.empty()) {
+    sh = scales[size_t(rank) - 2], sw = scales[size_t(rank) - 1];
+    if (rank == 5) sd = scales[2];
+  }
   if (mode == "nearest") {
     const std::string rounding =
         (c.opset >= 11 && !upsample) ? c.attr_s("nearest_mode", "round_prefer_floor") : "floor";
-    if (ctm == "asymmetric" && rounding == "floor") return {upsample_nearest2d(x, hw, sh, sw)};  // PyTorch's
-    // Any other: each output row's and column's source index, as ONNX computes it, picked by
-    // index_select.
+    if (ctm == "asymmetric" && rounding == "floor")  // PyTorch's
+      return {rank == 4 ? upsample_nearest2d(x, spatial, sh, sw) : upsample_nearest3d(x, spatial, sd, sh, sw)};
+    // Any other: each spatial dim's source indices, as ONNX computes them, picked by index_select.
     if (ctm == "tf_crop_and_resize") c.refuse("nearest with coordinate_transformation_mode tf_crop_and_resize");
     if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" &&
         rounding != "ceil")
       throw Error(str("nearest_mode '", rounding, "'"));
     Tensor y = x;
-    for (int d = 2; d < 4; ++d) {
+    for (int d = 2; d < rank; ++d) {
       const int64_t in = x.size(d), n = out[d];
       const double scale = scales.empty() ? double(n) / double(in) : scales[size_t(d)];
       Tensor index = empty({n}, DType::i64);
@@ -1378,7 +1384,7 @@ Outs resize(const NodeCtx& c) {
   bool corners = false;
   if (ctm == "align_corners") {
     corners = true;
-  } else if (ctm == "pytorch_half_pixel" && (hw[0] == 1 || hw[1] == 1)) {
+  } else if (ctm == "pytorch_half_pixel" && std::find(spatial.begin(), spatial.end(), 1) != spatial.end()) {
     c.refuse(
         "pytorch_half_pixel to an output size of 1 (it samples the first element; PyTorch's own, half_pixel, "
         "the middle)");
@@ -1386,15 +1392,18 @@ Outs resize(const NodeCtx& c) {
     c.refuse(str(mode, " with coordinate_transformation_mode ", ctm));
   }
   if (corners && !scales.empty()) {  // ONNX then divides by the unrounded size, PyTorch by the size
-    for (int d = 2; d < 4; ++d)
+    for (int d = 2; d < rank; ++d)
       if (double(x.size(d)) * scales[size_t(d)] != double(out[d]))
         c.refuse("align_corners with scales that do not give whole sizes (ONNX divides by the unrounded size)");
-    sh = sw = std::nullopt;
+    sd = sh = sw = std::nullopt;
   }
-  if (mode == "linear") return {upsample_bilinear2d(x, hw, corners, sh, sw)};
+  if (mode == "linear")
+    return {rank == 4 ? upsample_bilinear2d(x, spatial, corners, sh, sw)
+                      : upsample_trilinear3d(x, spatial, corners, sd, sh, sw)};
+  if (rank == 5) c.refuse("cubic of a 5-d input (PyTorch has no tricubic)");
   if (c.attr_f("cubic_coeff_a", -0.75f) != -0.75f || c.attr_i("exclude_outside", 0) != 0)
     c.refuse("cubic with cubic_coeff_a other than -0.75 or exclude_outside (PyTorch's bicubic)");
-  return {upsample_bicubic2d(x, hw, corners, sh, sw)};
+  return {upsample_bicubic2d(x, spatial, corners, sh, sw)};
 }
 
 // GridSample (opset 16): PyTorch's grid_sample, whose rules ONNX's follow.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "amber/core/backend_registry.h"
 #include "amber/schema/dispatcher.h"
@@ -438,6 +439,16 @@ Tensor upsample_bicubic2d_aa(const Tensor& x, const DimVec& size, bool align_cor
   return call(AMBER_OP("upsample_bicubic2d_aa"), {&x},
               {Attr(size), Attr(align_corners), optional_float(sh), optional_float(sw)}, loc);
 }
+Tensor upsample_nearest3d(const Tensor& x, const DimVec& size, std::optional<double> sd, std::optional<double> sh,
+                          std::optional<double> sw, SrcLoc loc) {
+  return call(AMBER_OP("upsample_nearest3d"), {&x},
+              {Attr(size), optional_float(sd), optional_float(sh), optional_float(sw)}, loc);
+}
+Tensor upsample_trilinear3d(const Tensor& x, const DimVec& size, bool align_corners, std::optional<double> sd,
+                            std::optional<double> sh, std::optional<double> sw, SrcLoc loc) {
+  return call(AMBER_OP("upsample_trilinear3d"), {&x},
+              {Attr(size), Attr(align_corners), optional_float(sd), optional_float(sh), optional_float(sw)}, loc);
+}
 Tensor grid_sample(const Tensor& x, const Tensor& grid, const std::string& mode, const std::string& padding_mode,
                    bool align_corners, SrcLoc loc) {
   return call(AMBER_OP("grid_sample"), {&x, &grid}, {Attr(mode), Attr(padding_mode), Attr(align_corners)}, loc);
@@ -459,24 +470,30 @@ std::vector<int64_t> nearest_exact_sources(int64_t in, int64_t out, std::optiona
   return src;
 }
 
-// interpolate of [N, C, H, W] to size (H, W) by mode, the scales passed on where given.
-Tensor resize2d(const Tensor& x, const std::string& mode, const DimVec& size, const std::optional<double> (&scales)[2],
-                bool align_corners, bool antialias, SrcLoc loc) {
-  if (mode == "nearest") return upsample_nearest2d(x, size, scales[0], scales[1], loc);
+// interpolate of [N, C, H, W] or [N, C, D, H, W] to size (H, W or D, H, W) by mode, the scales
+// passed on where given.
+Tensor resize(const Tensor& x, const std::string& mode, const DimVec& size,
+              std::span<const std::optional<double>> scales, bool align_corners, bool antialias, SrcLoc loc) {
+  const bool volumetric = size.size() == 3;
+  if (mode == "nearest")
+    return volumetric ? upsample_nearest3d(x, size, scales[0], scales[1], scales[2], loc)
+                      : upsample_nearest2d(x, size, scales[0], scales[1], loc);
+  if (mode == "trilinear") return upsample_trilinear3d(x, size, align_corners, scales[0], scales[1], scales[2], loc);
   if (mode == "area") return adaptive_avg_pool2d(x, size, loc);  // as F.interpolate: no scales
   if (mode == "bicubic")
     return (antialias ? upsample_bicubic2d_aa : upsample_bicubic2d)(x, size, align_corners, scales[0], scales[1], loc);
   if (mode == "bilinear")
     return (antialias ? upsample_bilinear2d_aa : upsample_bilinear2d)(x, size, align_corners, scales[0], scales[1],
                                                                       loc);
-  for (int i = 0; i < 2; ++i)
-    if (x.size(2 + i) <= 0 || size[size_t(i)] <= 0)
+  for (int i = 0; i < size.size(); ++i)
+    if (x.size(2 + i) <= 0 || size[i] <= 0)
       throw Error(str("interpolate: nearest-exact needs input and output sizes greater than 0, got input ", x.sizes(),
                       " and output size ", size));
-  Tensor y = x;  // nearest-exact: index_select along H, then W
-  for (int i = 0; i < 2; ++i) {
-    const std::vector<int64_t> src = nearest_exact_sources(x.size(2 + i), size[size_t(i)], scales[i]);
-    if (!src.empty()) y = y.index_select(2 + i, tensor(src), loc);
+  Tensor y = x;  // nearest-exact: index_select along each spatial dim
+  for (int i = 0; i < size.size(); ++i) {
+    const int64_t d = 2 + i;
+    const std::vector<int64_t> src = nearest_exact_sources(x.size(d), size[i], scales[size_t(i)]);
+    if (!src.empty()) y = y.index_select(d, tensor(src), loc);
   }
   return y;
 }
@@ -486,35 +503,42 @@ Tensor resize2d(const Tensor& x, const std::string& mode, const DimVec& size, co
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
   const std::string& mode = o.mode;
   if (mode != "nearest" && mode != "nearest-exact" && mode != "linear" && mode != "bilinear" && mode != "bicubic" &&
-      mode != "area")
+      mode != "trilinear" && mode != "area")
     throw Error(
-        str("interpolate: mode must be \"nearest\", \"nearest-exact\", \"linear\", \"bilinear\", \"bicubic\" "
-            "or \"area\", got \"",
+        str("interpolate: mode must be \"nearest\", \"nearest-exact\", \"linear\", \"bilinear\", \"bicubic\", "
+            "\"trilinear\" or \"area\", got \"",
             mode, "\""));
-  // As F.interpolate: linear takes 3-D input, bilinear and bicubic 4-D, the others either.
+  // As F.interpolate: linear takes 3-D input, bilinear and bicubic 4-D, trilinear 5-D, the others
+  // any of the three.
   const int64_t spatial = x.dim() - 2;
-  const int64_t needs = mode == "linear" ? 1 : mode == "bilinear" || mode == "bicubic" ? 2 : 0;
-  if ((needs && spatial != needs) || (!needs && spatial != 1 && spatial != 2))
-    throw Error(str("interpolate: ", mode, " mode needs a ",
-                    needs == 1   ? "3-D (N, C, L)"
-                    : needs == 2 ? "4-D (N, C, H, W)"
-                                 : "3-D (N, C, L) or 4-D (N, C, H, W)",
-                    " input, got shape ", x.sizes(),
-                    spatial == 3 ? " (3-D resampling of 5-D input is not supported yet)" : ""));
+  const int64_t needs = mode == "linear"                          ? 1
+                        : mode == "bilinear" || mode == "bicubic" ? 2
+                        : mode == "trilinear"                     ? 3
+                                                                  : 0;
+  static const char* const kShapes[] = {"3-D (N, C, L), 4-D (N, C, H, W) or 5-D (N, C, D, H, W)", "3-D (N, C, L)",
+                                        "4-D (N, C, H, W)", "5-D (N, C, D, H, W)"};
+  if ((needs && spatial != needs) || (!needs && (spatial < 1 || spatial > 3)))
+    throw Error(str("interpolate: ", mode, " mode needs a ", kShapes[needs], " input, got shape ", x.sizes()));
+  if (mode == "area" && spatial == 3)
+    throw Error(
+        str("interpolate: area mode of 5-D input (adaptive_avg_pool3d) is not supported yet, got shape ", x.sizes()));
   if (o.size.empty() == o.scale_factor.empty())
     throw Error("interpolate: exactly one of size and scale_factor must be given");
-  if (o.align_corners && mode != "linear" && mode != "bilinear" && mode != "bicubic")
-    throw Error("interpolate: align_corners can only be set with the interpolating modes (linear, bilinear, bicubic)");
+  if (o.align_corners && mode != "linear" && mode != "bilinear" && mode != "bicubic" && mode != "trilinear")
+    throw Error(
+        "interpolate: align_corners can only be set with the interpolating modes (linear, bilinear, bicubic, "
+        "trilinear)");
   if (o.antialias && ((mode != "bilinear" && mode != "bicubic") || spatial != 2))
     throw Error(
         str("interpolate: antialias is only supported for the bilinear and bicubic modes (4-D input), got mode ", mode,
             " and shape ", x.sizes()));
+  static const char* const kCounts[] = {"", " value (L)", " or 2 values (H, W)", " or 3 values (D, H, W)"};
   for (size_t n : {size_t(o.size.size()), o.scale_factor.size()})
-    if (int64_t(n) > spatial)
-      throw Error(str("interpolate: size and scale_factor take 1", spatial == 2 ? " or 2 values (H, W)" : " value (L)",
-                      " for a ", x.dim(), "-D input, got ", n));
+    if (n > 1 && int64_t(n) != spatial)
+      throw Error(
+          str("interpolate: size and scale_factor take 1", kCounts[spatial], " for a ", x.dim(), "-D input, got ", n));
   DimVec size;
-  std::optional<double> scales[2];
+  std::optional<double> scales[3];
   for (int64_t i = 0; i < spatial; ++i) {
     if (!o.size.empty()) {
       size.push_back(o.size.size() == 1 ? o.size[0] : o.size[size_t(i)]);
@@ -524,12 +548,12 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
     size.push_back(int64_t(std::floor(double(x.size(2 + i)) * s)));
     if (!o.recompute_scale_factor) scales[i] = s;
   }
-  if (spatial == 2) return resize2d(x, mode, size, scales, o.align_corners.value_or(false), o.antialias, loc);
+  const bool corners = o.align_corners.value_or(false);
+  if (spatial > 1) return resize(x, mode, size, std::span(scales, size_t(spatial)), corners, o.antialias, loc);
   // 1-D: the 2-D form over [N, C, 1, L] (H from 1 to 1 is a copy in every mode), the 1 dropped.
   const DimVec wide{1, size[0]};
   const std::optional<double> wide_scales[2] = {std::nullopt, scales[0]};
-  return resize2d(x.unsqueeze(2, loc), mode == "linear" ? "bilinear" : mode, wide, wide_scales,
-                  o.align_corners.value_or(false), false, loc)
+  return resize(x.unsqueeze(2, loc), mode == "linear" ? "bilinear" : mode, wide, wide_scales, corners, false, loc)
       .squeeze(2, loc);
 }
 Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w, const Tensor& b,

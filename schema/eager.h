@@ -264,6 +264,15 @@ Tensor upsample_bilinear2d_aa(const Tensor& input, const DimVec& output_size, bo
 Tensor upsample_bicubic2d_aa(const Tensor& input, const DimVec& output_size, bool align_corners,
                              std::optional<double> scales_h = std::nullopt,
                              std::optional<double> scales_w = std::nullopt, SrcLoc loc = {});
+// Nearest and trilinear resizing of [N, C, D, H, W] to output_size (D, H, W), as ATen's ops (the
+// scales as for the 2-D ones).
+Tensor upsample_nearest3d(const Tensor& input, const DimVec& output_size, std::optional<double> scales_d = std::nullopt,
+                          std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt,
+                          SrcLoc loc = {});
+Tensor upsample_trilinear3d(const Tensor& input, const DimVec& output_size, bool align_corners,
+                            std::optional<double> scales_d = std::nullopt,
+                            std::optional<double> scales_h = std::nullopt,
+                            std::optional<double> scales_w = std::nullopt, SrcLoc loc = {});
 // F.grid_sample of 4-D input at grid (N, H_out, W_out, 2)'s (x, y) positions in [-1, 1]:
 // mode "bilinear", "nearest" or "bicubic"; padding_mode "zeros", "border" or "reflection".
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode = "bilinear",
@@ -273,18 +282,19 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& m
 struct InterpolateOptions {
   DimVec size = {};
   std::vector<double> scale_factor = {};
-  // "nearest", "nearest-exact" or "area" (3-D or 4-D input), "linear" (3-D), "bilinear" or
-  // "bicubic" (4-D)
+  // "nearest" or "nearest-exact" (3-D, 4-D or 5-D input), "area" (3-D or 4-D), "linear" (3-D),
+  // "bilinear" or "bicubic" (4-D), "trilinear" (5-D)
   std::string mode = "nearest";
-  std::optional<bool> align_corners = std::nullopt;  // linear, bilinear, bicubic; false when not given
+  std::optional<bool> align_corners = std::nullopt;  // the interpolating modes; false when not given
   bool recompute_scale_factor = false;
   bool antialias = false;  // bilinear and bicubic only
 };
-// torch.nn.functional.interpolate for 3-D (N, C, L) and 4-D (N, C, H, W) input: the output size
-// is floor(in * scale) when scaled, and the scales reach the op unless recompute_scale_factor;
-// traced as upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d (antialias: their _aa
-// forms), (area) adaptive_avg_pool2d or (nearest-exact) index_select of constant source indices,
-// 3-D input between an unsqueeze and a squeeze. 5-D input is not supported yet.
+// torch.nn.functional.interpolate for 3-D (N, C, L), 4-D (N, C, H, W) and 5-D (N, C, D, H, W)
+// input: the output size is floor(in * scale) when scaled, and the scales reach the op unless
+// recompute_scale_factor; traced as upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d
+// (antialias: their _aa forms), upsample_nearest3d, upsample_trilinear3d, (area)
+// adaptive_avg_pool2d or (nearest-exact) index_select of constant source indices, 3-D input
+// between an unsqueeze and a squeeze. Mode area of 5-D input is not supported yet.
 Tensor interpolate(const Tensor& input, const InterpolateOptions& options, SrcLoc loc = {});
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
                   const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5,

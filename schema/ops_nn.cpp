@@ -1,8 +1,8 @@
 // Op table entries for neural-network layers: conv2d (and fused_conv2d, with an activation;
 // quantized_conv2d, with int8 weights and a static input quantization), conv_transpose2d, max_pool2d (with or without
-// indices), avg_pool2d, adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d (and _aa), grid_sample, batch_norm
-// and layer_norm (inference; add_layer_norm, layer_norm of a sum: a residual connection's), embedding and dropout
-// (identity in eval). Shape rules and error conditions follow ATen
+// indices), avg_pool2d, adaptive_avg_pool2d, upsample_nearest2d/bilinear2d/bicubic2d (and _aa),
+// upsample_nearest3d/trilinear3d, grid_sample, batch_norm and layer_norm (inference; add_layer_norm, layer_norm of a
+// sum: a residual connection's), embedding and dropout (identity in eval). Shape rules and error conditions follow ATen
 // (pooling_output_shape, ceil_mode, padding limits). conv2d produces channels-last output; pooling and batch_norm keep
 // their input's layout.
 
@@ -270,6 +270,21 @@ void infer_upsample2d(InferCtx& c) {
   c.add_output(x.dtype, {x.sizes[0], x.sizes[1], o[0], o[1]}).format = x.format;
 }
 
+// upsample_nearest3d / upsample_trilinear3d(self, output_size, ...): ATen's
+// upsample_3d_common_check, contiguous output.
+void infer_upsample3d(InferCtx& c) {
+  const TensorMeta& x = c.in(0);
+  c.check(x.sizes.size() == 5, "expected a 5-D (N, C, D, H, W) input, got shape ", x.sizes);
+  c.check(x.sizes[1] > 0 && x.sizes[2] > 0 && x.sizes[3] > 0 && x.sizes[4] > 0,
+          "expected non-empty C, D, H and W, got shape ", x.sizes);
+  const std::vector<int64_t>& o = c.attr("output_size").ints();
+  c.check(o.size() == 3, "output_size must hold 3 values (D, H, W), got ", c.attr("output_size"));
+  c.check(o[0] > 0 && o[1] > 0 && o[2] > 0,
+          "input and output sizes should be greater than 0, but got input (D: ", x.sizes[2], ", H: ", x.sizes[3],
+          ", W: ", x.sizes[4], ") output (D: ", o[0], ", H: ", o[1], ", W: ", o[2], ")");
+  c.add_output(x.dtype, {x.sizes[0], x.sizes[1], o[0], o[1], o[2]});
+}
+
 void infer_batch_norm(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   c.check(x.sizes.size() >= 2, "expected an input with at least 2 dims (N, C, ...), got shape ", x.sizes);
@@ -431,6 +446,17 @@ const OpRegistrar registrar{
      kFloat, infer_upsample2d, 0, nullptr, 1,
      "Each output pixel blends the 4x4 input pixels around its source position (edges repeated) with Keys' cubic "
      "weights (A = -0.75), as ATen's bicubic (F.interpolate(mode=\"bicubic\"))."},
+    {"upsample_nearest3d(Tensor self, int[] output_size, float? scales_d=None, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor",
+     dtypes::numeric, infer_upsample3d, 0, nullptr, 1,
+     "upsample_nearest2d of 5-D (N, C, D, H, W) input: each output element copies input element "
+     "floor(dst * in / out) per dim, or floor(dst / scale) where scales are given (F.interpolate(mode=\"nearest\"))."},
+    {"upsample_trilinear3d(Tensor self, int[] output_size, bool align_corners, float? scales_d=None, "
+     "float? scales_h=None, float? scales_w=None) -> Tensor",
+     kFloat, infer_upsample3d, 0, nullptr, 1,
+     "Each output element of 5-D (N, C, D, H, W) input blends the 2x2x2 input elements around its source position "
+     "(corners aligned, or centres with scales where given), as ATen's trilinear "
+     "(F.interpolate(mode=\"trilinear\"))."},
     {"upsample_bilinear2d_aa(Tensor self, int[] output_size, bool align_corners, float? scales_h=None, "
      "float? scales_w=None) -> Tensor",
      kFloat, infer_upsample2d, 0, nullptr, 1,

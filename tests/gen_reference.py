@@ -872,6 +872,32 @@ case("bilinear_zero_out", "upsample_bilinear2d", BILINEAR, [In([1, 2, 5, 7])],
      attrs={"output_size": [0, 3], "align_corners": False}, error="sizes should be greater than 0")
 
 
+# 5-D (N, C, D, H, W): ATen's upsample_nearest3d and upsample_trilinear3d.
+def NEAREST3D(x, output_size, scales_d=None, scales_h=None, scales_w=None):
+    return torch.ops.aten.upsample_nearest3d(x, output_size, scales_d, scales_h, scales_w)
+
+
+def TRILINEAR(x, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
+    return torch.ops.aten.upsample_trilinear3d(x, output_size, align_corners, scales_d, scales_h, scales_w)
+
+
+case("nearest3d_up_odd", "upsample_nearest3d", NEAREST3D, [In([2, 3, 3, 5, 4])], attrs={"output_size": [5, 9, 7]},
+     atol=0, rtol=0)
+case("nearest3d_down_noncontig_scales", "upsample_nearest3d", NEAREST3D, [In([1, 4, 7, 6, 9], layout=("t", 1, 4))],
+     attrs={"output_size": [3, 4, 5], "scales_d": 0.45, "scales_h": 0.7, "scales_w": 0.6}, atol=0, rtol=0)
+case("nearest3d_i64", "upsample_nearest3d", lambda x, **a: NEAREST3D(x.double(), **a).long(),
+     [In([1, 2, 2, 3, 3], "i64", "int")], attrs={"output_size": [4, 3, 6]}, atol=0, rtol=0)
+case("trilinear_up_centres", "upsample_trilinear3d", TRILINEAR, [In([2, 3, 3, 5, 4])],
+     attrs={"output_size": [5, 8, 7], "align_corners": False})
+case("trilinear_down_corners_noncontig", "upsample_trilinear3d", TRILINEAR, [In([1, 4, 7, 6, 9], layout=("t", 1, 4))],
+     attrs={"output_size": [3, 4, 5], "align_corners": True})
+case("trilinear_scales_same_d", "upsample_trilinear3d", TRILINEAR, [In([1, 2, 4, 5, 6])],
+     attrs={"output_size": [4, 8, 13], "align_corners": False, "scales_h": 1.7, "scales_w": 2.25})
+case("trilinear_f64_to_1", "upsample_trilinear3d", TRILINEAR, [In([1, 2, 3, 5, 7], "f64")],
+     attrs={"output_size": [1, 1, 2], "align_corners": True}, atol=1e-12, rtol=1e-12)
+case("trilinear_4d", "upsample_trilinear3d", TRILINEAR, [In([2, 5, 7, 3])],
+     attrs={"output_size": [3, 3, 3], "align_corners": False}, error="5-D (N, C, D, H, W) input")
+
 # Antialiased (ATen's _upsample_*_aa, F.interpolate(antialias=True)): down by odd factors (windows
 # of 3 to 21 taps), up (the plain filter, a window of 3 or 5), mixed, corners, scales, layouts.
 def BILINEAR_AA(x, output_size, align_corners, scales_h=None, scales_w=None):

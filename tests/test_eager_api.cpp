@@ -51,7 +51,7 @@ struct Case {
 
 TEST_CASE("every eager argument reaches the op argument of its name", "[eager][op_table]") {
   manual_seed(3);
-  const Tensor x4 = randn({2, 3, 4, 5}), m = randn({3, 4}), m2 = randn({3, 4}) + 3.0;
+  const Tensor x4 = randn({2, 3, 4, 5}), m = randn({3, 4}), m2 = randn({3, 4}) + 3.0, x5 = randn({1, 2, 2, 3, 4});
   const Tensor gr = rand({2, 3, 2, 2}) * 2.0 - 1.0;          // grid_sample's grid
   const Tensor w4t = randn({3, 2, 2, 2}), b4t = randn({2});  // conv_transpose2d's weight [in, out, kh, kw]
   const Tensor w = randn({3}), b = randn({3}), rm = randn({3}), rv = rand({3}) + 1.0;
@@ -445,6 +445,18 @@ TEST_CASE("every eager argument reaches the op argument of its name", "[eager][o
        [&] { (void)upsample_bilinear2d(x4, {3, 8}, true, std::nullopt, 2.25); },
        {{"output_size", I{3, 8}}, {"align_corners", true}, {"scales_h", Attr::none()}, {"scales_w", 2.25}},
        {{"self", x4}}},
+      {"upsample_nearest3d",
+       [&] { (void)upsample_nearest3d(x5, {3, 2, 7}, 1.5, std::nullopt, 1.75); },
+       {{"output_size", I{3, 2, 7}}, {"scales_d", 1.5}, {"scales_h", Attr::none()}, {"scales_w", 1.75}},
+       {{"self", x5}}},
+      {"upsample_trilinear3d",
+       [&] { (void)upsample_trilinear3d(x5, {1, 5, 2}, true, std::nullopt, 1.25, std::nullopt); },
+       {{"output_size", I{1, 5, 2}},
+        {"align_corners", true},
+        {"scales_d", Attr::none()},
+        {"scales_h", 1.25},
+        {"scales_w", Attr::none()}},
+       {{"self", x5}}},
       {"upsample_bilinear2d_aa",
        [&] { (void)upsample_bilinear2d_aa(x4, {3, 8}, false, 0.75, std::nullopt); },
        {{"output_size", I{3, 8}}, {"align_corners", false}, {"scales_h", 0.75}, {"scales_w", Attr::none()}},
@@ -711,13 +723,15 @@ TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]")
   // Corners aligned: the output's corners are the input's.
   CHECK(b[1][2][3][8].item<float>() == x[1][2][4][6].item<float>());
   AMBER_REQUIRE_ERROR(interpolate(x, {}), "exactly one of size and scale_factor");
-  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .mode = "trilinear"}), "\"bicubic\" or \"area\", got");
+  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .mode = "cubic"}), "\"trilinear\" or \"area\", got");
+  AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .mode = "trilinear"}), "trilinear mode needs a 5-D");
   CHECK(test::compare(interpolate(x, {.size = {3, 4}, .mode = "area"}), adaptive_avg_pool2d(x, {3, 4}), 0, 0).ok);
   CHECK(test::compare(interpolate(x, {.scale_factor = {1.5}, .mode = "bicubic", .align_corners = true}),
                       upsample_bicubic2d(x, {7, 10}, true, 1.5, 1.5), 0, 0)
             .ok);
   AMBER_REQUIRE_ERROR(interpolate(x, {.size = {4}, .align_corners = false}), "align_corners can only be set");
-  AMBER_REQUIRE_ERROR(interpolate(x[0][0], {.size = {4}}), "needs a 3-D (N, C, L) or 4-D (N, C, H, W) input");
+  AMBER_REQUIRE_ERROR(interpolate(x[0][0], {.size = {4}}),
+                      "needs a 3-D (N, C, L), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input");
 }
 
 TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[eager]") {
@@ -760,8 +774,24 @@ TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[e
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8}, .mode = "bilinear"}), "bilinear mode needs a 4-D");
   AMBER_REQUIRE_ERROR(interpolate(row, {.size = {8}, .mode = "linear"}), "linear mode needs a 3-D (N, C, L) input");
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8, 8}}), "take 1 value (L) for a 3-D input, got 2");
-  AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {4}}), "5-D input is not supported yet");
+  AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {4}, .mode = "area"}),
+                      "area mode of 5-D input (adaptive_avg_pool3d) is not supported yet");
+  AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {3, 3}}), "take 1 or 3 values (D, H, W)");
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {0}, .mode = "nearest-exact"}), "sizes greater than 0");
+  // 5-D input: upsample_nearest3d, upsample_trilinear3d and nearest-exact along D, H and W.
+  const Tensor vol = arange(0, 12, 1, TensorOptions(DType::f32)).reshape({1, 1, 2, 2, 3});
+  CHECK(near(interpolate(vol, {.size = {3, 1, 2}, .mode = "trilinear"}),
+             {1.75, 3.25, 4.75, 6.25, 7.749999523162842f, 9.25}));
+  const Tensor tri = interpolate(vol, {.scale_factor = {1.5, 1, 0.7}, .mode = "trilinear", .align_corners = true});
+  REQUIRE(tri.sizes() == DimVec{1, 1, 3, 2, 2});
+  CHECK(near(tri, {0, 2, 3, 5, 3, 5, 6, 8, 6, 8, 9, 11}));
+  const Tensor up3 = interpolate(vol, {.scale_factor = {1.6}});
+  REQUIRE(up3.sizes() == DimVec{1, 1, 3, 3, 4});
+  CHECK(near(up3, {0, 0, 1, 1, 0, 0, 1, 1, 3, 3, 4, 4, 0, 0, 1, 1, 0,  0,
+                   1, 1, 3, 3, 4, 4, 6, 6, 7, 7, 6, 6, 7, 7, 9, 9, 10, 10}));
+  CHECK(test::compare(up3, upsample_nearest3d(vol, {3, 3, 4}, 1.6, 1.6, 1.6), 0, 0).ok);
+  CHECK(near(interpolate(vol, {.size = {3, 3, 2}, .mode = "nearest-exact"}),
+             {0, 2, 3, 5, 3, 5, 6, 8, 9, 11, 9, 11, 6, 8, 9, 11, 9, 11}));
   // antialias: the _aa ops, scales passed on as for the plain ones.
   const Tensor x = arange(0, 20, 1, TensorOptions(DType::f32)).reshape({1, 1, 4, 5});
   CHECK(near(interpolate(x, {.size = {2, 3}, .mode = "bilinear", .antialias = true}),

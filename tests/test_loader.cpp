@@ -128,7 +128,7 @@ TEST_CASE("an op with two outputs of different dtypes (topk) traces, saves and l
 
 TEST_CASE("the eager compositions trace, save and load as the ops they call", "[loader]") {
   // where with a number, sort, conv1d and conv2d with kSame (an odd total: a pad node),
-  // group_norm and instance_norm, interpolate (2-D, 1-D, nearest-exact, antialiased) and
+  // group_norm and instance_norm, interpolate (2-D, 1-D, 3-D, nearest-exact, antialiased) and
   // conv_transpose2d, in one graph.
   manual_seed(21);
   const Tensor w1 = randn({4, 3, 4}), b1 = randn({4}), w2 = randn({2, 4, 2, 2}), gw = randn({2}), gb = randn({2}),
@@ -149,7 +149,10 @@ TEST_CASE("the eager compositions trace, save and load as the ops they call", "[
     const Tensor aa =  // upsample_bilinear2d_aa + upsample_bicubic2d_aa, [2, 2, 3, 1]
         interpolate(d, {.size = {3, 1}, .mode = "bilinear", .antialias = true}) +
         interpolate(d, {.scale_factor = {0.5, 1}, .mode = "bicubic", .antialias = true});
-    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up, t, line, exact, aa};
+    const Tensor vol =  // upsample_trilinear3d + upsample_nearest3d, [2, 2, 2, 5, 3]
+        interpolate(d.unsqueeze(2), {.size = {2, 5, 3}, .mode = "trilinear"}) +
+        interpolate(d.unsqueeze(2), {.size = {2, 5, 3}});
+    return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up, t, line, exact, aa, vol};
   };
   const Tensor x = randn({2, 3, 7});
   TracedModule t = trace(f, {x}, quiet());

@@ -54,7 +54,7 @@ TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic (and antialiase
       const Tensor want = amber::upsample_nearest2d(x, c.size, c.sh, c.sw), y = output_like(want, cl);
       const up::Geometry g = up::geometry(view_of(x), view_of(y));
       amber::emulation::launch(&up::nearest_kernel<float>, dim3(2), dim3(64), static_cast<const float*>(x.data()),
-                               static_cast<float*>(view_of(y).data), g, c.sh.value_or(0.0), c.sw.value_or(0.0));
+                               static_cast<float*>(view_of(y).data), g, 0.0, c.sh.value_or(0.0), c.sw.value_or(0.0));
       CHECK(same(y, want));
       for (bool corners : {false, true})
         for (bool cubic : {false, true}) {
