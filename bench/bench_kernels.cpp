@@ -1,6 +1,7 @@
 // Kernel benchmarks for [cpu-ops]: eager per-op overhead, sgemm and ResNet-18's
 // convolutions in GFLOP/s next to this machine's fp32 peak, measured in the same run by an
-// FMA loop. Prints numbers; asserts nothing. Usage: bench_kernels [threads] (default 2).
+// FMA loop; max pooling and image resizing in time. Prints numbers; asserts nothing.
+// Usage: bench_kernels [threads] (default 2).
 
 #include <immintrin.h>
 #include <omp.h>
@@ -154,5 +155,25 @@ int main(int argc, char** argv) {
     std::printf("64x112x112 %-3s (strides %s) %10.1f %10.1f   (relu of the input: %.1f us)\n", dtype_name(t).data(),
                 str(x.strides()).c_str(), s * 1e6, bytes / s / 1e9, c * 1e6);
   }
+
+  // Resizing 3-channel f32 images (batch 1, NCHW): torchvision's antialiased downscale of a
+  // 1024 x 1024 picture to 224 x 224, and 2x upsampling of a 224 x 224 one.
+  std::printf("\n%-44s %10s\n", "interpolate (batch 1, 3 channels, f32)", "ms");
+  manual_seed(3);
+  const Tensor picture = randn({1, 3, 1024, 1024}), crop = randn({1, 3, 224, 224});
+  const struct {
+    const char* what;
+    const Tensor& x;
+    InterpolateOptions options;
+  } resizes[] = {
+      {"1024 -> 224 bilinear, antialias", picture, {.size = {224, 224}, .mode = "bilinear", .antialias = true}},
+      {"1024 -> 224 bicubic, antialias", picture, {.size = {224, 224}, .mode = "bicubic", .antialias = true}},
+      {"1024 -> 224 bilinear", picture, {.size = {224, 224}, .mode = "bilinear"}},
+      {"224 -> 448 bilinear, antialias", crop, {.size = {448, 448}, .mode = "bilinear", .antialias = true}},
+      {"224 -> 448 bilinear", crop, {.size = {448, 448}, .mode = "bilinear"}},
+      {"224 -> 448 nearest", crop, {.size = {448, 448}}},
+  };
+  for (const auto& r : resizes)
+    std::printf("%-44s %10.3f\n", r.what, time_median([&] { (void)interpolate(r.x, r.options); }, 20) * 1e3);
   return 0;
 }

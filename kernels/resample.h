@@ -1,31 +1,81 @@
 // The source positions of 2-D and 3-D resampling (upsample_nearest2d, upsample_bilinear2d,
 // upsample_bicubic2d, the last two antialiased, upsample_nearest3d, upsample_trilinear3d) as ATen
 // computes them (UpSample.h, the aa helpers of UpSampleKernel.cpp), shared by the CPU and CUDA
-// kernels so both pick the same elements and weights. A scale attribute <= 0 means none was given:
-// the ratio of the sizes is used.
+// kernels (with the ops' attribute positions and the (N, C, D, H, W) geometry) so both pick the
+// same elements and weights. A scale <= 0 means none was given: the ratio of the sizes is used.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
+#include "amber/core/backend.h"
 #include "amber/kernels/hd.h"
 #include "amber/op_attrs.h"
 
 namespace amber::resample {
 
-// The attribute positions upsample_bilinear2d, upsample_bicubic2d and their _aa forms share
-// (output_size, align_corners, scales_h, scales_w).
-namespace interp_attr {
-namespace bl = op_attrs::upsample_bilinear2d;
-constexpr int align_corners = bl::align_corners, scales_h = bl::scales_h, scales_w = bl::scales_w;
-#define AMBER_SAME_INTERP_ATTRS(op)                                                                   \
-  static_assert(op_attrs::op::align_corners == align_corners && op_attrs::op::scales_h == scales_h && \
-                op_attrs::op::scales_w == scales_w)
+// Where a resize op keeps its attributes, as op_attrs numbers them: align_corners (-1 for
+// nearest) and the scales of D, H and W (-1 for D where the op has none). One table for the CPU
+// and CUDA kernels and the ONNX export.
+struct ResizeAttrs {
+  int align_corners;
+  int scales[3];
+};
+namespace resize_attrs {
+namespace n2 = op_attrs::upsample_nearest2d;
+namespace n3 = op_attrs::upsample_nearest3d;
+namespace l2 = op_attrs::upsample_bilinear2d;
+namespace l3 = op_attrs::upsample_trilinear3d;
+inline constexpr ResizeAttrs nearest2d{-1, {-1, n2::scales_h, n2::scales_w}};
+inline constexpr ResizeAttrs nearest3d{-1, {n3::scales_d, n3::scales_h, n3::scales_w}};
+// upsample_bilinear2d, upsample_bicubic2d and their _aa forms (the same positions, checked below)
+inline constexpr ResizeAttrs interp2d{l2::align_corners, {-1, l2::scales_h, l2::scales_w}};
+inline constexpr ResizeAttrs trilinear3d{l3::align_corners, {l3::scales_d, l3::scales_h, l3::scales_w}};
+#define AMBER_SAME_INTERP_ATTRS(op)                                      \
+  static_assert(op_attrs::op::align_corners == interp2d.align_corners && \
+                op_attrs::op::scales_h == interp2d.scales[1] && op_attrs::op::scales_w == interp2d.scales[2])
 AMBER_SAME_INTERP_ATTRS(upsample_bicubic2d);
 AMBER_SAME_INTERP_ATTRS(upsample_bilinear2d_aa);
 AMBER_SAME_INTERP_ATTRS(upsample_bicubic2d_aa);
 #undef AMBER_SAME_INTERP_ATTRS
-}  // namespace interp_attr
+// The nearest op's for an input of `ndim` dims (upsample_nearest2d's 4, upsample_nearest3d's 5).
+constexpr const ResizeAttrs& nearest(int ndim) { return ndim == 5 ? nearest3d : nearest2d; }
+}  // namespace resize_attrs
+
+// A call's scale along spatial dim k (0 D, 1 H, 2 W) under `r`: 0 where none was given or the op
+// has none; and its align_corners (false for nearest).
+inline double scale_of(const amber_kernel_args* a, const ResizeAttrs& r, int k) {
+  const int at = r.scales[k];
+  return at < 0 || a->attrs[at].kind == AMBER_ATTR_NONE ? 0.0 : a->attrs[at].f;
+}
+inline bool align_corners_of(const amber_kernel_args* a, const ResizeAttrs& r) {
+  return r.align_corners >= 0 && a->attrs[r.align_corners].i != 0;
+}
+
+// Sizes and element strides of a resize's input and output as (N, C, D, H, W): a 4-D pair has
+// D = 1 (stride 0). channels_last: the output's channels are adjacent (walked innermost).
+struct Geometry {
+  int64_t n, c, d, h, w, od, oh, ow;
+  int64_t xs[5], ys[5];
+  bool channels_last;
+};
+inline Geometry geometry(const amber_tensor_view& x, const amber_tensor_view& y) {
+  Geometry g{};
+  int64_t xsz[5], ysz[5];
+  for (int i = 0, k = 0; i < 5; ++i) {
+    const bool absent = x.ndim == 4 && i == 2;  // the D a 4-D pair lacks
+    xsz[i] = absent ? 1 : x.sizes[k];
+    ysz[i] = absent ? 1 : y.sizes[k];
+    g.xs[i] = absent ? 0 : x.strides[k];
+    g.ys[i] = absent ? 0 : y.strides[k];
+    k += absent ? 0 : 1;
+  }
+  g.n = xsz[0], g.c = xsz[1], g.d = xsz[2], g.h = xsz[3], g.w = xsz[4];
+  g.od = ysz[2], g.oh = ysz[3], g.ow = ysz[4];
+  g.channels_last = g.c > 1 && g.ys[1] == 1;
+  return g;
+}
+AMBER_HD inline int64_t total(const Geometry& g) { return g.n * g.c * g.od * g.oh * g.ow; }
 
 // Output index -> input index for nearest: floor(dst * scale) in float, as ATen, with ATen's
 // exact shortcuts for equal and doubled sizes.

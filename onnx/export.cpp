@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "amber/core/shape.h"
@@ -60,16 +61,21 @@ struct Opd {
 
 // upsample_*_aa's weights along one dim of `in` positions resampled to `out`, as a matrix: row i
 // (column i when transposed) holds output i's normalised weights at its window (kernels/resample.h,
-// the kernels' own numbers).
-template <bool Cubic, typename A>
-Tensor aa_weight_matrix(int64_t in, int64_t out, bool corners, double scale_attr, bool transposed) {
+// the kernels' own numbers), under bicubic's filter where cubic, else bilinear's. A: ATen's
+// scalar_t (float, or double for f64).
+template <typename A>
+Tensor aa_weight_matrix(bool cubic, int64_t in, int64_t out, bool corners, double scale_attr, bool transposed) {
   std::vector<A> m(size_t(in * out), A(0));
   const A scale = resample::linear_scale<A>(in, out, corners, scale_attr);
-  for (int64_t i = 0; i < out; ++i) {
-    const resample::AaWindow<A> w = resample::aa_window<Cubic, A>(i, in, scale);
-    for (int64_t j = 0; j < w.n; ++j)
-      m[size_t(transposed ? (w.lo + j) * out + i : i * in + w.lo + j)] = resample::aa_weight<Cubic, A>(w, j);
-  }
+  auto fill = [&](auto filter) {
+    constexpr bool kCubic = decltype(filter)::value;
+    for (int64_t i = 0; i < out; ++i) {
+      const resample::AaWindow<A> w = resample::aa_window<kCubic, A>(i, in, scale);
+      for (int64_t j = 0; j < w.n; ++j)
+        m[size_t(transposed ? (w.lo + j) * out + i : i * in + w.lo + j)] = resample::aa_weight<kCubic, A>(w, j);
+    }
+  };
+  cubic ? fill(std::true_type{}) : fill(std::false_type{});
   return tensor(m, transposed ? DimVec{in, out} : DimVec{out, in});
 }
 
@@ -1291,17 +1297,14 @@ void Exporter::node(const Node& n, const std::string* as) {
       name == "upsample_nearest3d" || name == "upsample_trilinear3d") {
     const bool nearest = name == "upsample_nearest2d" || name == "upsample_nearest3d";
     const bool volumetric = name == "upsample_nearest3d" || name == "upsample_trilinear3d";
-    const bool corners =
-        !nearest && at[volumetric ? oa::upsample_trilinear3d::align_corners : resample::interp_attr::align_corners].b();
+    namespace ra = resample::resize_attrs;
+    const resample::ResizeAttrs& where = nearest      ? ra::nearest(volumetric ? 5 : 4)
+                                         : volumetric ? ra::trilinear3d
+                                                      : ra::interp2d;
+    const bool corners = where.align_corners >= 0 && at[where.align_corners].b();
     // The scale attributes of the spatial dims, in order.
     std::vector<int> scale_at;
-    if (name == "upsample_nearest2d") scale_at = {oa::upsample_nearest2d::scales_h, oa::upsample_nearest2d::scales_w};
-    if (name == "upsample_nearest3d")
-      scale_at = {oa::upsample_nearest3d::scales_d, oa::upsample_nearest3d::scales_h, oa::upsample_nearest3d::scales_w};
-    if (name == "upsample_trilinear3d")
-      scale_at = {oa::upsample_trilinear3d::scales_d, oa::upsample_trilinear3d::scales_h,
-                  oa::upsample_trilinear3d::scales_w};
-    if (scale_at.empty()) scale_at = {resample::interp_attr::scales_h, resample::interp_attr::scales_w};
+    for (int k = volumetric ? 0 : 1; k < 3; ++k) scale_at.push_back(where.scales[k]);
     // Given scales (interpolate's scale_factor) set the coordinates' ratio, so they go as
     // Resize's scales (its output size is then floor(size * scale), as PyTorch's); else sizes.
     std::vector<std::string> ins{in(n, 0), "", "", sizes(n.outputs[0]->type.shape)};
@@ -1337,18 +1340,16 @@ void Exporter::node(const Node& n, const std::string* as) {
   if (name == "upsample_bilinear2d_aa" || name == "upsample_bicubic2d_aa") {
     // Resize antialiases from opset 18 only; the resampling is linear and separable, so it is
     // two products by constant weight matrices: [N, C, H, W] by [W, W_out], then [H_out, H] by it.
-    namespace ia = resample::interp_attr;  // (the same positions in both)
-    const bool corners = at[ia::align_corners].b();
+    const resample::ResizeAttrs& where = resample::resize_attrs::interp2d;  // (both ops')
+    const bool corners = at[where.align_corners].b();
     auto given = [&](int i) { return at[i].is_none() ? 0.0 : at[i].f(); };
-    const double sh = given(ia::scales_h), sw = given(ia::scales_w);
+    const double sh = given(where.scales[1]), sw = given(where.scales[2]);
     const int64_t h = static_dim(x0, 2, "upsample"), w = static_dim(x0, 3, "upsample"),
                   oh = static_dim(n.outputs[0], 2, "upsample"), ow = static_dim(n.outputs[0], 3, "upsample");
     const bool cubic = name == "upsample_bicubic2d_aa", wide = ot == DType::f64;  // ATen's scalar_t: double or float
     auto matrix = [&](int64_t from, int64_t to, double scale, bool transposed, const DimVec& shape) {
-      const Tensor m = cubic ? (wide ? aa_weight_matrix<true, double>(from, to, corners, scale, transposed)
-                                     : aa_weight_matrix<true, float>(from, to, corners, scale, transposed))
-                             : (wide ? aa_weight_matrix<false, double>(from, to, corners, scale, transposed)
-                                     : aa_weight_matrix<false, float>(from, to, corners, scale, transposed));
+      const Tensor m = wide ? aa_weight_matrix<double>(cubic, from, to, corners, scale, transposed)
+                            : aa_weight_matrix<float>(cubic, from, to, corners, scale, transposed);
       return initializer(m.to(ot).reshape(shape));
     };
     if (!wide) {

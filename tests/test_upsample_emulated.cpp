@@ -69,8 +69,8 @@ TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic (and antialiase
                       rw = amber::resample::linear_scale<float>(gi.w, gi.ow, corners, sw.value_or(0.0));
           amber::emulation::launch(
               cubic ? &up::interpolating_kernel<float, float, true> : &up::interpolating_kernel<float, float, false>,
-              dim3(2), dim3(64), static_cast<const float*>(x.data()), static_cast<float*>(view_of(yi).data), gi, rh, rw,
-              corners);
+              dim3(2), dim3(64), static_cast<const float*>(x.data()), static_cast<float*>(view_of(yi).data), gi, 0.f,
+              rh, rw, corners, false);
           CHECK(same(yi, want_i));
           // The antialiased form: windows widened by the scale where it downsamples.
           const Tensor want_aa = cubic ? amber::upsample_bicubic2d_aa(x, c.size, corners, sh, sw)

@@ -28,6 +28,11 @@ template <template <typename> class K, typename... Ts>
 void register_typed(TypeList<Ts...>, std::string_view op) {
   register_typed<K, Ts...>(op);
 }
+// The same for kernels with a setup: K<T>::run, K<T>::setup and K<T>::destroy for every T.
+template <template <typename> class K, typename... Ts>
+void register_typed_setup(TypeList<Ts...>, std::string_view op) {
+  (register_kernel(op, dtype_v<Ts>, amber_kernel{&K<Ts>::run, K<Ts>::setup, K<Ts>::destroy, nullptr}), ...);
+}
 
 }  // namespace amber::cpu
 

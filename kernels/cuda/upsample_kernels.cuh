@@ -12,30 +12,10 @@
 
 namespace amber::cuda::upsample {
 
-// Sizes and element strides of the input and output as (N, C, D, H, W): a 4-D pair has D = 1
-// (stride 0).
-struct Geometry {
-  int64_t n, c, d, h, w, od, oh, ow;
-  int64_t xs[5], ys[5];
-  bool channels_last;  // the output's channels are adjacent: threads walk c fastest (coalesced)
-};
-inline Geometry geometry(const amber_tensor_view& x, const amber_tensor_view& y) {
-  Geometry g{};
-  int64_t xsz[5], ysz[5];
-  for (int i = 0, k = 0; i < 5; ++i) {
-    const bool absent = x.ndim == 4 && i == 2;  // the D a 4-D pair lacks
-    xsz[i] = absent ? 1 : x.sizes[k];
-    ysz[i] = absent ? 1 : y.sizes[k];
-    g.xs[i] = absent ? 0 : x.strides[k];
-    g.ys[i] = absent ? 0 : y.strides[k];
-    k += absent ? 0 : 1;
-  }
-  g.n = xsz[0], g.c = xsz[1], g.d = xsz[2], g.h = xsz[3], g.w = xsz[4];
-  g.od = ysz[2], g.oh = ysz[3], g.ow = ysz[4];
-  g.channels_last = g.c > 1 && g.ys[1] == 1;
-  return g;
-}
-AMBER_HD inline int64_t total(const Geometry& g) { return g.n * g.c * g.od * g.oh * g.ow; }
+// The geometry of a resize (kernels/resample.h, the CPU kernels' too).
+using resample::Geometry;
+using resample::geometry;
+using resample::total;
 
 // Output element i's (n, c, od, oh, ow), in the order threads walk them, and its offset in y.
 struct Position {
@@ -68,28 +48,25 @@ __global__ void nearest_kernel(const T* x, T* y, Geometry g, double sd, double s
   }
 }
 
+// upsample_bilinear2d, upsample_bicubic2d and (volumetric) upsample_trilinear3d: the taps of the
+// element's position along each dim (steps rd, rh, rw: linear_scale's), a 5-D input's planes
+// blended after their pixels as the CPU's (resample::blend3).
 template <typename T, typename A, bool Cubic>
-__global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rh, A rw, bool corners) {
+__global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rd, A rh, A rw, bool corners, bool volumetric) {
   const int64_t count = total(g);
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const Position p = position(g, i);
     const auto r = resample::tap_of<Cubic, A>(p.oh, g.h, g.oh, rh, corners),
                q = resample::tap_of<Cubic, A>(p.ow, g.w, g.ow, rw, corners);
-    y[y_offset(g, p)] = cast_value<T>(resample::blend<A>(x + p.n * g.xs[0] + p.c * g.xs[1], r, q, g.xs[3], g.xs[4]));
-  }
-}
-
-// upsample_trilinear3d: the plane, row and column taps, blended as the CPU's (resample::blend3).
-template <typename T, typename A>
-__global__ void trilinear_kernel(const T* x, T* y, Geometry g, A rd, A rh, A rw, bool corners) {
-  const int64_t count = total(g);
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    const Position p = position(g, i);
-    const auto e = resample::linear_source<A>(p.od, g.d, g.od, rd, corners),
-               r = resample::linear_source<A>(p.oh, g.h, g.oh, rh, corners),
-               q = resample::linear_source<A>(p.ow, g.w, g.ow, rw, corners);
-    y[y_offset(g, p)] =
-        cast_value<T>(resample::blend3<A>(x + p.n * g.xs[0] + p.c * g.xs[1], e, r, q, g.xs[2], g.xs[3], g.xs[4]));
+    const T* v = x + p.n * g.xs[0] + p.c * g.xs[1];
+    A out;
+    if constexpr (!Cubic)
+      out = volumetric ? resample::blend3<A>(v, resample::linear_source<A>(p.od, g.d, g.od, rd, corners), r, q, g.xs[2],
+                                             g.xs[3], g.xs[4])
+                       : resample::blend<A>(v, r, q, g.xs[3], g.xs[4]);
+    else
+      out = resample::blend<A>(v, r, q, g.xs[3], g.xs[4]);
+    y[y_offset(g, p)] = cast_value<T>(out);
   }
 }
 
