@@ -147,7 +147,9 @@ template <typename T>
 using CubicKernel = Interpolating<T, true>;
 
 // upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
-// scales_w): each output row's and column's window and its normalised weights.
+// scales_w): each output row's and column's window and its normalised weights (the state), applied
+// separably as ATen: every input row resampled along W into the workspace (N, C, H, W_out in A),
+// then each output pixel summed along H from it. The sums are aa_blend's, in its order.
 template <typename A>
 struct AaTap {
   resample::AaWindow<A> window;
@@ -158,14 +160,17 @@ struct Antialiased {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's scalar_t
   using State = Taps<AaTap<A>>;
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
-    return State::setup(a, resample::resize_attrs::interp2d, state, workspace_bytes,
-                        [](int64_t i, int64_t in, int64_t out, double scale, bool corners) {
-                          const A step = resample::linear_scale<A>(in, out, corners, scale);
-                          AaTap<A> t{resample::aa_window<Cubic, A>(i, in, step), {}};
-                          for (int64_t j = 0; j < t.window.n; ++j)
-                            t.weights.push_back(resample::aa_weight<Cubic, A>(t.window, j));
-                          return t;
-                        });
+    const int failed = State::setup(a, resample::resize_attrs::interp2d, state, workspace_bytes,
+                                    [](int64_t i, int64_t in, int64_t out, double scale, bool corners) {
+                                      const A step = resample::linear_scale<A>(in, out, corners, scale);
+                                      AaTap<A> t{resample::aa_window<Cubic, A>(i, in, step), {}};
+                                      for (int64_t j = 0; j < t.window.n; ++j)
+                                        t.weights.push_back(resample::aa_weight<Cubic, A>(t.window, j));
+                                      return t;
+                                    });
+    const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
+    *workspace_bytes = size_t(g.n * g.c * g.h * g.ow) * sizeof(A);
+    return failed;
   }
   static constexpr auto destroy = &State::destroy;
   static int run(const amber_kernel_args* a) {
@@ -174,11 +179,34 @@ struct Antialiased {
     const State* s = state_of<State>(a);
     if (!s) return 1;
     const AaTap<A>*rows = s->dim[1].data(), *cols = s->dim[2].data();
-    for_each_pixel<T>(a, g, [&](const T* p, int64_t, int64_t i, int64_t j) {
-      const A *rw = rows[i].weights.data(), *cw = cols[j].weights.data();
-      return T(resample::aa_blend<A>(
-          p, rows[i].window, cols[j].window, g.xs[3], g.xs[4], [rw](int64_t u) { return rw[u]; },
-          [cw](int64_t v) { return cw[v]; }));
+    CallScratch scratch(a);
+    A* across = scratch.take_array<A>(size_t(g.n * g.c * g.h * g.ow));
+    const T* x = static_cast<const T*>(a->inputs[0].data);
+    {
+      ThreadLimit limit(std::max(1, a->num_threads));
+      parallel_for(g.n * g.c * g.h, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t n = r / (g.c * g.h), c = r / g.h % g.c, h = r % g.h;
+          const T* line = x + n * g.xs[0] + c * g.xs[1] + h * g.xs[3];
+          A* out = across + r * g.ow;
+          for (int64_t j = 0; j < g.ow; ++j) {
+            const T* in = line + cols[j].window.lo * g.xs[4];
+            const A* w = cols[j].weights.data();
+            A t = 0;
+            for (int64_t v = 0; v < cols[j].window.n; ++v) t += A(in[v * g.xs[4]]) * w[v];
+            out[j] = t;
+          }
+        }
+      });
+    }
+    Geometry along = g;  // the workspace as the second pass's input: (N, C, 1, H, W_out), dense
+    along.xs[0] = g.c * g.h * g.ow, along.xs[1] = g.h * g.ow, along.xs[2] = 0, along.xs[3] = g.ow, along.xs[4] = 1;
+    for_each_pixel<T>(a, along, static_cast<const A*>(across), [&](const A* p, int64_t, int64_t i, int64_t j) {
+      const A* w = rows[i].weights.data();
+      const A* column = p + rows[i].window.lo * g.ow + j;
+      A out = 0;
+      for (int64_t u = 0; u < rows[i].window.n; ++u) out += column[u * g.ow] * w[u];
+      return T(out);
     });
     return 0;
   }
