@@ -1,8 +1,8 @@
 // The basic nn layers with PyTorch's constructor arguments and parameter names: Linear,
-// Conv2d, ConvTranspose2d, BatchNorm2d, GroupNorm, LayerNorm, Embedding, ReLU, GELU,
-// MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Upsample, Flatten, Dropout. Parameters are initialised as PyTorch does by
-// default (kaiming-uniform weights, uniform biases, unit norms) from Amber's generator; models usually overwrite them
-// with load_state().
+// Conv2d, ConvTranspose2d, BatchNorm2d, GroupNorm, LayerNorm, Embedding, ReLU, GELU, MaxPool2d,
+// AvgPool2d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, Upsample, Flatten, Dropout. Parameters are
+// initialised as PyTorch does by default (kaiming-uniform weights, uniform biases, unit norms) from
+// Amber's generator; models usually overwrite them with load_state().
 #pragma once
 
 #include <optional>
@@ -130,6 +130,12 @@ class AdaptiveAvgPool2d : public BuiltinModule<AdaptiveAvgPool2d> {
   explicit AdaptiveAvgPool2d(OptionalSize2d output_size) : output_size(std::move(output_size)) {}
   Tensor forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size); }
   OptionalSize2d output_size;
+};
+class AdaptiveAvgPool3d : public BuiltinModule<AdaptiveAvgPool3d> {
+ public:
+  explicit AdaptiveAvgPool3d(OptionalSize3d output_size) : output_size(std::move(output_size)) {}
+  Tensor forward(const Tensor& x) { return adaptive_avg_pool3d(x, output_size); }
+  OptionalSize3d output_size;
 };
 
 // torch.nn.Upsample: interpolate with fixed options (size or scale_factor, mode, align_corners).

@@ -412,6 +412,37 @@ Tensor adaptive_avg_pool2d(const Tensor& x, const OptionalSize2d& output_size, S
   }
   return call(AMBER_OP("adaptive_avg_pool2d"), {&x}, {Attr(size)}, loc);
 }
+Tensor adaptive_avg_pool3d(const Tensor& x, const OptionalSize3d& output_size, SrcLoc loc) {
+  const auto& o = output_size.values();
+  const int64_t r = x.dim();
+  if (r != 4 && r != 5)
+    throw Error(
+        str("adaptive_avg_pool3d: expected a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input, got shape ", x.sizes()));
+  for (int64_t d = r - 4; d < r; ++d)
+    if (x.size(d) <= 0)
+      throw Error(str("adaptive_avg_pool3d: expected non-empty channel and spatial dims, got shape ", x.sizes()));
+  if (o.size() != 1 && o.size() != 3)
+    throw Error(str("adaptive_avg_pool3d: output_size takes 1 or 3 values (D, H, W), got ", o.size()));
+  DimVec size;  // (D, H, W), None resolved to the input's
+  for (int i = 0; i < 3; ++i) {
+    const std::optional<int64_t>& given = o[o.size() == 1 ? 0 : size_t(i)];
+    size.push_back(given ? *given : x.size(r - 3 + i));
+    if (size.back() < 0)
+      throw Error(str("adaptive_avg_pool3d: output_size must be non-negative, got ", size.back(), " for dim ", i));
+  }
+  const Tensor v = r == 5 ? x : x.unsqueeze(0, loc);
+  const int64_t n = v.size(0), c = v.size(1), d = v.size(2), plane = size[1] * size[2];
+  const DimVec out{n, c, size[0], size[1], size[2]};
+  Tensor y;
+  if (size[0] == 0 || plane == 0) {
+    y = zeros(out, TensorOptions(x.dtype(), x.device()), loc);  // nothing to average
+  } else {
+    const Tensor planes =
+        adaptive_avg_pool2d(v.reshape({n, c * d, v.size(3), v.size(4)}, loc), {size[1], size[2]}, loc);
+    y = adaptive_avg_pool2d(planes.reshape({n, c, d, plane}, loc), {size[0], plane}, loc).reshape(out, loc);
+  }
+  return r == 5 ? y : y.squeeze(0, loc);
+}
 namespace {
 Attr optional_float(std::optional<double> v) { return v ? Attr(*v) : Attr::none(); }
 }  // namespace
@@ -479,7 +510,8 @@ Tensor resize(const Tensor& x, const std::string& mode, const DimVec& size,
     return volumetric ? upsample_nearest3d(x, size, scales[0], scales[1], scales[2], loc)
                       : upsample_nearest2d(x, size, scales[0], scales[1], loc);
   if (mode == "trilinear") return upsample_trilinear3d(x, size, align_corners, scales[0], scales[1], scales[2], loc);
-  if (mode == "area") return adaptive_avg_pool2d(x, size, loc);  // as F.interpolate: no scales
+  if (mode == "area")  // as F.interpolate: no scales
+    return volumetric ? adaptive_avg_pool3d(x, size, loc) : adaptive_avg_pool2d(x, size, loc);
   if (mode == "bicubic")
     return (antialias ? upsample_bicubic2d_aa : upsample_bicubic2d)(x, size, align_corners, scales[0], scales[1], loc);
   if (mode == "bilinear")
@@ -519,9 +551,6 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o, SrcLoc loc) {
                                         "4-D (N, C, H, W)", "5-D (N, C, D, H, W)"};
   if ((needs && spatial != needs) || (!needs && (spatial < 1 || spatial > 3)))
     throw Error(str("interpolate: ", mode, " mode needs a ", kShapes[needs], " input, got shape ", x.sizes()));
-  if (mode == "area" && spatial == 3)
-    throw Error(
-        str("interpolate: area mode of 5-D input (adaptive_avg_pool3d) is not supported yet, got shape ", x.sizes()));
   if (o.size.empty() == o.scale_factor.empty())
     throw Error("interpolate: exactly one of size and scale_factor must be given");
   if (o.align_corners && mode != "linear" && mode != "bilinear" && mode != "bicubic" && mode != "trilinear")

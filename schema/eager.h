@@ -245,6 +245,13 @@ class OptionalSize2d {
   std::vector<std::optional<int64_t>> sizes_;
 };
 Tensor adaptive_avg_pool2d(const Tensor& input, const OptionalSize2d& output_size, SrcLoc loc = {});
+// torch.nn.functional.adaptive_avg_pool3d of 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input:
+// output_size (D, H, W) or one value for all three, std::nullopt keeping the input's size. Each
+// output element is the mean of its box [floor(i*in/out), ceil((i+1)*in/out)) along each dim,
+// computed as two adaptive_avg_pool2d (each (D) plane's (H, W) windows, then the planes' D
+// windows), which is what a trace records; f32 results are within rounding of ATen's one sum.
+using OptionalSize3d = OptionalSize2d;
+Tensor adaptive_avg_pool3d(const Tensor& input, const OptionalSize3d& output_size, SrcLoc loc = {});
 // Nearest and bilinear resizing of [N, C, H, W] to output_size (H, W), as ATen's ops: the
 // scales (when given, and > 0) set the source step 1 / scale instead of in / out, as
 // F.interpolate passes them with scale_factor.
@@ -282,7 +289,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& m
 struct InterpolateOptions {
   DimVec size = {};
   std::vector<double> scale_factor = {};
-  // "nearest" or "nearest-exact" (3-D, 4-D or 5-D input), "area" (3-D or 4-D), "linear" (3-D),
+  // "nearest", "nearest-exact" or "area" (3-D, 4-D or 5-D input), "linear" (3-D),
   // "bilinear" or "bicubic" (4-D), "trilinear" (5-D)
   std::string mode = "nearest";
   std::optional<bool> align_corners = std::nullopt;  // the interpolating modes; false when not given
@@ -293,8 +300,8 @@ struct InterpolateOptions {
 // input: the output size is floor(in * scale) when scaled, and the scales reach the op unless
 // recompute_scale_factor; traced as upsample_nearest2d, upsample_bilinear2d, upsample_bicubic2d
 // (antialias: their _aa forms), upsample_nearest3d, upsample_trilinear3d, (area)
-// adaptive_avg_pool2d or (nearest-exact) index_select of constant source indices, 3-D input
-// between an unsqueeze and a squeeze. Mode area of 5-D input is not supported yet.
+// adaptive_avg_pool2d (5-D: adaptive_avg_pool3d's) or (nearest-exact) index_select of constant
+// source indices, 3-D input between an unsqueeze and a squeeze.
 Tensor interpolate(const Tensor& input, const InterpolateOptions& options, SrcLoc loc = {});
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
                   const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5,

@@ -774,8 +774,6 @@ TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[e
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8}, .mode = "bilinear"}), "bilinear mode needs a 4-D");
   AMBER_REQUIRE_ERROR(interpolate(row, {.size = {8}, .mode = "linear"}), "linear mode needs a 3-D (N, C, L) input");
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {8, 8}}), "take 1 value (L) for a 3-D input, got 2");
-  AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {4}, .mode = "area"}),
-                      "area mode of 5-D input (adaptive_avg_pool3d) is not supported yet");
   AMBER_REQUIRE_ERROR(interpolate(randn({1, 1, 2, 2, 2}), {.size = {3, 3}}), "take 1 or 3 values (D, H, W)");
   AMBER_REQUIRE_ERROR(interpolate(line, {.size = {0}, .mode = "nearest-exact"}), "sizes greater than 0");
   // 5-D input: upsample_nearest3d, upsample_trilinear3d and nearest-exact along D, H and W.
@@ -792,6 +790,25 @@ TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[e
   CHECK(test::compare(up3, upsample_nearest3d(vol, {3, 3, 4}, 1.6, 1.6, 1.6), 0, 0).ok);
   CHECK(near(interpolate(vol, {.size = {3, 3, 2}, .mode = "nearest-exact"}),
              {0, 2, 3, 5, 3, 5, 6, 8, 9, 11, 9, 11, 6, 8, 9, 11, 9, 11}));
+  // area of 5-D input: adaptive_avg_pool3d (F.adaptive_avg_pool3d of arange(60.).view(1, 2, 3, 2, 5)
+  // squared): uneven boxes along D and W, H averaged whole.
+  const Tensor box = arange(0, 60, 1, TensorOptions(DType::f32)).reshape({1, 2, 3, 2, 5}), box2 = box * box;
+  const std::vector<float> pooled{95.5,   122.16666412353516f, 152.5,  355.5,  412.1666564941406f, 472.5,
+                                  1475.5, 1592.1666259765625f, 1712.5, 2335.5, 2482.166748046875f, 2632.5};
+  CHECK(near(adaptive_avg_pool3d(box2, {2, 1, 3}), pooled));
+  CHECK(near(interpolate(box2, {.size = {2, 1, 3}, .mode = "area"}), pooled));
+  CHECK(near(adaptive_avg_pool3d(box2[0], {2, 1, 3}), pooled));  // 4-D (C, D, H, W)
+  // One value for all three dims (H from 2 to 4 windows: each row twice); None keeps a dim.
+  const Tensor four = adaptive_avg_pool3d(box2, {4});
+  REQUIRE(four.sizes() == DimVec{1, 2, 4, 4, 4});
+  CHECK(near(four.flatten().slice(0, 0, 6), {0.5, 2.5, 6.5, 12.5, 0.5, 2.5}));
+  CHECK(adaptive_avg_pool3d(box2[0], {std::nullopt, 2, std::nullopt}).sizes() == DimVec{2, 3, 2, 5});
+  CHECK(test::compare(adaptive_avg_pool3d(box2, {std::nullopt}), box2, 0, 0).ok);
+  CHECK(adaptive_avg_pool3d(box2, {0, 2, 2}).sizes() == DimVec{1, 2, 0, 2, 2});
+  AMBER_REQUIRE_ERROR(adaptive_avg_pool3d(box2[0][0], {2}), "expected a 4-D (C, D, H, W) or 5-D");
+  AMBER_REQUIRE_ERROR(adaptive_avg_pool3d(box2, {2, 2}), "output_size takes 1 or 3 values (D, H, W), got 2");
+  AMBER_REQUIRE_ERROR(adaptive_avg_pool3d(box2, {-1}), "output_size must be non-negative, got -1");
+  AMBER_REQUIRE_ERROR(adaptive_avg_pool3d(box2.slice(2, 0, 0), {2}), "non-empty channel and spatial dims");
   // antialias: the _aa ops, scales passed on as for the plain ones.
   const Tensor x = arange(0, 20, 1, TensorOptions(DType::f32)).reshape({1, 1, 4, 5});
   CHECK(near(interpolate(x, {.size = {2, 3}, .mode = "bilinear", .antialias = true}),
@@ -818,6 +835,10 @@ TEST_CASE("eager adaptive_avg_pool2d takes None sizes as the input's own", "[eag
   CHECK(test::compare(adaptive_avg_pool2d(x[0], {1, std::nullopt}), x[0].mean({1}, true), 1e-6, 1e-6).ok);
   nn::AdaptiveAvgPool2d pool({std::nullopt, 2});
   CHECK(pool(x).sizes() == DimVec{2, 3, 5, 2});
+  nn::AdaptiveAvgPool3d pool3({1, std::nullopt, 2});  // x as (C, D, H, W)
+  const Tensor p3 = pool3(x);
+  REQUIRE(p3.sizes() == DimVec{2, 1, 5, 2});
+  CHECK(test::compare(p3, adaptive_avg_pool2d(x.mean({1}, true), {5, 2}), 1e-6, 1e-6).ok);
   AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x, {std::nullopt, 2, 2}), "needs 1 or 2 values");
   AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x[0][0], {std::nullopt}), "3-D or 4-D input, got 1 values and shape [5, 7]");
 }

@@ -149,9 +149,10 @@ TEST_CASE("the eager compositions trace, save and load as the ops they call", "[
     const Tensor aa =  // upsample_bilinear2d_aa + upsample_bicubic2d_aa, [2, 2, 3, 1]
         interpolate(d, {.size = {3, 1}, .mode = "bilinear", .antialias = true}) +
         interpolate(d, {.scale_factor = {0.5, 1}, .mode = "bicubic", .antialias = true});
-    const Tensor vol =  // upsample_trilinear3d + upsample_nearest3d, [2, 2, 2, 5, 3]
+    const Tensor vol =  // upsample_trilinear3d + upsample_nearest3d + area, [2, 2, 2, 5, 3]
         interpolate(d.unsqueeze(2), {.size = {2, 5, 3}, .mode = "trilinear"}) +
-        interpolate(d.unsqueeze(2), {.size = {2, 5, 3}});
+        interpolate(d.unsqueeze(2), {.size = {2, 5, 3}}) +
+        interpolate(d.unsqueeze(2), {.size = {2, 5, 3}, .mode = "area"});  // adaptive_avg_pool3d's two
     return std::vector<Tensor>{where(gt(values, Scalar(0)), values, 0.5), indices, up, t, line, exact, aa, vol};
   };
   const Tensor x = randn({2, 3, 7});
