@@ -205,6 +205,31 @@ TEST_CASE("cuda emulated: a loaded model of these kernels equals the CPU, inputs
       1e-6, 1e-5);
 }
 
+// topk past kTopkBlockMax sorts each line whole in the workspace its setup asked for (a block a
+// line; row_kernels.cuh's topk_sort_kernel): eager on the device and a loaded model, both orders,
+// ties by index.
+TEST_CASE("cuda emulated: topk of k above a block's share sorts in the workspace its setup asks", "[emulated]") {
+  const Device device = emulated_cuda();
+  manual_seed(6);
+  const Tensor x = round(randn({3, 2600}) * 20.0);
+  for (bool largest : {true, false}) {
+    INFO("largest " << largest);
+    const auto [v, i] = topk(x.to(device), 2500, 1, largest);
+    const auto [want_v, want_i] = topk(x, 2500, 1, largest);
+    CHECK(test::compare(v.to(Device::cpu()), want_v, 0, 0).ok);
+    CHECK(test::compare(i.to(Device::cpu()), want_i, 0, 0).ok);
+  }
+  auto f = [](const Tensor& t) {
+    auto [v, i] = topk(t, 2049, 0, true);
+    return std::vector<Tensor>{v, i};
+  };
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  check_model(
+      trace(f, {x.t()}, quiet).save_to_bytes(),
+      [&](int64_t call) { return std::vector<Tensor>{(x * double(call)).t()}; }, 0, 0);
+}
+
 // fused.cu's host half: each step's program checked and given slots at setup, then the kernel
 // chosen by the operands (dense and aligned: several elements a thread; a broadcast weight: one),
 // by the slots the program needs (more live values than kSlots: a slot an instruction) and by the

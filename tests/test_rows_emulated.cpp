@@ -366,6 +366,55 @@ TEST_CASE("cuda emulated: topk a block a line (radix select, bitonic sort) equal
   check_topk_block<float>(amber::randn({6, 33}), 1, 33, true);
 }
 
+// topk_sort_kernel (k above kTopkBlockMax: a block a line sorting it whole, a stable radix sort in
+// its scratch) on x along dim, 2 blocks, against amber::topk.
+template <typename T>
+void check_topk_sort(const Tensor& x, int64_t dim, int64_t k, bool largest) {
+  INFO("topk a block a line, sorted whole: " << amber::dtype_name(x.dtype()) << " of " << x.numel()
+                                             << " elements along " << dim << ", k " << k << ", largest " << largest);
+  const auto [want_v, want_i] = amber::topk(x, k, dim, largest);
+  const Tensor v = amber::full(want_v.sizes(), -7.0, x.dtype()), ix = amber::full(want_i.sizes(), -7.0, DType::i64);
+  const amber_tensor_view xv = view_of(x), vv = view_of(v), iv = view_of(ix);
+  const int d = int(dim < 0 ? dim + x.dim() : dim);
+  const int64_t n = x.sizes()[size_t(d)], lines = v.numel() / k;
+  using U = rows::topk_rank_t<amber::cuda::compute_t<T>>;
+  std::vector<double> scratch(2 * rows::topk_sort_block_bytes<U>(n) / sizeof(double) + 1);
+  amber::emulation::launch(&rows::topk_sort_kernel<T>, dim3(2), dim3(rows::kThreads), static_cast<const T*>(xv.data),
+                           static_cast<T*>(vv.data), static_cast<int64_t*>(iv.data),
+                           amber::scan::lines_along(vv, xv, d), amber::scan::lines_along(iv, xv, d), d, n, k, largest,
+                           lines, static_cast<void*>(scratch.data()));
+  CHECK(same(v, want_v));
+  CHECK(same(ix, want_i));
+}
+
+TEST_CASE("cuda emulated: topk sorting lines whole (stable radix sort) equals the CPU's", "[emulated]") {
+  // The ties, signed zeros and NaNs of the block kernel's test, k from 1 to the whole line, both
+  // orders, along the last dim and transposed (strided); then lines longer than a tile and
+  // kTopkBlockMax, 64-bit ranks, narrow integers and 16-bit floats widened.
+  amber::manual_seed(13);
+  Tensor x = amber::round(amber::randn({3, 1000}) * 3.0) * 0.5;
+  float* xp = x.data_ptr<float>();
+  xp[17] = -0.0f;
+  xp[1000 + 999] = NAN;
+  xp[2000 + 0] = NAN;
+  xp[2000 + 500] = NAN;
+  for (int64_t k : {int64_t(1), int64_t(300), int64_t(1000)})
+    for (bool largest : {true, false}) {
+      check_topk_sort<float>(x, -1, k, largest);
+      check_topk_sort<float>(x.t(), 0, k, largest);
+    }
+  check_topk_sort<float>(amber::round(amber::randn({3, 4100}) * 50.0), 1, 3000, true);
+  check_topk_sort<double>(amber::randn({3, 777}, DType::f64), 1, 777, false);
+  const Tensor big = (amber::round(amber::randn({4, 301}) * 4.0) * 1e15).to(DType::i64);
+  check_topk_sort<int64_t>(big, 1, 301, true);
+  const Tensor small = amber::round(amber::randn({5, 257}) * 40.0);
+  check_topk_sort<int8_t>(small.to(DType::i8), 1, 257, false);
+  check_topk_sort<uint8_t>(amber::abs(small).to(DType::u8), 1, 100, true);
+  check_topk_sort<int32_t>((small * 1e6).to(DType::i32), 0, 5, false);
+  check_topk_sort<__half>(x.to(DType::f16), 1, 1000, true);
+  check_topk_sort<__nv_bfloat16>(x.to(DType::bf16), 1, 1000, false);
+}
+
 TEST_CASE("cuda emulated: any and all, a block's vote, equal the CPU's", "[emulated]") {
   // Rows of zeros with a few deciding elements: one at a row's last element (the last thread's
   // second pass), a NaN (true), one in the first thread's first element; and the same rows

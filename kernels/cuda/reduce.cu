@@ -201,30 +201,69 @@ struct AnyAll {
 };
 
 // topk(self, k, dim, largest, sorted): row_kernels.cuh's topk_block_kernel, a block a line, for k
-// up to kTopkBlockMax on lines of more than 32 elements; topk_kernel, a thread a line, otherwise
-// (short lines, where a block would mostly idle, and larger k).
+// up to kTopkBlockMax on lines of more than 32 elements; topk_sort_kernel, a block a line sorting
+// it whole in the workspace, for larger k; topk_kernel, a thread a line, otherwise (short lines,
+// where a block would mostly idle). The setup asks the sort's scratch for kTopkSortBlocks blocks.
+constexpr int64_t kTopkSortBlocks = 16;
+struct TopkPlan {
+  int dim;
+  int64_t n, k, lines;
+  bool sorts;  // topk_sort_kernel's
+};
+TopkPlan topk_plan(const amber_kernel_args* a) {
+  const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0];
+  TopkPlan p{};
+  p.k = a->attrs[op_attrs::topk::k].i;
+  p.dim = x.ndim == 0 ? 0 : int(a->attrs[op_attrs::topk::dim].i);
+  if (p.dim < 0) p.dim += x.ndim;
+  p.n = x.ndim == 0 ? 1 : x.sizes[p.dim];
+  p.lines = p.k > 0 ? numel(v) / p.k : 0;
+  p.sorts = p.k > kTopkBlockMax && p.n < (int64_t(1) << 31) && numel(v) > 0;
+  return p;
+}
 template <typename T>
 struct TopkKernel {
+  using U = topk_rank_t<compute_t<T>>;
+  static unsigned sort_blocks(const TopkPlan& p) { return unsigned(std::min(p.lines, kTopkSortBlocks)); }
+  static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+    *state = nullptr;
+    const TopkPlan p = topk_plan(a);
+    *workspace_bytes = p.sorts ? padded(sort_blocks(p) * topk_sort_block_bytes<U>(p.n)) : 0;
+    return 0;
+  }
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0], &ix = a->outputs[1];
-    const int64_t k = a->attrs[op_attrs::topk::k].i;
-    if (k == 0 || numel(v) == 0) return 0;
-    int dim = x.ndim == 0 ? 0 : int(a->attrs[op_attrs::topk::dim].i);
-    if (dim < 0) dim += x.ndim;
-    const int64_t n = x.ndim == 0 ? 1 : x.sizes[dim], lines = numel(v) / k;
+    const TopkPlan p = topk_plan(a);
+    if (p.k == 0 || numel(v) == 0) return 0;
     // A 0-D self: one line of one element (the walk sees no dims; strides unused past n = 1).
-    const scan::Lines wv = scan::lines_along(v, x, dim), wi = scan::lines_along(ix, x, dim);
+    const scan::Lines wv = scan::lines_along(v, x, p.dim), wi = scan::lines_along(ix, x, p.dim);
     DeviceScope scope(a->device);
     const bool largest = a->attrs[op_attrs::topk::largest].i != 0;
-    if (k <= kTopkBlockMax && n > 32 && n < (int64_t(1) << 31))
-      enqueue(a, &topk_block_kernel<T>, dim3(blocks_for(lines)), dim3(kThreads), static_cast<const T*>(x.data),
-              static_cast<T*>(v.data), static_cast<int64_t*>(ix.data), wv, wi, dim, n, k, largest, lines);
-    else
-      enqueue(a, &topk_kernel<T>, dim3(grid_for(lines)), dim3(256), static_cast<const T*>(x.data),
-              static_cast<T*>(v.data), static_cast<int64_t*>(ix.data), wv, wi, dim, n, k, largest, lines);
+    const auto* xp = static_cast<const T*>(x.data);
+    auto* vp = static_cast<T*>(v.data);
+    auto* ip = static_cast<int64_t*>(ix.data);
+    if (p.sorts) {
+      if (!a->workspace || a->workspace_bytes < sort_blocks(p) * topk_sort_block_bytes<U>(p.n))
+        return fail(a, "topk: its workspace is smaller than its setup asked (k %lld of %lld)", (long long)p.k,
+                    (long long)p.n);
+      enqueue(a, &topk_sort_kernel<T>, dim3(sort_blocks(p)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.n, p.k,
+              largest, p.lines, a->workspace);
+    } else if (p.k <= kTopkBlockMax && p.n > 32 && p.n < (int64_t(1) << 31)) {
+      enqueue(a, &topk_block_kernel<T>, dim3(blocks_for(p.lines)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.n, p.k,
+              largest, p.lines);
+    } else {
+      enqueue(a, &topk_kernel<T>, dim3(grid_for(p.lines)), dim3(256), xp, vp, ip, wv, wi, p.dim, p.n, p.k, largest,
+              p.lines);
+    }
     return launched(a, "topk");
   }
 };
+template <typename... Ts>
+void register_topk() {
+  (register_kernel("topk", dtype_code<Ts>(),
+                   amber_kernel{&TopkKernel<Ts>::run, &TopkKernel<Ts>::setup, nullptr, nullptr}),
+   ...);
+}
 
 // cumsum(self, dim, dtype): self already in the output's dtype (inference casts it); a thread per
 // line (row_kernels.cuh's cumsum_kernel).
@@ -247,7 +286,7 @@ struct CumsumKernel {
 
 AMBER_CUDA_KERNELS(reduce) {
   register_typed<CumsumKernel, float, double, int64_t, AMBER_CUDA_HALF>("cumsum");
-  register_typed<TopkKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("topk");
+  register_topk<AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>();
   register_typed<AnyAll<true>::Kernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("any");
   register_typed<AnyAll<false>::Kernel, AMBER_CUDA_COMPARABLE, AMBER_CUDA_HALF>("all");
   register_typed<SumKernel, float, double, int64_t, AMBER_CUDA_HALF>("sum");

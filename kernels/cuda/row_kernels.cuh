@@ -574,6 +574,77 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// topk for k above kTopkBlockMax (up to the whole line: a sort), a block a line: the line's ranks
+// (topk_rank, complemented: ascending order puts the larger first) and indices copied into the
+// block's scratch in index order, then a stable LSD radix sort, eight bits a pass (a histogram of
+// the digit, its prefix sums, each tile of kThreads elements scattered in order), so that equal
+// ranks keep index order as topk_before puts them; the first k are read back from self. O(n) a
+// pass, 4 passes for 32-bit ranks (8 for 64-bit); scratch: topk_sort_block_bytes a block.
+template <typename U>
+AMBER_HD inline size_t topk_sort_block_bytes(int64_t n) {
+  return size_t(n) * 2 * (sizeof(U) + sizeof(int));  // ranks and indices, a source and a destination
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    topk_sort_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n, int64_t k,
+                     bool largest, int64_t lines, void* scratch) {
+  using C = compute_t<T>;
+  using U = topk_rank_t<C>;
+  __shared__ int first[256];  // the pass's next slot for each digit
+  __shared__ int in_tile[256];
+  __shared__ int digit[kThreads];
+  const unsigned t = threadIdx.x;
+  char* mine = static_cast<char*>(scratch) + size_t(blockIdx.x) * topk_sort_block_bytes<U>(n);
+  U* keys[2] = {reinterpret_cast<U*>(mine), reinterpret_cast<U*>(mine) + n};
+  int* at[2] = {reinterpret_cast<int*>(keys[1] + n), reinterpret_cast<int*>(keys[1] + n) + n};
+  for (int64_t l = blockIdx.x; l < lines; l += gridDim.x) {
+    int64_t xo, vo, io, unused;
+    scan::line_start(wv, l, &xo, &vo);
+    scan::line_start(wi, l, &unused, &io);
+    const int64_t xs = wv.xstrides[dim], vs = wv.ystrides[dim], is = wi.ystrides[dim];
+    for (int64_t i = t; i < n; i += blockDim.x) {
+      keys[0][i] = ~topk_rank(load_as_compute(x[xo + i * xs]), largest);
+      at[0][i] = int(i);
+    }
+    int src = 0;
+    for (int shift = 0; shift < int(sizeof(U)) * 8; shift += 8, src ^= 1) {
+      const U* ks = keys[src];
+      const int* is_from = at[src];
+      if (t < 256) first[t] = 0;
+      __syncthreads();
+      for (int64_t i = t; i < n; i += blockDim.x) atomicAdd(&first[int(ks[i] >> shift) & 255], 1);
+      __syncthreads();
+      suffix_sums_256(first);  // first[d]: the ranks whose digit is d or more
+      const int from = t < 256 ? int(n) - first[t] : 0;
+      __syncthreads();
+      if (t < 256) first[t] = from;
+      for (int64_t base = 0; base < n; base += blockDim.x) {
+        const int64_t i = base + t;
+        const int d = i < n ? int(ks[i] >> shift) & 255 : -1;
+        digit[t] = d;
+        if (t < 256) in_tile[t] = 0;
+        __syncthreads();
+        if (d >= 0) {
+          atomicAdd(&in_tile[d], 1);
+          int before = 0;  // the tile's earlier elements of the same digit
+          for (unsigned j = 0; j < t; ++j) before += digit[j] == d;
+          const int slot = first[d] + before;
+          keys[src ^ 1][slot] = ks[i];
+          at[src ^ 1][slot] = is_from[i];
+        }
+        __syncthreads();
+        if (t < 256) first[t] += in_tile[t];
+        __syncthreads();  // digit, in_tile and first are rewritten next
+      }
+    }
+    for (int64_t j = t; j < k; j += blockDim.x) {  // (an even number of passes: the result is in [0])
+      v[vo + j * vs] = x[xo + int64_t(at[src][j]) * xs];
+      ix[io + j * is] = at[src][j];
+    }
+    __syncthreads();  // the scratch is rewritten for the next line
+  }
+}
+
 // cumsum(self, dim, dtype) along lines (scan.h's walk and sum, shared with the CPU).
 template <typename T>
 __global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n,
