@@ -313,35 +313,56 @@ TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[
     }
 }
 
-// topk_block_kernel on x along dim (2 blocks: lines outnumber them) against amber::topk.
+// topk_block_kernel on x along dim (2 blocks: lines outnumber them) against amber::topk; whole:
+// topk_sort_kernel instead (for k above kTopkBlockMax: a block a line sorting it whole, a stable
+// radix sort in its scratch).
 template <typename T>
-void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest) {
-  INFO("topk a block a line: " << amber::dtype_name(x.dtype()) << " of " << x.numel() << " elements along " << dim
-                               << ", k " << k << ", largest " << largest);
+void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest, bool whole = false) {
+  INFO("topk a block a line" << (whole ? ", sorted whole: " : ": ") << amber::dtype_name(x.dtype()) << " of "
+                             << x.numel() << " elements along " << dim << ", k " << k << ", largest " << largest);
   const auto [want_v, want_i] = amber::topk(x, k, dim, largest);
   const Tensor v = amber::full(want_v.sizes(), -7.0, x.dtype()), ix = amber::full(want_i.sizes(), -7.0, DType::i64);
   const amber_tensor_view xv = view_of(x), vv = view_of(v), iv = view_of(ix);
   const int d = int(dim < 0 ? dim + x.dim() : dim);
   const int64_t n = x.sizes()[size_t(d)], lines = v.numel() / k;
-  amber::emulation::launch(&rows::topk_block_kernel<T>, dim3(2), dim3(rows::kThreads), static_cast<const T*>(xv.data),
-                           static_cast<T*>(vv.data), static_cast<int64_t*>(iv.data),
-                           amber::scan::lines_along(vv, xv, d), amber::scan::lines_along(iv, xv, d), d, n, k, largest,
-                           lines);
+  const auto xp = static_cast<const T*>(xv.data);
+  const auto vp = static_cast<T*>(vv.data);
+  const auto ip = static_cast<int64_t*>(iv.data);
+  const amber::scan::Lines wv = amber::scan::lines_along(vv, xv, d), wi = amber::scan::lines_along(iv, xv, d);
+  if (whole) {
+    using U = rows::topk_rank_t<amber::cuda::compute_t<T>>;
+    std::vector<double> scratch(2 * rows::topk_sort_block_bytes<U>(n) / sizeof(double) + 1);
+    amber::emulation::launch(&rows::topk_sort_kernel<T>, dim3(2), dim3(rows::kThreads), xp, vp, ip, wv, wi, d, n, k,
+                             largest, lines, static_cast<void*>(scratch.data()));
+  } else {
+    amber::emulation::launch(&rows::topk_block_kernel<T>, dim3(2), dim3(rows::kThreads), xp, vp, ip, wv, wi, d, n, k,
+                             largest, lines);
+  }
   CHECK(same(v, want_v));
   CHECK(same(ix, want_i));
 }
+template <typename T>
+void check_topk_sort(const Tensor& x, int64_t dim, int64_t k, bool largest) {
+  check_topk_block<T>(x, dim, k, largest, true);
+}
 
-TEST_CASE("cuda emulated: topk a block a line (radix select, bitonic sort) equals the CPU's", "[emulated]") {
-  // Multiples of 0.5 in [-4, 4] (ties everywhere, zeros of both signs: -0 and +0 tie, by index),
-  // NaNs at a few places; 3 lines of 1000 along the last dim and, transposed, strided. k from 1
-  // to the whole line (a sort), each through both orders.
-  amber::manual_seed(12);
+// Multiples of 0.5 in [-4, 4] (ties everywhere, zeros of both signs: -0 and +0 tie, by index),
+// NaNs at a few places: 3 lines of 1000.
+Tensor ties_and_nans() {
   Tensor x = amber::round(amber::randn({3, 1000}) * 3.0) * 0.5;
   float* xp = x.data_ptr<float>();
   xp[17] = -0.0f;
   xp[1000 + 999] = NAN;
   xp[2000 + 0] = NAN;
   xp[2000 + 500] = NAN;
+  return x;
+}
+
+TEST_CASE("cuda emulated: topk a block a line (radix select, bitonic sort) equals the CPU's", "[emulated]") {
+  // ties_and_nans along the last dim and, transposed, strided. k from 1 to the whole line (a
+  // sort), each through both orders.
+  amber::manual_seed(12);
+  const Tensor x = ties_and_nans();
   for (int64_t k : {int64_t(1), int64_t(7), int64_t(300), int64_t(1000)})
     for (bool largest : {true, false}) {
       check_topk_block<float>(x, -1, k, largest);
@@ -366,38 +387,12 @@ TEST_CASE("cuda emulated: topk a block a line (radix select, bitonic sort) equal
   check_topk_block<float>(amber::randn({6, 33}), 1, 33, true);
 }
 
-// topk_sort_kernel (k above kTopkBlockMax: a block a line sorting it whole, a stable radix sort in
-// its scratch) on x along dim, 2 blocks, against amber::topk.
-template <typename T>
-void check_topk_sort(const Tensor& x, int64_t dim, int64_t k, bool largest) {
-  INFO("topk a block a line, sorted whole: " << amber::dtype_name(x.dtype()) << " of " << x.numel()
-                                             << " elements along " << dim << ", k " << k << ", largest " << largest);
-  const auto [want_v, want_i] = amber::topk(x, k, dim, largest);
-  const Tensor v = amber::full(want_v.sizes(), -7.0, x.dtype()), ix = amber::full(want_i.sizes(), -7.0, DType::i64);
-  const amber_tensor_view xv = view_of(x), vv = view_of(v), iv = view_of(ix);
-  const int d = int(dim < 0 ? dim + x.dim() : dim);
-  const int64_t n = x.sizes()[size_t(d)], lines = v.numel() / k;
-  using U = rows::topk_rank_t<amber::cuda::compute_t<T>>;
-  std::vector<double> scratch(2 * rows::topk_sort_block_bytes<U>(n) / sizeof(double) + 1);
-  amber::emulation::launch(&rows::topk_sort_kernel<T>, dim3(2), dim3(rows::kThreads), static_cast<const T*>(xv.data),
-                           static_cast<T*>(vv.data), static_cast<int64_t*>(iv.data),
-                           amber::scan::lines_along(vv, xv, d), amber::scan::lines_along(iv, xv, d), d, n, k, largest,
-                           lines, static_cast<void*>(scratch.data()));
-  CHECK(same(v, want_v));
-  CHECK(same(ix, want_i));
-}
-
 TEST_CASE("cuda emulated: topk sorting lines whole (stable radix sort) equals the CPU's", "[emulated]") {
-  // The ties, signed zeros and NaNs of the block kernel's test, k from 1 to the whole line, both
-  // orders, along the last dim and transposed (strided); then lines longer than a tile and
-  // kTopkBlockMax, 64-bit ranks, narrow integers and 16-bit floats widened.
+  // ties_and_nans, k from 1 to the whole line, both orders, along the last dim and transposed
+  // (strided); then lines longer than a tile and kTopkBlockMax, 64-bit ranks, narrow integers and
+  // 16-bit floats widened.
   amber::manual_seed(13);
-  Tensor x = amber::round(amber::randn({3, 1000}) * 3.0) * 0.5;
-  float* xp = x.data_ptr<float>();
-  xp[17] = -0.0f;
-  xp[1000 + 999] = NAN;
-  xp[2000 + 0] = NAN;
-  xp[2000 + 500] = NAN;
+  const Tensor x = ties_and_nans();
   for (int64_t k : {int64_t(1), int64_t(300), int64_t(1000)})
     for (bool largest : {true, false}) {
       check_topk_sort<float>(x, -1, k, largest);
