@@ -3,6 +3,7 @@
 
 #include "amber/schema/eager.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <span>
@@ -392,24 +393,29 @@ Tensor avg_pool2d(const Tensor& x, const DimVec& k, const DimVec& s, const DimVe
                divisor_override ? Attr(*divisor_override) : Attr::none()},
               loc);
 }
-Tensor adaptive_avg_pool2d(const Tensor& x, const OptionalSize2d& output_size, SrcLoc loc) {
+namespace {
+// An adaptive pool's output_size for x's last `dims` dims with each None resolved to x's size
+// there (one value standing for every dim); without a None, the values as given (the op checks
+// their count).
+DimVec resolve_output_size(const char* op, const OptionalSize2d& output_size, const Tensor& x, int dims) {
   const auto& o = output_size.values();
   DimVec size;
-  for (size_t i = 0; i < o.size(); ++i) {
-    if (o[i]) {
-      size.push_back(*o[i]);
-      continue;
-    }
-    // None: the input's size in that dim (with one value, both dims)
-    if (o.size() > 2 || x.dim() < 3)
-      throw Error(str("adaptive_avg_pool2d: output_size with None needs 1 or 2 values and a 3-D or 4-D input, got ",
-                      o.size(), " values and shape ", x.sizes()));
-    if (o.size() == 1) {
-      size = {x.size(-2), x.size(-1)};
-      break;
-    }
-    size.push_back(x.size(int(i) - 2));
+  if (std::all_of(o.begin(), o.end(), [](const std::optional<int64_t>& v) { return v.has_value(); })) {
+    for (const std::optional<int64_t>& v : o) size.push_back(*v);
+    return size;
   }
+  if ((o.size() != 1 && o.size() != size_t(dims)) || x.dim() < dims + 1)
+    throw Error(str(op, ": output_size with None needs 1 or ", dims, " values and a ", dims + 1, "-D or ", dims + 2,
+                    "-D input, got ", o.size(), " values and shape ", x.sizes()));
+  for (int i = 0; i < dims; ++i) {
+    const std::optional<int64_t>& given = o[o.size() == 1 ? 0 : size_t(i)];
+    size.push_back(given ? *given : x.size(x.dim() - dims + i));
+  }
+  return size;
+}
+}  // namespace
+Tensor adaptive_avg_pool2d(const Tensor& x, const OptionalSize2d& output_size, SrcLoc loc) {
+  const DimVec size = resolve_output_size("adaptive_avg_pool2d", output_size, x, 2);
   return call(AMBER_OP("adaptive_avg_pool2d"), {&x}, {Attr(size)}, loc);
 }
 Tensor adaptive_avg_pool3d(const Tensor& x, const OptionalSize3d& output_size, SrcLoc loc) {
@@ -423,13 +429,11 @@ Tensor adaptive_avg_pool3d(const Tensor& x, const OptionalSize3d& output_size, S
       throw Error(str("adaptive_avg_pool3d: expected non-empty channel and spatial dims, got shape ", x.sizes()));
   if (o.size() != 1 && o.size() != 3)
     throw Error(str("adaptive_avg_pool3d: output_size takes 1 or 3 values (D, H, W), got ", o.size()));
-  DimVec size;  // (D, H, W), None resolved to the input's
-  for (int i = 0; i < 3; ++i) {
-    const std::optional<int64_t>& given = o[o.size() == 1 ? 0 : size_t(i)];
-    size.push_back(given ? *given : x.size(r - 3 + i));
-    if (size.back() < 0)
-      throw Error(str("adaptive_avg_pool3d: output_size must be non-negative, got ", size.back(), " for dim ", i));
-  }
+  DimVec size = resolve_output_size("adaptive_avg_pool3d", output_size, x, 3);  // (D, H, W)
+  if (size.size() == 1) size = {size[0], size[0], size[0]};
+  for (int i = 0; i < 3; ++i)
+    if (size[i] < 0)
+      throw Error(str("adaptive_avg_pool3d: output_size must be non-negative, got ", size[i], " for dim ", i));
   const Tensor v = r == 5 ? x : x.unsqueeze(0, loc);
   const int64_t n = v.size(0), c = v.size(1), d = v.size(2), plane = size[1] * size[2];
   const DimVec out{n, c, size[0], size[1], size[2]};

@@ -203,8 +203,9 @@ struct ScatterReduceKernel {
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::scatter_reduce;
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &src = a->inputs[2], &y = a->outputs[0];
-    if (!a->state) return fail(a, "scatter_reduce: called without its setup");
-    const scatter_fold::Reduce r = *static_cast<const scatter_fold::Reduce*>(a->state);
+    const auto* reduce = setup_state<const scatter_fold::Reduce>(a, "scatter_reduce");
+    if (!reduce) return 1;
+    const scatter_fold::Reduce r = *reduce;
     const bool with_self = attr_bool(a, at::include_self);
     int64_t dim = attr_int(a, at::dim);
     if (dim < 0) dim += std::max(x.ndim, 1);

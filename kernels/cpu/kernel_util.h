@@ -3,7 +3,6 @@
 // selection used to run AVX-512 / AVX2 code only where the processor has it.
 #pragma once
 
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -14,6 +13,7 @@
 
 #include "amber/core/backend.h"
 #include "amber/core/dtype.h"
+#include "amber/kernels/kernel_call.h"
 
 namespace amber::cpu {
 
@@ -33,16 +33,8 @@ inline bool is_contiguous(const amber_tensor_view& v) {
 }
 inline bool present(const amber_tensor_view& v) { return v.ndim >= 0; }
 
-// Writes a printf-style message to the args' error buffer; returns 1 for `return fail(...)`.
-[[gnu::format(printf, 2, 3)]] inline int fail(const amber_kernel_args* a, const char* fmt, ...) {
-  if (a->error && a->error_capacity) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(a->error, a->error_capacity, fmt, ap);
-    va_end(ap);
-  }
-  return 1;
-}
+using kernel_call::fail;
+using kernel_call::setup_state;
 
 // Runs f, turning any C++ exception into a kernel error.
 template <typename F>

@@ -73,13 +73,6 @@ struct Taps {
   static void destroy(void* state) { delete static_cast<Taps*>(state); }
 };
 
-// The state of a call, or a failure naming the op family (a kernel with a setup called without).
-template <typename State>
-const State* state_of(const amber_kernel_args* a) {
-  if (!a->state) fail(a, "upsample: called without its setup");
-  return static_cast<const State*>(a->state);
-}
-
 // upsample_nearest2d(self, output_size, scales_h, scales_w) and upsample_nearest3d(self,
 // output_size, scales_d, scales_h, scales_w): each dim's source positions.
 template <typename T>
@@ -95,7 +88,7 @@ struct NearestKernel {
   static int run(const amber_kernel_args* a) {
     const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
     if (resample::total(g) == 0) return 0;
-    const State* s = state_of<State>(a);
+    const State* s = setup_state<const State>(a, "upsample");
     if (!s) return 1;
     const int64_t *planes = s->dim[0].data(), *rows = s->dim[1].data(), *cols = s->dim[2].data();
     for_each_pixel<T>(a, g, [&](const T* v, int64_t d, int64_t i, int64_t j) {
@@ -124,7 +117,7 @@ struct Interpolating {
   static int run(const amber_kernel_args* a) {
     const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
     if (resample::total(g) == 0) return 0;
-    const State* s = state_of<State>(a);
+    const State* s = setup_state<const State>(a, "upsample");
     if (!s) return 1;
     const auto *planes = s->dim[0].data(), *rows = s->dim[1].data(), *cols = s->dim[2].data();
     if constexpr (!Cubic) {
@@ -176,7 +169,7 @@ struct Antialiased {
   static int run(const amber_kernel_args* a) {
     const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
     if (resample::total(g) == 0) return 0;
-    const State* s = state_of<State>(a);
+    const State* s = setup_state<const State>(a, "upsample");
     if (!s) return 1;
     const AaTap<A>*rows = s->dim[1].data(), *cols = s->dim[2].data();
     CallScratch scratch(a);

@@ -924,8 +924,8 @@ template <Kind Op>
 int conv(const amber_kernel_args* a) {
   constexpr bool Transposed = Op == kTransposed;
   const char* const op = attrs_of<Op>().name;
-  auto* s = static_cast<ConvState*>(a->state);
-  if (!s) return fail(a, "%s: called without its setup", op);
+  auto* s = setup_state<ConvState>(a, op);
+  if (!s) return 1;
   const amber_tensor_view &x = a->inputs[0], &w = a->inputs[1], &bias = a->inputs[2], &y = a->outputs[0];
   if (numel(y) == 0) return 0;
   DeviceScope scope(a->device);

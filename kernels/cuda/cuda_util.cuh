@@ -9,7 +9,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/switches.h"
+#include "amber/kernels/kernel_call.h"
 
 namespace amber::cuda {
 
@@ -62,16 +62,8 @@ inline size_t itemsize(int32_t code) {
   return code >= 0 && code < 10 ? sizes[code] : 0;
 }
 
-// Writes a printf-style message to the args' error buffer; returns 1 for `return fail(...)`.
-[[gnu::format(printf, 2, 3)]] inline int fail(const amber_kernel_args* a, const char* fmt, ...) {
-  if (a->error && a->error_capacity) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(a->error, a->error_capacity, fmt, ap);
-    va_end(ap);
-  }
-  return 1;
-}
+using kernel_call::fail;
+using kernel_call::setup_state;
 
 inline cudaStream_t stream_of(const amber_kernel_args* a) { return static_cast<cudaStream_t>(a->stream); }
 

@@ -582,8 +582,8 @@ int multiply(const amber_kernel_args* a, const Mat& A, const Mat& B, const Out& 
 // it did (false: the caller applies it). The operands are packed once either way.
 int gemm(const amber_kernel_args* a, Mat A, Mat B, const Out& C, const void* bias, size_t reserved = 0,
          bool* relu = nullptr) {
-  const auto* st = static_cast<const GemmState*>(a->state);
-  if (!st) return fail(a, "matmul: called without its setup");
+  const auto* st = setup_state<const GemmState>(a, "matmul");
+  if (!st) return 1;
   const int64_t batches = int64_t(A.offsets.size());
   if (relu && (batches != 1 || st->relu_refused.load())) *relu = false;
   if (A.rows == 0 || B.cols == 0 || batches == 0) return 0;

@@ -112,8 +112,9 @@ struct ScatterReduceKernel {
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::scatter_reduce;
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
-    if (!a->state) return fail(a, "scatter_reduce: called without its setup");
-    const scatter_fold::Reduce r = *static_cast<const scatter_fold::Reduce*>(a->state);
+    const auto* reduce = setup_state<const scatter_fold::Reduce>(a, "scatter_reduce");
+    if (!reduce) return 1;
+    const scatter_fold::Reduce r = *reduce;
     const bool with_self = a->attrs[at::include_self].i != 0;
     const int64_t span = views::span(y), n = numel(idx);
     unsigned* count = nullptr;

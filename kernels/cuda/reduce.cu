@@ -208,7 +208,7 @@ constexpr int64_t kTopkSortBlocks = 16;
 struct TopkPlan {
   int dim;
   int64_t n, k, lines;
-  bool sorts;  // topk_sort_kernel's
+  enum Route { kThread, kBlock, kSort } route;  // topk_kernel's, topk_block_kernel's, topk_sort_kernel's
 };
 TopkPlan topk_plan(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0];
@@ -218,7 +218,11 @@ TopkPlan topk_plan(const amber_kernel_args* a) {
   if (p.dim < 0) p.dim += x.ndim;
   p.n = x.ndim == 0 ? 1 : x.sizes[p.dim];
   p.lines = p.k > 0 ? numel(v) / p.k : 0;
-  p.sorts = p.k > kTopkBlockMax && p.n < (int64_t(1) << 31) && numel(v) > 0;
+  const bool blocks = p.n < (int64_t(1) << 31) && numel(v) > 0;  // (a block's indices are 32-bit)
+  p.route = !blocks               ? TopkPlan::kThread
+            : p.k > kTopkBlockMax ? TopkPlan::kSort
+            : p.n > 32            ? TopkPlan::kBlock
+                                  : TopkPlan::kThread;
   return p;
 }
 template <typename T>
@@ -228,7 +232,7 @@ struct TopkKernel {
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     *state = nullptr;
     const TopkPlan p = topk_plan(a);
-    *workspace_bytes = p.sorts ? padded(sort_blocks(p) * topk_sort_block_bytes<U>(p.n)) : 0;
+    *workspace_bytes = p.route == TopkPlan::kSort ? padded(sort_blocks(p) * topk_sort_block_bytes<U>(p.n)) : 0;
     return 0;
   }
   static int run(const amber_kernel_args* a) {
@@ -242,13 +246,13 @@ struct TopkKernel {
     const auto* xp = static_cast<const T*>(x.data);
     auto* vp = static_cast<T*>(v.data);
     auto* ip = static_cast<int64_t*>(ix.data);
-    if (p.sorts) {
+    if (p.route == TopkPlan::kSort) {
       if (!a->workspace || a->workspace_bytes < sort_blocks(p) * topk_sort_block_bytes<U>(p.n))
         return fail(a, "topk: its workspace is smaller than its setup asked (k %lld of %lld)", (long long)p.k,
                     (long long)p.n);
       enqueue(a, &topk_sort_kernel<T>, dim3(sort_blocks(p)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.n, p.k,
               largest, p.lines, a->workspace);
-    } else if (p.k <= kTopkBlockMax && p.n > 32 && p.n < (int64_t(1) << 31)) {
+    } else if (p.route == TopkPlan::kBlock) {
       enqueue(a, &topk_block_kernel<T>, dim3(blocks_for(p.lines)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.n, p.k,
               largest, p.lines);
     } else {
