@@ -302,6 +302,24 @@ T shuffle(T x, unsigned from) {
   return got;
 }
 
+// The lanes of the calling thread's warp (a bit a lane) that offered the same bits of x, its
+// own included, as __match_any_sync; ballot: those whose x is nonzero, as __ballot_sync. Every
+// lane of the warp takes part (a partial last warp: its lanes).
+template <typename T>
+unsigned match_lanes(T x, bool ballot) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
+  const unsigned t = threadIdx.x, w = t / 32, lanes = std::min(32u, blockDim.x * blockDim.y * blockDim.z - 32 * w);
+  uint64_t mine = 0;
+  std::memcpy(&mine, &x, sizeof x);
+  warp_lanes[t] = mine;
+  warp_barriers[w].arrive_and_wait();
+  unsigned mask = 0;
+  for (unsigned l = 0; l < lanes; ++l)
+    if (ballot ? warp_lanes[w * 32 + l] != 0 : warp_lanes[w * 32 + l] == mine) mask |= 1u << l;
+  warp_barriers[w].arrive_and_wait();
+  return mask;
+}
+
 // How many of the block's threads pass a true predicate (each thread gets the count). The blocks
 // run one at a time: one counter serves them all, reset by thread 0 after every thread has read it
 // (the next vote's first barrier orders that before any thread's next vote).
@@ -327,6 +345,12 @@ template <typename T>
 T __shfl_xor_sync(unsigned, T x, int mask) {
   return amber::emulation::shuffle(x, (threadIdx.x % 32) ^ unsigned(mask));
 }
+template <typename T>
+unsigned __match_any_sync(unsigned, T x) {
+  return amber::emulation::match_lanes(x, false);
+}
+inline unsigned __ballot_sync(unsigned, int predicate) { return amber::emulation::match_lanes(predicate != 0, true); }
+inline int __popc(unsigned x) { return std::popcount(x); }
 // The runtime's calls the emulated kernel files make (tests/test_kernels_emulated.cpp), on host
 // memory and at once. The device: 4 multiprocessors of compute capability 9.0, which loads no
 // machine code (fused.cu's compiled programs fall back to its interpreting kernel, as where a

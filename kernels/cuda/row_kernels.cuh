@@ -579,7 +579,9 @@ __global__ void __launch_bounds__(kThreads)
 // block's scratch in index order, then a stable LSD radix sort, eight bits a pass (a histogram of
 // the digit, its prefix sums, each tile of kThreads elements scattered in order), so that equal
 // ranks keep index order as topk_before puts them; the first k are read back from self. O(n) a
-// pass, 4 passes for 32-bit ranks (8 for 64-bit); scratch: topk_sort_block_bytes a block.
+// pass, 4 passes for 32-bit ranks (8 for 64-bit); scratch: topk_sort_block_bytes a block. Within
+// a tile, an element's place among its digit's is its warp's earlier lanes of that digit
+// (__match_any_sync) after the earlier warps' counts of it; launched with kThreads threads.
 template <typename U>
 AMBER_HD inline size_t topk_sort_block_bytes(int64_t n) {
   return size_t(n) * 2 * (sizeof(U) + sizeof(int));  // ranks and indices, a source and a destination
@@ -590,10 +592,11 @@ __global__ void __launch_bounds__(kThreads)
                      bool largest, int64_t lines, void* scratch) {
   using C = compute_t<T>;
   using U = topk_rank_t<C>;
-  __shared__ int first[256];  // the pass's next slot for each digit
-  __shared__ int in_tile[256];
-  __shared__ int digit[kThreads];
-  const unsigned t = threadIdx.x;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ int first[256];                // the pass's next slot for each digit
+  __shared__ int warp_digits[kWarps][256];  // a tile's count of each digit in each warp (else 0)
+  const unsigned t = threadIdx.x, lane = t % 32, warp = t / 32;
+  for (int j = int(t); j < kWarps * 256; j += int(blockDim.x)) warp_digits[j / 256][j % 256] = 0;
   char* mine = static_cast<char*>(scratch) + size_t(blockIdx.x) * topk_sort_block_bytes<U>(n);
   U* keys[2] = {reinterpret_cast<U*>(mine), reinterpret_cast<U*>(mine) + n};
   int* at[2] = {reinterpret_cast<int*>(keys[1] + n), reinterpret_cast<int*>(keys[1] + n) + n};
@@ -621,20 +624,25 @@ __global__ void __launch_bounds__(kThreads)
       for (int64_t base = 0; base < n; base += blockDim.x) {
         const int64_t i = base + t;
         const int d = i < n ? int(ks[i] >> shift) & 255 : -1;
-        digit[t] = d;
-        if (t < 256) in_tile[t] = 0;
+        const unsigned peers = __match_any_sync(0xffffffffu, d);  // the warp's lanes of digit d
+        const int in_warp = __popc(peers & ((1u << lane) - 1));   // those of them before this lane
+        const bool leader = d >= 0 && in_warp == 0;
+        if (leader) warp_digits[warp][d] = __popc(peers);
         __syncthreads();
         if (d >= 0) {
-          atomicAdd(&in_tile[d], 1);
-          int before = 0;  // the tile's earlier elements of the same digit
-          for (unsigned j = 0; j < t; ++j) before += digit[j] == d;
+          int before = in_warp;  // the tile's earlier elements of the same digit
+          for (unsigned w = 0; w < warp; ++w) before += warp_digits[w][d];
           const int slot = first[d] + before;
           keys[src ^ 1][slot] = ks[i];
           at[src ^ 1][slot] = is_from[i];
         }
+        int in_tile = 0;
+        if (t < 256)
+          for (int w = 0; w < kWarps; ++w) in_tile += warp_digits[w][t];
         __syncthreads();
-        if (t < 256) first[t] += in_tile[t];
-        __syncthreads();  // digit, in_tile and first are rewritten next
+        if (t < 256) first[t] += in_tile;
+        if (leader) warp_digits[warp][d] = 0;
+        __syncthreads();  // first and warp_digits are rewritten next
       }
     }
     for (int64_t j = t; j < k; j += blockDim.x) {  // (an even number of passes: the result is in [0])
