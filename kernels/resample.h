@@ -234,20 +234,4 @@ AMBER_HD inline A aa_weight(const AaWindow<A>& w, int64_t j) {
   return w.total != A(0) ? raw / w.total : raw;
 }
 
-// An output pixel of plane p (element strides sh, sw) from its row window r and column window q,
-// whose normalised weights rw(u) and qw(v) give (aa_weight, or a table of them): each row's
-// columns summed, then the rows, in ATen's order.
-template <typename A, typename T, typename RowWeight, typename ColWeight>
-AMBER_HD inline A aa_blend(const T* p, const AaWindow<A>& r, const AaWindow<A>& q, int64_t sh, int64_t sw,
-                           const RowWeight& rw, const ColWeight& qw) {
-  A out = 0;
-  for (int64_t u = 0; u < r.n; ++u) {
-    const T* line = p + (r.lo + u) * sh + q.lo * sw;
-    A t = 0;
-    for (int64_t v = 0; v < q.n; ++v) t += A(line[v * sw]) * qw(v);
-    out += t * rw(u);
-  }
-  return out;
-}
-
 }  // namespace amber::resample

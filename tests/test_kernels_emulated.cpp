@@ -230,6 +230,29 @@ TEST_CASE("cuda emulated: topk of k above a block's share sorts in the workspace
       [&](int64_t call) { return std::vector<Tensor>{(x * double(call)).t()}; }, 0, 0);
 }
 
+// The antialiased resizes run in three passes over the workspace their setup asks for (the
+// windows' tables and the columns' pass): eager on the device and a loaded model, down and up,
+// strided input, equal to the CPU.
+TEST_CASE("cuda emulated: antialiased resizes run in the workspace their setup asks", "[emulated]") {
+  const Device device = emulated_cuda();
+  manual_seed(7);
+  const Tensor x = randn({2, 3, 29, 37}).transpose(2, 3);  // [2, 3, 37, 29], H and W swapped in memory
+  auto f = [](const Tensor& t) {
+    return std::vector<Tensor>{upsample_bicubic2d_aa(t, {9, 7}, false, std::nullopt, std::nullopt),
+                               upsample_bilinear2d_aa(t, {50, 11}, true, std::nullopt, std::nullopt)};
+  };
+  const std::vector<Tensor> want = f(x), got = f(x.to(device));
+  for (size_t k = 0; k < want.size(); ++k) {
+    INFO("output " << k);
+    CHECK(test::compare(got[k].to(Device::cpu()), want[k], 0, 0).ok);
+  }
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  check_model(
+      trace(f, {x}, quiet).save_to_bytes(),
+      [&](int64_t call) { return std::vector<Tensor>{(x * double(call + 1)).contiguous()}; }, 0, 0);
+}
+
 // fused.cu's host half: each step's program checked and given slots at setup, then the kernel
 // chosen by the operands (dense and aligned: several elements a thread; a broadcast weight: one),
 // by the slots the program needs (more live values than kSlots: a slot an instruction) and by the

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "cuda_emulation.h"
 #include "emulated_vs_cpu.h"
@@ -28,6 +29,21 @@ using amber::emulation::view_of;
 // An output of want's sizes, NaN-filled, contiguous or channels-last.
 Tensor output_like(const Tensor& want, bool channels_last) {
   return unwritten(want.sizes(), amber::DType::f32, channels_last);
+}
+
+// The antialiased resize of x into y in upsample.cu's three passes: the windows' tables, the
+// columns into `across`, the rows into y, over a NaN-filled workspace of the setup's size.
+template <bool Cubic>
+void antialiased(const Tensor& x, const Tensor& y, float rh, float rw) {
+  const up::Geometry g = up::geometry(view_of(x), view_of(y));
+  const int64_t rows = up::aa_widest<Cubic>(g.oh, g.h, rh), cols = up::aa_widest<Cubic>(g.ow, g.w, rw);
+  std::vector<double> workspace(up::aa_layout<float>(g, rows, cols, nullptr).bytes / sizeof(double) + 1, NAN);
+  const up::AaLayout<float> l = up::aa_layout<float>(g, rows, cols, workspace.data());
+  amber::emulation::launch(&up::aa_taps_kernel<float, Cubic>, dim3(2), dim3(64), l.rows, l.cols, g, rh, rw);
+  amber::emulation::launch(&up::aa_columns_kernel<float, float>, dim3(2), dim3(64), static_cast<const float*>(x.data()),
+                           g, l.cols, l.across);
+  amber::emulation::launch(&up::aa_rows_kernel<float, float>, dim3(2), dim3(64), static_cast<const float*>(l.across),
+                           static_cast<float*>(view_of(y).data), g, l.rows);
 }
 
 }  // namespace
@@ -76,10 +92,7 @@ TEST_CASE("cuda emulated: upsample nearest, bilinear and bicubic (and antialiase
           const Tensor want_aa = cubic ? amber::upsample_bicubic2d_aa(x, c.size, corners, sh, sw)
                                        : amber::upsample_bilinear2d_aa(x, c.size, corners, sh, sw);
           const Tensor yaa = output_like(want_aa, cl);
-          amber::emulation::launch(
-              cubic ? &up::antialiased_kernel<float, float, true> : &up::antialiased_kernel<float, float, false>,
-              dim3(2), dim3(64), static_cast<const float*>(x.data()), static_cast<float*>(view_of(yaa).data), gi, rh,
-              rw);
+          (cubic ? antialiased<true> : antialiased<false>)(x, yaa, rh, rw);
           INFO("antialiased");
           CHECK(same(yaa, want_aa));
         }

@@ -142,7 +142,7 @@ using CubicKernel = Interpolating<T, true>;
 // upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
 // scales_w): each output row's and column's window and its normalised weights (the state), applied
 // separably as ATen: every input row resampled along W into the workspace (N, C, H, W_out in A),
-// then each output pixel summed along H from it. The sums are aa_blend's, in its order.
+// then each output pixel summed along H from it (ATen's sums, in its order; the CUDA kernels' too).
 template <typename A>
 struct AaTap {
   resample::AaWindow<A> window;

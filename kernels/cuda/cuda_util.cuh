@@ -56,6 +56,11 @@ template <template <typename> class K, typename... Ts>
 void register_typed(const char* op) {
   (register_kernel(op, dtype_code<Ts>(), &K<Ts>::run), ...);
 }
+// The same for kernels with a setup: K<T>::run, K<T>::setup and K<T>::destroy for every T.
+template <template <typename> class K, typename... Ts>
+void register_typed_setup(const char* op) {
+  (register_kernel(op, dtype_code<Ts>(), amber_kernel{&K<Ts>::run, &K<Ts>::setup, &K<Ts>::destroy, nullptr}), ...);
+}
 
 inline size_t itemsize(int32_t code) {
   constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 2, 1, 1, 1};

@@ -31,10 +31,10 @@ struct NearestKernel {
   }
 };
 
-// upsample_bilinear2d / upsample_bicubic2d (Aa: their _aa forms)(self, output_size, align_corners,
-// scales_h, scales_w) and upsample_trilinear3d(self, output_size, align_corners, scales_d,
-// scales_h, scales_w), told apart by the input's dims.
-template <typename T, bool Cubic, bool Aa>
+// upsample_bilinear2d / upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w)
+// and upsample_trilinear3d(self, output_size, align_corners, scales_d, scales_h, scales_w), told
+// apart by the input's dims.
+template <typename T, bool Cubic>
 struct Interpolating {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
   static int run(const amber_kernel_args* a) {
@@ -47,28 +47,69 @@ struct Interpolating {
     const A rd = resample::linear_scale<A>(g.d, g.od, corners, resample::scale_of(a, r, 0)),
             rh = resample::linear_scale<A>(g.h, g.oh, corners, resample::scale_of(a, r, 1)),
             rw = resample::linear_scale<A>(g.w, g.ow, corners, resample::scale_of(a, r, 2));
-    const T* x = static_cast<const T*>(a->inputs[0].data);
-    T* y = static_cast<T*>(a->outputs[0].data);
     DeviceScope scope(a->device);
-    if constexpr (Aa)
-      enqueue(a, &antialiased_kernel<T, A, Cubic>, dim3(grid_for(total(g))), dim3(256), x, y, g, rh, rw);
-    else
-      enqueue(a, &interpolating_kernel<T, A, Cubic>, dim3(grid_for(total(g))), dim3(256), x, y, g, rd, rh, rw, corners,
-              volumetric);
-    return launched(a, Aa           ? (Cubic ? "upsample_bicubic2d_aa" : "upsample_bilinear2d_aa")
-                       : Cubic      ? "upsample_bicubic2d"
-                       : volumetric ? "upsample_trilinear3d"
-                                    : "upsample_bilinear2d");
+    enqueue(a, &interpolating_kernel<T, A, Cubic>, dim3(grid_for(total(g))), dim3(256),
+            static_cast<const T*>(a->inputs[0].data), static_cast<T*>(a->outputs[0].data), g, rd, rh, rw, corners,
+            volumetric);
+    return launched(a, Cubic ? "upsample_bicubic2d" : volumetric ? "upsample_trilinear3d" : "upsample_bilinear2d");
   }
 };
 template <typename T>
-using LinearKernel = Interpolating<T, false, false>;
+using LinearKernel = Interpolating<T, false>;
 template <typename T>
-using CubicKernel = Interpolating<T, true, false>;
+using CubicKernel = Interpolating<T, true>;
+
+// upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
+// scales_w): upsample_kernels.cuh's three passes over the workspace the setup sizes (the widest
+// row and column windows, its state, set the tables' strides).
+template <typename T, bool Cubic>
+struct Antialiased {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's scalar_t
+  struct Widest {
+    int64_t rows, cols;
+  };
+  static constexpr const char* kName = Cubic ? "upsample_bicubic2d_aa" : "upsample_bilinear2d_aa";
+  // The source steps along H and W (linear_scale's).
+  static void steps(const amber_kernel_args* a, const Geometry& g, A* rh, A* rw) {
+    const resample::ResizeAttrs& r = resample::resize_attrs::interp2d;
+    const bool corners = resample::align_corners_of(a, r);
+    *rh = resample::linear_scale<A>(g.h, g.oh, corners, resample::scale_of(a, r, 1));
+    *rw = resample::linear_scale<A>(g.w, g.ow, corners, resample::scale_of(a, r, 2));
+  }
+  static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+    const Geometry g = geometry(a->inputs[0], a->outputs[0]);
+    A rh, rw;
+    steps(a, g, &rh, &rw);
+    auto* w = new Widest{aa_widest<Cubic>(g.oh, g.h, rh), aa_widest<Cubic>(g.ow, g.w, rw)};
+    *state = w;
+    *workspace_bytes = total(g) == 0 ? 0 : aa_layout<A>(g, w->rows, w->cols, nullptr).bytes;
+    return 0;
+  }
+  static void destroy(void* state) { delete static_cast<Widest*>(state); }
+  static int run(const amber_kernel_args* a) {
+    const Geometry g = geometry(a->inputs[0], a->outputs[0]);
+    if (total(g) == 0) return 0;
+    const Widest* w = setup_state<const Widest>(a, kName);
+    if (!w) return 1;
+    const AaLayout<A> l = aa_layout<A>(g, w->rows, w->cols, a->workspace);
+    if (!a->workspace || a->workspace_bytes < l.bytes)
+      return fail(a, "%s: its workspace (%zu bytes) is smaller than its setup asked (%zu)", kName, a->workspace_bytes,
+                  l.bytes);
+    A rh, rw;
+    steps(a, g, &rh, &rw);
+    DeviceScope scope(a->device);
+    enqueue(a, &aa_taps_kernel<A, Cubic>, dim3(grid_for(g.oh + g.ow)), dim3(256), l.rows, l.cols, g, rh, rw);
+    enqueue(a, &aa_columns_kernel<T, A>, dim3(grid_for(g.n * g.c * g.h * g.ow)), dim3(256),
+            static_cast<const T*>(a->inputs[0].data), g, l.cols, l.across);
+    enqueue(a, &aa_rows_kernel<T, A>, dim3(grid_for(total(g))), dim3(256), static_cast<const A*>(l.across),
+            static_cast<T*>(a->outputs[0].data), g, l.rows);
+    return launched(a, kName);
+  }
+};
 template <typename T>
-using BilinearAaKernel = Interpolating<T, false, true>;
+using BilinearAaKernel = Antialiased<T, false>;
 template <typename T>
-using BicubicAaKernel = Interpolating<T, true, true>;
+using BicubicAaKernel = Antialiased<T, true>;
 
 AMBER_CUDA_KERNELS(upsample) {
   register_typed<NearestKernel, AMBER_CUDA_NUMERIC, AMBER_CUDA_HALF>("upsample_nearest2d");
@@ -76,8 +117,8 @@ AMBER_CUDA_KERNELS(upsample) {
   register_typed<LinearKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_trilinear3d");
   register_typed<LinearKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bilinear2d");
   register_typed<CubicKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bicubic2d");
-  register_typed<BilinearAaKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bilinear2d_aa");
-  register_typed<BicubicAaKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bicubic2d_aa");
+  register_typed_setup<BilinearAaKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bilinear2d_aa");
+  register_typed_setup<BicubicAaKernel, AMBER_CUDA_FLOATING, AMBER_CUDA_HALF>("upsample_bicubic2d_aa");
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The device code of the upsample ops' CUDA kernels (nearest, bilinear, bicubic, the last two
-// antialiased; nearest and trilinear of 5-D): a thread an output element, channels fastest for
-// channels-last outputs, elements and weights from kernels/resample.h (shared with the CPU), in a
-// header of its own so that tests/test_upsample_emulated.cpp runs the same code on the CPU against
-// the CPU's kernels; upsample.cu launches them. Private to libamber_cuda.so.
+// antialiased in two passes; nearest and trilinear of 5-D): a thread an output element, channels
+// fastest for channels-last outputs, elements and weights from kernels/resample.h (shared with the
+// CPU), in a header of its own so that tests/test_upsample_emulated.cpp runs the same code on the
+// CPU against the CPU's kernels; upsample.cu launches them. Private to libamber_cuda.so.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/resample.h"
@@ -70,22 +72,86 @@ __global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rd, A rh, A
   }
 }
 
-// upsample_bilinear2d_aa / upsample_bicubic2d_aa: each thread finds its row's and column's
-// windows and computes their weights where it sums (resample.h's, the CPU kernels' tables').
-template <typename A, bool Cubic>
-struct AaWeightOf {
-  const resample::AaWindow<A>* w;
-  AMBER_HD A operator()(int64_t j) const { return resample::aa_weight<Cubic, A>(*w, j); }
+// upsample_bilinear2d_aa / upsample_bicubic2d_aa in two passes over the call's workspace, as the
+// CPU's (its sums, in its order): aa_taps_kernel writes each output row's and column's window and
+// normalised weights (resample.h's, the CPU's tables'), aa_columns_kernel resamples every input
+// row along W into `across` (N, C, H, W_out, dense, in A), and aa_rows_kernel sums each output
+// element along H from there. An output dim's windows: position i reads n[i] inputs from lo[i],
+// weighted by w[i * stride ...].
+template <typename A>
+struct AaTable {
+  int64_t *lo, *n;
+  A* w;
+  int64_t stride;  // the dim's widest window
 };
-template <typename T, typename A, bool Cubic>
-__global__ void antialiased_kernel(const T* x, T* y, Geometry g, A rh, A rw) {
+template <typename A>
+struct AaLayout {
+  AaTable<A> rows, cols;
+  A* across;
+  size_t bytes;  // the whole workspace
+};
+// The workspace from base (nullptr: its size only) for windows of at most nh rows and nw columns.
+template <typename A>
+AaLayout<A> aa_layout(const Geometry& g, int64_t nh, int64_t nw, void* base) {
+  size_t at = 0;
+  auto take = [&](int64_t count, size_t item) {
+    void* p = base ? static_cast<char*>(base) + at : nullptr;
+    at += (size_t(count) * item + 15) / 16 * 16;
+    return p;
+  };
+  AaLayout<A> l{};
+  for (auto [t, out, widest] : {std::tuple{&l.rows, g.oh, nh}, std::tuple{&l.cols, g.ow, nw}}) {
+    t->lo = static_cast<int64_t*>(take(out, sizeof(int64_t)));
+    t->n = static_cast<int64_t*>(take(out, sizeof(int64_t)));
+    t->w = static_cast<A*>(take(out * widest, sizeof(A)));
+    t->stride = widest;
+  }
+  l.across = static_cast<A*>(take(g.n * g.c * g.h * g.ow, sizeof(A)));
+  l.bytes = at;
+  return l;
+}
+// The widest window of `out` positions along a dim of `in` (host code, for the setup).
+template <bool Cubic, typename A>
+int64_t aa_widest(int64_t out, int64_t in, A scale) {
+  int64_t widest = 0;
+  for (int64_t i = 0; i < out; ++i) widest = std::max(widest, resample::aa_window<Cubic, A>(i, in, scale).n);
+  return widest;
+}
+template <typename A, bool Cubic>
+__global__ void aa_taps_kernel(AaTable<A> rows, AaTable<A> cols, Geometry g, A rh, A rw) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < g.oh + g.ow;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const bool row = i < g.oh;
+    const AaTable<A>& t = row ? rows : cols;
+    const int64_t dst = row ? i : i - g.oh;
+    const resample::AaWindow<A> win = resample::aa_window<Cubic, A>(dst, row ? g.h : g.w, row ? rh : rw);
+    t.lo[dst] = win.lo;
+    t.n[dst] = win.n;
+    for (int64_t v = 0; v < win.n; ++v) t.w[dst * t.stride + v] = resample::aa_weight<Cubic, A>(win, v);
+  }
+}
+template <typename T, typename A>
+__global__ void aa_columns_kernel(const T* x, Geometry g, AaTable<A> cols, A* across) {
+  const int64_t count = g.n * g.c * g.h * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i % g.ow, r = i / g.ow, h = r % g.h, c = r / g.h % g.c, n = r / (g.h * g.c);
+    const T* in = x + n * g.xs[0] + c * g.xs[1] + h * g.xs[3] + cols.lo[j] * g.xs[4];
+    const A* w = cols.w + j * cols.stride;
+    A t = 0;
+    for (int64_t v = 0; v < cols.n[j]; ++v) t += A(in[v * g.xs[4]]) * w[v];
+    across[i] = t;
+  }
+}
+template <typename T, typename A>
+__global__ void aa_rows_kernel(const A* across, T* y, Geometry g, AaTable<A> rows) {
   const int64_t count = total(g);
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const Position p = position(g, i);
-    const resample::AaWindow<A> r = resample::aa_window<Cubic, A>(p.oh, g.h, rh),
-                                q = resample::aa_window<Cubic, A>(p.ow, g.w, rw);
-    y[y_offset(g, p)] = cast_value<T>(resample::aa_blend<A>(x + p.n * g.xs[0] + p.c * g.xs[1], r, q, g.xs[3], g.xs[4],
-                                                            AaWeightOf<A, Cubic>{&r}, AaWeightOf<A, Cubic>{&q}));
+    const A* column = across + ((p.n * g.c + p.c) * g.h + rows.lo[p.oh]) * g.ow + p.ow;
+    const A* w = rows.w + p.oh * rows.stride;
+    A out = 0;
+    for (int64_t u = 0; u < rows.n[p.oh]; ++u) out += column[u * g.ow] * w[u];
+    y[y_offset(g, p)] = cast_value<T>(out);
   }
 }
 
