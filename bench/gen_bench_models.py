@@ -12,8 +12,9 @@ tests use (tests/gen_reference.py):
                       and PyTorch's output (read by bench_torch_case)
   CASE.io.safetensors the same tensors for Amber (bench_amber_case)
   MODEL.safetensors   the state_dict (bench/make_bench_archives builds Amber's archives from it)
-and cases.json listing the cases. --gpu adds the cases only the GPU benchmark runs (ResNet-18 at
-batch 64).
+and cases.json listing the cases. --gpu adds the cases only the GPU benchmark runs: ResNet-18 at
+batch 64, a sort of 8 lines of 32000 (topk of each whole line: a sampler's) and a 1024 -> 224
+bicubic antialiased resize of a 3-channel image.
 """
 import json
 import os
@@ -41,6 +42,28 @@ class Pairwise(torch.nn.Module):
         return (d * d).sum(-1)
 
 
+class TopkSort(torch.nn.Module):
+    """A sampler's sort of its logits: the top k of the whole line (values)."""
+
+    def forward(self, x):
+        return torch.topk(x, x.shape[-1], dim=-1).values
+
+
+class ResizeAa(torch.nn.Module):
+    """An image pipeline's downscale to 224 x 224, bicubic with antialiasing."""
+
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, size=(224, 224), mode="bicubic", antialias=True,
+                                               align_corners=False)
+
+
+def bench_models():
+    """The tests' models (gen_reference.build_models) and the benchmark's own."""
+    models, _, _ = gen_reference.build_models()
+    models.update(ten_mul=TenMul(), pairwise=Pairwise(), topk_sort=TopkSort(), resize_aa=ResizeAa())
+    return models
+
+
 class Holder(torch.nn.Module):
     def __init__(self, tensors):
         super().__init__()
@@ -58,8 +81,7 @@ def main():
     out = sys.argv[1]
     gpu = len(sys.argv) == 3
     os.makedirs(out, exist_ok=True)
-    models, _, _ = gen_reference.build_models()
-    models["ten_mul"], models["pairwise"] = TenMul(), Pairwise()
+    models = bench_models()
     g = torch.Generator().manual_seed(7)
     cases = [  # case, model, inputs
         ("ten_mul", "ten_mul", [1 + 0.02 * torch.randn(5, generator=g)]),
@@ -78,7 +100,11 @@ def main():
     any_t = [(f"transformer_t{t}", "transformer", [torch.randn(1, t, 256, generator=g)]) for t in (16, 64, 128, 512)]
     cases += any_t
     if gpu:
-        cases.append(("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)]))
+        cases += [
+            ("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)]),
+            ("topk_sort", "topk_sort", [torch.randn(8, 32000, generator=g)]),
+            ("resize_aa", "resize_aa", [torch.rand(1, 3, 1024, 1024, generator=g)]),
+        ]
     torch.set_num_threads(1)
     listed = []
     for case, name, inputs in cases:

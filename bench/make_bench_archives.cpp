@@ -76,6 +76,14 @@ int main(int argc, char** argv) {
         t = trace(models::ten_mul, inputs, o);
       } else if (model == "pairwise") {
         t = trace(models::pairwise_sq_dist, inputs, o);
+      } else if (model == "topk_sort") {  // a sampler's sort of its logits
+        t = trace([](const Tensor& x) { return topk(x, x.size(-1)).first; }, inputs, o);
+      } else if (model == "resize_aa") {  // an image pipeline's downscale
+        t = trace(
+            [](const Tensor& x) {
+              return upsample_bicubic2d_aa(x, {224, 224}, false, std::nullopt, std::nullopt);
+            },
+            inputs, o);
       } else if (model == "lenet") {
         models::LeNet m;
         t = trace_module(m, weights, inputs);

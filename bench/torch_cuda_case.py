@@ -27,7 +27,6 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import gen_bench_models  # noqa: E402
-import gen_reference  # noqa: E402
 
 
 def timed(fn, seconds):
@@ -69,8 +68,7 @@ def main():
     models_dir, case = args
     cases = {c["case"]: c for c in json.load(open(os.path.join(models_dir, "cases.json")))}
     name = cases[case]["model"]
-    models, _, _ = gen_reference.build_models()
-    models["ten_mul"], models["pairwise"] = gen_bench_models.TenMul(), gen_bench_models.Pairwise()
+    models = gen_bench_models.bench_models()
     holder = torch.jit.load(os.path.join(models_dir, f"{case}.inputs.pt"))
     buffers = dict(holder.named_buffers())
     inputs = [buffers[f"input{i}"] for i in range(len(cases[case]["inputs"]))]
