@@ -1,6 +1,6 @@
 // Kernel benchmarks for [cpu-ops]: eager per-op overhead, sgemm and ResNet-18's
 // convolutions in GFLOP/s next to this machine's fp32 peak, measured in the same run by an
-// FMA loop; max pooling and image resizing in time. Prints numbers; asserts nothing.
+// FMA loop; max pooling, image resizing and topk in time. Prints numbers; asserts nothing.
 // Usage: bench_kernels [threads] (default 2).
 
 #include <immintrin.h>
@@ -175,5 +175,12 @@ int main(int argc, char** argv) {
   };
   for (const auto& r : resizes)
     std::printf("%-44s %10.3f\n", r.what, time_median([&] { (void)interpolate(r.x, r.options); }, 20) * 1e3);
+
+  // topk of logits (8 lines of a 32000-word vocabulary, f32): a sampler's top 50, and its sort of
+  // the whole line (k = n) before a top-p cut.
+  std::printf("\n%-44s %10s\n", "topk (8 x 32000 f32, along the last dim)", "ms");
+  const Tensor logits = randn({8, 32000});
+  for (int64_t k : {int64_t(50), int64_t(32000)})
+    std::printf("k = %-40lld %10.3f\n", (long long)k, time_median([&] { (void)topk(logits, k); }, 20) * 1e3);
   return 0;
 }

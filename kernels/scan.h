@@ -1,9 +1,11 @@
 // Work along one dim's lines, shared by the CPU and CUDA kernels (AMBER_HD): the walk from a
 // line index to its first element in self and the output, cumsum's running sum over a line
-// (floats in double, as PyTorch's CPU kernel; integers wrap modulo 2^64), and topk's order.
+// (floats in double, as PyTorch's CPU kernel; integers wrap modulo 2^64), and topk's order and
+// the ranks that sort in it.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "amber/core/backend.h"
@@ -55,6 +57,33 @@ AMBER_HD inline bool topk_before(T a, int64_t ia, T b, int64_t ib, bool largest)
   if (an != bn) return largest ? an : bn;
   if (!an && a != b) return largest ? a > b : a < b;
   return ia < ib;
+}
+
+// An element's key in that order: an unsigned rank whose larger values come first (NaN and -0
+// folded as topk_before folds them), ties left to the index. 32 bits for 32-bit and narrower
+// types (integers widened to int32), 64 for 64-bit ones.
+template <typename C>
+using topk_rank_t = std::conditional_t<sizeof(C) == 8, unsigned long long, uint32_t>;
+
+template <typename C>
+AMBER_HD inline topk_rank_t<C> topk_rank(C c, bool largest) {
+  using U = topk_rank_t<C>;
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+  U u;
+  if constexpr (std::is_floating_point_v<C>) {
+    if (c != c) {
+      u = ~U(0);  // every NaN alike, above +inf: first when largest, last (~u = 0) when smallest
+    } else {
+      if (c == C(0)) c = C(0);  // -0 == +0: a tie, ordered by index
+      memcpy(&u, &c, sizeof u);
+      u = (u & sign) ? ~u : (u | sign);
+    }
+  } else if constexpr (sizeof(C) == 8) {
+    u = U(c) ^ sign;
+  } else {
+    u = U(int32_t(c)) ^ sign;  // 8-, 16- and 32-bit integers (u8 too) widened to int32
+  }
+  return largest ? u : ~u;
 }
 
 }  // namespace amber::scan

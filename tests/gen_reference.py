@@ -1052,6 +1052,11 @@ case("topk_i32_distinct", "topk", TOPK, [Fixed(torch.randperm(1000, generator=to
      atol=0, rtol=0)
 case("topk_all_f64", "topk", TOPK, [In([3, 301], "f64")], attrs={"k": 301}, atol=0, rtol=0)
 case("topk_long_line", "topk", TOPK, [In([2, 4099])], attrs={"k": 50}, atol=0, rtol=0)
+# A whole line sorted (the CPU's radix sort of packed ranks, CUDA's topk_sort_kernel) and, strided,
+# k past an eighth of the line (the CPU's radix sort again).
+case("topk_sort_long_line", "topk", TOPK, [In([2, 3001])], attrs={"k": 3001}, atol=0, rtol=0)
+case("topk_smallest_long_strided", "topk", TOPK, [In([1100, 3])], attrs={"k": 200, "dim": 0, "largest": False},
+     atol=0, rtol=0)
 case("topk_zero", "topk", TOPK, [In([3, 5])], attrs={"k": 0}, atol=0, rtol=0)
 case("topk_scalar", "topk", TOPK, [In([])], attrs={"k": 1}, atol=0, rtol=0)
 case("topk_k_too_big", "topk", TOPK, [In([3, 5])], attrs={"k": 6}, error="k 6 is out of range")

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -491,10 +493,66 @@ struct AnyAll {
   };
 };
 
-// topk(self, k, dim, largest, sorted): per line, a partial sort of the indices by scan.h's
-// topk_before (lines split over threads).
+// topk(self, k, dim, largest, sorted): per line, each element's key, its rank (scan.h's topk_rank,
+// complemented: ascending puts topk_before's first first) then its index, ordered as integers: a
+// heap's partial sort for k up to n / 64, else a selection of the first k then their sort (as ATen
+// picks). 32-bit ranks and indices pack into one 64-bit key; for k from n / 8 on a line of 1024
+// or more, those keys go through a stable radix sort of their ranks instead (a sampler's sort of
+// its logits: O(n)). The values are read back from self. Lines split over threads.
 template <typename T>
 struct TopkKernel {
+  using U = scan::topk_rank_t<T>;
+  // Puts the k first keys of the line first, in order; scratch: the radix sort's.
+  template <typename Key>
+  static void order(std::vector<Key>& keys, int64_t k, std::vector<Key>& scratch) {
+    const auto first = keys.begin(), kth = first + k;
+    if constexpr (std::is_same_v<Key, uint64_t>) {
+      if (k * 8 >= int64_t(keys.size()) && keys.size() >= 1024) return radix_sort(keys, scratch);
+    }
+    if (k * 64 <= int64_t(keys.size())) {
+      std::partial_sort(first, kth, keys.end());
+    } else {
+      if (kth != keys.end()) std::nth_element(first, kth - 1, keys.end());
+      std::sort(first, kth);
+    }
+  }
+  // Packed keys in index order sorted by their ranks (the high 32 bits), eight bits a pass, stably:
+  // equal ranks keep index order, as the whole keys' sort would put them. A pass whose digit is
+  // the same for every key is skipped.
+  static void radix_sort(std::vector<uint64_t>& keys, std::vector<uint64_t>& scratch) {
+    scratch.resize(keys.size());
+    for (int shift = 32; shift < 64; shift += 8) {
+      size_t at[256] = {};
+      for (uint64_t key : keys) ++at[key >> shift & 255];
+      if (at[keys[0] >> shift & 255] == keys.size()) continue;
+      size_t sum = 0;
+      for (size_t& c : at) sum += std::exchange(c, sum);
+      for (uint64_t key : keys) scratch[at[key >> shift & 255]++] = key;
+      keys.swap(scratch);
+    }
+  }
+  template <typename Key>
+  static void line(const T* x, int64_t xs, int64_t n, int64_t k, bool largest, std::vector<Key>& keys,
+                   std::vector<Key>& scratch, T* v, int64_t vs, int64_t* ix, int64_t is) {
+    keys.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const U rank = U(~scan::topk_rank(x[i * xs], largest));
+      if constexpr (std::is_same_v<Key, uint64_t>)
+        keys[size_t(i)] = uint64_t(rank) << 32 | uint64_t(i);
+      else
+        keys[size_t(i)] = {rank, i};
+    }
+    order(keys, k, scratch);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t at;
+      if constexpr (std::is_same_v<Key, uint64_t>)
+        at = int64_t(keys[size_t(i)] & 0xffffffffu);
+      else
+        at = keys[size_t(i)].second;
+      v[i * vs] = x[at * xs];
+      ix[i * is] = at;
+    }
+  }
   static int run(const amber_kernel_args* a) {
     const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0], &ix = a->outputs[1];
     const int64_t k = attr_int(a, op_attrs::topk::k);
@@ -510,23 +568,22 @@ struct TopkKernel {
     const int64_t n = x.sizes[dim], lines = numel(v) / k;
     const scan::Lines wv = scan::lines_along(v, x, dim), wi = scan::lines_along(ix, x, dim);
     const T* xp = static_cast<const T*>(x.data);
+    T* vp = static_cast<T*>(v.data);
+    int64_t* ip = static_cast<int64_t*>(ix.data);
+    const bool packed = sizeof(U) == 4 && n <= (int64_t(1) << 32);
     ThreadLimit limit(std::max(1, a->num_threads));
     parallel_for(lines, std::max<int64_t>(1, 4096 / n), [&](int64_t b, int64_t e) {
-      std::vector<int64_t> order(static_cast<size_t>(n));
+      std::vector<uint64_t> packed_keys, packed_scratch;
+      std::vector<std::pair<U, int64_t>> pairs, pairs_scratch;
       for (int64_t l = b; l < e; ++l) {
         int64_t xo, vo, io, unused;
         scan::line_start(wv, l, &xo, &vo);
         scan::line_start(wi, l, &unused, &io);
-        const T* line = xp + xo;
-        const int64_t xs = x.strides[dim];
-        for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t i, int64_t j) {
-          return scan::topk_before(line[i * xs], i, line[j * xs], j, largest);
-        });
-        for (int64_t i = 0; i < k; ++i) {
-          static_cast<T*>(v.data)[vo + i * v.strides[dim]] = line[order[size_t(i)] * xs];
-          static_cast<int64_t*>(ix.data)[io + i * ix.strides[dim]] = order[size_t(i)];
-        }
+        const int64_t xs = x.strides[dim], vs = v.strides[dim], is = ix.strides[dim];
+        if (packed)
+          line(xp + xo, xs, n, k, largest, packed_keys, packed_scratch, vp + vo, vs, ip + io, is);
+        else
+          line(xp + xo, xs, n, k, largest, pairs, pairs_scratch, vp + vo, vs, ip + io, is);
       }
     });
     return 0;

@@ -442,29 +442,8 @@ __global__ void topk_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan:
 // and O(k log^2 k) for the sort, where topk_kernel's thread walks the line once holding k.
 constexpr int64_t kTopkBlockMax = 2048;
 
-template <typename C>
-using topk_rank_t = std::conditional_t<sizeof(C) == 8, unsigned long long, uint32_t>;
-
-template <typename C>
-__device__ inline topk_rank_t<C> topk_rank(C c, bool largest) {
-  using U = topk_rank_t<C>;
-  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
-  U u;
-  if constexpr (std::is_floating_point_v<C>) {
-    if (c != c) {
-      u = ~U(0);  // every NaN alike, above +inf: first when largest, last (~u = 0) when smallest
-    } else {
-      if (c == C(0)) c = C(0);  // -0 == +0: a tie, ordered by index
-      memcpy(&u, &c, sizeof u);
-      u = (u & sign) ? ~u : (u | sign);
-    }
-  } else if constexpr (sizeof(C) == 8) {
-    u = U(c) ^ sign;
-  } else {
-    u = U(int32_t(c)) ^ sign;  // 8-, 16- and 32-bit integers (u8 too) widened to int32
-  }
-  return largest ? u : ~u;
-}
+using scan::topk_rank;  // (scan.h, shared with the CPU's topk)
+using scan::topk_rank_t;
 
 // counts[0, 256) := its suffix sums (counts[b] = the sum from b on), by a block of kThreads (256)
 // threads; every thread sees the result.
