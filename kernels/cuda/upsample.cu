@@ -60,45 +60,40 @@ template <typename T>
 using CubicKernel = Interpolating<T, true>;
 
 // upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
-// scales_w): upsample_kernels.cuh's three passes over the workspace the setup sizes (the widest
-// row and column windows, its state, set the tables' strides).
+// scales_w): upsample_kernels.cuh's three passes over the workspace the setup sizes. Its state:
+// the source steps along H and W (linear_scale's) and the widest row and column windows (the
+// tables' strides), read from the attributes and shapes once.
 template <typename T, bool Cubic>
 struct Antialiased {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's scalar_t
-  struct Widest {
+  struct Plan {
+    A rh, rw;
     int64_t rows, cols;
   };
   static constexpr const char* kName = Cubic ? "upsample_bicubic2d_aa" : "upsample_bilinear2d_aa";
-  // The source steps along H and W (linear_scale's).
-  static void steps(const amber_kernel_args* a, const Geometry& g, A* rh, A* rw) {
-    const resample::ResizeAttrs& r = resample::resize_attrs::interp2d;
-    const bool corners = resample::align_corners_of(a, r);
-    *rh = resample::linear_scale<A>(g.h, g.oh, corners, resample::scale_of(a, r, 1));
-    *rw = resample::linear_scale<A>(g.w, g.ow, corners, resample::scale_of(a, r, 2));
-  }
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     const Geometry g = geometry(a->inputs[0], a->outputs[0]);
-    A rh, rw;
-    steps(a, g, &rh, &rw);
-    auto* w = new Widest{aa_widest<Cubic>(g.oh, g.h, rh), aa_widest<Cubic>(g.ow, g.w, rw)};
-    *state = w;
-    *workspace_bytes = total(g) == 0 ? 0 : aa_layout<A>(g, w->rows, w->cols, nullptr).bytes;
+    const resample::ResizeAttrs& r = resample::resize_attrs::interp2d;
+    const bool corners = resample::align_corners_of(a, r);
+    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, resample::scale_of(a, r, 1)),
+            rw = resample::linear_scale<A>(g.w, g.ow, corners, resample::scale_of(a, r, 2));
+    auto* p = new Plan{rh, rw, aa_widest<Cubic>(g.oh, g.h, rh), aa_widest<Cubic>(g.ow, g.w, rw)};
+    *state = p;
+    *workspace_bytes = total(g) == 0 ? 0 : aa_layout<A>(g, p->rows, p->cols, nullptr).bytes;
     return 0;
   }
-  static void destroy(void* state) { delete static_cast<Widest*>(state); }
+  static void destroy(void* state) { delete static_cast<Plan*>(state); }
   static int run(const amber_kernel_args* a) {
     const Geometry g = geometry(a->inputs[0], a->outputs[0]);
     if (total(g) == 0) return 0;
-    const Widest* w = setup_state<const Widest>(a, kName);
-    if (!w) return 1;
-    const AaLayout<A> l = aa_layout<A>(g, w->rows, w->cols, a->workspace);
+    const Plan* p = setup_state<const Plan>(a, kName);
+    if (!p) return 1;
+    const AaLayout<A> l = aa_layout<A>(g, p->rows, p->cols, a->workspace);
     if (!a->workspace || a->workspace_bytes < l.bytes)
       return fail(a, "%s: its workspace (%zu bytes) is smaller than its setup asked (%zu)", kName, a->workspace_bytes,
                   l.bytes);
-    A rh, rw;
-    steps(a, g, &rh, &rw);
     DeviceScope scope(a->device);
-    enqueue(a, &aa_taps_kernel<A, Cubic>, dim3(grid_for(g.oh + g.ow)), dim3(256), l.rows, l.cols, g, rh, rw);
+    enqueue(a, &aa_taps_kernel<A, Cubic>, dim3(grid_for(g.oh + g.ow)), dim3(256), l.rows, l.cols, g, p->rh, p->rw);
     enqueue(a, &aa_columns_kernel<T, A>, dim3(grid_for(g.n * g.c * g.h * g.ow)), dim3(256),
             static_cast<const T*>(a->inputs[0].data), g, l.cols, l.across);
     enqueue(a, &aa_rows_kernel<T, A>, dim3(grid_for(total(g))), dim3(256), static_cast<const A*>(l.across),
