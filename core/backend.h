@@ -48,7 +48,7 @@ typedef enum amber_attr_kind {
 typedef struct amber_attr {
   int32_t kind;
   int32_t count; /* element count for INTS/FLOATS, byte length for STRING */
-  int64_t i;
+  int64_t i;     /* STRING: its index among the signature's choices, str{a,b} (else -1) */
   double f;
   const int64_t* ints;
   const double* floats;

@@ -1,18 +1,39 @@
-// The `activation` attribute of fused_conv2d, fused_linear and the int8 ops (schema/infer_util.h
-// checks its values) as an enum, for the CPU's and CUDA's kernels alike: one reading of the names.
+// The `activation` attribute of fused_conv2d, fused_linear and the int8 ops as an enum, for the
+// CPU's and CUDA's kernels alike: its value is the attribute's index among the op table's
+// choices (amber_attr::i), the same list on every such op (the quantized ops' adds none last).
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+
+#include "amber/core/backend.h"
+#include "amber/op_attrs.h"
 
 namespace amber {
 
-enum class Act : int32_t { none, clamp, silu, hardswish };
+enum class Act : int32_t {
+  clamp = op_attrs::quantized_conv2d::activation_is::clamp,
+  silu = op_attrs::quantized_conv2d::activation_is::silu,
+  hardswish = op_attrs::quantized_conv2d::activation_is::hardswish,
+  none = op_attrs::quantized_conv2d::activation_is::none,
+};
 
-// The attribute's value, which the op table's inference has checked ("none" only where the op
-// allows it).
-inline Act act_of(std::string_view name) {
-  return name == "clamp" ? Act::clamp : name == "silu" ? Act::silu : name == "hardswish" ? Act::hardswish : Act::none;
-}
+// Every op with an activation lists the choices in one order.
+#define AMBER_SAME_ACTIVATIONS(op)                                                 \
+  static_assert(op_attrs::op::activation_is::clamp == int(Act::clamp) &&           \
+                    op_attrs::op::activation_is::silu == int(Act::silu) &&         \
+                    op_attrs::op::activation_is::hardswish == int(Act::hardswish), \
+                #op "'s activation choices are in another order than quantized_conv2d's")
+AMBER_SAME_ACTIVATIONS(fused_conv2d);
+AMBER_SAME_ACTIVATIONS(fused_linear);
+AMBER_SAME_ACTIVATIONS(quantized_conv2d_u8);
+AMBER_SAME_ACTIVATIONS(quantized_linear_u8);
+AMBER_SAME_ACTIVATIONS(quantized_add);
+#undef AMBER_SAME_ACTIVATIONS
+static_assert(op_attrs::quantized_conv2d_u8::activation_is::none == int(Act::none) &&
+              op_attrs::quantized_linear_u8::activation_is::none == int(Act::none) &&
+              op_attrs::quantized_add::activation_is::none == int(Act::none));
+
+// The activation attribute a kernel was given (inference has checked it is one of the choices).
+inline Act act_of(const amber_attr& a) { return Act(a.i); }
 
 }  // namespace amber

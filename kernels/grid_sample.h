@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "amber/core/backend.h"
@@ -15,14 +14,23 @@
 
 namespace amber::grid {
 
-enum class Mode { bilinear, nearest, bicubic };
-enum class Padding { zeros, border, reflection };
+// The attributes' choices (amber_attr::i, the index in the op table's list).
+enum class Mode {
+  bilinear = op_attrs::grid_sample::mode_is::bilinear,
+  nearest = op_attrs::grid_sample::mode_is::nearest,
+  bicubic = op_attrs::grid_sample::mode_is::bicubic
+};
+enum class Padding {
+  zeros = op_attrs::grid_sample::padding_mode_is::zeros,
+  border = op_attrs::grid_sample::padding_mode_is::border,
+  reflection = op_attrs::grid_sample::padding_mode_is::reflection
+};
 
 // The arithmetic type: float for f32, double for f64, as ATen's opmath type.
 template <typename T>
 using OpMath = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// The op's attributes (inference has checked the strings).
+// The op's attributes.
 struct Params {
   Mode mode;
   Padding padding;
@@ -30,14 +38,7 @@ struct Params {
 };
 inline Params params_of(const amber_kernel_args* a) {
   namespace at = op_attrs::grid_sample;
-  const char *m = a->attrs[at::mode].str, *p = a->attrs[at::padding_mode].str;
-  return {std::strcmp(m, "nearest") == 0   ? Mode::nearest
-          : std::strcmp(m, "bicubic") == 0 ? Mode::bicubic
-                                           : Mode::bilinear,
-          std::strcmp(p, "border") == 0       ? Padding::border
-          : std::strcmp(p, "reflection") == 0 ? Padding::reflection
-                                              : Padding::zeros,
-          a->attrs[at::align_corners].i != 0};
+  return {Mode(a->attrs[at::mode].i), Padding(a->attrs[at::padding_mode].i), a->attrs[at::align_corners].i != 0};
 }
 
 // Sizes and element strides of input x [n, c, h, w], grid g [n, oh, ow, 2] and output y.

@@ -67,7 +67,7 @@ inline Quant quant_of(const amber_kernel_args* a, int input_scale, int input_zer
                       int max_val, int output_scale, int output_zero_point) {
   const bool act = activation >= 0, u8 = output_scale >= 0;
   return make_quant(a->attrs[input_scale].f, a->attrs[input_zero_point].i,
-                    act ? act_of(a->attrs[activation].str) : Act::none, act ? a->attrs[min_val].f : 0.0,
+                    act ? act_of(a->attrs[activation]) : Act::none, act ? a->attrs[min_val].f : 0.0,
                     act ? a->attrs[max_val].f : 0.0, u8 ? a->attrs[output_scale].f : 0.0,
                     u8 ? a->attrs[output_zero_point].i : 0);
 }

@@ -1,34 +1,32 @@
 // scatter_reduce's arithmetic, one source for the CPU and CUDA kernels (AMBER_HD): the reduction
-// its attribute names, each one's identity (where an element scattered to starts when
+// its attribute chose, each one's identity (where an element scattered to starts when
 // include_self is false), how a source element folds into an output element (integers wrap,
 // NaN wins amax and amin, as PyTorch's), and mean's division (integers floor, as PyTorch's).
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include "amber/core/backend.h"
 #include "amber/kernels/arith.h"
 #include "amber/kernels/hd.h"
+#include "amber/op_attrs.h"
 
 namespace amber::scatter_fold {
 
-enum Reduce : int { kSum, kProd, kMean, kAmax, kAmin };
+// The reduce attribute's choice (amber_attr::i, its index in the op table's list).
+namespace choice = op_attrs::scatter_reduce::reduce_is;
+enum Reduce : int {
+  kSum = choice::sum,
+  kProd = choice::prod,
+  kMean = choice::mean,
+  kAmax = choice::amax,
+  kAmin = choice::amin
+};
 
-// The attribute's reduction; false for a name that is none of the five.
-inline bool reduce_of(const char* name, Reduce* r) {
-  static constexpr struct {
-    const char* name;
-    Reduce r;
-  } kNames[] = {{"sum", kSum}, {"prod", kProd}, {"mean", kMean}, {"amax", kAmax}, {"amin", kAmin}};
-  for (const auto& n : kNames)
-    if (std::strcmp(name, n.name) == 0) return *r = n.r, true;
-  return false;
-}
-
-// A kernel's state: the reduction its setup read (a new Reduce), freed by destroy_state.
-inline void destroy_state(void* state) { delete static_cast<Reduce*>(state); }
+// The reduction a scatter_reduce kernel was given.
+inline Reduce reduce_of(const amber_kernel_args* a) { return Reduce(a->attrs[op_attrs::scatter_reduce::reduce].i); }
 
 template <typename T>
 AMBER_HD inline T identity(Reduce r) {

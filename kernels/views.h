@@ -5,10 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "amber/core/backend.h"
 #include "amber/kernels/hd.h"
+#include "amber/op_attrs.h"
 
 namespace amber::views {
 
@@ -42,14 +42,14 @@ inline int64_t span(const amber_tensor_view& v) {
   return n;
 }
 
-enum PadMode : int { kPadConstant, kPadReflect, kPadReplicate, kPadCircular };
-
-// pad's mode attribute as a PadMode (inference accepted only these four names).
-inline PadMode pad_mode(const char* name) {
-  if (std::strcmp(name, "reflect") == 0) return kPadReflect;
-  if (std::strcmp(name, "replicate") == 0) return kPadReplicate;
-  return std::strcmp(name, "circular") == 0 ? kPadCircular : kPadConstant;
-}
+// pad's mode attribute: its choice (amber_attr::i, its index in the op table's list).
+enum PadMode : int {
+  kPadConstant = op_attrs::pad::mode_is::constant,
+  kPadReflect = op_attrs::pad::mode_is::reflect,
+  kPadReplicate = op_attrs::pad::mode_is::replicate,
+  kPadCircular = op_attrs::pad::mode_is::circular
+};
+inline PadMode pad_mode(const amber_kernel_args* a) { return PadMode(a->attrs[op_attrs::pad::mode].i); }
 
 // Along one dim of pad: the source coordinate of output coordinate o, for `before` elements
 // of padding ahead of a dim of `size`. Returns false where constant padding leaves the

@@ -299,7 +299,7 @@ Plan::Plan(graph::Graph g, Device device, int setup_threads, std::shared_ptr<Are
       throw Error(str(s.label, ": ", e.what()));
     }
     s.attrs.resize(n->attrs.size());
-    for (size_t i = 0; i < n->attrs.size(); ++i) fill_c_attr(s.attrs[i], n->attrs[i]);
+    for (size_t i = 0; i < n->attrs.size(); ++i) fill_c_attr(s.attrs[i], n->attrs[i], n->op->attr_spec(int(i)));
     for (const Value* out : n->outputs)
       s.out_bytes += uint64_t(checked_numel(static_shape(out->type.shape))) * itemsize(out->type.dtype);
     const amber_tensor_view* args = &arg_templates_[size_t(s.first_arg)];

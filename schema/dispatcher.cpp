@@ -58,7 +58,7 @@ void fill_view(amber_tensor_view& v, const Tensor* t, bool writable) {
 
 }  // namespace
 
-void fill_c_attr(amber_attr& c, const Attr& a) {
+void fill_c_attr(amber_attr& c, const Attr& a, const ArgSpec& spec) {
   c = amber_attr{};
   switch (a.kind()) {
     case AttrKind::none:
@@ -99,6 +99,7 @@ void fill_c_attr(amber_attr& c, const Attr& a) {
       c.kind = AMBER_ATTR_STRING;
       c.str = a.s().c_str();
       c.count = int32_t(a.s().size());
+      c.i = spec.choice_index(a.s());
       break;
     case AttrKind::dtype:
       c.kind = AMBER_ATTR_DTYPE;
@@ -311,7 +312,7 @@ void launch_kernel(const OpSchema& op, const amber_kernel& kernel, std::span<con
   if (attrs.size() > kInline) at = (attr_heap.resize(attrs.size()), attr_heap.data());
   for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], inputs[i], false);
   for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], &outputs[i], true);
-  for (size_t i = 0; i < attrs.size(); ++i) fill_c_attr(at[i], attrs[i]);
+  for (size_t i = 0; i < attrs.size(); ++i) fill_c_attr(at[i], attrs[i], op.attr_spec(int(i)));
   charge_work(op, in, int(inputs.size()), out, int(outputs.size()), at, int(attrs.size()));
   char error[512];
   error[0] = '\0';

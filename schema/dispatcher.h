@@ -85,8 +85,9 @@ Tensor call(const OpSchema& op, std::initializer_list<const Tensor*> inputs, std
 // The kernel for (op, device type, dtype), cached after the first lookup; throws an error
 // naming the op, device and dtype when the backend has none.
 const amber_kernel& resolve_kernel(const OpSchema& op, Device device, DType dtype);
-// The C view of an attribute for kernels; pointers refer into a (which must outlive c).
-void fill_c_attr(amber_attr& c, const Attr& a);
+// The C view of an attribute for kernels, its op's argument spec: pointers refer into a
+// (which must outlive c); a str's i is its index among spec's choices (-1 without them).
+void fill_c_attr(amber_attr& c, const Attr& a, const ArgSpec& spec);
 // Runs kernel eagerly on prepared tensors (inputs already of the compute dtype, outputs
 // allocated on device) on the device's default stream; throws amber::Error "op: message" if
 // the kernel reports a failure. A kernel with a setup gets its state from a bounded cache

@@ -89,9 +89,9 @@ constexpr int attr_index(std::string_view signature, std::string_view name) {
       if (c == '"') {
         end = signature.find('"', end + 1);
         if (end == std::string_view::npos) end = signature.size() - 1;
-      } else if (c == '[') {
+      } else if (c == '[' || c == '{') {
         ++depth;
-      } else if (c == ']') {
+      } else if (c == ']' || c == '}') {
         --depth;
       } else if (depth == 0 && (c == ',' || c == ')')) {
         break;

@@ -24,7 +24,8 @@ Registry& registry() {
 }
 
 // A tiny recursive-descent parser for signatures such as
-//   "sum(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor".
+//   "sum(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
+// and, for a str whose values are a fixed set, "pad(..., str{constant,reflect} mode=\"constant\")".
 class SigParser {
  public:
   explicit SigParser(std::string_view s) : s_(s) {}
@@ -71,7 +72,7 @@ class SigParser {
  private:
   ArgSpec arg() {
     ArgSpec a;
-    std::string t = type_name();
+    std::string t = type_name(&a.choices);
     if (!t.empty() && t.back() == '?') {
       a.optional = true;
       t.pop_back();
@@ -157,8 +158,19 @@ class SigParser {
     return dv;
   }
 
-  std::string type_name() {
+  // A type; with choices, a str's set of values {a,b,c} after it (names, '-' allowed).
+  std::string type_name(std::vector<std::string>* choices = nullptr) {
     std::string t = ident(false);
+    if (choices && t == "str" && accept('{')) {
+      do {
+        skip_ws();
+        const size_t start = pos_;
+        while (pos_ < s_.size() && (std::isalnum(uint8_t(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '-')) ++pos_;
+        if (pos_ == start) fail("expected a choice");
+        choices->emplace_back(s_.substr(start, pos_ - start));
+      } while (accept(','));
+      expect('}');
+    }
     if (accept('[')) {
       expect(']');
       t += "[]";
@@ -230,6 +242,12 @@ bool kind_accepts(ArgKind k, AttrKind a) {
 
 }  // namespace
 
+int ArgSpec::choice_index(std::string_view value) const {
+  for (size_t i = 0; i < choices.size(); ++i)
+    if (choices[i] == value) return int(i);
+  return -1;
+}
+
 std::string_view arg_kind_name(ArgKind k) {
   switch (k) {
     case ArgKind::tensor:
@@ -265,6 +283,15 @@ InferCtx::InferCtx(const OpSchema& op, const TensorMeta* const* inputs, int n_in
       compute_dtype = inputs[i]->dtype;
       break;
     }
+  // A str with declared choices holds one of them: "mode must be a, b or c, got 'd'".
+  for (int i = 0; i < std::min(n_attrs, op.num_attrs()); ++i) {
+    const ArgSpec& spec = op.attr_spec(i);
+    if (spec.choices.empty() || attrs[i].kind() != AttrKind::s || spec.choice_index(attrs[i].s()) >= 0) continue;
+    std::string names;
+    for (size_t k = 0; k < spec.choices.size(); ++k)
+      names += (k == 0 ? "" : k + 1 == spec.choices.size() ? " or " : ", ") + spec.choices[k];
+    fail(spec.name, " must be ", names, ", got '", attrs[i].s(), "'");
+  }
 }
 
 TensorMeta& InferCtx::add_output(DType dtype, DimVec sizes) {
@@ -317,6 +344,15 @@ std::unique_ptr<OpSchema> parse_op(const OpDef& def) {
     } else {
       attrs_started = true;
     }
+    if (a.choices.empty()) continue;
+    AMBER_CHECK(a.kind == ArgKind::string, op->name, ": ", a.name, " declares choices but is not a str (",
+                op->signature, ")");
+    for (size_t i = 0; i < a.choices.size(); ++i)
+      AMBER_CHECK(a.choice_index(a.choices[i]) == int(i), op->name, ": ", a.name, " lists '", a.choices[i], "' twice (",
+                  op->signature, ")");
+    const std::optional<Attr>& d = a.default_value;
+    AMBER_CHECK(!d || d->is_none() || a.choice_index(d->s()) >= 0, op->name, ": ", a.name, "'s default '", d->s(),
+                "' is none of its choices (", op->signature, ")");
   }
   AMBER_CHECK(!op->has_tensor_list || op->num_tensor_args == 1, op->name,
               ": a Tensor[] argument must be the op's only tensor argument");

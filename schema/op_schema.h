@@ -44,6 +44,12 @@ struct ArgSpec {
   ArgKind kind;
   bool optional = false;              // may be None ("int?", "Tensor?")
   std::optional<Attr> default_value;  // absent: the argument is required
+  // str{a,b,c}: the values a str argument may take, which inference checks before the op's
+  // own rules and kernels read as an index (amber_attr::i; op_attrs::OP::NAME_is::VALUE).
+  // Empty: any string.
+  std::vector<std::string> choices;
+  // value's position in choices; -1 when it is none of them or the argument declares none.
+  int choice_index(std::string_view value) const;
 };
 
 // Flags on an op.

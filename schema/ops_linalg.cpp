@@ -72,7 +72,7 @@ void infer_linear(InferCtx& c) {
 // fused_linear: linear's rules, and an activation the kernels apply to its output as they
 // write it (the product-activation fusion pass makes these; see docs/OPS.md).
 void infer_fused_linear(InferCtx& c) {
-  infer::check_activation(c, false);
+  infer::check_activation(c);
   infer_linear(c);
 }
 
@@ -84,7 +84,7 @@ void quantized_linear_output(InferCtx& c, bool requantized) {
   c.check(!x.empty(), "input must have at least one dimension, got shape ", x);
   c.check(w.size() == 2, "weight must be a matrix [out_features, in_features], got shape ", w);
   c.check(x.back() == w[1], "input shape ", x, " does not match weight shape ", w, " (in_features ", w[1], ")");
-  if (requantized) infer::check_activation(c, true);
+  if (requantized) infer::check_activation(c);
   infer::check_quantized(c, w[0], w[1], requantized);
   DimVec out = x;
   out[out.size() - 1] = w[0];
@@ -148,7 +148,8 @@ const OpRegistrar registrar{
      "torch.matmul: dot, matrix-vector, matrix or batched products, broadcasting batch dims.", OpCost::matmul},
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kF32, infer_linear, 0, nullptr, 1,
      "input @ weight^T + bias over the last dim of input.", OpCost::matmul},
-    {"fused_linear(Tensor input, Tensor weight, Tensor? bias=None, str activation=\"clamp\", float min_val=0.0, "
+    {"fused_linear(Tensor input, Tensor weight, Tensor? bias=None, str{clamp,silu,hardswish} activation=\"clamp\", "
+     "float min_val=0.0, "
      "float max_val=6.0) -> Tensor",
      kF32, infer_fused_linear, 0, nullptr, 1,
      "linear followed by an activation of its output, fused_conv2d's: clamp (to [min_val, max_val]; either may be "
@@ -164,7 +165,8 @@ const OpRegistrar registrar{
      "saturates; a row holding a NaN gives a row of NaN. Made by `amber quantize`.",
      OpCost::matmul, 3},
     {"quantized_linear.u8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, float input_scale=1.0, "
-     "int input_zero_point=0, str activation=\"none\", float min_val=0.0, float max_val=6.0, float output_scale=1.0, "
+     "int input_zero_point=0, str{clamp,silu,hardswish,none} activation=\"none\", float min_val=0.0, float "
+     "max_val=6.0, float output_scale=1.0, "
      "int output_zero_point=0) -> Tensor",
      kQuantizedInput, infer_quantized_linear_u8, 0, nullptr, 1,
      "quantized_linear, then an activation (none, or fused_conv2d's) of its f32 result y, quantized to uint8: "

@@ -89,21 +89,21 @@ void infer_conv2d(InferCtx& c) { conv2d_output(c, 2); }
 // fused_conv2d: conv2d's rules, and an activation the kernels apply to its output as they
 // write it (the conv-activation fusion pass makes these; see docs/OPS.md).
 void infer_fused_conv2d(InferCtx& c) {
-  infer::check_activation(c, false);
+  infer::check_activation(c);
   conv2d_output(c, 2);
 }
 
 // quantized_conv2d (made by tracer/quantize.h's calibration): conv2d's rules with an int8
 // weight, its scales and the input's quantization checked (infer::check_quantized).
 void infer_quantized_conv2d(InferCtx& c) {
-  infer::check_activation(c, true);
+  infer::check_activation(c);
   conv2d_output(c, 3, Quant::f32_out);
 }
 
 // quantized_conv2d.u8: the same, its output quantized to uint8 with output_scale and
 // output_zero_point.
 void infer_quantized_conv2d_u8(InferCtx& c) {
-  infer::check_activation(c, true);
+  infer::check_activation(c);
   conv2d_output(c, 3, Quant::u8_out);
 }
 
@@ -235,17 +235,11 @@ void infer_avg_pool2d(InferCtx& c) {
 // grid_sample: input (N, C, H, W) sampled at grid (N, H_out, W_out, 2)'s (x, y) positions.
 void infer_grid_sample(InferCtx& c) {
   const TensorMeta &x = c.in(0), &g = c.in(1);
-  const std::string& mode = c.attr("mode").s();
-  const std::string& padding = c.attr("padding_mode").s();
   c.check(x.sizes.size() == 4, "input must be 4-D (N, C, H, W), got shape ", x.sizes);
   c.check(g.sizes.size() == 4 && g.sizes[3] == 2, "grid must be (N, H_out, W_out, 2), got shape ", g.sizes);
   c.check(g.sizes[0] == x.sizes[0], "grid's batch ", g.sizes[0], " differs from input's ", x.sizes[0], " (input ",
           x.sizes, ", grid ", g.sizes, ")");
   c.check(x.dtype == g.dtype, "input and grid must have the same dtype, got ", x.dtype, " and ", g.dtype);
-  c.check(mode == "bilinear" || mode == "nearest" || mode == "bicubic",
-          "mode must be bilinear, nearest or bicubic, got '", mode, "'");
-  c.check(padding == "zeros" || padding == "border" || padding == "reflection",
-          "padding_mode must be zeros, border or reflection, got '", padding, "'");
   c.add_output(x.dtype, {x.sizes[0], x.sizes[1], g.sizes[1], g.sizes[2]});
 }
 
@@ -366,7 +360,8 @@ const OpRegistrar registrar{
      "output is channels-last.",
      OpCost::conv},
     {"fused_conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
-     "int[] dilation=[1], int groups=1, str activation=\"clamp\", float min_val=0.0, float max_val=6.0) -> Tensor",
+     "int[] dilation=[1], int groups=1, str{clamp,silu,hardswish} activation=\"clamp\", float min_val=0.0, float "
+     "max_val=6.0) -> Tensor",
      DTypeSet{DType::f32}, infer_fused_conv2d, 0, nullptr, 1,
      "conv2d followed by an activation of its output: clamp (to [min_val, max_val]; either may be infinite; "
      "NaN stays NaN), silu or hardswish, each with its pointwise op's formula; made by the conv-activation "
@@ -374,7 +369,7 @@ const OpRegistrar registrar{
      OpCost::conv},
     {"quantized_conv2d(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, int[] stride=[1], "
      "int[] padding=[0], int[] dilation=[1], int groups=1, float input_scale=1.0, int input_zero_point=0, "
-     "str activation=\"none\", float min_val=0.0, float max_val=6.0) -> Tensor",
+     "str{clamp,silu,hardswish,none} activation=\"none\", float min_val=0.0, float max_val=6.0) -> Tensor",
      kQuantizedInput, infer_quantized_conv2d, 0, nullptr, 1,
      "conv2d of the input quantized to uint8 (q = clamp(round_half_even(x * (1 / input_scale)) + input_zero_point, 0, "
      "255); a u8 input is q) by the int8 weight times its scale per output channel, accumulated exactly in integers, "
@@ -384,7 +379,8 @@ const OpRegistrar registrar{
      OpCost::conv, 3},
     {"quantized_conv2d.u8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias=None, int[] stride=[1], "
      "int[] padding=[0], int[] dilation=[1], int groups=1, float input_scale=1.0, int input_zero_point=0, "
-     "str activation=\"none\", float min_val=0.0, float max_val=6.0, float output_scale=1.0, "
+     "str{clamp,silu,hardswish,none} activation=\"none\", float min_val=0.0, float max_val=6.0, float "
+     "output_scale=1.0, "
      "int output_zero_point=0) -> Tensor",
      kQuantizedInput, infer_quantized_conv2d_u8, 0, nullptr, 1,
      "quantized_conv2d with its f32 result y quantized to uint8: clamp(round_half_even(y * (1 / output_scale)) + "
@@ -424,7 +420,8 @@ const OpRegistrar registrar{
     {"avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, "
      "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
      kFloat, infer_avg_pool2d, 0, nullptr, 1, "Average over windows, with ATen's divisor rules.", OpCost::window},
-    {"grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", "
+    {"grid_sample(Tensor input, Tensor grid, str{bilinear,nearest,bicubic} mode=\"bilinear\", "
+     "str{zeros,border,reflection} padding_mode=\"zeros\", "
      "bool align_corners=False) -> Tensor",
      kFloat, infer_grid_sample, 0, nullptr, 1,
      "F.grid_sample of 4-D input: each output pixel reads input at grid's (x, y) in [-1, 1] (-1 the first "

@@ -73,8 +73,6 @@ void fix_division_dtype(InferCtx& c) {
     }
     return;
   }
-  c.check(mode.s() == "trunc" || mode.s() == "floor",
-          "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode.s(), "'");
   check_not_bool(c, c.compute_dtype, "division with a rounding mode");
 }
 void infer_div(InferCtx& c) {
@@ -114,11 +112,6 @@ void infer_unary_float(InferCtx& c) {
 }
 // Activations defined only for floating inputs (gelu, silu): no integer promotion.
 void infer_activation(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes).format = c.in(0).format; }
-void infer_gelu(InferCtx& c) {
-  const std::string& a = c.attr("approximate").s();
-  c.check(a == "none" || a == "tanh", "approximate argument must be either none or tanh, got '", a, "'");
-  infer_activation(c);
-}
 
 void infer_to(InferCtx& c) { c.add_output(c.attr("dtype").dtype(), c.in(0).sizes).format = c.in(0).format; }
 void infer_clone(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
@@ -167,7 +160,7 @@ void infer_quantized_add(InferCtx& c) {
   const TensorMeta &a = c.in(0), &b = c.in(1);
   c.check(a.dtype == DType::u8 && b.dtype == DType::u8, "self and other must be u8, got ", a.dtype, " and ", b.dtype);
   c.check(a.sizes == b.sizes, "self and other must have one shape (no broadcasting), got ", a.sizes, " and ", b.sizes);
-  infer::check_activation(c, true);
+  infer::check_activation(c);
   for (const char* q : {"self", "other", "output"}) infer::check_uint8_quantization(c, q);
   c.add_output(DType::u8, a.sizes).format = pointwise_format(c, a.sizes);
 }
@@ -180,7 +173,8 @@ const OpRegistrar registrar{
     {"add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor", kNumeric, infer_add, pointwise, nullptr, 1,
      "self + alpha * other, broadcasting."},
     {"quantized_add(Tensor self, Tensor other, float self_scale=1.0, int self_zero_point=0, float other_scale=1.0, "
-     "int other_zero_point=0, str activation=\"none\", float min_val=0.0, float max_val=6.0, "
+     "int other_zero_point=0, str{clamp,silu,hardswish,none} activation=\"none\", float min_val=0.0, float "
+     "max_val=6.0, "
      "float output_scale=1.0, int output_zero_point=0) -> Tensor",
      DTypeSet{DType::u8}, infer_quantized_add, 0, nullptr, 1,
      "The sum of two uint8 tensors of one shape as the values they stand for, (self - self_zero_point) * self_scale + "
@@ -200,10 +194,10 @@ const OpRegistrar registrar{
      "self * other, broadcasting."},
     {"mul.Scalar(Tensor self, Scalar other) -> Tensor", kNumeric, infer_mul_scalar, pointwise, nullptr, 1,
      "self * other."},
-    {"div(Tensor self, Tensor other, str? rounding_mode=None) -> Tensor", kNumeric, infer_div, pointwise, nullptr, 1,
-     "self / other: true division (integers give f32), or rounded with 'trunc' or 'floor'."},
-    {"div.Scalar(Tensor self, Scalar other, str? rounding_mode=None) -> Tensor", kNumeric, infer_div_scalar, pointwise,
-     nullptr, 1, "self / other, as div."},
+    {"div(Tensor self, Tensor other, str{trunc,floor}? rounding_mode=None) -> Tensor", kNumeric, infer_div, pointwise,
+     nullptr, 1, "self / other: true division (integers give f32), or rounded with 'trunc' or 'floor'."},
+    {"div.Scalar(Tensor self, Scalar other, str{trunc,floor}? rounding_mode=None) -> Tensor", kNumeric,
+     infer_div_scalar, pointwise, nullptr, 1, "self / other, as div."},
     {"pow(Tensor self, Tensor exponent) -> Tensor", kNumeric, infer_pow, pointwise, nullptr, 1,
      "self ** exponent, broadcasting."},
     {"pow.Scalar(Tensor self, Scalar exponent) -> Tensor", kNumeric, infer_pow_scalar, pointwise, nullptr, 1,
@@ -223,8 +217,8 @@ const OpRegistrar registrar{
     {"sigmoid(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1, "1 / (1 + e^-self)."},
     {"reciprocal(Tensor self) -> Tensor", kFloat, infer_unary_float, pointwise, nullptr, 1,
      "1 / self (the `2 / x` operator is reciprocal(x) * 2, as in libtorch)."},
-    {"gelu(Tensor self, str approximate=\"none\") -> Tensor", kFloat, infer_gelu, pointwise, nullptr, 1,
-     "x * Phi(x) ('none', with erf) or its tanh approximation ('tanh')."},
+    {"gelu(Tensor self, str{none,tanh} approximate=\"none\") -> Tensor", kFloat, infer_activation, pointwise, nullptr,
+     1, "x * Phi(x) ('none', with erf) or its tanh approximation ('tanh')."},
     {"silu(Tensor self) -> Tensor", kFloat, infer_activation, pointwise, nullptr, 1, "x * sigmoid(x)."},
     {"sign(Tensor self) -> Tensor", kNumeric, infer_unary_same, pointwise, nullptr, 1,
      "-1, 0 or 1 as self is negative, zero or positive (NaN gives 0, as ATen)."},

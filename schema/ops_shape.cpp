@@ -187,15 +187,6 @@ void infer_scatter(InferCtx& c) {
   c.cast_mask = 0;
 }
 
-// scatter_reduce(self, index, src, dim, reduce, include_self): scatter's shapes, one of the five
-// reductions kernels/scatter_reduce.h's reduce_of knows.
-void infer_scatter_reduce(InferCtx& c) {
-  const std::string& r = c.attr("reduce").s();
-  c.check(r == "sum" || r == "prod" || r == "mean" || r == "amax" || r == "amin",
-          "reduce must be sum, prod, mean, amax or amin, got '", r, "'");
-  infer_scatter(c);
-}
-
 void infer_flip(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   uint32_t seen = 0;
@@ -212,8 +203,6 @@ void infer_pad(InferCtx& c) {
   const TensorMeta& x = c.in(0);
   const std::vector<int64_t>& p = c.attr("pad").ints();
   const std::string& mode = c.attr("mode").s();
-  c.check(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
-          "mode must be constant, reflect, replicate or circular, got '", mode, "'");
   c.check(p.size() % 2 == 0, "pad must hold a (before, after) pair per padded dim, last dim first; got ",
           c.attr("pad"));
   c.check(p.size() / 2 <= size_t(x.sizes.size()), "pad ", c.attr("pad"), " pads ", p.size() / 2, " dims but self has ",
@@ -304,14 +293,17 @@ const OpRegistrar registrar{
     {"scatter_add(Tensor self, Tensor index, Tensor src, int dim) -> Tensor",
      DTypeSet{DType::f32, DType::f64, DType::i64, DType::i32}, infer_scatter, 0, nullptr, 1,
      "self with src added where index points along dim (repeated indices accumulate; on CUDA in no fixed order)."},
-    {"scatter_reduce(Tensor self, Tensor index, Tensor src, int dim, str reduce, bool include_self=True) -> Tensor",
-     DTypeSet{DType::f32, DType::f64, DType::i64, DType::i32}, infer_scatter_reduce, 0, nullptr, 1,
+    {"scatter_reduce(Tensor self, Tensor index, Tensor src, int dim, str{sum,prod,mean,amax,amin} reduce, bool "
+     "include_self=True) -> Tensor",
+     DTypeSet{DType::f32, DType::f64, DType::i64, DType::i32}, infer_scatter, 0, nullptr, 1,
      "self with src folded in where index points along dim by reduce: sum, prod, mean, amax or amin (NaN wins); "
      "include_self false leaves self out of the elements scattered to; integer means floor (torch.scatter_reduce; "
      "sums and products on CUDA in no fixed order)."},
     {"flip(Tensor self, int[] dims) -> Tensor", kAll, infer_flip, 0, nullptr, 1,
      "A copy with the order of elements reversed along each of dims."},
-    {"pad(Tensor self, int[] pad, str mode=\"constant\", Scalar value=0) -> Tensor", kAll, infer_pad, 0, nullptr, 1,
+    {"pad(Tensor self, int[] pad, str{constant,reflect,replicate,circular} mode=\"constant\", Scalar value=0) -> "
+     "Tensor",
+     kAll, infer_pad, 0, nullptr, 1,
      "self padded by pad's (before, after) pairs, last dim first (torch.nn.functional.pad): with value (constant; "
      "negative pads crop), mirrored without the edge (reflect), the edge repeated (replicate) or wrapped around "
      "(circular)."},

@@ -1,14 +1,16 @@
 // What the emulated CUDA tests checked against Amber's CPU kernels share: a tensor as a kernel's
-// view, an output to write, a tensor in reversed memory order, an int[] attribute, a grid-stride
-// launch, and the comparison with the CPU's output (exact for integers; for floats NaN where NaN,
-// else within 1e-6 relative). Include after <amber/amber.h>, catch2 and cuda_emulation.h.
+// view, an output to write, a tensor in reversed memory order, an int[] attribute, a str
+// attribute's choice, a grid-stride launch, and the comparison with the CPU's output (exact for integers; for floats
+// NaN where NaN, else within 1e-6 relative). Include after <amber/amber.h>, catch2 and cuda_emulation.h.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "amber/core/backend.h"
+#include "amber/schema/op_schema.h"
 
 namespace amber::emulation {
 
@@ -46,6 +48,13 @@ inline amber_attr ints_attr(const std::vector<int64_t>& v) {
 }
 
 // A grid-stride kernel on two blocks of 64 threads (its loop covers the rest).
+// What a kernel reads as amber_attr::i for op's str attribute attr set to value: its index
+// among the op table's choices (-1 for none of them).
+inline int choice(std::string_view op, std::string_view attr, std::string_view value) {
+  const OpSchema& s = op_schema(op);
+  return s.attr_spec(s.attr_index(attr)).choice_index(value);
+}
+
 template <typename Kernel, typename... Args>
 void launch_small(Kernel kernel, Args... args) {
   launch(kernel, dim3(2), dim3(64), args...);

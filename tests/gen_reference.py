@@ -1346,7 +1346,7 @@ case("quantized_conv_bad_zero_point", "quantized_conv2d", quantized_conv,
      attrs={"input_scale": 0.1, "input_zero_point": 300}, error="input_zero_point must be in [0, 255]")
 case("quantized_conv_bad_activation", "quantized_conv2d", quantized_conv,
      [In([1, 3, 8, 8]), int8_weights([4, 3, 3, 3]), weight_scales(4), None],
-     attrs={"input_scale": 0.1, "activation": "relu"}, error="activation must be none, clamp, silu or hardswish")
+     attrs={"input_scale": 0.1, "activation": "relu"}, error="activation must be clamp, silu, hardswish or none")
 case("quantized_linear_bias", "quantized_linear", quantized_linear,
      [In([7, 13], kind="wide"), int8_weights([5, 13]), weight_scales(5), In([5])],
      attrs={"input_scale": 0.04, "input_zero_point": 125}, **QUANT_TOL)

@@ -24,6 +24,7 @@ namespace ix = amber::cuda::indexing;
 using amber::DimVec;
 using amber::DType;
 using amber::Tensor;
+using amber::emulation::choice;
 using amber::emulation::ints_attr;
 using amber::emulation::launch_small;
 using amber::emulation::reversed_layout;
@@ -193,8 +194,7 @@ TEST_CASE("cuda emulated: scatter_reduce's five reductions, with and without sel
             dim == 2 ? DType::i32 : DType::i64);
         const Tensor want = amber::scatter_reduce(self, dim, idx, src, reduce, with_self);
         const Tensor y = reversed_layout(self);  // scatter_reduce's copy of self, before the kernels
-        amber::scatter_fold::Reduce r = amber::scatter_fold::kSum;
-        REQUIRE(amber::scatter_fold::reduce_of(reduce, &r));
+        const auto r = amber::scatter_fold::Reduce(choice("scatter_reduce", "reduce", reduce));
         const ix::Along s = ix::scatter_args<float>(view_of(idx), view_of(y), &sv, dim);
         if (!with_self) launch_small(&ix::scatter_identity_kernel<float>, s, r, idx.numel());
         std::vector<unsigned> count(size_t(y.numel()), 0);  // y's span: a dense permutation
@@ -213,8 +213,7 @@ TEST_CASE("cuda emulated: scatter_reduce's five reductions, with and without sel
   const amber_tensor_view vv = view_of(vals);
   for (const char* reduce : {"prod", "mean", "amin"}) {
     INFO("i64 scatter_reduce " << reduce);
-    amber::scatter_fold::Reduce r = amber::scatter_fold::kSum;
-    REQUIRE(amber::scatter_fold::reduce_of(reduce, &r));
+    const auto r = amber::scatter_fold::Reduce(choice("scatter_reduce", "reduce", reduce));
     const Tensor y = base.clone();
     std::vector<unsigned> count(size_t(y.numel()), 0);
     unsigned* counts = r == amber::scatter_fold::kMean ? count.data() : nullptr;
@@ -235,7 +234,8 @@ TEST_CASE("cuda emulated: pad, roll, repeat, tril and triu equal the CPU's", "[e
     const Tensor want = amber::pad(x, DimVec(pads), mode, 1.5), y = output_like(want);
     const amber_tensor_view yv = view_of(y);
     launch_small(&ix::pad_kernel<float>, static_cast<const float*>(x.data()), static_cast<float*>(yv.data),
-                 amber::views::pad_dims(yv, view_of(x), pad_attr), amber::views::pad_mode(mode), 1.5f, y.numel());
+                 amber::views::pad_dims(yv, view_of(x), pad_attr), amber::views::PadMode(choice("pad", "mode", mode)),
+                 1.5f, y.numel());
     CHECK(same(y, want));
   }
   const std::vector<int64_t> shifts{-2, 7, 1}, dims{3, 1, -1};

@@ -10,6 +10,7 @@
 
 #include "amber/amber.h"
 #include "amber/graph/text.h"
+#include "amber/graph/verify.h"
 #include "test_util.h"
 
 using namespace amber;
@@ -20,27 +21,42 @@ namespace {
 
 void infer_same(InferCtx& c) { c.add_output(c.in(0).dtype, c.in(0).sizes); }
 
-// testops::affine(x, a, b) = a * x + b, f32 only, contiguous or not.
-constexpr char kAffine[] = "testops::affine(Tensor x, float a, float b=0.0) -> Tensor";
-constexpr int kA = attr_index(kAffine, "a"), kB = attr_index(kAffine, "b");
-int affine_f32(const amber_kernel_args* args) {
+// y = f(x) elementwise for an f32 input of any strides.
+template <typename F>
+int map_f32(const amber_kernel_args* args, F f) {
   const amber_tensor_view& x = args->inputs[0];
   const amber_tensor_view& y = args->outputs[0];
-  const double a = args->attrs[kA].f, b = args->attrs[kB].f;
   int64_t n = 1, index[AMBER_MAX_DIMS] = {};
   for (int d = 0; d < y.ndim; ++d) n *= y.sizes[d];
   for (int64_t k = 0; k < n; ++k) {
     int64_t xo = 0, yo = 0;
     for (int d = 0; d < y.ndim; ++d) xo += index[d] * x.strides[d], yo += index[d] * y.strides[d];
-    static_cast<float*>(y.data)[yo] = float(a * static_cast<const float*>(x.data)[xo] + b);
+    static_cast<float*>(y.data)[yo] = f(static_cast<const float*>(x.data)[xo]);
     for (int d = y.ndim - 1; d >= 0 && ++index[d] == y.sizes[d]; --d) index[d] = 0;
   }
   return 0;
 }
 
+// testops::affine(x, a, b) = a * x + b, f32 only, contiguous or not.
+constexpr char kAffine[] = "testops::affine(Tensor x, float a, float b=0.0) -> Tensor";
+constexpr int kA = attr_index(kAffine, "a"), kB = attr_index(kAffine, "b");
+int affine_f32(const amber_kernel_args* args) {
+  const double a = args->attrs[kA].f, b = args->attrs[kB].f;
+  return map_f32(args, [&](float v) { return float(a * v + b); });
+}
+
+// testops::shift(x, by) = x + by's position among its choices: a kernel reading a str{...}.
+constexpr char kShift[] = "testops::shift(Tensor x, str{none,one,two} by=\"one\") -> Tensor";
+int shift_f32(const amber_kernel_args* args) {
+  const int64_t by = args->attrs[attr_index(kShift, "by")].i;
+  return map_f32(args, [&](float v) { return v + float(by); });
+}
+
 void register_testops(OpLibrary& lib) {
   lib.def({kAffine, dtypes::floating, infer_same});
   lib.kernel("testops::affine", DeviceType::cpu, DType::f32, affine_f32);
+  lib.def({kShift, dtypes::floating, infer_same});
+  lib.kernel("testops::shift", DeviceType::cpu, DType::f32, shift_f32);
 }
 const amber_op_library_info kTestops{AMBER_OP_LIBRARY_ABI_VERSION, AMBER_BACKEND_ABI_VERSION, "testops",
                                      &register_testops};
@@ -93,6 +109,7 @@ TEST_CASE("attr_index finds each attribute where the table puts it", "[op_librar
   static_assert(kA == 0 && kB == 1);
   static_assert(
       attr_index("ns::f(Tensor x, int[] d=[1, 2], str m=\"a,)b\", Tensor? w=None, float k=1.0) -> Tensor", "k") == 2);
+  static_assert(attr_index("ns::f(Tensor x, str{a,b}? m=None, float k=1.0) -> Tensor", "k") == 1);
   int checked = 0;
   for (const OpSchema* op : all_ops())  // every built-in op's signature, against the parser's positions
     for (int i = 0; i < op->num_attrs(); ++i, ++checked) {
@@ -117,6 +134,35 @@ TEST_CASE("call_op names the op and the attribute it cannot use", "[op_library]"
                       "unknown op 'nolib::f': namespace nolib is an op library's");
 }
 
+TEST_CASE("a str{...} attribute holds one of its strings, which kernels read as its position", "[op_library]") {
+  register_op_library(kTestops, "this test");
+  const Tensor x = tensor({1.0f, -2.0f, 3.5f});
+  auto shift = [](const Tensor& t, const char* by) { return call_op("testops::shift", {t}, {{"by", by}})[0]; };
+  CHECK(test::compare(shift(x, "two"), x + 2.0, 0, 0).ok);
+  CHECK(test::compare(shift(x, "none"), x, 0, 0).ok);
+  CHECK(test::compare(call_op("testops::shift", {x}, {})[0], x + 1.0, 0, 0).ok);  // the default, "one"
+  AMBER_REQUIRE_ERROR(shift(x, "three"), "testops::shift: by must be none, one or two, got 'three'");
+  AMBER_REQUIRE_ERROR(shift(x, "One"), "by must be none, one or two, got 'One'");
+
+  // Traced, saved and loaded: the loader's plan hands the kernel the position too.
+  TraceOptions o;
+  o.print_warnings = false;
+  TracedModule traced = trace([&](const Tensor& in) { return shift(in, "two"); }, {x}, o);
+  CHECK(test::compare(load(traced.save_to_bytes()).forward({x})[0], x + 2.0, 0, 0).ok);
+  // A graph whose attribute is none of the choices (as an archive's reader checks it) is refused,
+  // naming the node's op and the value.
+  std::string text = to_text(traced.graph());
+  const size_t at = text.find("\"two\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 5, "\"six\"");
+  AMBER_REQUIRE_ERROR(graph::verify_or_throw(parse_graph(text)),
+                      "testops::shift: by must be none, one or two, got 'six'");
+
+  // The built-in ops' choices alike.
+  AMBER_REQUIRE_ERROR(pad(x, {1, 1}, "edge"), "pad: mode must be constant, reflect, replicate or circular, got 'edge'");
+  AMBER_REQUIRE_ERROR(gelu(x, "exact"), "gelu: approximate must be none or tanh, got 'exact'");
+}
+
 namespace {
 
 int noop_kernel(const amber_kernel_args*) { return 0; }
@@ -128,6 +174,18 @@ void outside_namespace(OpLibrary& lib) {
 void bad_signature(OpLibrary& lib) {
   lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
   lib.def({"badlib::f(Tensor x, floaty y) -> Tensor", dtypes::floating, infer_same});
+}
+void choice_twice(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.def({"badlib::f(Tensor x, str{a,b,a} m=\"a\") -> Tensor", dtypes::floating, infer_same});
+}
+void default_not_a_choice(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.def({"badlib::f(Tensor x, str{a,b} m=\"c\") -> Tensor", dtypes::floating, infer_same});
+}
+void no_choices(OpLibrary& lib) {
+  lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
+  lib.def({"badlib::f(Tensor x, str{} m) -> Tensor", dtypes::floating, infer_same});
 }
 void kernel_without_op(OpLibrary& lib) {
   lib.def({"badlib::good(Tensor x) -> Tensor", dtypes::floating, infer_same});
@@ -158,6 +216,10 @@ TEST_CASE("a refused op library names the problem and registers nothing", "[op_l
   const std::pair<amber_op_library_info, const char*> cases[] = {
       {info(outside_namespace), "op otherlib::f is not in the library's namespace (its name must begin with badlib::)"},
       {info(bad_signature), "bad op signature 'badlib::f(Tensor x, floaty y) -> Tensor'"},
+      {info(choice_twice), "badlib::f: m lists 'a' twice"},
+      {info(default_not_a_choice), "badlib::f: m's default 'c' is none of its choices"},
+      {info(no_choices),
+       "bad op signature 'badlib::f(Tensor x, str{} m) -> Tensor' at character 24: expected a choice"},
       {info(kernel_without_op), "a kernel for badlib::missing, which the library has not defined"},
       {info(kernel_for_unlisted_dtype), "a cpu kernel of badlib::good for i32, which its definition does not list"},
       {info(no_inference), "badlib::f: no inference function"},

@@ -76,7 +76,9 @@ TEST_CASE("cuda emulated: quantized_conv2d and its .u8 overload equal the CPU's"
     const Tensor y = reversed_layout(amber::full(want.sizes(), c.u8_out ? 77.0 : double(NAN), want.dtype()));
     const qk::ConvGeometry g = qk::conv_geometry(view_of(x), view_of(w), view_of(ws), view_of(bias), view_of(y),
                                                  ints_attr(stride), ints_attr(padding), ints_attr(dilation), 2);
-    const qk::Quant q = qk::make_quant(sx, zx, amber::act_of(c.act), 0.0, 3.0, c.u8_out ? so : 0.0, zo);
+    const qk::Quant q =
+        qk::make_quant(sx, zx, amber::Act(amber::emulation::choice("quantized_conv2d", "activation", c.act)), 0.0, 3.0,
+                       c.u8_out ? so : 0.0, zo);
     const auto* wp = static_cast<const int8_t*>(w.data());
     const auto* sp = static_cast<const float*>(ws.data());
     const auto* bp = static_cast<const float*>(bias.data());
@@ -123,7 +125,9 @@ TEST_CASE("cuda emulated: quantized_linear and its .u8 overload equal the CPU's"
         const Tensor y = amber::full(want.sizes(), u8_out ? 77.0 : double(NAN), want.dtype());  // dense
         int64_t n_rows = 0;
         const qk::Rows rows = qk::linear_rows(view_of(x), n_rows);
-        const qk::Quant q = qk::make_quant(sx, zx, amber::act_of(act), 0.0, 3.0, u8_out ? so : 0.0, zo);
+        const qk::Quant q =
+            qk::make_quant(sx, zx, amber::Act(amber::emulation::choice("quantized_linear.u8", "activation", act)), 0.0,
+                           3.0, u8_out ? so : 0.0, zo);
         const amber_tensor_view wv = view_of(w);
         auto run = [&](auto kernel, auto* xp, auto* yp) {
           launch_small(kernel, xp, static_cast<const int8_t*>(wv.data), static_cast<const float*>(ws.data()),

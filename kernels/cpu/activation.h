@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string_view>
 
 #include "amber/core/parallel.h"
 #include "amber/kernels/activation_kind.h"

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "amber/core/fused_ops.h"
@@ -188,9 +187,11 @@ struct ScalarInner {
   }
 };
 
+// rounding_mode at attribute i: None (true division) or its choice, listed alike by div and div.Scalar.
+static_assert(op_attrs::div::rounding_mode_is::floor == op_attrs::div_Scalar::rounding_mode_is::floor);
 DivMode div_mode(const amber_kernel_args* a, int i) {
   if (attr_none(a, i)) return DivMode::true_div;
-  return std::strcmp(a->attrs[i].str, "floor") == 0 ? DivMode::floor : DivMode::trunc;
+  return a->attrs[i].i == op_attrs::div::rounding_mode_is::floor ? DivMode::floor : DivMode::trunc;
 }
 
 template <typename T, typename Op>

@@ -155,8 +155,7 @@ Geometry geometry_of(const amber_kernel_args* a) {
                     ua::groups == qa::groups && ua::input_scale == qa::input_scale &&
                     ua::input_zero_point == qa::input_zero_point && ua::activation == qa::activation &&
                     ua::min_val == qa::min_val && ua::max_val == qa::max_val);
-      const std::string_view act = attr_str(a, qa::activation);
-      g.act = act_of(act);
+      g.act = act_of(a->attrs[qa::activation]);
       g.lo = float(attr_float(a, qa::min_val));
       g.hi = float(attr_float(a, qa::max_val));
       g.fixed_quant = g.int8 = true;
@@ -172,8 +171,7 @@ Geometry geometry_of(const amber_kernel_args* a) {
     }
     if constexpr (K == kFused) {
       namespace fa = op_attrs::fused_conv2d;
-      const std::string_view act = attr_str(a, fa::activation);
-      g.act = act_of(act);
+      g.act = act_of(a->attrs[fa::activation]);
       g.lo = float(attr_float(a, fa::min_val));
       g.hi = float(attr_float(a, fa::max_val));
     }

@@ -572,7 +572,7 @@ int fused_linear_kernel(const amber_kernel_args* a) {
   const int rc = linear_kernel(a);
   if (rc != 0) return rc;
   const amber_tensor_view& y = a->outputs[0];
-  activation_dense(static_cast<float*>(y.data), numel(y), act_of(attr_str(a, fa::activation)),
+  activation_dense(static_cast<float*>(y.data), numel(y), act_of(a->attrs[fa::activation]),
                    float(attr_float(a, fa::min_val)), float(attr_float(a, fa::max_val)));
   return 0;
 }
@@ -603,7 +603,7 @@ std::unique_ptr<LinearState> quantized_linear_state(const amber_kernel_args* a, 
   st->u8_in = x.dtype == int32_t(DType::u8);
   if constexpr (U8Out) {
     st->u8_out = true;
-    st->act = act_of(attr_str(a, ua::activation));
+    st->act = act_of(a->attrs[ua::activation]);
     st->lo = float(attr_float(a, ua::min_val));
     st->hi = float(attr_float(a, ua::max_val));
     st->output_q.scale = float(attr_float(a, ua::output_scale));

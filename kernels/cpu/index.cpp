@@ -185,17 +185,11 @@ struct Scatter {
 // each element scattered to starts at the reduction's identity instead; src's elements are folded
 // in, in index order (kernels/scatter_reduce.h, shared with CUDA); mean then divides each element
 // scattered to by the number folded in (one more with include_self), counted in the workspace.
-// The setup reads the reduction once (its state) and asks mean's counts, a slot per element of
-// y's span.
+// The setup asks mean's counts, a slot per element of y's span.
 int scatter_reduce_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
-  const char* name = a->attrs[op_attrs::scatter_reduce::reduce].str;
   *state = nullptr;
-  *workspace_bytes = 0;
-  scatter_fold::Reduce r = scatter_fold::kSum;
-  if (!scatter_fold::reduce_of(name, &r))
-    return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", name);
-  if (r == scatter_fold::kMean) *workspace_bytes = size_t(views::span(a->outputs[0])) * sizeof(int64_t);
-  *state = new scatter_fold::Reduce(r);
+  *workspace_bytes =
+      scatter_fold::reduce_of(a) == scatter_fold::kMean ? size_t(views::span(a->outputs[0])) * sizeof(int64_t) : 0;
   return 0;
 }
 template <typename T>
@@ -203,9 +197,7 @@ struct ScatterReduceKernel {
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::scatter_reduce;
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &src = a->inputs[2], &y = a->outputs[0];
-    const auto* reduce = setup_state<const scatter_fold::Reduce>(a, "scatter_reduce");
-    if (!reduce) return 1;
-    const scatter_fold::Reduce r = *reduce;
+    const scatter_fold::Reduce r = scatter_fold::reduce_of(a);
     const bool with_self = attr_bool(a, at::include_self);
     int64_t dim = attr_int(a, at::dim);
     if (dim < 0) dim += std::max(x.ndim, 1);
@@ -236,9 +228,8 @@ struct ScatterReduceKernel {
 
 template <typename... Ts>
 void register_scatter_reduce(TypeList<Ts...>) {
-  (register_kernel(
-       "scatter_reduce", dtype_v<Ts>,
-       amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, scatter_fold::destroy_state, nullptr}),
+  (register_kernel("scatter_reduce", dtype_v<Ts>,
+                   amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, nullptr, nullptr}),
    ...);
 }
 
@@ -327,7 +318,7 @@ template <typename T>
 struct PadKernel {
   static int run(const amber_kernel_args* a) {
     const views::PadDims p = views::pad_dims(a->outputs[0], a->inputs[0], a->attrs[op_attrs::pad::pad]);
-    pad_walk<T>(a, p, views::pad_mode(a->attrs[op_attrs::pad::mode].str), attr_scalar<T>(a, op_attrs::pad::value));
+    pad_walk<T>(a, p, views::pad_mode(a), attr_scalar<T>(a, op_attrs::pad::value));
     return 0;
   }
 };

@@ -8,7 +8,6 @@
 #include <exception>
 #include <memory>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "amber/core/backend.h"
@@ -84,9 +83,6 @@ class CallScratch {
 inline int64_t attr_int(const amber_kernel_args* a, int i) { return a->attrs[i].i; }
 inline double attr_float(const amber_kernel_args* a, int i) { return a->attrs[i].f; }
 inline bool attr_bool(const amber_kernel_args* a, int i) { return a->attrs[i].i != 0; }
-inline std::string_view attr_str(const amber_kernel_args* a, int i) {
-  return {a->attrs[i].str, size_t(a->attrs[i].count)};
-}
 inline bool attr_none(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_NONE; }
 inline bool attr_is_float(const amber_kernel_args* a, int i) { return a->attrs[i].kind == AMBER_ATTR_FLOAT; }
 inline std::span<const int64_t> attr_ints(const amber_kernel_args* a, int i) {

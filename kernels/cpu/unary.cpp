@@ -4,7 +4,6 @@
 // (kernels/pointwise_math.h), so results agree with PyTorch where the math library agrees.
 
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "amber/core/fused_ops.h"
@@ -136,7 +135,7 @@ struct UnaryAttrs {
 template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
-    const bool tanh_approx = std::strcmp(a->attrs[op_attrs::gelu::approximate].str, "tanh") == 0;
+    const bool tanh_approx = a->attrs[op_attrs::gelu::approximate].i == op_attrs::gelu::approximate_is::tanh;
     return tanh_approx ? run_unary<T, Formula_gelu_tanh>(a, {}, kGrainMath)
                        : run_unary<T, Formula_gelu>(a, {}, kGrainMath);
   }

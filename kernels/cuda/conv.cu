@@ -234,10 +234,9 @@ Act activation_of(const amber_kernel_args* a, float& lo, float& hi) {
   lo = hi = 0;
   if constexpr (Op == kFused) {
     namespace at = op_attrs::fused_conv2d;
-    const char* act = a->attrs[at::activation].str;
     lo = float(a->attrs[at::min_val].f);
     hi = float(a->attrs[at::max_val].f);
-    return act_of(act);
+    return act_of(a->attrs[at::activation]);
   }
   return Act::none;
 }

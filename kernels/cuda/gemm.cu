@@ -766,7 +766,7 @@ struct ActivationF {
 // over the output.
 int fused_linear_kernel(const amber_kernel_args* a) {
   namespace fa = op_attrs::fused_linear;
-  const Act act = act_of(a->attrs[fa::activation].str);
+  const Act act = act_of(a->attrs[fa::activation]);
   const float lo = float(a->attrs[fa::min_val].f), hi = float(a->attrs[fa::max_val].f);
   bool relu = act == Act::clamp && lo == 0.0f && hi == INFINITY;
   const int rc = linear_product(a, &relu);

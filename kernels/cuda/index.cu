@@ -94,17 +94,12 @@ struct ScatterKernels {
 };
 
 // scatter_reduce(self, index, src, dim, reduce, include_self): index_kernels.cuh's three kernels.
-// The setup reads the reduction once (its state) and asks mean's counts, a slot per element of
-// y's span.
+// The setup asks mean's counts, a slot per element of y's span.
 int scatter_reduce_setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
-  const char* name = a->attrs[op_attrs::scatter_reduce::reduce].str;
   *state = nullptr;
-  *workspace_bytes = 0;
-  scatter_fold::Reduce r = scatter_fold::kSum;
-  if (!scatter_fold::reduce_of(name, &r))
-    return fail(a, "scatter_reduce: reduce '%s' is none of sum, prod, mean, amax, amin", name);
-  if (r == scatter_fold::kMean) *workspace_bytes = padded(size_t(views::span(a->outputs[0])) * sizeof(unsigned));
-  *state = new scatter_fold::Reduce(r);
+  *workspace_bytes = scatter_fold::reduce_of(a) == scatter_fold::kMean
+                         ? padded(size_t(views::span(a->outputs[0])) * sizeof(unsigned))
+                         : 0;
   return 0;
 }
 template <typename T>
@@ -112,9 +107,7 @@ struct ScatterReduceKernel {
   static int run(const amber_kernel_args* a) {
     namespace at = op_attrs::scatter_reduce;
     const amber_tensor_view &x = a->inputs[0], &idx = a->inputs[1], &y = a->outputs[0];
-    const auto* reduce = setup_state<const scatter_fold::Reduce>(a, "scatter_reduce");
-    if (!reduce) return 1;
-    const scatter_fold::Reduce r = *reduce;
+    const scatter_fold::Reduce r = scatter_fold::reduce_of(a);
     const bool with_self = a->attrs[at::include_self].i != 0;
     const int64_t span = views::span(y), n = numel(idx);
     unsigned* count = nullptr;
@@ -140,9 +133,8 @@ struct ScatterReduceKernel {
 };
 template <typename... Ts>
 void register_scatter_reduce() {
-  (register_kernel(
-       "scatter_reduce", dtype_code<Ts>(),
-       amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, scatter_fold::destroy_state, nullptr}),
+  (register_kernel("scatter_reduce", dtype_code<Ts>(),
+                   amber_kernel{&ScatterReduceKernel<Ts>::run, scatter_reduce_setup, nullptr, nullptr}),
    ...);
 }
 
@@ -160,8 +152,7 @@ template <typename T>
 struct PadKernel {  // pad(self, pad, mode, value)
   static int run(const amber_kernel_args* a) {
     return pad_walk<T>(a, views::pad_dims(a->outputs[0], a->inputs[0], a->attrs[op_attrs::pad::pad]),
-                       views::pad_mode(a->attrs[op_attrs::pad::mode].str), attr_scalar<T>(a, op_attrs::pad::value),
-                       "pad");
+                       views::pad_mode(a), attr_scalar<T>(a, op_attrs::pad::value), "pad");
   }
 };
 template <typename T>

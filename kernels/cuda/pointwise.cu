@@ -6,8 +6,6 @@
 // kernels/pointwise_math.h: host and device functions). Integer division by zero gives 0 here (the CPU reports an
 // error; checking would need a device-to-host read per call).
 
-#include <cstring>
-
 #include "amber/core/fused_ops.h"
 #include "amber/kernels/arith.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -144,7 +142,7 @@ struct UnaryAttrs {
 template <typename T>
 struct GeluKernel {  // gelu(self, approximate)
   static int run(const amber_kernel_args* a) {
-    return std::strcmp(a->attrs[op_attrs::gelu::approximate].str, "tanh") == 0
+    return a->attrs[op_attrs::gelu::approximate].i == op_attrs::gelu::approximate_is::tanh
                ? run_unary<T>(a, Formula_gelu_tanh{}, "gelu")
                : run_unary<T>(a, Formula_gelu{}, "gelu");
   }
@@ -236,9 +234,11 @@ struct ScalarF {  // the second operand is a number
   __device__ void operator()(char* const* p) const { store<T>(p, op(operand<T>(p, 1), y)); }
 };
 
+// rounding_mode at attribute i: None (true division) or its choice, listed alike by div and div.Scalar.
+static_assert(op_attrs::div::rounding_mode_is::floor == op_attrs::div_Scalar::rounding_mode_is::floor);
 DivMode div_mode(const amber_kernel_args* a, int i) {
   if (attr_none(a, i)) return DivMode::true_div;
-  return std::strcmp(a->attrs[i].str, "floor") == 0 ? DivMode::floor : DivMode::trunc;
+  return a->attrs[i].i == op_attrs::div::rounding_mode_is::floor ? DivMode::floor : DivMode::trunc;
 }
 
 template <typename T>

@@ -146,7 +146,7 @@ int quantized_add(const amber_kernel_args* a) {
   q.za = double(a->attrs[at::self_zero_point].i);
   q.sb = double(float(a->attrs[at::other_scale].f));
   q.zb = double(a->attrs[at::other_zero_point].i);
-  q.act = act_of(a->attrs[at::activation].str);
+  q.act = act_of(a->attrs[at::activation]);
   q.lo = float(a->attrs[at::min_val].f);
   q.hi = float(a->attrs[at::max_val].f);
   q.inv_so = 1.0f / float(a->attrs[at::output_scale].f);

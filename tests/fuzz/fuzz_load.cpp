@@ -62,7 +62,7 @@ double work_of(const amber::graph::Graph& g, const amber::graph::SymValues& n) {
       if (!view_at(node->outputs[i], n, outs[i])) return -1;
     const std::vector<amber::Attr> attrs = node->attrs_at(n);
     std::vector<amber_attr> c_attrs(attrs.size());
-    for (size_t i = 0; i < attrs.size(); ++i) amber::fill_c_attr(c_attrs[i], attrs[i]);
+    for (size_t i = 0; i < attrs.size(); ++i) amber::fill_c_attr(c_attrs[i], attrs[i], node->op->attr_spec(int(i)));
     work += amber::estimate_work(node->op->cost, ins.data(), int(ins.size()), outs.data(), int(outs.size()),
                                  amber::window_elements(*node->op, c_attrs.data(), int(c_attrs.size())))
                 .total();
