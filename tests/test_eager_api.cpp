@@ -735,6 +735,23 @@ TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]")
                       "needs a 3-D (N, C, L), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input");
 }
 
+TEST_CASE("antialiased resizes sum alike by rows (NCHW) and by pixels (channels-last)", "[eager]") {
+  // The CPU's second pass sums a whole output row at a time where rows are dense, a pixel at a
+  // time otherwise: the same sums in the same order, so the same bits.
+  manual_seed(5);
+  for (DType t : {DType::f32, DType::f64})
+    for (const char* mode : {"bilinear", "bicubic"})
+      for (const DimVec& size : {DimVec{5, 9}, DimVec{23, 31}}) {
+        INFO(dtype_name(t) << " " << mode << " to " << size);
+        const Tensor x = randn({2, 3, 13, 17}).to(t);
+        const InterpolateOptions o{.size = size, .mode = mode, .antialias = true};
+        const Tensor rows = interpolate(x, o),
+                     pixels = interpolate(x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}), o);
+        REQUIRE(pixels.strides()[1] == 1);  // channels-last
+        CHECK(test::compare(rows, pixels, 0, 0).ok);
+      }
+}
+
 TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[eager]") {
   // Expected: PyTorch 1.13's F.interpolate of the same arange inputs (printed by
   // F.interpolate(torch.arange(5.).view(1, 1, 1, 5), size=(1, 7), mode="nearest-exact") and kin).

@@ -142,7 +142,8 @@ using CubicKernel = Interpolating<T, true>;
 // upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
 // scales_w): each output row's and column's window and its normalised weights (the state), applied
 // separably as ATen: every input row resampled along W into the workspace (N, C, H, W_out in A),
-// then each output pixel summed along H from it (ATen's sums, in its order; the CUDA kernels' too).
+// then each output pixel summed along H from it, a whole row at a time where the output's rows are
+// dense (ATen's sums, in its order; the CUDA kernels' too).
 template <typename A>
 struct AaTap {
   resample::AaWindow<A> window;
@@ -166,6 +167,23 @@ struct Antialiased {
     return failed;
   }
   static constexpr auto destroy = &State::destroy;
+  // The second pass where the output's rows are dense: each a weighted sum of rows of `across`,
+  // summed a whole row at a time (the sums and their order the per-pixel pass's).
+  static void sum_rows(const amber_kernel_args* a, const Geometry& g, const A* across, const AaTap<A>* rows) {
+    T* y = static_cast<T*>(a->outputs[0].data);
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(g.n * g.c * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t n = r / (g.c * g.oh), c = r / g.oh % g.c, i = r % g.oh;
+        const A* src = across + ((n * g.c + c) * g.h + rows[i].window.lo) * g.ow;
+        const A* w = rows[i].weights.data();
+        T* out = y + n * g.ys[0] + c * g.ys[1] + i * g.ys[3];
+        std::fill_n(out, g.ow, A(0));
+        for (int64_t u = 0; u < rows[i].window.n; ++u)
+          for (int64_t j = 0; j < g.ow; ++j) out[j] += src[u * g.ow + j] * w[u];
+      }
+    });
+  }
   static int run(const amber_kernel_args* a) {
     const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
     if (resample::total(g) == 0) return 0;
@@ -191,6 +209,12 @@ struct Antialiased {
           }
         }
       });
+    }
+    if constexpr (std::is_same_v<T, A>) {
+      if (!g.channels_last && g.ys[4] == 1) {  // output rows dense along W
+        sum_rows(a, g, across, rows);
+        return 0;
+      }
     }
     Geometry along = g;  // the workspace as the second pass's input: (N, C, 1, H, W_out), dense
     along.xs[0] = g.c * g.h * g.ow, along.xs[1] = g.h * g.ow, along.xs[2] = 0, along.xs[3] = g.ow, along.xs[4] = 1;
