@@ -13,6 +13,7 @@
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/kernels/cpu/vec_math.h"
+#include "amber/kernels/div_mode.h"
 #include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
 
@@ -20,8 +21,6 @@ namespace amber::cpu {
 namespace {
 
 using namespace pw;  // the shared formulas (kernels/arith.h, kernels/pointwise_math.h)
-
-enum class DivMode { true_div, trunc, floor };
 
 template <typename T>
 struct ArithCtx {
@@ -187,13 +186,6 @@ struct ScalarInner {
   }
 };
 
-// rounding_mode at attribute i: None (true division) or its choice, listed alike by div and div.Scalar.
-static_assert(op_attrs::div::rounding_mode_is::floor == op_attrs::div_Scalar::rounding_mode_is::floor);
-DivMode div_mode(const amber_kernel_args* a, int i) {
-  if (attr_none(a, i)) return DivMode::true_div;
-  return a->attrs[i].i == op_attrs::div::rounding_mode_is::floor ? DivMode::floor : DivMode::trunc;
-}
-
 template <typename T, typename Op>
 int run_binary(const amber_kernel_args* a, const ArithCtx<T>& c) {
   ElementwiseIter<3> it({&a->outputs[0], &a->inputs[0], &a->inputs[1]}, {sizeof(T), sizeof(T), sizeof(T)});
@@ -236,7 +228,7 @@ struct DivKernel {  // div(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
     std::atomic<bool> zero{false};
     ArithCtx<T> c;
-    c.mode = div_mode(a, op_attrs::div::rounding_mode);
+    c.mode = div_mode_of(a->attrs[op_attrs::div::rounding_mode]);
     c.div_by_zero = &zero;
     run_binary<T, DivOp>(a, c);
     return zero ? fail(a, "integer division by zero") : 0;
@@ -292,7 +284,7 @@ struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
     std::atomic<bool> zero{false};
     ArithCtx<T> c;
     c.scalar = attr_scalar<T>(a, op_attrs::div_Scalar::other);
-    c.mode = div_mode(a, op_attrs::div_Scalar::rounding_mode);
+    c.mode = div_mode_of(a->attrs[op_attrs::div_Scalar::rounding_mode]);
     c.div_by_zero = &zero;
     run_scalar<T, DivScalarOp>(a, c);
     return zero ? fail(a, "integer division by zero") : 0;

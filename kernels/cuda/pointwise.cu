@@ -10,6 +10,7 @@
 #include "amber/kernels/arith.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
+#include "amber/kernels/div_mode.h"
 #include "amber/kernels/pointwise_math.h"
 #include "amber/op_attrs.h"
 
@@ -177,8 +178,6 @@ struct PowScalarKernel {  // pow.Scalar(self, exponent)
 };
 
 // ---- Binary ----
-enum class DivMode : int { true_div, trunc, floor };
-
 template <typename T>
 __device__ inline T div_value(T x, T y, DivMode mode) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -234,13 +233,6 @@ struct ScalarF {  // the second operand is a number
   __device__ void operator()(char* const* p) const { store<T>(p, op(operand<T>(p, 1), y)); }
 };
 
-// rounding_mode at attribute i: None (true division) or its choice, listed alike by div and div.Scalar.
-static_assert(op_attrs::div::rounding_mode_is::floor == op_attrs::div_Scalar::rounding_mode_is::floor);
-DivMode div_mode(const amber_kernel_args* a, int i) {
-  if (attr_none(a, i)) return DivMode::true_div;
-  return a->attrs[i].i == op_attrs::div::rounding_mode_is::floor ? DivMode::floor : DivMode::trunc;
-}
-
 template <typename T>
 int run_binary(const amber_kernel_args* a, BinaryOp<compute_t<T>> op) {
   const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
@@ -278,7 +270,8 @@ struct MulKernel {
 template <typename T>
 struct DivKernel {
   static int run(const amber_kernel_args* a) {
-    return run_binary<T>(a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode(a, op_attrs::div::rounding_mode)});
+    return run_binary<T>(
+        a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode_of(a->attrs[op_attrs::div::rounding_mode])});
   }
 };
 template <typename T>
@@ -317,8 +310,9 @@ struct MulScalarKernel {
 template <typename T>
 struct DivScalarKernel {  // div.Scalar(self, other, rounding_mode)
   static int run(const amber_kernel_args* a) {
-    return run_scalar<T>(a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode(a, op_attrs::div_Scalar::rounding_mode)},
-                         scalar_attr<T>(a, op_attrs::div_Scalar::other));
+    return run_scalar<T>(
+        a, BinaryOp<compute_t<T>>{Bin::div, 1, true, div_mode_of(a->attrs[op_attrs::div_Scalar::rounding_mode])},
+        scalar_attr<T>(a, op_attrs::div_Scalar::other));
   }
 };
 
