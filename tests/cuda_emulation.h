@@ -31,6 +31,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -361,6 +362,14 @@ extern "C" inline cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count
 }
 extern "C" inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind) {
   std::memcpy(dst, src, count);
+  return cudaSuccess;
+}
+extern "C" inline cudaError_t cudaMalloc(void** ptr, size_t size) {
+  *ptr = std::malloc(std::max<size_t>(size, 1));
+  return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+extern "C" inline cudaError_t cudaFree(void* ptr) {
+  std::free(ptr);
   return cudaSuccess;
 }
 extern "C" inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {

@@ -230,10 +230,10 @@ TEST_CASE("cuda emulated: topk of k above a block's share sorts in the workspace
       [&](int64_t call) { return std::vector<Tensor>{(x * double(call)).t()}; }, 0, 0);
 }
 
-// The antialiased resizes run in three passes over the workspace their setup asks for (the
-// windows' tables and the columns' pass): eager on the device and a loaded model, down and up,
-// strided input, equal to the CPU.
-TEST_CASE("cuda emulated: antialiased resizes run in the workspace their setup asks", "[emulated]") {
+// The antialiased resizes: the windows' tables in device memory their setup's state owns, two
+// passes, the columns' into the workspace the setup asks: eager on the device and a loaded model,
+// down and up, strided input, equal to the CPU.
+TEST_CASE("cuda emulated: antialiased resizes run from the tables their setup made", "[emulated]") {
   const Device device = emulated_cuda();
   manual_seed(7);
   const Tensor x = randn({2, 3, 29, 37}).transpose(2, 3);  // [2, 3, 37, 29], H and W swapped in memory

@@ -31,19 +31,21 @@ Tensor output_like(const Tensor& want, bool channels_last) {
   return unwritten(want.sizes(), amber::DType::f32, channels_last);
 }
 
-// The antialiased resize of x into y in upsample.cu's three passes: the windows' tables, the
-// columns into `across`, the rows into y, over a NaN-filled workspace of the setup's size.
+// The antialiased resize of x into y as upsample.cu's: the windows' tables (its setup's, over
+// NaN-filled memory), then its two passes, the columns into a NaN-filled `across`, the rows into y.
 template <bool Cubic>
 void antialiased(const Tensor& x, const Tensor& y, float rh, float rw) {
   const up::Geometry g = up::geometry(view_of(x), view_of(y));
   const int64_t rows = up::aa_widest<Cubic>(g.oh, g.h, rh), cols = up::aa_widest<Cubic>(g.ow, g.w, rw);
-  std::vector<double> workspace(up::aa_layout<float>(g, rows, cols, nullptr).bytes / sizeof(double) + 1, NAN);
-  const up::AaLayout<float> l = up::aa_layout<float>(g, rows, cols, workspace.data());
-  amber::emulation::launch(&up::aa_taps_kernel<float, Cubic>, dim3(2), dim3(64), l.rows, l.cols, g, rh, rw);
+  std::vector<double> memory(up::aa_tables<float>(g, rows, cols, nullptr).bytes / sizeof(double) + 1, NAN);
+  const up::AaTables<float> t = up::aa_tables<float>(g, rows, cols, memory.data());
+  up::aa_fill<Cubic>(t.rows, g.oh, g.h, rh);
+  up::aa_fill<Cubic>(t.cols, g.ow, g.w, rw);
+  std::vector<float> across(size_t(g.n * g.c * g.h * g.ow), NAN);
   amber::emulation::launch(&up::aa_columns_kernel<float, float>, dim3(2), dim3(64), static_cast<const float*>(x.data()),
-                           g, l.cols, l.across);
-  amber::emulation::launch(&up::aa_rows_kernel<float, float>, dim3(2), dim3(64), static_cast<const float*>(l.across),
-                           static_cast<float*>(view_of(y).data), g, l.rows);
+                           g, t.cols, across.data());
+  amber::emulation::launch(&up::aa_rows_kernel<float, float>, dim3(2), dim3(64),
+                           static_cast<const float*>(across.data()), static_cast<float*>(view_of(y).data), g, t.rows);
 }
 
 }  // namespace

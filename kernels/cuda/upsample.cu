@@ -3,8 +3,13 @@
 // upsample_kernels.cuh; elements and weights from kernels/resample.h, ATen's rules and the CPU
 // kernels' formulas): 4-D and 5-D tensors of any strides; f16 and bf16 blended in f32, rounded once.
 
+#include <cstddef>
+#include <memory>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
+#include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/upsample_kernels.cuh"
@@ -60,26 +65,51 @@ template <typename T>
 using CubicKernel = Interpolating<T, true>;
 
 // upsample_bilinear2d_aa / upsample_bicubic2d_aa(self, output_size, align_corners, scales_h,
-// scales_w): upsample_kernels.cuh's three passes over the workspace the setup sizes. Its state:
-// the source steps along H and W (linear_scale's) and the widest row and column windows (the
-// tables' strides), read from the attributes and shapes once.
+// scales_w): upsample_kernels.cuh's two passes, the columns' into the workspace the setup sizes.
+// Its state: the row and column windows' tables, built on the host from the attributes and
+// shapes once and copied into device memory the state owns (freed with it).
 template <typename T, bool Cubic>
 struct Antialiased {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's scalar_t
   struct Plan {
-    A rh, rw;
-    int64_t rows, cols;
+    AaTables<A> tables{};  // pointers into `memory`
+    void* memory = nullptr;
+    ~Plan() {
+      if (memory) (void)cudaFree(memory);
+    }
   };
   static constexpr const char* kName = Cubic ? "upsample_bicubic2d_aa" : "upsample_bilinear2d_aa";
+  // The columns' pass's output (N, C, H, W_out in A).
+  static size_t across_bytes(const Geometry& g) { return size_t(g.n * g.c * g.h * g.ow) * sizeof(A); }
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
+    *state = nullptr;
+    *workspace_bytes = 0;
     const Geometry g = geometry(a->inputs[0], a->outputs[0]);
-    const resample::ResizeAttrs& r = resample::resize_attrs::interp2d;
-    const bool corners = resample::align_corners_of(a, r);
-    const A rh = resample::linear_scale<A>(g.h, g.oh, corners, resample::scale_of(a, r, 1)),
-            rw = resample::linear_scale<A>(g.w, g.ow, corners, resample::scale_of(a, r, 2));
-    auto* p = new Plan{rh, rw, aa_widest<Cubic>(g.oh, g.h, rh), aa_widest<Cubic>(g.ow, g.w, rw)};
-    *state = p;
-    *workspace_bytes = total(g) == 0 ? 0 : aa_layout<A>(g, p->rows, p->cols, nullptr).bytes;
+    auto p = std::make_unique<Plan>();
+    if (total(g) != 0) {
+      const resample::ResizeAttrs& r = resample::resize_attrs::interp2d;
+      const bool corners = resample::align_corners_of(a, r);
+      const A rh = resample::linear_scale<A>(g.h, g.oh, corners, resample::scale_of(a, r, 1)),
+              rw = resample::linear_scale<A>(g.w, g.ow, corners, resample::scale_of(a, r, 2));
+      const int64_t nh = aa_widest<Cubic>(g.oh, g.h, rh), nw = aa_widest<Cubic>(g.ow, g.w, rw);
+      const size_t bytes = aa_tables<A>(g, nh, nw, nullptr).bytes;
+      std::vector<std::max_align_t> host((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+      const AaTables<A> h = aa_tables<A>(g, nh, nw, host.data());
+      aa_fill<Cubic>(h.rows, g.oh, g.h, rh);
+      aa_fill<Cubic>(h.cols, g.ow, g.w, rw);
+      std::unique_lock no_capture(capture_lock());  // a synchronous copy would spoil a capture in flight
+      DeviceScope scope(a->device);
+      if (cudaMalloc(&p->memory, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        p->memory = nullptr;
+        return fail(a, "%s: out of memory for %zu bytes of window tables", kName, bytes);
+      }
+      if (const cudaError_t e = cudaMemcpy(p->memory, host.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+        return fail(a, "%s: copying %zu bytes of window tables failed: %s", kName, bytes, cudaGetErrorString(e));
+      p->tables = aa_tables<A>(g, nh, nw, p->memory);
+      *workspace_bytes = across_bytes(g);
+    }
+    *state = p.release();
     return 0;
   }
   static void destroy(void* state) { delete static_cast<Plan*>(state); }
@@ -88,16 +118,15 @@ struct Antialiased {
     if (total(g) == 0) return 0;
     const Plan* p = setup_state<const Plan>(a, kName);
     if (!p) return 1;
-    const AaLayout<A> l = aa_layout<A>(g, p->rows, p->cols, a->workspace);
-    if (!a->workspace || a->workspace_bytes < l.bytes)
+    if (!a->workspace || a->workspace_bytes < across_bytes(g))
       return fail(a, "%s: its workspace (%zu bytes) is smaller than its setup asked (%zu)", kName, a->workspace_bytes,
-                  l.bytes);
+                  across_bytes(g));
+    A* across = static_cast<A*>(a->workspace);
     DeviceScope scope(a->device);
-    enqueue(a, &aa_taps_kernel<A, Cubic>, dim3(grid_for(g.oh + g.ow)), dim3(256), l.rows, l.cols, g, p->rh, p->rw);
     enqueue(a, &aa_columns_kernel<T, A>, dim3(grid_for(g.n * g.c * g.h * g.ow)), dim3(256),
-            static_cast<const T*>(a->inputs[0].data), g, l.cols, l.across);
-    enqueue(a, &aa_rows_kernel<T, A>, dim3(grid_for(total(g))), dim3(256), static_cast<const A*>(l.across),
-            static_cast<T*>(a->outputs[0].data), g, l.rows);
+            static_cast<const T*>(a->inputs[0].data), g, p->tables.cols, across);
+    enqueue(a, &aa_rows_kernel<T, A>, dim3(grid_for(total(g))), dim3(256), static_cast<const A*>(across),
+            static_cast<T*>(a->outputs[0].data), g, p->tables.rows);
     return launched(a, kName);
   }
 };

@@ -1,8 +1,8 @@
 // The device code of the upsample ops' CUDA kernels (nearest, bilinear, bicubic, the last two
-// antialiased in two passes; nearest and trilinear of 5-D): a thread an output element, channels
-// fastest for channels-last outputs, elements and weights from kernels/resample.h (shared with the
-// CPU), in a header of its own so that tests/test_upsample_emulated.cpp runs the same code on the
-// CPU against the CPU's kernels; upsample.cu launches them. Private to libamber_cuda.so.
+// antialiased in two passes, from windows' tables its host half builds at setup; nearest and
+// trilinear of 5-D): a thread an output element, channels fastest for channels-last outputs,
+// elements and weights from kernels/resample.h (shared with the CPU), in a header of its own so
+// that tests/test_upsample_emulated.cpp runs the same code on the CPU against the CPU's kernels.
 #pragma once
 
 #include <algorithm>
@@ -72,12 +72,12 @@ __global__ void interpolating_kernel(const T* x, T* y, Geometry g, A rd, A rh, A
   }
 }
 
-// upsample_bilinear2d_aa / upsample_bicubic2d_aa in two passes over the call's workspace, as the
-// CPU's (its sums, in its order): aa_taps_kernel writes each output row's and column's window and
-// normalised weights (resample.h's, the CPU's tables'), aa_columns_kernel resamples every input
-// row along W into `across` (N, C, H, W_out, dense, in A), and aa_rows_kernel sums each output
-// element along H from there. An output dim's windows: position i reads n[i] inputs from lo[i],
-// weighted by w[i * stride ...].
+// upsample_bilinear2d_aa / upsample_bicubic2d_aa in two passes, as the CPU's (its sums, in its
+// order): each output row's and column's window and normalised weights (resample.h's, the CPU's
+// tables'), tabled once at setup; aa_columns_kernel resamples every input row along W into
+// `across` (the call's workspace: N, C, H, W_out, dense, in A), and aa_rows_kernel sums each
+// output element along H from there. An output dim's windows: position i reads n[i] inputs from
+// lo[i], weighted by w[i * stride ...].
 template <typename A>
 struct AaTable {
   int64_t *lo, *n;
@@ -85,28 +85,26 @@ struct AaTable {
   int64_t stride;  // the dim's widest window
 };
 template <typename A>
-struct AaLayout {
+struct AaTables {
   AaTable<A> rows, cols;
-  A* across;
-  size_t bytes;  // the whole workspace
+  size_t bytes;  // both, in one allocation
 };
-// The workspace from base (nullptr: its size only) for windows of at most nh rows and nw columns.
+// Both tables from base (nullptr: their size only) for windows of at most nh rows and nw columns.
 template <typename A>
-AaLayout<A> aa_layout(const Geometry& g, int64_t nh, int64_t nw, void* base) {
+AaTables<A> aa_tables(const Geometry& g, int64_t nh, int64_t nw, void* base) {
   size_t at = 0;
   auto take = [&](int64_t count, size_t item) {
     void* p = base ? static_cast<char*>(base) + at : nullptr;
     at += (size_t(count) * item + 15) / 16 * 16;
     return p;
   };
-  AaLayout<A> l{};
+  AaTables<A> l{};
   for (auto [t, out, widest] : {std::tuple{&l.rows, g.oh, nh}, std::tuple{&l.cols, g.ow, nw}}) {
     t->lo = static_cast<int64_t*>(take(out, sizeof(int64_t)));
     t->n = static_cast<int64_t*>(take(out, sizeof(int64_t)));
     t->w = static_cast<A*>(take(out * widest, sizeof(A)));
     t->stride = widest;
   }
-  l.across = static_cast<A*>(take(g.n * g.c * g.h * g.ow, sizeof(A)));
   l.bytes = at;
   return l;
 }
@@ -117,17 +115,14 @@ int64_t aa_widest(int64_t out, int64_t in, A scale) {
   for (int64_t i = 0; i < out; ++i) widest = std::max(widest, resample::aa_window<Cubic, A>(i, in, scale).n);
   return widest;
 }
-template <typename A, bool Cubic>
-__global__ void aa_taps_kernel(AaTable<A> rows, AaTable<A> cols, Geometry g, A rh, A rw) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < g.oh + g.ow;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const bool row = i < g.oh;
-    const AaTable<A>& t = row ? rows : cols;
-    const int64_t dst = row ? i : i - g.oh;
-    const resample::AaWindow<A> win = resample::aa_window<Cubic, A>(dst, row ? g.h : g.w, row ? rh : rw);
-    t.lo[dst] = win.lo;
-    t.n[dst] = win.n;
-    for (int64_t v = 0; v < win.n; ++v) t.w[dst * t.stride + v] = resample::aa_weight<Cubic, A>(win, v);
+// Fills t (host memory) with the windows of `out` positions along a dim of `in`.
+template <bool Cubic, typename A>
+void aa_fill(const AaTable<A>& t, int64_t out, int64_t in, A scale) {
+  for (int64_t i = 0; i < out; ++i) {
+    const resample::AaWindow<A> win = resample::aa_window<Cubic, A>(i, in, scale);
+    t.lo[i] = win.lo;
+    t.n[i] = win.n;
+    for (int64_t v = 0; v < win.n; ++v) t.w[i * t.stride + v] = resample::aa_weight<Cubic, A>(win, v);
   }
 }
 template <typename T, typename A>
