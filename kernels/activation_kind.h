@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "amber/core/backend.h"
 #include "amber/op_attrs.h"
@@ -35,5 +36,22 @@ static_assert(op_attrs::quantized_conv2d_u8::activation_is::none == int(Act::non
 
 // The activation attribute a kernel was given (inference has checked it is one of the choices).
 inline Act act_of(const amber_attr& a) { return Act(a.i); }
+
+// f(std::integral_constant<Act, act>{}): the instance of a kernel templated on its activation
+// that act names (host code; each instance returns the same type).
+template <typename F>
+decltype(auto) with_act(Act act, F&& f) {
+  switch (act) {
+    case Act::clamp:
+      return f(std::integral_constant<Act, Act::clamp>{});
+    case Act::silu:
+      return f(std::integral_constant<Act, Act::silu>{});
+    case Act::hardswish:
+      return f(std::integral_constant<Act, Act::hardswish>{});
+    case Act::none:
+      break;
+  }
+  return f(std::integral_constant<Act, Act::none>{});
+}
 
 }  // namespace amber

@@ -136,16 +136,7 @@ inline void requantize_row(const int32_t* __restrict acc, uint8_t* __restrict y,
 }
 template <bool Bias>
 inline void requantize_row(const int32_t* acc, uint8_t* y, int64_t n, const Requantization& r) {
-  switch (r.act) {
-    case Act::none:
-      return requantize_row<Act::none, Bias>(acc, y, n, r);
-    case Act::clamp:
-      return requantize_row<Act::clamp, Bias>(acc, y, n, r);
-    case Act::silu:
-      return requantize_row<Act::silu, Bias>(acc, y, n, r);
-    case Act::hardswish:
-      return requantize_row<Act::hardswish, Bias>(acc, y, n, r);
-  }
+  with_act(r.act, [&](auto act) { requantize_row<decltype(act)::value, Bias>(acc, y, n, r); });
 }
 
 // One row of accumulators into uint8: p[0] int32 in, p[1] uint8 out; ctx the Requantization.

@@ -46,20 +46,7 @@ int quantized_add(const amber_kernel_args* a) {
   q.hi = float(attr_float(a, at::max_val));
   q.inv_so = 1.0f / float(attr_float(a, at::output_scale));
   q.zo = float(attr_int(a, at::output_zero_point));
-  switch (act_of(a->attrs[at::activation])) {
-    case Act::none:
-      run_add<Act::none>(a, q);
-      break;
-    case Act::clamp:
-      run_add<Act::clamp>(a, q);
-      break;
-    case Act::silu:
-      run_add<Act::silu>(a, q);
-      break;
-    case Act::hardswish:
-      run_add<Act::hardswish>(a, q);
-      break;
-  }
+  with_act(act_of(a->attrs[at::activation]), [&](auto act) { run_add<decltype(act)::value>(a, q); });
   return 0;
 }
 

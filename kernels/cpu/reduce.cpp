@@ -531,24 +531,19 @@ struct TopkKernel {
       keys.swap(scratch);
     }
   }
+  // A key from its rank and index, and the index back: packed, or a (rank, index) pair.
+  static void make_key(uint64_t& key, U rank, int64_t i) { key = uint64_t(rank) << 32 | uint64_t(i); }
+  static void make_key(std::pair<U, int64_t>& key, U rank, int64_t i) { key = {rank, i}; }
+  static int64_t index_of(uint64_t key) { return int64_t(key & 0xffffffffu); }
+  static int64_t index_of(const std::pair<U, int64_t>& key) { return key.second; }
   template <typename Key>
   static void line(const T* x, int64_t xs, int64_t n, int64_t k, bool largest, std::vector<Key>& keys,
                    std::vector<Key>& scratch, T* v, int64_t vs, int64_t* ix, int64_t is) {
     keys.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const U rank = U(~scan::topk_rank(x[i * xs], largest));
-      if constexpr (std::is_same_v<Key, uint64_t>)
-        keys[size_t(i)] = uint64_t(rank) << 32 | uint64_t(i);
-      else
-        keys[size_t(i)] = {rank, i};
-    }
+    for (int64_t i = 0; i < n; ++i) make_key(keys[size_t(i)], U(~scan::topk_rank(x[i * xs], largest)), i);
     order(keys, k, scratch);
     for (int64_t i = 0; i < k; ++i) {
-      int64_t at;
-      if constexpr (std::is_same_v<Key, uint64_t>)
-        at = int64_t(keys[size_t(i)] & 0xffffffffu);
-      else
-        at = keys[size_t(i)].second;
+      const int64_t at = index_of(keys[size_t(i)]);
       v[i * vs] = x[at * xs];
       ix[i * is] = at;
     }

@@ -153,17 +153,7 @@ int quantized_add(const amber_kernel_args* a) {
   q.zo = float(a->attrs[at::output_zero_point].i);
   const amber_tensor_view* v[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
   const int64_t items[3] = {1, 1, 1};
-  switch (q.act) {
-    case Act::none:
-      return map<3>(a, v, items, AddF<Act::none>{q}, "quantized_add");
-    case Act::clamp:
-      return map<3>(a, v, items, AddF<Act::clamp>{q}, "quantized_add");
-    case Act::silu:
-      return map<3>(a, v, items, AddF<Act::silu>{q}, "quantized_add");
-    case Act::hardswish:
-      break;
-  }
-  return map<3>(a, v, items, AddF<Act::hardswish>{q}, "quantized_add");
+  return with_act(q.act, [&](auto act) { return map<3>(a, v, items, AddF<decltype(act)::value>{q}, "quantized_add"); });
 }
 
 AMBER_CUDA_KERNELS(quantized) {
