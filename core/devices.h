@@ -10,7 +10,7 @@
 namespace amber {
 
 struct DeviceMemory {
-  uint64_t held_bytes = 0;          // allocated by Amber and not yet freed: tensors, arenas, weights
+  uint64_t held_bytes = 0;          // allocated by Amber and not freed: tensors, arenas, weights, kernels' states
   uint64_t peak_held_bytes = 0;     // the most held at once since the process began or the last reset
   uint64_t limit_bytes = 0;         // the cap on held bytes (AMBER_CUDA_MEMORY_LIMIT), 0 when none
   uint64_t device_free_bytes = 0;   // free on the device as its driver reports it, 0 when unknown

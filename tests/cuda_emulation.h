@@ -372,6 +372,21 @@ extern "C" inline cudaError_t cudaFree(void* ptr) {
   std::free(ptr);
   return cudaSuccess;
 }
+// kernels/cuda/device_memory.cpp's stream-ordered allocator: host memory at once; the pool's
+// calls succeed and do nothing. The "device" reports 4 GiB, all free.
+extern "C" inline cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return cudaMalloc(ptr, size); }
+extern "C" inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+extern "C" inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+extern "C" inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
+  *pool = nullptr;
+  return cudaSuccess;
+}
+extern "C" inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+extern "C" inline cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, size_t) { return cudaSuccess; }
+extern "C" inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+  *free_bytes = *total = size_t(4) << 30;
+  return cudaSuccess;
+}
 extern "C" inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
   switch (attr) {
     case cudaDevAttrMultiProcessorCount:

@@ -18,6 +18,7 @@
 
 #include "amber/core/backend_registry.h"
 #include "amber/graph/text.h"
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/schema/dispatcher.h"
 #include "amber/serialize/archive.h"
@@ -251,6 +252,63 @@ TEST_CASE("cuda emulated: antialiased resizes run from the tables their setup ma
   check_model(
       trace(f, {x}, quiet).save_to_bytes(),
       [&](int64_t call) { return std::vector<Tensor>{(x * double(call + 1)).contiguous()}; }, 0, 0);
+}
+
+// device_memory.h: what a setup keeps in its state on the device (here the antialiased resizes'
+// window tables) comes from the backend's allocator, so it counts in what Amber holds there while
+// the model lives (amber::device_memory's figures on a GPU) and goes back when the model goes.
+TEST_CASE("cuda emulated: a setup's device memory is counted as held while its model lives", "[emulated]") {
+  const Device device = emulated_cuda();
+  manual_seed(8);
+  const Tensor x = randn({1, 2, 40, 30});
+  auto f = [](const Tensor& t) {
+    return std::vector<Tensor>{upsample_bicubic2d_aa(t, {9, 7}, false, std::nullopt, std::nullopt)};
+  };
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  const std::vector<uint8_t> bytes = trace(f, {x}, quiet).save_to_bytes();
+  const size_t before = cuda::held_bytes(0, false).held;
+  {
+    const Model m = load(bytes, LoadOptions{.device = device});
+    CHECK(test::compare(m.forward({x})[0].to(Device::cpu()), f(x)[0], 0, 0).ok);
+    const cuda::HeldBytes during = cuda::held_bytes(0, false);
+    CHECK(during.held > before);
+    CHECK(during.peak >= during.held);
+    CHECK(during.limit == 0);  // (test_kernels_emulated_memory_cap runs with one)
+  }
+  CHECK(cuda::held_bytes(0, false).held == before);
+}
+
+// Run as its own ctest entry (test_kernels_emulated_memory_cap) under AMBER_CUDA_MEMORY_LIMIT=256:
+// a setup's state memory is under the cap like a tensor's; running out is an amber::Error naming
+// the op, what the memory was for, the bytes asked and held and the cap, at the eager call or at
+// load, and the next call that fits works.
+TEST_CASE("cuda emulated: a setup's device memory is under AMBER_CUDA_MEMORY_LIMIT", "[.][emulated][memory_cap]") {
+  const char* limit = std::getenv("AMBER_CUDA_MEMORY_LIMIT");
+  if (!limit || std::string(limit) != "256")
+    FAIL("run with AMBER_CUDA_MEMORY_LIMIT=256 (ctest's test_kernels_emulated_memory_cap sets it)");
+  const Device device = emulated_cuda();
+  manual_seed(9);
+  const Tensor big = randn({1, 2, 40, 30}), small = randn({1, 2, 4, 4});
+  auto f = [](const Tensor& t, std::vector<int64_t> size) {
+    return upsample_bicubic2d_aa(t, size, false, std::nullopt, std::nullopt);
+  };
+  AMBER_REQUIRE_ERROR(f(big.to(device), {9, 7}),
+                      "upsample_bicubic2d_aa: window tables: out of memory on cuda:0: asked for ");
+  AMBER_REQUIRE_ERROR(f(big.to(device), {9, 7}), " bytes with 0 held, over AMBER_CUDA_MEMORY_LIMIT (256 bytes)");
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  const std::vector<uint8_t> bytes = trace(
+                                         [&](const Tensor& t) {
+                                           return std::vector<Tensor>{f(t, {9, 7})};
+                                         },
+                                         {big}, quiet)
+                                         .save_to_bytes();
+  AMBER_REQUIRE_ERROR(load(bytes, LoadOptions{.device = device}).forward({big}), "over AMBER_CUDA_MEMORY_LIMIT");
+  CHECK(cuda::held_bytes(0, false).held == 0);
+  // 2x2 from 4x4: per dim 2 starts and 2 counts (16 bytes each) and 2 windows of 4 f32 weights.
+  CHECK(test::compare(f(small.to(device), {2, 2}).to(Device::cpu()), f(small, {2, 2}), 0, 0).ok);
+  CHECK(cuda::held_bytes(0, false).held == 2 * (16 + 16 + 32));  // (the dispatcher keeps eager states)
 }
 
 // fused.cu's host half: each step's program checked and given slots at setup, then the kernel

@@ -1,21 +1,12 @@
 // The CUDA backend's C table (core/backend.h), exported as amber_backend_entry() from
-// libamber_cuda.so: devices, memory, copies, fills, streams and synchronisation through the
-// CUDA runtime, and the kernel lookup (registry.h).
-//
-// Memory: CUDA's stream-ordered allocator (cudaMallocAsync on each device's default memory
-// pool, with the release threshold raised so freed blocks stay cached for reuse) is the
-// caching allocator: a well-kept library that already does what a hand-written one would.
-// Allocations and frees are ordered on the legacy default stream, which every stream Amber
-// creates (blocking streams) synchronises with, so a free waits for the work that may still
-// use the block. AMBER_CUDA_MEMORY_LIMIT (bytes, or with a K/M/G suffix) caps the bytes
-// Amber holds per device; running out names the bytes asked, held and free. A small copy from
-// page-locked memory recorded into a graph (a call's staged host inputs) is a kernel of its own
-// (staging_copy.h).
+// libamber_cuda.so: devices, memory (device_memory.h's allocator), copies, fills, streams and
+// synchronisation through the CUDA runtime, and the kernel lookup (registry.h). A small copy
+// from page-locked memory recorded into a graph (a call's staged host inputs) is a kernel of its
+// own (staging_copy.h).
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +17,7 @@
 #include <vector>
 
 #include "amber/kernels/cuda/capture_lock.h"
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/device_scope.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/setup_scope.h"
@@ -34,17 +26,9 @@
 namespace amber::cuda {
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr int32_t kHost = 0, kCuda = 1;  // amber::DeviceType codes
 
 thread_local std::string t_error;
-
-// Decimal text of n (std::to_string would export libstdc++'s unique symbols from this library).
-std::string num(uint64_t n) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
-  return buf;
-}
 
 bool ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
@@ -59,24 +43,6 @@ struct DeviceGuard : DeviceScope {
   bool ok() const { return cuda::ok(status(), "cudaSetDevice"); }
 };
 
-size_t memory_limit() {
-  static const size_t limit = [] {
-    const char* env = std::getenv("AMBER_CUDA_MEMORY_LIMIT");
-    if (!env || !*env) return size_t(0);
-    char* end = nullptr;
-    double v = std::strtod(env, &end);
-    if (end && (*end == 'k' || *end == 'K')) v *= 1024.0;
-    if (end && (*end == 'm' || *end == 'M')) v *= 1024.0 * 1024.0;
-    if (end && (*end == 'g' || *end == 'G')) v *= 1024.0 * 1024.0 * 1024.0;
-    return v > 0 ? size_t(v) : size_t(0);
-  }();
-  return limit;
-}
-
-std::atomic<size_t> g_held[kMaxDevices];
-std::atomic<size_t> g_peak[kMaxDevices];  // the most g_held has been since the start or the last reset
-std::atomic<bool> g_pool_ready[kMaxDevices];
-
 int32_t device_count() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
@@ -90,62 +56,9 @@ int32_t device_count() {
   return n > kMaxDevices ? kMaxDevices : n;
 }
 
-void keep_freed_blocks(int device) {
-  if (g_pool_ready[device].load(std::memory_order_acquire)) return;
-  cudaMemPool_t pool;
-  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-    uint64_t threshold = UINT64_MAX;
-    (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
-  }
-  (void)cudaGetLastError();
-  g_pool_ready[device].store(true, std::memory_order_release);
-}
+void* allocate(int32_t device, size_t nbytes, uint32_t) { return device_allocate(device, nbytes, &t_error); }
 
-void* allocate(int32_t device, size_t nbytes, uint32_t) {
-  if (device < 0 || device >= kMaxDevices) return t_error = "invalid CUDA device index", nullptr;
-  DeviceGuard guard(device);
-  if (!guard.ok()) return nullptr;
-  keep_freed_blocks(device);
-  const size_t limit = memory_limit();
-  const size_t held = g_held[device].load(std::memory_order_relaxed);
-  if (limit && held + nbytes > limit) {
-    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) + " bytes with " + num(held) +
-              " held, over AMBER_CUDA_MEMORY_LIMIT (" + num(limit) + " bytes)";
-    return nullptr;
-  }
-  void* p = nullptr;
-  cudaError_t e = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
-  if (e == cudaErrorMemoryAllocation) {  // give cached blocks back to the device and try once more
-    (void)cudaGetLastError();
-    cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-      (void)cudaStreamSynchronize(cudaStreamLegacy);
-      (void)cudaMemPoolTrimTo(pool, 0);
-    }
-    e = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
-  }
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    size_t free_bytes = 0, total = 0;
-    (void)cudaMemGetInfo(&free_bytes, &total);
-    t_error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) + " bytes; " + num(free_bytes) +
-              " of " + num(total) + " bytes free, " + num(held) + " held by Amber (" + cudaGetErrorString(e) + ")";
-    return nullptr;
-  }
-  const size_t now = g_held[device].fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
-  size_t peak = g_peak[device].load(std::memory_order_relaxed);
-  while (now > peak && !g_peak[device].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-  return p;
-}
-
-void deallocate(int32_t device, void* ptr, size_t nbytes, uint32_t) {
-  if (!ptr) return;
-  DeviceGuard guard(device);
-  (void)cudaFreeAsync(ptr, cudaStreamLegacy);
-  (void)cudaGetLastError();
-  g_held[device].fetch_sub(nbytes, std::memory_order_relaxed);
-}
+void deallocate(int32_t device, void* ptr, size_t nbytes, uint32_t) { device_deallocate(device, ptr, nbytes); }
 
 // The page-locked blocks host_alloc handed out and host_free has not taken back (start ->
 // bytes): memory every device reads at the same address (unified addressing).
@@ -310,10 +223,8 @@ int memory_stats(int32_t device, int reset_peak, amber_memory_stats* stats) {
   if (!guard.ok()) return 1;
   size_t free_bytes = 0, total = 0;
   if (!ok(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo")) return 1;
-  const size_t held = g_held[device].load(std::memory_order_relaxed);
-  if (reset_peak) g_peak[device].store(held, std::memory_order_relaxed);
-  *stats = amber_memory_stats{held, std::max(held, g_peak[device].load(std::memory_order_relaxed)), memory_limit(),
-                              free_bytes, total};
+  const HeldBytes h = held_bytes(device, reset_peak != 0);
+  *stats = amber_memory_stats{h.held, h.peak, h.limit, free_bytes, total};
   return 0;
 }
 

@@ -34,6 +34,7 @@
 #include "amber/kernels/cuda/conv_passes_kernels.cuh"
 #include "amber/kernels/cuda/conv_plan.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/stopwatch.h"
@@ -66,13 +67,13 @@ struct ConvState {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // conv_transpose2d's
   size_t workspace = 0;
-  float algo_ms = -1;      // the legacy algorithm's time in cudnnFind at setup (-1: not timed)
-  void* packed = nullptr;  // weights in KRSC order (cudaMalloc'd, freed with the state; none on the NCHW route)
+  float algo_ms = -1;   // the legacy algorithm's time in cudnnFind at setup (-1: not timed)
+  DeviceBuffer packed;  // weights in KRSC order (none on the NCHW route)
   bool weights_packed = false;
   int32_t half = -1;               // kBF16 / kF16 when the product is 16-bit (packed holds that type), else -1
   int32_t io = kF32;               // the input's and output's dtype (kBF16 / kF16: a model in 16 bits)
   int cpad = 0;                    // 16-bit products: input channels zero-padded to this (0: none)
-  float* bias32 = nullptr;         // a 16-bit immutable bias widened to f32 (cudaMalloc'd), else NULL
+  DeviceBuffer bias32;             // a 16-bit immutable bias widened to f32, else none
   std::unique_ptr<ConvPlan> plan;  // the backend-API plan, when one was built
   bool plan_bias = false;          // the plan adds the bias
   bool plan_clamp = false;         // the plan clamps too (fused_conv2d's clamp): no pass after it
@@ -91,8 +92,8 @@ struct ConvState {
   ~ConvState() {
     CudnnPlanTurn turn;
     plan.reset();  // its descriptors refer to the handle: they go first
-    if (packed) cudaFree(packed);
-    if (bias32) cudaFree(bias32);
+    packed.reset();
+    bias32.reset();
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (xn) cudnnDestroyTensorDescriptor(xn);
@@ -246,33 +247,26 @@ int pair(const amber_kernel_args* a, int i, int which) {
   return int(at.count > which ? at.ints[which] : at.ints[0]);
 }
 
-// Device buffers to time candidates on (try_plan's engines, choose_route's routes), freed together
-// when it goes (after the caller's last use of them is synchronized).
+// Device buffers to time candidates on (try_plan's engines, choose_route's routes), from the
+// backend's allocator and under its cap, freed together when it goes (after the caller's last use
+// of them is synchronized).
 class Scratch {
  public:
-  Scratch() = default;
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() {
-    for (void* p : held_) cudaFree(p);
-  }
-  // A buffer of `bytes`: NULL for none, or where cudaMalloc failed (ok() false after, the error
-  // cleared).
+  explicit Scratch(int32_t device) : device_(device) {}
+  // A buffer of `bytes`: NULL for none, or where there was no room (ok() false after).
   void* take(size_t bytes) {
-    void* p = nullptr;
     if (bytes == 0 || !ok_) return nullptr;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      ok_ = false;
-      return nullptr;
-    }
-    held_.push_back(p);
-    return p;
+    DeviceBuffer b;
+    ok_ = b.try_take(device_, bytes);
+    if (!ok_) return nullptr;
+    held_.push_back(std::move(b));
+    return held_.back().get();
   }
   bool ok() const { return ok_; }
 
  private:
-  std::vector<void*> held_;
+  int32_t device_;
+  std::vector<DeviceBuffer> held_;
   bool ok_ = true;
 };
 
@@ -344,7 +338,7 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
   shape.bias = present(bias) && bias.cache_id != 0 && bias.data && bias.strides[0] == 1 && aligned16(bias.data);
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float);
-  Scratch scratch;
+  Scratch scratch(a->device);
   void *x = scratch.take(xbytes), *y = scratch.take(ybytes);
   if (!scratch.ok()) return cudaSuccess;  // no room to time engines now: the legacy API's heuristics decide
   cudaError_t e = cudaMemsetAsync(x, 0, xbytes, stream);
@@ -355,18 +349,18 @@ cudaError_t try_plan(ConvState* s, const amber_kernel_args* a, const ConvAttrs& 
     // fused_conv2d's clamp with a finite lower bound (ReLU, ReLU6) can join them (cuDNN's ReLU
     // with clips, NaN propagated as the clamp does): a third plan, timed against the better of
     // the other two plus the pass after, which cudnnAddTensor's time stands for.
-    void* const buffers[4] = {x, s->packed, y, shape.bias ? bias.data : nullptr};
+    void* const buffers[4] = {x, s->packed.get(), y, shape.bias ? bias.data : nullptr};
     auto full = std::make_unique<ConvPlan>(), fused = std::make_unique<ConvPlan>(),
          plain = std::make_unique<ConvPlan>();
     bool have_full = false;
     if (shape.bias && act == Act::clamp && std::isfinite(lo) && !std::isnan(hi) && lo <= hi) {
       ConvShape clamped = shape;
       clamped.clamp = true, clamped.lo = lo, clamped.hi = hi;
-      have_full = full->build(s->handle, clamped, buffers, stream).empty();
+      have_full = full->build(s->handle, clamped, buffers, stream, a->device).empty();
     }
-    const bool have_fused = shape.bias && fused->build(s->handle, shape, buffers, stream).empty();
+    const bool have_fused = shape.bias && fused->build(s->handle, shape, buffers, stream, a->device).empty();
     shape.bias = false;
-    const bool have_plain = plain->build(s->handle, shape, buffers, stream).empty();
+    const bool have_plain = plain->build(s->handle, shape, buffers, stream, a->device).empty();
     const float pass_us = present(bias) && (have_plain || have_full) ? time_bias_add(s, bias, y, stream) : 0;
     const float plain_us = have_plain ? plain->microseconds() + pass_us : 0;
     const float fused_us = have_fused ? fused->microseconds() + (have_full ? pass_us : 0) : 0;
@@ -575,8 +569,7 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   auto take_nchw = [&] {
     s->nchw = true, s->nchw_algo = algo;
     s->workspace = std::max(s->workspace, padded(nchw_ws));
-    cudaFree(s->packed);
-    s->packed = nullptr;
+    s->packed.reset();
     s->plan.reset();
     s->plan_bias = s->plan_clamp = false;
   };
@@ -588,7 +581,7 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
   const size_t xbytes = size_t(numel(a->inputs[0])) * sizeof(float),
                ybytes = size_t(numel(a->outputs[0])) * sizeof(float),
                wsbytes = std::max({s->workspace, nchw ? nchw_ws : 0, own_ws});
-  Scratch scratch;
+  Scratch scratch(a->device);
   void *x = scratch.take(xbytes), *y = scratch.take(ybytes), *ws = scratch.take(wsbytes);
   void *xn = nchw ? scratch.take(xbytes) : nullptr, *yn = nchw ? scratch.take(ybytes) : nullptr;
   cudaStream_t stream = nullptr;
@@ -599,8 +592,8 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
     Stopwatch watch(stream);
     nhwc_ms = watch.best_ms(
         [&] {
-          return cudnnConvolutionForward(s->handle, &one, s->x, x, s->w, s->packed, s->conv, s->algo, ws, s->workspace,
-                                         &zero, s->y, y) == kOk;
+          return cudnnConvolutionForward(s->handle, &one, s->x, x, s->w, s->packed.get(), s->conv, s->algo, ws,
+                                         s->workspace, &zero, s->y, y) == kOk;
         },
         kTimedRuns);
     float quickest = FLT_MAX;  // a tile whose first run takes twice that is not timed further
@@ -608,7 +601,7 @@ void choose_route(ConvState* s, const amber_kernel_args* a, const ConvAttrs& at,
       if (fits[i]) {
         direct_ms[i] = watch.best_ms(
             [&] {
-              return direct_conv(own[i], static_cast<const float*>(x), static_cast<const float*>(s->packed), nullptr, 0,
+              return direct_conv(own[i], static_cast<const float*>(x), s->packed.as<const float>(), nullptr, 0,
                                  Act::none, 0, 0, static_cast<float*>(y), ws, stream) == cudaSuccess;
             },
             kTimedRuns, quickest < FLT_MAX ? 2 * quickest : FLT_MAX);
@@ -716,21 +709,17 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   const int cin = groups == 1 && C % 8 != 0 ? (C + 7) / 8 * 8 : C;
   if (const int32_t half = wanted; half >= 0) {
     const size_t hbytes = size_t(K) * cin * R * S * 2;
-    if (cudaMalloc(&s->packed, hbytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return fail(a, "%s: out of memory converting %zu bytes of weights to 16 bits", op, hbytes);
-    }
-    if (cin != C && (cudaMemset(s->packed, 0, hbytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess))
+    if (s->packed.take(a, hbytes, op, "its weights in 16 bits") != 0) return 1;
+    if (cin != C && (cudaMemset(s->packed.get(), 0, hbytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess))
       return launched(a, "a convolution's weights: zeroing their padded channels");
-    const int rc = convert_weights(a, krsc_view(w, s->packed, half, cin), w);
+    const int rc = convert_weights(a, krsc_view(w, s->packed.get(), half, cin), w);
     if (rc > 0) return 1;
     if (rc == 0 && describe(half, cin) == 0 && choose_algo(s.get(), true)) {
       s->half = half;
       s->weights_packed = true;
       if (cin != C) s->cpad = cin;
     } else {
-      cudaFree(s->packed);
-      s->packed = nullptr;
+      s->packed.reset();
       (void)cudaGetLastError();
     }
   }
@@ -745,35 +734,24 @@ int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
   const bool bias16 = present(bias) && bias.dtype != kF32;
   if (bias16 && bias.cache_id != 0 && bias.data) {
     const size_t bbytes = size_t(numel(bias)) * sizeof(float);
-    if (cudaMalloc(&s->bias32, bbytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      s->bias32 = nullptr;
-      return fail(a, "%s: out of memory widening %zu bytes of bias", op, bbytes);
-    }
-    if (convert_weights(a, dense_f32(bias, s->bias32), bias) != 0) return 1;
+    if (s->bias32.take(a, bbytes, op, "its bias widened to f32") != 0) return 1;
+    if (convert_weights(a, dense_f32(bias, s->bias32.as<float>()), bias) != 0) return 1;
   }
   // Weights packed now when immutable; mutable ones are packed per call into the workspace.
   const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
   if (s->half < 0 && w.cache_id != 0 && w.data && w.dtype != kF32) {  // 16-bit weights, f32 products
-    if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      s->packed = nullptr;
-      return fail(a, "%s: out of memory packing %zu bytes of weights", op, wbytes);
-    }
-    if (convert_weights(a, krsc_view(w, s->packed, kF32), w) != 0) return 1;
+    if (s->packed.take(a, wbytes, op, "its weights packed") != 0) return 1;
+    if (convert_weights(a, krsc_view(w, s->packed.get(), kF32), w) != 0) return 1;
     s->weights_packed = true;
   } else if (s->half < 0 && w.cache_id != 0 && w.data) {
-    if (cudaMalloc(&s->packed, wbytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return fail(a, "%s: out of memory packing %zu bytes of weights", op, wbytes);
-    }
+    if (s->packed.take(a, wbytes, op, "its weights packed") != 0) return 1;
     cudaStream_t packing = nullptr;  // its own stream: the setup waits for nothing else
     if (cudaStreamCreateWithFlags(&packing, cudaStreamNonBlocking) != cudaSuccess)
       return launched(
           a, Transposed ? "conv_transpose2d: a stream to pack the weights" : "conv2d: a stream to pack the weights");
     pack_krsc<><<<grid_for(int64_t(wbytes / sizeof(float))), 256, 0, packing>>>(
-        static_cast<const float*>(w.data), static_cast<float*>(s->packed), K, C, R, S, w.strides[0], w.strides[1],
-        w.strides[2], w.strides[3]);
+        static_cast<const float*>(w.data), s->packed.as<float>(), K, C, R, S, w.strides[0], w.strides[1], w.strides[2],
+        w.strides[3]);
     cudaError_t e = cudaStreamSynchronize(packing);
     if (!Transposed && e == cudaSuccess && conv_plans_asked()) {
       float lo, hi;
@@ -863,7 +841,7 @@ int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, si
   const bool half = s->half >= 0;
   const int32_t ct = half ? s->io : kF32;  // what cuDNN reads and writes
   const size_t item = half ? 2 : sizeof(float);
-  const void* wp = s->packed;
+  const void* wp = s->packed.get();
   if (!s->weights_packed) {  // mutable weights (f32 products only): widened into KRSC here
     void* dst = carve(size_t(numel(w)) * sizeof(float));
     if (!dst) return fail(a, "%s: the workspace is too small", op);
@@ -873,7 +851,7 @@ int conv_16(const amber_kernel_args* a, ConvState* s, Carve& carve, char* ws, si
   const float* b = nullptr;
   int64_t bstride = 0;
   if (present(bias)) {
-    b = s->bias32, bstride = 1;
+    b = s->bias32.as<const float>(), bstride = 1;
     if (!b && bias.dtype == kF32) {
       b = static_cast<const float*>(bias.data), bstride = bias.strides[0];
     } else if (!b) {  // a mutable 16-bit bias
@@ -942,7 +920,7 @@ int conv(const amber_kernel_args* a) {
   };
   if (s->io == kBF16) return conv_16<Op, __nv_bfloat16>(a, s, take, ws, ws_bytes);
   if (s->io == kF16) return conv_16<Op, __half>(a, s, take, ws, ws_bytes);
-  const void* wp = s->packed;
+  const void* wp = s->packed.get();
   if (!s->weights_packed) {
     const size_t wbytes = size_t(K) * C * R * S * sizeof(float);
     auto* dst = static_cast<float*>(take(wbytes));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/stopwatch.h"
 #include "amber/kernels/cuda/switches.h"
 
@@ -25,7 +26,8 @@ constexpr int kTimedRuns = 3;
 
 }  // namespace
 
-std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* const buffers[4], cudaStream_t stream) {
+std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* const buffers[4], cudaStream_t stream,
+                            int32_t device) {
   try {
     const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
     auto tensor = [&](int64_t uid, const int64_t d[4], bool is_virtual) {
@@ -135,8 +137,8 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
       if (tried == kMaxCandidates || (plan_ && !timed_choices())) break;
       int64_t ws = 0, index = -1;
       cudnnBackendDescriptor_t plan = cudnn_graph::make_plan(handle, config, &ws);
-      void* workspace = nullptr;
-      if (!plan || (ws > 0 && cudaMalloc(&workspace, size_t(ws)) != cudaSuccess)) {
+      DeviceBuffer scratch;
+      if (!plan || (ws > 0 && !scratch.try_take(device, size_t(ws)))) {
         (void)cudaGetLastError();
         if (plan) cudnnBackendDestroyDescriptor(plan);
         continue;
@@ -145,11 +147,11 @@ std::string ConvPlan::build(cudnnHandle_t handle, const ConvShape& s, void* cons
       // The best of a few runs (the first paid for any lazy loading), unless the first was
       // already over twice the best so far: load time matters too.
       const float ms = watch.best_ms(
-          [&] { return d_.execute(handle, plan, n_tensors_, ids, buffers, workspace) == CUDNN_STATUS_SUCCESS; },
+          [&] { return d_.execute(handle, plan, n_tensors_, ids, buffers, scratch.get()) == CUDNN_STATUS_SUCCESS; },
           timed_choices() ? kTimedRuns : 0, plan_ ? 2 * best : FLT_MAX);
       if (ms >= 0) d_.engine_of(config, &index, nullptr);
       (void)cudaGetLastError();  // an engine that failed to run leaves no error behind
-      if (workspace) cudaFree(workspace);
+      scratch.reset();
       if (ms >= 0 && (!plan_ || ms < best)) {
         if (plan_) cudnnBackendDestroyDescriptor(plan_);
         plan_ = plan, best = ms, workspace_ = ws, engine_ = index;

@@ -34,9 +34,11 @@ class ConvPlan {
   ~ConvPlan() = default;  // before the handle it was built with is destroyed
 
   // Builds and times the candidates on `stream` with the buffers given (x, w, y, bias; the
-  // same sizes as the call's, 16-byte aligned; their contents are overwritten in y only).
+  // same sizes as the call's, 16-byte aligned; their contents are overwritten in y only), each
+  // candidate's workspace taken from `device`'s allocator (device_memory.h).
   // Returns "" with a plan chosen, or why there is none (the caller then takes another path).
-  std::string build(cudnnHandle_t handle, const ConvShape& shape, void* const buffers[4], cudaStream_t stream);
+  std::string build(cudnnHandle_t handle, const ConvShape& shape, void* const buffers[4], cudaStream_t stream,
+                    int32_t device);
   size_t workspace_bytes() const { return size_t(workspace_); }
   // Runs the plan on the handle's stream; buffers as for build, workspace of workspace_bytes().
   // A run recorded into a CUDA graph (the stream capturing) keeps its variant pack until the

@@ -30,6 +30,7 @@
 #include "amber/kernels/cuda/activation.cuh"
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/half_products.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/stopwatch.h"
@@ -69,15 +70,14 @@ struct GemmState {
   // (loop bodies, graphs off, eager calls) skip the query. Calls of many threads share it.
   mutable std::mutex choices_mutex;
   mutable std::vector<std::pair<ChoiceKey, Choice>> choices;  // at most kMaxChoices
-  // A linear layer's weights in 16 bits ([out, in] dense, cudaMalloc'd) and their type (kBF16,
-  // kF16), under a reduced precision; -1 and NULL in f32.
+  // A linear layer's weights in 16 bits ([out, in] dense) and their type (kBF16, kF16), under a
+  // reduced precision; -1 and none in f32.
   int32_t half = -1;
-  void* weights = nullptr;
+  DeviceBuffer weights;
   // fused_linear: a geometry's ReLU epilogue lost NaN (relu_keeps_nan), so the step's later
   // calls take the plain epilogue and the activation pass without asking.
   mutable std::atomic<bool> relu_refused{false};
   ~GemmState() {
-    if (weights) cudaFree(weights);
     if (handle) cublasLtDestroy(handle);
   }
 };
@@ -121,24 +121,17 @@ int linear_setup(const amber_kernel_args* a, void** state, size_t* workspace_byt
   DeviceScope scope(a->device);
   const int64_t out_f = w.sizes[0], in_f = w.sizes[1];
   const size_t wbytes = size_t(out_f * in_f) * 2;
-  const cudaError_t e = cudaMalloc(&s->weights, wbytes ? wbytes : 1);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    s->weights = nullptr;
-    return fail(a, "linear: out of memory converting %zu bytes of weights to 16 bits: %s", wbytes,
-                cudaGetErrorString(e));
-  }
+  if (s->weights.take(a, wbytes, "linear", "its weights in 16 bits") != 0) return 1;
   amber_tensor_view dense = w;
   dense.dtype = half;
-  dense.data = s->weights;
+  dense.data = s->weights.get();
   dense.cache_id = 0;
   dense.strides[0] = in_f;
   dense.strides[1] = 1;
   const int rc = convert_weights(a, dense, w);
   if (rc > 0) return 1;
   if (rc < 0) {  // beyond f16's range: f32 products
-    cudaFree(s->weights);
-    s->weights = nullptr;
+    s->weights.reset();
   } else {
     s->half = half;
     *workspace_bytes += padded(size_t(numel(x)) * 2);  // the rows in 16 bits
@@ -333,7 +326,8 @@ void log_choice(int64_t m, int64_t k, int64_t n, int64_t batches, int32_t type, 
 // nullopt when it cannot run now: the stream is being recorded, or another thread is recording
 // (capture_lock).
 std::optional<bool> relu_keeps_nan(const GemmState& st, const Operands& o, const Mat& A, const Mat& B, const Out& C,
-                                   int64_t n, bool with_bias, const cublasLtMatmulAlgo_t* algo, cudaStream_t stream) {
+                                   int64_t n, bool with_bias, const cublasLtMatmulAlgo_t* algo, cudaStream_t stream,
+                                   int32_t device) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
     (void)cudaGetLastError();
@@ -365,11 +359,9 @@ std::optional<bool> relu_keeps_nan(const GemmState& st, const Operands& o, const
   for (const int64_t r : {int64_t(0), m - 1})
     for (int64_t j = 0; j < k; ++j) put(0, r * A.rs + j * A.cs, A.type, 0);
   for (int64_t j = 0; j < n; ++j) put(bytes_a + bytes_b + bytes_c, j, C.type, j % 2 == 0 ? 1 : 2);
-  char* dev = nullptr;
-  if (cudaMalloc(&dev, total) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  DeviceBuffer scratch;  // (under the cap: none to be had is no epilogue, as a probe too large)
+  if (!scratch.try_take(device, total)) return false;
+  char* const dev = scratch.as<char>();
   const void* probe_bias = dev + bytes_a + bytes_b + bytes_c;
   Operands p = o;
   p.ap = dev + bytes_a;  // cuBLASLt's A is our B
@@ -389,7 +381,6 @@ std::optional<bool> relu_keeps_nan(const GemmState& st, const Operands& o, const
   }
   ran = ran && cudaMemcpyAsync(out.data(), p.cp, out.size(), cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
         cudaStreamSynchronize(stream) == cudaSuccess;
-  cudaFree(dev);
   (void)cudaGetLastError();
   if (!ran) return false;  // the algorithm refused: no ReLU epilogue for this geometry
   // What the output holds at (r, j): 0 NaN, 1 zero (either sign), 2 two, 3 anything else.
@@ -528,9 +519,9 @@ int multiply(const amber_kernel_args* a, const Mat& A, const Mat& B, const Out& 
       // thread's, no room to keep the answer): nothing kept, asked again on a later call.
       const Operands o{desc, lb.l, la.l, lc.l, B.at(B.offsets[0]), A.at(A.offsets[0]), C.at(0), ws + used, room};
       const std::optional<bool> keeps =
-          room_to_keep
-              ? relu_keeps_nan(*st, o, A, B, C, n, bias != nullptr, choice.found ? &choice.algo : nullptr, stream_of(a))
-              : std::nullopt;
+          room_to_keep ? relu_keeps_nan(*st, o, A, B, C, n, bias != nullptr, choice.found ? &choice.algo : nullptr,
+                                        stream_of(a), a->device)
+                       : std::nullopt;
       if (env_is_one("AMBER_CUDA_GEMM_LOG"))
         std::fprintf(stderr, "amber cuda: product [%lld, %lld] x [%lld, %lld]: ReLU epilogue %s\n", (long long)m,
                      (long long)k, (long long)k, (long long)n,
@@ -715,7 +706,7 @@ int linear_half(const amber_kernel_args* a, const GemmState& st, int64_t rows, c
   }
   if (rows * in_f > 0 && copy_convert(a, dense, x) != 0) return 1;
   const Mat A{a->workspace, rows, in_f, in_f, 1, {0}, st.half};
-  const Mat B{st.weights, in_f, out_f, 1, in_f, {0}, st.half};  // weight^T of the dense [out, in]
+  const Mat B{st.weights.get(), in_f, out_f, 1, in_f, {0}, st.half};  // weight^T of the dense [out, in]
   return gemm(a, A, B, Out{c.data, c.dtype, out_f, 0}, bias, row_bytes, relu);
 }
 

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/half_products.h"
 
 namespace amber::cuda {
@@ -32,12 +33,13 @@ int convert_weights(const amber_kernel_args* a, const amber_tensor_view& dst, co
   amber_kernel_args on_stream = *a;
   on_stream.stream = stream;
   int rc = copy_convert(&on_stream, dst, src);
-  unsigned* bad = nullptr;
+  DeviceBuffer flag;
   unsigned found = 0;
+  if (rc == 0 && dst.dtype == kF16) rc = flag.take(a, sizeof(unsigned), what, "the range check's flag");
   if (rc == 0 && dst.dtype == kF16) {
     const int64_t n = numel(dst);  // dst is dense in some order: its elements span n halves
-    e = cudaMalloc(&bad, sizeof(unsigned));
-    if (e == cudaSuccess) e = cudaMemsetAsync(bad, 0, sizeof(unsigned), stream);
+    unsigned* const bad = flag.as<unsigned>();
+    e = cudaMemsetAsync(bad, 0, sizeof(unsigned), stream);
     if (e == cudaSuccess) {
       find_non_finite<<<grid_for(n), 256, 0, stream>>>(static_cast<const __half*>(dst.data), n, bad);
       e = cudaGetLastError();
@@ -48,7 +50,7 @@ int convert_weights(const amber_kernel_args* a, const amber_tensor_view& dst, co
   e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess && rc == 0) rc = fail(a, "%s: %s", what, cudaGetErrorString(e));
   (void)cudaGetLastError();
-  if (bad) cudaFree(bad);
+  flag.reset();
   (void)cudaStreamDestroy(stream);
   if (rc != 0) return rc;
   return found ? -1 : 0;

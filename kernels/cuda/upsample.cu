@@ -11,6 +11,7 @@
 
 #include "amber/kernels/cuda/capture_lock.h"
 #include "amber/kernels/cuda/cuda_util.cuh"
+#include "amber/kernels/cuda/device_memory.h"
 #include "amber/kernels/cuda/registry.h"
 #include "amber/kernels/cuda/upsample_kernels.cuh"
 #include "amber/kernels/resample.h"
@@ -73,10 +74,7 @@ struct Antialiased {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's scalar_t
   struct Plan {
     AaTables<A> tables{};  // pointers into `memory`
-    void* memory = nullptr;
-    ~Plan() {
-      if (memory) (void)cudaFree(memory);
-    }
+    DeviceBuffer memory;
   };
   static constexpr const char* kName = Cubic ? "upsample_bicubic2d_aa" : "upsample_bilinear2d_aa";
   // The columns' pass's output (N, C, H, W_out in A).
@@ -99,14 +97,11 @@ struct Antialiased {
       aa_fill<Cubic>(h.cols, g.ow, g.w, rw);
       std::unique_lock no_capture(capture_lock());  // a synchronous copy would spoil a capture in flight
       DeviceScope scope(a->device);
-      if (cudaMalloc(&p->memory, bytes) != cudaSuccess) {
-        (void)cudaGetLastError();
-        p->memory = nullptr;
-        return fail(a, "%s: out of memory for %zu bytes of window tables", kName, bytes);
-      }
-      if (const cudaError_t e = cudaMemcpy(p->memory, host.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+      if (p->memory.take(a, bytes, kName, "window tables") != 0) return 1;
+      if (const cudaError_t e = cudaMemcpy(p->memory.get(), host.data(), bytes, cudaMemcpyHostToDevice);
+          e != cudaSuccess)
         return fail(a, "%s: copying %zu bytes of window tables failed: %s", kName, bytes, cudaGetErrorString(e));
-      p->tables = aa_tables<A>(g, nh, nw, p->memory);
+      p->tables = aa_tables<A>(g, nh, nw, p->memory.get());
       *workspace_bytes = across_bytes(g);
     }
     *state = p.release();
