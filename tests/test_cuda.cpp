@@ -562,6 +562,16 @@ TEST_CASE("cuda: device_memory counts Amber's allocations, its peak, and the dev
   CHECK(m2.peak_held_bytes >= with_a);
   reset_peak_device_memory(d);
   CHECK(device_memory(d).peak_held_bytes == device_memory(d).held_bytes);
+  // A model's memory, with what its kernels' setups keep (packed weights: device_memory.h's
+  // DeviceBuffer), is counted while it lives and all goes back with it.
+  const uint64_t before = device_memory(d).held_bytes;
+  {
+    const Model m = load(lenet_archive(), LoadOptions{.device = d});
+    (void)m.forward({input(1)});
+    CHECK(device_memory(d).held_bytes > before);
+  }
+  synchronize(d);
+  CHECK(device_memory(d).held_bytes == before);
 }
 
 TEST_CASE("cuda: a recording stream outlives its recording and records again", "[cuda][gpu]") {
