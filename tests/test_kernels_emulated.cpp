@@ -281,8 +281,8 @@ TEST_CASE("cuda emulated: a setup's device memory is counted as held while its m
 
 // Run as its own ctest entry (test_kernels_emulated_memory_cap) under AMBER_CUDA_MEMORY_LIMIT=256:
 // a setup's state memory is under the cap like a tensor's; running out is an amber::Error naming
-// the op, what the memory was for, the bytes asked and held and the cap, at the eager call or at
-// load, and the next call that fits works.
+// the op, what the memory was for, the bytes asked, free under the cap and held, at the eager call
+// or at load, and the next call that fits works.
 TEST_CASE("cuda emulated: a setup's device memory is under AMBER_CUDA_MEMORY_LIMIT", "[.][emulated][memory_cap]") {
   const char* limit = std::getenv("AMBER_CUDA_MEMORY_LIMIT");
   if (!limit || std::string(limit) != "256")
@@ -295,7 +295,8 @@ TEST_CASE("cuda emulated: a setup's device memory is under AMBER_CUDA_MEMORY_LIM
   };
   AMBER_REQUIRE_ERROR(f(big.to(device), {9, 7}),
                       "upsample_bicubic2d_aa: window tables: out of memory on cuda:0: asked for ");
-  AMBER_REQUIRE_ERROR(f(big.to(device), {9, 7}), " bytes with 0 held, over AMBER_CUDA_MEMORY_LIMIT (256 bytes)");
+  AMBER_REQUIRE_ERROR(f(big.to(device), {9, 7}),
+                      " bytes; 256 of AMBER_CUDA_MEMORY_LIMIT's 256 bytes free, 0 held by Amber");
   TraceOptions quiet;
   quiet.print_warnings = false;
   const std::vector<uint8_t> bytes = trace(
@@ -304,7 +305,7 @@ TEST_CASE("cuda emulated: a setup's device memory is under AMBER_CUDA_MEMORY_LIM
                                          },
                                          {big}, quiet)
                                          .save_to_bytes();
-  AMBER_REQUIRE_ERROR(load(bytes, LoadOptions{.device = device}).forward({big}), "over AMBER_CUDA_MEMORY_LIMIT");
+  AMBER_REQUIRE_ERROR(load(bytes, LoadOptions{.device = device}).forward({big}), "AMBER_CUDA_MEMORY_LIMIT's 256 bytes");
   CHECK(cuda::held_bytes(0, false).held == 0);
   // 2x2 from 4x4: per dim 2 starts and 2 counts (16 bytes each) and 2 windows of 4 f32 weights.
   CHECK(test::compare(f(small.to(device), {2, 2}).to(Device::cpu()), f(small, {2, 2}), 0, 0).ok);

@@ -71,8 +71,9 @@ void* device_allocate(int32_t device, size_t nbytes, std::string* error) {
   const size_t limit = memory_limit();
   const size_t held = g_held[device].load(std::memory_order_relaxed);
   if (limit && held + nbytes > limit) {
-    *error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) + " bytes with " + num(held) +
-             " held, over AMBER_CUDA_MEMORY_LIMIT (" + num(limit) + " bytes)";
+    *error = "out of memory on cuda:" + num(device) + ": asked for " + num(nbytes) + " bytes; " +
+             num(limit > held ? limit - held : 0) + " of AMBER_CUDA_MEMORY_LIMIT's " + num(limit) + " bytes free, " +
+             num(held) + " held by Amber";
     return nullptr;
   }
   void* p = nullptr;
