@@ -49,6 +49,13 @@ class TopkSort(torch.nn.Module):
         return torch.topk(x, x.shape[-1], dim=-1).values
 
 
+class TopkVocab(torch.nn.Module):
+    """A sampler's top 50 of one line of logits over a large vocabulary (values)."""
+
+    def forward(self, x):
+        return torch.topk(x, 50, dim=-1).values
+
+
 class ResizeAa(torch.nn.Module):
     """An image pipeline's downscale to 224 x 224, bicubic with antialiasing."""
 
@@ -60,7 +67,8 @@ class ResizeAa(torch.nn.Module):
 def bench_models():
     """The tests' models (gen_reference.build_models) and the benchmark's own."""
     models, _, _ = gen_reference.build_models()
-    models.update(ten_mul=TenMul(), pairwise=Pairwise(), topk_sort=TopkSort(), resize_aa=ResizeAa())
+    models.update(ten_mul=TenMul(), pairwise=Pairwise(), topk_sort=TopkSort(), topk_vocab=TopkVocab(),
+                  resize_aa=ResizeAa())
     return models
 
 
@@ -104,6 +112,7 @@ def main():
             ("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)]),
             ("topk_sort", "topk_sort", [torch.randn(8, 32000, generator=g)]),
             ("resize_aa", "resize_aa", [torch.rand(1, 3, 1024, 1024, generator=g)]),
+            ("topk_vocab", "topk_vocab", [torch.randn(1, 128256, generator=g)]),
         ]
     torch.set_num_threads(1)
     listed = []

@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
         t = trace(models::pairwise_sq_dist, inputs, o);
       } else if (model == "topk_sort") {  // a sampler's sort of its logits
         t = trace([](const Tensor& x) { return topk(x, x.size(-1)).first; }, inputs, o);
+      } else if (model == "topk_vocab") {  // a sampler's top 50 over a large vocabulary
+        t = trace([](const Tensor& x) { return topk(x, 50).first; }, inputs, o);
       } else if (model == "resize_aa") {  // an image pipeline's downscale
         t = trace(
             [](const Tensor& x) {

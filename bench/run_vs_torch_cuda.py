@@ -30,9 +30,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = ["ten_mul", "lenet_b1", "resnet18_b1", "resnet18_b64", "transformer_b1", "transformer_b8", "topk_sort",
-         "resize_aa"]
+         "topk_vocab", "resize_aa"]
 # Left out of the precisions' table: too small to tell, or without a convolution or a matrix product.
-NOT_IN_PRECISIONS = {"ten_mul", "lenet_b1", "topk_sort", "resize_aa"}
+NOT_IN_PRECISIONS = {"ten_mul", "lenet_b1", "topk_sort", "topk_vocab", "resize_aa"}
 
 
 def run_json(cmd):

@@ -231,6 +231,34 @@ TEST_CASE("cuda emulated: topk of k above a block's share sorts in the workspace
       [&](int64_t call) { return std::vector<Tensor>{(x * double(call)).t()}; }, 0, 0);
 }
 
+// topk of few long lines (no more than the emulated device's 4 multiprocessors): each line's
+// parts selected a block each into the workspace the setup asks, then merged (row_kernels.cuh's
+// topk_split_kernel and topk_merge_kernel; 8 parts of 2500 for the first, 2 of 4500 for the
+// second): eager on the device and a loaded model, both orders, ties by index.
+TEST_CASE("cuda emulated: topk of a few long lines splits each among blocks", "[emulated]") {
+  const Device device = emulated_cuda();
+  manual_seed(16);
+  const Tensor one = round(randn({1, 20000}) * 50.0), three = round(randn({3, 9000}) * 50.0);
+  for (bool largest : {true, false}) {
+    INFO("largest " << largest);
+    for (const auto& [x, k] : {std::pair{one, int64_t(50)}, std::pair{three, int64_t(1000)}}) {
+      const auto [v, i] = topk(x.to(device), k, 1, largest);
+      const auto [want_v, want_i] = topk(x, k, 1, largest);
+      CHECK(test::compare(v.to(Device::cpu()), want_v, 0, 0).ok);
+      CHECK(test::compare(i.to(Device::cpu()), want_i, 0, 0).ok);
+    }
+  }
+  auto f = [](const Tensor& t) {
+    auto [v, i] = topk(t, 40, 0, false);
+    return std::vector<Tensor>{v, i};
+  };
+  TraceOptions quiet;
+  quiet.print_warnings = false;
+  check_model(
+      trace(f, {one.t()}, quiet).save_to_bytes(),
+      [&](int64_t call) { return std::vector<Tensor>{(one * double(call - 1)).t()}; }, 0, 0);
+}
+
 // The antialiased resizes: the windows' tables in device memory their setup's state owns, two
 // passes, the columns' into the workspace the setup asks: eager on the device and a loaded model,
 // down and up, strided input, equal to the CPU.

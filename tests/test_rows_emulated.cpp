@@ -313,13 +313,15 @@ TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[
     }
 }
 
-// topk_block_kernel on x along dim (2 blocks: lines outnumber them) against amber::topk; whole:
-// topk_sort_kernel instead (for k above kTopkBlockMax: a block a line sorting it whole, a stable
-// radix sort in its scratch).
+// topk_block_kernel on x along dim (2 blocks: lines outnumber them) against amber::topk; with
+// `whole`, topk_sort_kernel instead (for k above kTopkBlockMax: a block a line sorting it whole, a
+// stable radix sort in its scratch); with `parts`, each line split into that many parts (or fewer:
+// none empty) for topk_split_kernel (3 blocks) and merged by topk_merge_kernel (2 blocks).
 template <typename T>
-void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest, bool whole = false) {
+void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest, bool whole = false, int64_t parts = 0) {
   INFO("topk a block a line" << (whole ? ", sorted whole: " : ": ") << amber::dtype_name(x.dtype()) << " of "
-                             << x.numel() << " elements along " << dim << ", k " << k << ", largest " << largest);
+                             << x.numel() << " elements along " << dim << ", k " << k << ", largest " << largest
+                             << ", parts " << parts);
   const auto [want_v, want_i] = amber::topk(x, k, dim, largest);
   const Tensor v = amber::full(want_v.sizes(), -7.0, x.dtype()), ix = amber::full(want_i.sizes(), -7.0, DType::i64);
   const amber_tensor_view xv = view_of(x), vv = view_of(v), iv = view_of(ix);
@@ -329,11 +331,19 @@ void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest, boo
   const auto vp = static_cast<T*>(vv.data);
   const auto ip = static_cast<int64_t*>(iv.data);
   const amber::scan::Lines wv = amber::scan::lines_along(vv, xv, d), wi = amber::scan::lines_along(iv, xv, d);
+  using U = rows::topk_rank_t<amber::cuda::compute_t<T>>;
   if (whole) {
-    using U = rows::topk_rank_t<amber::cuda::compute_t<T>>;
     std::vector<double> scratch(2 * rows::topk_sort_block_bytes<U>(n) / sizeof(double) + 1);
     amber::emulation::launch(&rows::topk_sort_kernel<T>, dim3(2), dim3(rows::kThreads), xp, vp, ip, wv, wi, d, n, k,
                              largest, lines, static_cast<void*>(scratch.data()));
+  } else if (parts > 0) {
+    const int64_t chunk = (n + parts - 1) / parts, used = (n + chunk - 1) / chunk;
+    REQUIRE(chunk >= k);  // (reduce.cu's plan makes parts of 4k or more)
+    std::vector<double> scratch(rows::topk_split_bytes<U>(lines, used, k) / sizeof(double) + 1, -7.0);
+    amber::emulation::launch(&rows::topk_split_kernel<T>, dim3(3), dim3(rows::kThreads), xp, wv, d, n, k, largest,
+                             lines, used, chunk, static_cast<void*>(scratch.data()));
+    amber::emulation::launch(&rows::topk_merge_kernel<T>, dim3(2), dim3(rows::kThreads), xp, vp, ip, wv, wi, d, k,
+                             lines, used, static_cast<const void*>(scratch.data()));
   } else {
     amber::emulation::launch(&rows::topk_block_kernel<T>, dim3(2), dim3(rows::kThreads), xp, vp, ip, wv, wi, d, n, k,
                              largest, lines);
@@ -344,6 +354,10 @@ void check_topk_block(const Tensor& x, int64_t dim, int64_t k, bool largest, boo
 template <typename T>
 void check_topk_sort(const Tensor& x, int64_t dim, int64_t k, bool largest) {
   check_topk_block<T>(x, dim, k, largest, true);
+}
+template <typename T>
+void check_topk_split(const Tensor& x, int64_t dim, int64_t k, bool largest, int64_t parts) {
+  check_topk_block<T>(x, dim, k, largest, false, parts);
 }
 
 // Multiples of 0.5 in [-4, 4] (ties everywhere, zeros of both signs: -0 and +0 tie, by index),
@@ -408,6 +422,35 @@ TEST_CASE("cuda emulated: topk sorting lines whole (stable radix sort) equals th
   check_topk_sort<int32_t>((small * 1e6).to(DType::i32), 0, 5, false);
   check_topk_sort<__half>(x.to(DType::f16), 1, 1000, true);
   check_topk_sort<__nv_bfloat16>(x.to(DType::bf16), 1, 1000, false);
+}
+
+TEST_CASE("cuda emulated: topk with each line split into parts, then merged, equals the CPU's", "[emulated]") {
+  // ties_and_nans (ties across parts, taken by index), k from 1 to a part's length, 2 to 4 parts,
+  // both orders, along the last dim and transposed; a last part shorter than k (its kept ranks
+  // padded) on lines of 1000 in 3 parts and of 1001 in 4; a line of NaNs with 100 numbers, whose
+  // smallest 333 take 233 NaNs, ranked 0 as the pads are (the merge must take the real ones); then
+  // 64-bit ranks, narrow integers and 16-bit floats widened.
+  amber::manual_seed(14);
+  const Tensor x = ties_and_nans();
+  for (int64_t k : {int64_t(1), int64_t(7), int64_t(125), int64_t(250)})
+    for (int64_t parts : {int64_t(2), int64_t(3), int64_t(4)})
+      for (bool largest : {true, false}) {
+        check_topk_split<float>(x, -1, k, largest, parts);
+        check_topk_split<float>(x.t(), 0, k, largest, parts);
+      }
+  check_topk_split<float>(x, 1, 333, true, 3);
+  const Tensor odd = amber::round(amber::randn({2, 1001}) * 3.0);
+  check_topk_split<float>(odd, 1, 250, false, 4);
+  const Tensor nans =
+      amber::cat({amber::full({1, 400}, double(NAN)), amber::randn({1, 100}), amber::full({1, 500}, double(NAN))}, 1);
+  check_topk_split<float>(nans, 1, 333, false, 3);
+  check_topk_split<float>(nans, 1, 333, true, 3);
+  const Tensor wide = amber::round(amber::randn({3, 4000}) * 1e3);
+  check_topk_split<double>(wide.to(DType::f64), 1, 500, true, 8);
+  check_topk_split<int64_t>((wide * 1e12).to(DType::i64), 1, 64, false, 5);
+  check_topk_split<int8_t>(amber::clamp(wide * 0.1, -128, 127).to(DType::i8), 1, 100, true, 4);
+  check_topk_split<__half>(x.to(DType::f16), 1, 50, true, 4);
+  check_topk_split<__nv_bfloat16>(x.to(DType::bf16), 1, 50, false, 2);
 }
 
 TEST_CASE("cuda emulated: any and all, a block's vote, equal the CPU's", "[emulated]") {

@@ -1,8 +1,8 @@
 // The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
 // device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
 // in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
-// once), any/all, cumsum (there too, a thread a line), topk (a block or a thread a line) and
-// inference batch_norm (its formula in batch_norm_kernels.cuh).
+// once), any/all, cumsum (there too, a thread a line), topk (a block or a thread a line, a long
+// line's parts a block each) and inference batch_norm (its formula in batch_norm_kernels.cuh).
 
 #include <algorithm>
 #include <cstring>
@@ -201,15 +201,39 @@ struct AnyAll {
 };
 
 // topk(self, k, dim, largest, sorted): row_kernels.cuh's topk_block_kernel, a block a line, for k
-// up to kTopkBlockMax on lines of more than 32 elements; topk_sort_kernel, a block a line sorting
-// it whole in the workspace, for larger k; topk_kernel, a thread a line, otherwise (short lines,
-// where a block would mostly idle). The setup asks the sort's scratch for kTopkSortBlocks blocks.
+// up to kTopkBlockMax on lines of more than 32 elements, or, where there are no more lines than
+// multiprocessors and each is long (kTopkSplitMin or more, at least 8k), each split into parts a
+// block each (topk_split_kernel, then topk_merge_kernel a block a line, through the
+// workspace); topk_sort_kernel, a block a line sorting it whole in the workspace, for larger k;
+// topk_kernel, a thread a line, otherwise (short lines, where a block would mostly idle). The
+// setup asks the sort's scratch for kTopkSortBlocks blocks.
 constexpr int64_t kTopkSortBlocks = 16;
+constexpr int64_t kTopkSplitMin = 8192;  // a line's elements
+constexpr int64_t kTopkMaxParts = 64;    // a line's parts (the merge's candidates: at most 64 k)
 struct TopkPlan {
   int dim;
   int64_t n, k, lines;
-  enum Route { kThread, kBlock, kSort } route;  // topk_kernel's, topk_block_kernel's, topk_sort_kernel's
+  // topk_kernel, topk_block_kernel, topk_split_kernel then topk_merge_kernel, topk_sort_kernel
+  enum Route { kThread, kBlock, kSplit, kSort } route;
+  int64_t parts = 1, chunk = 0;  // kSplit: each line's parts, of chunk elements (the last one shorter)
 };
+// Whether a line split helps: no more lines than multiprocessors, each long, in parts of 4k or
+// more (the merge reads at most a quarter of the line), about two blocks a multiprocessor in all.
+void plan_split(TopkPlan& p, int32_t device) {
+  if (p.n < kTopkSplitMin || p.n < 8 * p.k) return;
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();  // (the block route, then)
+    return;
+  }
+  const int64_t blocks = 2 * int64_t(sms);
+  if (p.lines > sms) return;
+  const int64_t parts = std::min({kTopkMaxParts, p.n / (4 * p.k), (blocks + p.lines - 1) / p.lines});
+  if (parts < 2) return;
+  p.chunk = (p.n + parts - 1) / parts;
+  p.parts = (p.n + p.chunk - 1) / p.chunk;  // (every part holds an element)
+  p.route = TopkPlan::kSplit;
+}
 TopkPlan topk_plan(const amber_kernel_args* a) {
   const amber_tensor_view &x = a->inputs[0], &v = a->outputs[0];
   TopkPlan p{};
@@ -223,16 +247,22 @@ TopkPlan topk_plan(const amber_kernel_args* a) {
             : p.k > kTopkBlockMax ? TopkPlan::kSort
             : p.n > 32            ? TopkPlan::kBlock
                                   : TopkPlan::kThread;
+  if (p.route == TopkPlan::kBlock) plan_split(p, a->device);
   return p;
 }
 template <typename T>
 struct TopkKernel {
   using U = topk_rank_t<compute_t<T>>;
   static unsigned sort_blocks(const TopkPlan& p) { return unsigned(std::min(p.lines, kTopkSortBlocks)); }
+  static size_t scratch_bytes(const TopkPlan& p) {
+    return p.route == TopkPlan::kSort    ? sort_blocks(p) * topk_sort_block_bytes<U>(p.n)
+           : p.route == TopkPlan::kSplit ? topk_split_bytes<U>(p.lines, p.parts, p.k)
+                                         : 0;
+  }
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     *state = nullptr;
-    const TopkPlan p = topk_plan(a);
-    *workspace_bytes = p.route == TopkPlan::kSort ? padded(sort_blocks(p) * topk_sort_block_bytes<U>(p.n)) : 0;
+    const size_t bytes = scratch_bytes(topk_plan(a));
+    *workspace_bytes = bytes ? padded(bytes) : 0;
     return 0;
   }
   static int run(const amber_kernel_args* a) {
@@ -246,12 +276,17 @@ struct TopkKernel {
     const auto* xp = static_cast<const T*>(x.data);
     auto* vp = static_cast<T*>(v.data);
     auto* ip = static_cast<int64_t*>(ix.data);
+    if (const size_t bytes = scratch_bytes(p); bytes && (!a->workspace || a->workspace_bytes < bytes))
+      return fail(a, "topk: its workspace (%zu bytes) is smaller than its setup asked (%zu; k %lld of %lld)",
+                  a->workspace_bytes, bytes, (long long)p.k, (long long)p.n);
     if (p.route == TopkPlan::kSort) {
-      if (!a->workspace || a->workspace_bytes < sort_blocks(p) * topk_sort_block_bytes<U>(p.n))
-        return fail(a, "topk: its workspace is smaller than its setup asked (k %lld of %lld)", (long long)p.k,
-                    (long long)p.n);
       enqueue(a, &topk_sort_kernel<T>, dim3(sort_blocks(p)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.n, p.k,
               largest, p.lines, a->workspace);
+    } else if (p.route == TopkPlan::kSplit) {
+      enqueue(a, &topk_split_kernel<T>, dim3(unsigned(p.lines * p.parts)), dim3(kThreads), xp, wv, p.dim, p.n, p.k,
+              largest, p.lines, p.parts, p.chunk, a->workspace);
+      enqueue(a, &topk_merge_kernel<T>, dim3(unsigned(p.lines)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.k,
+              p.lines, p.parts, static_cast<const void*>(a->workspace));
     } else if (p.route == TopkPlan::kBlock) {
       enqueue(a, &topk_block_kernel<T>, dim3(blocks_for(p.lines)), dim3(kThreads), xp, vp, ip, wv, wi, p.dim, p.n, p.k,
               largest, p.lines);

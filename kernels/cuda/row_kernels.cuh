@@ -1,9 +1,9 @@
 // The rows a reduction or a row-wise op walks (Rows: which dims index rows, which run along one,
 // with the input's and output's strides), the kernels that walk them a block a row (sum, prod,
 // mean, amax, amin, argmax, argmin, any, all, softmax, log_softmax, layer_norm) or a warp a row,
-// topk a thread or a block a line, and cumsum a thread a line, in a header of their own so that
-// test_rows_emulated.cpp runs the same code on the CPU (tests/cuda_emulation.h); reduce.cu
-// launches them.
+// topk a thread or a block a line (or a long line's parts), and cumsum a thread a line, in a header
+// of their own so that test_rows_emulated.cpp runs the same code on the CPU
+// (tests/cuda_emulation.h); reduce.cu launches them.
 #pragma once
 
 #include "amber/kernels/cuda/cuda_util.cuh"
@@ -457,100 +457,198 @@ __device__ inline void suffix_sums_256(int* counts) {
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    topk_block_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n, int64_t k,
-                      bool largest, int64_t lines) {
-  using C = compute_t<T>;
-  using U = topk_rank_t<C>;
-  __shared__ int counts[256];
-  __shared__ U keys[kTopkBlockMax];
-  __shared__ int at[kTopkBlockMax];  // indices along the line (n < 2^31)
-  __shared__ int found[3];           // the pass's digit, the candidates above it; the next slot
+// What block_top keeps in shared memory: a kernel declares one (__shared__) and passes it.
+template <typename U>
+struct TopkShared {
+  int counts[256];
+  U keys[kTopkBlockMax];
+  int at[kTopkBlockMax];  // indices along the line (n < 2^31)
+  int found[3];           // the pass's digit, the candidates above it; the next slot
+};
+
+// The first kk (<= kTopkBlockMax, <= m) of m candidates in topk_before's order, the larger rank
+// first and the lower index among equal ranks, by the block's threads together: src.rank(i) and
+// src.index(i) are candidate i's rank and index along the line, the indices of equal ranks
+// ascending with i; out(j, rank, index) is told the j-th, for every j < kk.
+template <typename U, typename Source, typename Out>
+__device__ void block_top(const Source& src, int64_t m, int kk, const Out& out, TopkShared<U>& sh) {
   const unsigned t = threadIdx.x;
-  const int kk = int(k);
+  // The radix select: the kk-th rank's digits from the top; `want` of the candidates (ranks
+  // matching it so far) are still to be taken.
+  U prefix = 0, mask = 0;
+  int want = kk;
+  for (int shift = int(sizeof(U)) * 8 - 8; shift >= 0; shift -= 8) {
+    for (unsigned b = t; b < 256; b += blockDim.x) sh.counts[b] = 0;
+    __syncthreads();
+    for (int64_t i = t; i < m; i += blockDim.x) {
+      const U r = src.rank(i);
+      if ((r & mask) == prefix) atomicAdd(&sh.counts[int(r >> shift) & 255], 1);
+    }
+    __syncthreads();
+    suffix_sums_256(sh.counts);
+    if (t < 256 && sh.counts[t] >= want && (t == 255 || sh.counts[t + 1] < want)) {
+      sh.found[0] = int(t);
+      sh.found[1] = t == 255 ? 0 : sh.counts[t + 1];
+    }
+    __syncthreads();
+    prefix |= U(sh.found[0]) << shift;
+    mask |= U(255) << shift;
+    want -= sh.found[1];
+    __syncthreads();  // found and counts are rewritten next
+  }
+  // Ranks above the kk-th (kk - want of them) in any order at [0, kk - want); its ties, the
+  // first `want` by index, in order at [kk - want, kk).
+  if (t == 0) sh.found[2] = 0;
+  __syncthreads();
+  int taken = 0;  // ties taken so far (the same in every thread)
+  for (int64_t base = 0; base < m; base += blockDim.x) {
+    const int64_t i = base + t;
+    const U r = i < m ? src.rank(i) : U(0);
+    if (i < m && r > prefix) {
+      const int s = atomicAdd(&sh.found[2], 1);
+      sh.keys[s] = r;
+      sh.at[s] = src.index(i);
+    }
+    const bool tie = i < m && r == prefix && taken < want;
+    if (__syncthreads_count(tie) == 0) continue;
+    if (t < 256) sh.counts[t] = 0;  // an inclusive prefix count of the ties (suffix sums, reversed)
+    __syncthreads();
+    if (tie) sh.counts[255 - t] = 1;
+    __syncthreads();
+    suffix_sums_256(sh.counts);
+    const int upto = sh.counts[255 - t], total = sh.counts[0];
+    if (tie && taken + upto <= want) {
+      sh.keys[kk - want + taken + upto - 1] = r;
+      sh.at[kk - want + taken + upto - 1] = src.index(i);
+    }
+    taken += total;
+    __syncthreads();  // counts is rewritten next
+  }
+  // Pad to a power of two with entries after every real one, then sort: slot j before j + 1
+  // when rank is larger, or equal with the lower index.
+  int p = 1;
+  while (p < kk) p <<= 1;
+  for (int j = kk + int(t); j < p; j += int(blockDim.x)) sh.keys[j] = U(0), sh.at[j] = 0x7fffffff;
+  __syncthreads();
+  for (int size = 2; size <= p; size <<= 1)
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      for (int j = int(t); j < p / 2; j += int(blockDim.x)) {
+        const int lo = 2 * stride * (j / stride) + j % stride, hi = lo + stride;
+        const bool hi_first = sh.keys[hi] > sh.keys[lo] || (sh.keys[hi] == sh.keys[lo] && sh.at[hi] < sh.at[lo]);
+        if (hi_first == ((lo & size) == 0)) {
+          const U kt = sh.keys[lo];
+          sh.keys[lo] = sh.keys[hi], sh.keys[hi] = kt;
+          const int it = sh.at[lo];
+          sh.at[lo] = sh.at[hi], sh.at[hi] = it;
+        }
+      }
+      __syncthreads();
+    }
+  for (int j = int(t); j < kk; j += int(blockDim.x)) out(j, sh.keys[j], sh.at[j]);
+  __syncthreads();  // keys and at are rewritten by the next call
+}
+
+// A stretch of a line as block_top's candidates: the ranks of x[0], x[xs], ... and their
+// indices from `first` on.
+template <typename T>
+struct LineCandidates {
+  const T* x;
+  int64_t xs;
+  int first;
+  bool largest;
+  __device__ topk_rank_t<compute_t<T>> rank(int64_t i) const { return topk_rank(load_as_compute(x[i * xs]), largest); }
+  __device__ int index(int64_t i) const { return first + int(i); }
+};
+// Candidates kept in memory: ranks and their indices.
+template <typename U>
+struct KeptCandidates {
+  const U* keys;
+  const int* at;
+  __device__ U rank(int64_t i) const { return keys[i]; }
+  __device__ int index(int64_t i) const { return at[i]; }
+};
+
+// Each line's first k (of m candidates: candidates(l, xo, xs) makes line l's, its offset xo and
+// stride xs in x) written to v and ix, the values read back from x, a block a line.
+template <typename T, typename U, typename Candidates>
+__device__ void top_of_lines(const T* x, T* v, int64_t* ix, const scan::Lines& wv, const scan::Lines& wi, int dim,
+                             int64_t m, int64_t k, int64_t lines, const Candidates& candidates, TopkShared<U>& sh) {
   for (int64_t l = blockIdx.x; l < lines; l += gridDim.x) {
     int64_t xo, vo, io, unused;
     scan::line_start(wv, l, &xo, &vo);
     scan::line_start(wi, l, &unused, &io);
     const int64_t xs = wv.xstrides[dim], vs = wv.ystrides[dim], is = wi.ystrides[dim];
-    // The radix select: the k-th rank's digits from the top; `want` of the candidates (ranks
-    // matching it so far) are still to be taken.
-    U prefix = 0, mask = 0;
-    int want = kk;
-    for (int shift = int(sizeof(U)) * 8 - 8; shift >= 0; shift -= 8) {
-      for (unsigned b = t; b < 256; b += blockDim.x) counts[b] = 0;
-      __syncthreads();
-      for (int64_t i = t; i < n; i += blockDim.x) {
-        const U r = topk_rank(load_as_compute(x[xo + i * xs]), largest);
-        if ((r & mask) == prefix) atomicAdd(&counts[int(r >> shift) & 255], 1);
-      }
-      __syncthreads();
-      suffix_sums_256(counts);
-      if (t < 256 && counts[t] >= want && (t == 255 || counts[t + 1] < want)) {
-        found[0] = int(t);
-        found[1] = t == 255 ? 0 : counts[t + 1];
-      }
-      __syncthreads();
-      prefix |= U(found[0]) << shift;
-      mask |= U(255) << shift;
-      want -= found[1];
-      __syncthreads();  // found and counts are rewritten next
-    }
-    // Ranks above the k-th (k - want of them) in any order at [0, k - want); its ties, the
-    // first `want` by index, in order at [k - want, k).
-    if (t == 0) found[2] = 0;
-    __syncthreads();
-    int taken = 0;  // ties taken so far (the same in every thread)
-    for (int64_t base = 0; base < n; base += blockDim.x) {
-      const int64_t i = base + t;
-      const U r = i < n ? topk_rank(load_as_compute(x[xo + i * xs]), largest) : U(0);
-      if (i < n && r > prefix) {
-        const int s = atomicAdd(&found[2], 1);
-        keys[s] = r;
-        at[s] = int(i);
-      }
-      const bool tie = i < n && r == prefix && taken < want;
-      if (__syncthreads_count(tie) == 0) continue;
-      if (t < 256) counts[t] = 0;  // an inclusive prefix count of the ties (suffix sums, reversed)
-      __syncthreads();
-      if (tie) counts[255 - t] = 1;
-      __syncthreads();
-      suffix_sums_256(counts);
-      const int upto = counts[255 - t], total = counts[0];
-      if (tie && taken + upto <= want) {
-        keys[kk - want + taken + upto - 1] = r;
-        at[kk - want + taken + upto - 1] = int(i);
-      }
-      taken += total;
-      __syncthreads();  // counts is rewritten next
-    }
-    // Pad to a power of two with entries after every real one, then sort: slot j before j + 1
-    // when rank is larger, or equal with the lower index.
-    int p = 1;
-    while (p < kk) p <<= 1;
-    for (int j = kk + int(t); j < p; j += int(blockDim.x)) keys[j] = U(0), at[j] = 0x7fffffff;
-    __syncthreads();
-    for (int size = 2; size <= p; size <<= 1)
-      for (int stride = size / 2; stride > 0; stride >>= 1) {
-        for (int j = int(t); j < p / 2; j += int(blockDim.x)) {
-          const int lo = 2 * stride * (j / stride) + j % stride, hi = lo + stride;
-          const bool hi_first = keys[hi] > keys[lo] || (keys[hi] == keys[lo] && at[hi] < at[lo]);
-          if (hi_first == ((lo & size) == 0)) {
-            const U kt = keys[lo];
-            keys[lo] = keys[hi], keys[hi] = kt;
-            const int it = at[lo];
-            at[lo] = at[hi], at[hi] = it;
-          }
-        }
-        __syncthreads();
-      }
-    for (int j = int(t); j < kk; j += int(blockDim.x)) {
-      v[vo + j * vs] = x[xo + int64_t(at[j]) * xs];
-      ix[io + j * is] = at[j];
-    }
-    __syncthreads();  // keys and at are rewritten for the next line
+    block_top<U>(
+        candidates(l, xo, xs), m, int(k),
+        [&](int j, U, int i) {
+          v[vo + j * vs] = x[xo + int64_t(i) * xs];
+          ix[io + j * is] = i;
+        },
+        sh);
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    topk_block_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t n, int64_t k,
+                      bool largest, int64_t lines) {
+  using U = topk_rank_t<compute_t<T>>;
+  __shared__ TopkShared<U> sh;
+  top_of_lines(
+      x, v, ix, wv, wi, dim, n, k, lines,
+      [&](int64_t, int64_t xo, int64_t xs) {
+        return LineCandidates<T>{x + xo, xs, 0, largest};
+      },
+      sh);
+}
+
+// topk a line split among blocks, for few long lines (block_top's select alone would leave most
+// of the GPU idle): topk_split_kernel's block (l, s) keeps the first k of part s of line l (parts
+// of `chunk` elements, chunk >= k, the last one shorter) in the scratch, ranks and indices in
+// order, the last part's missing ones padded with rank 0 and index 2^31 - 1 (after every real
+// one); topk_merge_kernel's block l then selects the first k of the line's parts * k kept, whose
+// equal ranks ascend by index as block_top asks (each part's in order, the parts in the line's).
+// Scratch: topk_split_bytes.
+template <typename U>
+AMBER_HD inline size_t topk_split_bytes(int64_t lines, int64_t parts, int64_t k) {
+  return size_t(lines * parts * k) * (sizeof(U) + sizeof(int));
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    topk_split_kernel(const T* x, scan::Lines wv, int dim, int64_t n, int64_t k, bool largest, int64_t lines,
+                      int64_t parts, int64_t chunk, void* scratch) {
+  using U = topk_rank_t<compute_t<T>>;
+  __shared__ TopkShared<U> sh;
+  U* const keys = static_cast<U*>(scratch);
+  int* const at = reinterpret_cast<int*>(keys + lines * parts * k);
+  for (int64_t b = blockIdx.x; b < lines * parts; b += gridDim.x) {
+    const int64_t l = b / parts, start = b % parts * chunk, len = n - start < chunk ? n - start : chunk;
+    int64_t xo, unused;
+    scan::line_start(wv, l, &xo, &unused);
+    const int64_t xs = wv.xstrides[dim];
+    const int kk = int(len < k ? len : k);
+    U* const kept = keys + b * k;
+    int* const kept_at = at + b * k;
+    block_top<U>(
+        LineCandidates<T>{x + xo + start * xs, xs, int(start), largest}, len, kk,
+        [&](int j, U r, int i) { kept[j] = r, kept_at[j] = i; }, sh);
+    for (int64_t j = kk + threadIdx.x; j < k; j += blockDim.x) kept[j] = U(0), kept_at[j] = 0x7fffffff;
+  }
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    topk_merge_kernel(const T* x, T* v, int64_t* ix, scan::Lines wv, scan::Lines wi, int dim, int64_t k, int64_t lines,
+                      int64_t parts, const void* scratch) {
+  using U = topk_rank_t<compute_t<T>>;
+  __shared__ TopkShared<U> sh;
+  const U* const keys = static_cast<const U*>(scratch);
+  const int* const at = reinterpret_cast<const int*>(keys + lines * parts * k);
+  top_of_lines(
+      x, v, ix, wv, wi, dim, parts * k, k, lines,
+      [&](int64_t l, int64_t, int64_t) {
+        return KeptCandidates<U>{keys + l * parts * k, at + l * parts * k};
+      },
+      sh);
 }
 
 // topk for k above kTopkBlockMax (up to the whole line: a sort), a block a line: the line's ranks
