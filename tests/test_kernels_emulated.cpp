@@ -259,6 +259,20 @@ TEST_CASE("cuda emulated: topk of a few long lines splits each among blocks", "[
       [&](int64_t call) { return std::vector<Tensor>{(one * double(call - 1)).t()}; }, 0, 0);
 }
 
+// cumsum of long lines a block a line (row_kernels.cuh's cumsum_block_kernel): dense lines, and
+// strided ones no more than twice the emulated device's 4 multiprocessors; short lines a thread
+// each: eager on the device against the CPU, f32 (exact: the double sums are) and i64.
+TEST_CASE("cuda emulated: cumsum of long lines runs a block a line", "[emulated]") {
+  const Device device = emulated_cuda();
+  manual_seed(17);
+  const Tensor x = randn({2, 5000}), strided = randn({3000, 4}), shorter = randn({6, 100});
+  CHECK(test::compare(cumsum(x.to(device), 1).to(Device::cpu()), cumsum(x, 1), 0, 0).ok);
+  CHECK(test::compare(cumsum(strided.to(device), 0).to(Device::cpu()), cumsum(strided, 0), 0, 0).ok);
+  CHECK(test::compare(cumsum(shorter.to(device), 1).to(Device::cpu()), cumsum(shorter, 1), 0, 0).ok);
+  const Tensor xi = (x * 1e17).to(DType::i64);
+  CHECK(test::compare(cumsum(xi.to(device), 1).to(Device::cpu()), cumsum(xi, 1), 0, 0).ok);
+}
+
 // The antialiased resizes: the windows' tables in device memory their setup's state owns, two
 // passes, the columns' into the workspace the setup asks: eager on the device and a loaded model,
 // down and up, strided input, equal to the CPU.

@@ -313,6 +313,40 @@ TEST_CASE("cuda emulated: topk and cumsum, a thread a line, equal the CPU's", "[
     }
 }
 
+// cumsum_block_kernel (2 blocks, 3 lines) on the 2-D t along d into a fresh output (transposed
+// in memory with transpose_out): the result, to compare with the CPU's.
+template <typename T>
+Tensor cumsum_by_blocks(const Tensor& t, int d, bool transpose_out = false) {
+  const DimVec sizes = t.sizes();
+  const Tensor y =
+      transpose_out ? amber::full({sizes[1], sizes[0]}, -7.0, t.dtype()).t() : amber::full(sizes, -7.0, t.dtype());
+  const amber_tensor_view tv = view_of(t), yv = view_of(y);
+  const int64_t n = t.sizes()[size_t(d)], lines = t.numel() / n;
+  amber::emulation::launch(&rows::cumsum_block_kernel<T>, dim3(2), dim3(rows::kThreads), static_cast<const T*>(tv.data),
+                           static_cast<T*>(yv.data), amber::scan::lines_along(yv, tv, d), tv.strides[d], yv.strides[d],
+                           n, lines);
+  return y;
+}
+
+TEST_CASE("cuda emulated: cumsum a block a line equals the CPU's", "[emulated]") {
+  // Lines of 5000 (two whole tiles of 2048 and a part), dense and strided (transposed), into dense
+  // and transposed outputs: f32 (sums of f32 in double, exact here: the same as the CPU's order
+  // gives), i64 wrapping as the CPU's, f16 as the CPU's f32 result rounded; f64, whose double
+  // sums are not exact, within a few units in the last place.
+  amber::manual_seed(15);
+  const Tensor x = amber::randn({3, 5000});
+  CHECK(same(cumsum_by_blocks<float>(x, 1), amber::cumsum(x, 1)));
+  CHECK(same(cumsum_by_blocks<float>(x.t(), 0), amber::cumsum(x.t(), 0)));
+  CHECK(same(cumsum_by_blocks<float>(x, 1, true), amber::cumsum(x, 1)));
+  const Tensor xi = (amber::randn({3, 5000}) * 1e17).to(DType::i64);
+  CHECK(same(cumsum_by_blocks<int64_t>(xi, 1), amber::cumsum(xi, 1)));
+  const Tensor xh = x.to(DType::f16);
+  CHECK(same(cumsum_by_blocks<__half>(xh, 1), amber::cumsum(xh.to(DType::f32), 1).to(DType::f16)));
+  const Tensor xd = amber::randn({3, 5000}, DType::f64);
+  const Tensor got = cumsum_by_blocks<double>(xd, 1), want = amber::cumsum(xd, 1);
+  CHECK(amber::amax(amber::abs(got - want)).item<double>() <= 1e-12 * amber::amax(amber::abs(want)).item<double>());
+}
+
 // topk_block_kernel on x along dim (2 blocks: lines outnumber them) against amber::topk; with
 // `whole`, topk_sort_kernel instead (for k above kTopkBlockMax: a block a line sorting it whole, a
 // stable radix sort in its scratch); with `parts`, each line split into that many parts (or fewer:

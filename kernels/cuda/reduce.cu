@@ -1,8 +1,9 @@
 // The CUDA kernels along rows, launched: reductions, softmax/log_softmax and layer_norm (their
 // device code in row_kernels.cuh: a block a row, a fixed-order tree, floats in double and integers
 // in int64 as on the CPU, NaN first as PyTorch, 16-bit elements widened and each result rounded
-// once), any/all, cumsum (there too, a thread a line), topk (a block or a thread a line, a long
-// line's parts a block each) and inference batch_norm (its formula in batch_norm_kernels.cuh).
+// once), any/all, cumsum (there too, a thread or a block a line), topk (a block or a thread a
+// line, a long line's parts a block each) and inference batch_norm (its formula in
+// batch_norm_kernels.cuh).
 
 #include <algorithm>
 #include <cstring>
@@ -200,6 +201,16 @@ struct AnyAll {
   };
 };
 
+// The device's multiprocessors, 0 where the runtime cannot say (routes that want them step aside).
+int multiprocessors(int32_t device) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
+}
+
 // topk(self, k, dim, largest, sorted): row_kernels.cuh's topk_block_kernel, a block a line, for k
 // up to kTopkBlockMax on lines of more than 32 elements, or, where there are no more lines than
 // multiprocessors and each is long (kTopkSplitMin or more, at least 8k), each split into parts a
@@ -221,11 +232,7 @@ struct TopkPlan {
 // more (the merge reads at most a quarter of the line), about two blocks a multiprocessor in all.
 void plan_split(TopkPlan& p, int32_t device) {
   if (p.n < kTopkSplitMin || p.n < 8 * p.k) return;
-  int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    (void)cudaGetLastError();  // (the block route, then)
-    return;
-  }
+  const int sms = multiprocessors(device);
   const int64_t blocks = 2 * int64_t(sms);
   if (p.lines > sms) return;
   const int64_t parts = std::min({kTopkMaxParts, p.n / (4 * p.k), (blocks + p.lines - 1) / p.lines});
@@ -305,7 +312,10 @@ void register_topk() {
 }
 
 // cumsum(self, dim, dtype): self already in the output's dtype (inference casts it); a thread per
-// line (row_kernels.cuh's cumsum_kernel).
+// line (row_kernels.cuh's cumsum_kernel), or a block per line (cumsum_block_kernel) where lines are
+// kCumsumBlockMin long or more and either dense or no more than twice the multiprocessors (a
+// batch-1 sampler's running sum of 128256 probabilities was one thread's walk).
+constexpr int64_t kCumsumBlockMin = 512;
 template <typename T>
 struct CumsumKernel {
   static int run(const amber_kernel_args* a) {
@@ -317,8 +327,17 @@ struct CumsumKernel {
     if (n == 0 || numel(y) == 0) return 0;
     const int64_t lines = numel(y) / n;
     DeviceScope scope(a->device);
-    enqueue(a, &cumsum_kernel<T>, dim3(grid_for(lines)), dim3(256), static_cast<const T*>(x.data),
-            static_cast<T*>(y.data), scan::lines_along(y, x, dim), x.strides[dim], y.strides[dim], n, lines);
+    const auto* xp = static_cast<const T*>(x.data);
+    auto* yp = static_cast<T*>(y.data);
+    const scan::Lines w = scan::lines_along(y, x, dim);
+    const bool dense = x.strides[dim] == 1 && y.strides[dim] == 1;
+    if (n >= kCumsumBlockMin && (dense || lines <= 2 * int64_t(multiprocessors(a->device)))) {
+      enqueue(a, &cumsum_block_kernel<T>, dim3(blocks_for(lines)), dim3(kThreads), xp, yp, w, x.strides[dim],
+              y.strides[dim], n, lines);
+    } else {
+      enqueue(a, &cumsum_kernel<T>, dim3(grid_for(lines)), dim3(256), xp, yp, w, x.strides[dim], y.strides[dim], n,
+              lines);
+    }
     return launched(a, "cumsum");
   }
 };

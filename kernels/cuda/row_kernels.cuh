@@ -749,4 +749,54 @@ __global__ void cumsum_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, 
   }
 }
 
+// cumsum a block a line, for long lines: tiles of kThreads * kCumsumPer elements staged in shared
+// memory (read and written along the line), each thread's kCumsumPer summed in order, the
+// threads' totals scanned (Hillis-Steele), each tile's total carried into the next. Floats sum in
+// double as cumsum_kernel's do (16-bit ones written through f32), integers in uint64 (wrapping
+// alike): the same sums in another order, equal to the thread's where the double sums are exact,
+// as for f32 elements within 2^29 of one another in magnitude. Launched with kThreads threads.
+constexpr int kCumsumPer = 8;
+template <typename T>
+using cumsum_acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    cumsum_block_kernel(const T* x, T* y, scan::Lines w, int64_t xstride, int64_t ystride, int64_t n, int64_t lines) {
+  using A = cumsum_acc_t<T>;
+  constexpr int kTile = kThreads * kCumsumPer;
+  __shared__ A tile[kTile];
+  __shared__ A totals[kThreads];
+  const int t = int(threadIdx.x), first = t * kCumsumPer;
+  for (int64_t l = blockIdx.x; l < lines; l += gridDim.x) {
+    int64_t xo, yo;
+    scan::line_start(w, l, &xo, &yo);
+    A carry = 0;
+    for (int64_t base = 0; base < n; base += kTile) {
+      const int m = n - base < kTile ? int(n - base) : kTile;
+      for (int j = t; j < m; j += kThreads) tile[j] = A(load_as_compute(x[xo + (base + j) * xstride]));
+      __syncthreads();
+      A s = 0;
+      for (int j = first; j < first + kCumsumPer && j < m; ++j) tile[j] = s += tile[j];
+      totals[t] = s;
+      __syncthreads();
+      for (int off = 1; off < kThreads; off <<= 1) {  // totals[t] := the sum of totals[0..t]
+        const A add = t >= off ? totals[t - off] : A(0);
+        __syncthreads();
+        totals[t] += add;
+        __syncthreads();
+      }
+      const A before = carry + (t > 0 ? totals[t - 1] : A(0));
+      for (int j = first; j < first + kCumsumPer && j < m; ++j) tile[j] += before;
+      carry += totals[kThreads - 1];
+      __syncthreads();
+      for (int j = t; j < m; j += kThreads) {
+        if constexpr (std::is_same_v<compute_t<T>, T>)
+          y[yo + (base + j) * ystride] = T(tile[j]);
+        else
+          y[yo + (base + j) * ystride] = from_acc<T>(tile[j]);
+      }
+      __syncthreads();  // tile and totals are rewritten next
+    }
+  }
+}
+
 }  // namespace amber::cuda::rows
