@@ -321,8 +321,8 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // such calls record a graph of their own (host_staged: the plan stages small host inputs),
 // else once from the host; then the same again with the last call's outputs held, for the call
 // slot's second set of output buffers (then a quick model of small inputs calls on the first
-// again). A kernel rejecting zeros ends the warm-up quietly (real inputs may still be fine);
-// profile counters start from zero after.
+// again). The last calls are from the host, after the zeros' device memory has gone back. A kernel rejecting zeros ends
+// the warm-up quietly (real inputs may still be fine); profile counters start from zero after.
 void warm_up(const Model& m, bool host_staged) {
   const graph::SymValues& sizes_at = m.traced_sizes();
   const Device device = m.device();
@@ -369,6 +369,10 @@ void warm_up(const Model& m, bool host_staged) {
       const bool graphs = m.options().device_graphs;
       std::vector<Tensor> held;  // the last call's outputs (a held result keeps its set busy)
       const int host_calls = graphs && host_staged ? 2 : 1;
+      // The zeros go back to the device before the last calls: CUDA orders a free on its legacy
+      // stream, which a call's stream waits for, so freed after them, the caller's first call
+      // would wait for it (and no later call).
+      if (!graphs) zeros.clear();
       for (int i = 0; i + 1 < host_calls; ++i) (void)m.forward(host, call);
       held = m.forward(host, call);
       // A call slot hands out two sets of output buffers, each with its own recordings: a
@@ -377,7 +381,8 @@ void warm_up(const Model& m, bool host_staged) {
       // loop's second and fourth calls do not run node by node and record (loader/plan.cpp).
       if (graphs) {
         for (int i = 0; i < 2; ++i) (void)m.forward(zeros, call);
-        for (int i = 0; i < (host_staged ? 2 : 0); ++i) (void)m.forward(host, call);
+        zeros.clear();
+        for (int i = 0; i < (host_staged ? 2 : 1); ++i) (void)m.forward(host, call);
         // A quick model of small inputs: its last call from the host again on the first set,
         // the one a caller's first call takes (on an H200 ten_mul's first call took 16.7 us
         // where its second, on the set last used here, took 12.8 and the steady state 12.1).

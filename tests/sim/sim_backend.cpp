@@ -157,10 +157,13 @@ Stream* stream_of(int device, void* stream) { return stream ? static_cast<Stream
 
 // Queues op on s, or records it when s is a capture stream. Caller holds g_mutex.
 void enqueue(Stream* s, Op op) {
-  if (s->recording)
+  if (s->recording) {
     s->recorded.push_back(std::move(op));
-  else
-    s->queue.push_back(std::move(op));
+    return;
+  }
+  const bool legacy = s >= g_default && s < g_default + kMaxDevices;
+  g_counters.legacy_tail = legacy ? g_counters.legacy_tail + 1 : 0;
+  s->queue.push_back(std::move(op));
 }
 
 bool valid_device(int32_t d) {
@@ -192,6 +195,7 @@ void* sim_allocate(int32_t device, size_t nbytes, uint32_t) {
   }
   g_allocs[uintptr_t(p)] = Alloc{static_cast<char*>(p), nbytes, mapped, device};
   ++g_counters.allocations;
+  ++g_counters.legacy_tail;
   ++g_counters.live_allocations;
   g_counters.live_bytes += nbytes;
   g_held[device] += nbytes;
@@ -207,6 +211,7 @@ void sim_deallocate(int32_t, void* ptr, size_t, uint32_t) {
   if (it == g_allocs.end()) std::abort();  // freeing what was never allocated here: a bug in the caller
   munmap(it->second.base, it->second.mapped);
   ++g_counters.frees;
+  ++g_counters.legacy_tail;
   --g_counters.live_allocations;
   g_counters.live_bytes -= it->second.bytes;
   g_held[it->second.device] -= it->second.bytes;

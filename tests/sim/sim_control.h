@@ -20,6 +20,9 @@ struct amber_sim_counters {
   // States destroyed after the stream they last ran on (a cuDNN handle's stream must outlive it),
   // and before a graph that records a call using them (a graph launches the states' kernels).
   uint64_t states_after_their_stream, states_before_their_graphs;
+  // Allocations, deallocations and default-stream work since the last work queued on any other
+  // stream: on CUDA those are ordered on the legacy stream, which a call's next work waits for.
+  uint64_t legacy_tail;
 };
 enum amber_sim_fault { AMBER_SIM_FAIL_ALLOCATION = 0, AMBER_SIM_FAIL_COPY = 1, AMBER_SIM_FAIL_KERNEL = 2 };
 }
