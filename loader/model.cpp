@@ -321,8 +321,9 @@ std::shared_ptr<Model::Impl> make_model(LoadedArchive archive, const LoadOptions
 // such calls record a graph of their own (host_staged: the plan stages small host inputs),
 // else once from the host; then the same again with the last call's outputs held, for the call
 // slot's second set of output buffers (then a quick model of small inputs calls on the first
-// again). The last calls are from the host, after the zeros' device memory has gone back. A kernel rejecting zeros ends
-// the warm-up quietly (real inputs may still be fine); profile counters start from zero after.
+// again). The last calls are from the host, after the zeros' device memory has gone back. A
+// kernel rejecting zeros ends the warm-up quietly (real inputs may still be fine); profile
+// counters start from zero after.
 void warm_up(const Model& m, bool host_staged) {
   const graph::SymValues& sizes_at = m.traced_sizes();
   const Device device = m.device();
