@@ -5,6 +5,7 @@
 // loop innermost. 4-D and 5-D inputs of any strides.
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -167,6 +168,44 @@ struct Antialiased {
     return failed;
   }
   static constexpr auto destroy = &State::destroy;
+  // The first pass: every input row resampled along W into `across`, kLanes rows at a time: their
+  // elements interleaved into a tile (W x kLanes, in A; a last block's spare lanes repeat its last
+  // row, unstored), so that each output column's sums run on all of them at once, each lane's the
+  // one row's (the same terms in the same order: the result is the scalar loop's, bit for bit).
+  typedef A V __attribute__((vector_size(16)));  // two of them: a tile's row
+  static constexpr int64_t kLanes = 2 * int64_t(16 / sizeof(A));
+  static void sum_columns(const amber_kernel_args* a, const Geometry& g, const AaTap<A>* cols, A* across) {
+    const T* x = static_cast<const T*>(a->inputs[0].data);
+    const int64_t rows = g.n * g.c * g.h, blocks = (rows + kLanes - 1) / kLanes;
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(blocks, std::max<int64_t>(1, 512 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
+      std::vector<A> tile(size_t(g.w * kLanes));
+      for (int64_t block = b; block < e; ++block) {
+        const int64_t r0 = block * kLanes, lanes = std::min(kLanes, rows - r0);
+        const T* line[kLanes];
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const int64_t r = r0 + std::min(l, lanes - 1), n = r / (g.c * g.h), c = r / g.h % g.c, h = r % g.h;
+          line[l] = x + n * g.xs[0] + c * g.xs[1] + h * g.xs[3];
+        }
+        for (int64_t w = 0; w < g.w; ++w)
+          for (int64_t l = 0; l < kLanes; ++l) tile[size_t(w * kLanes + l)] = A(line[l][w * g.xs[4]]);
+        for (int64_t j = 0; j < g.ow; ++j) {
+          const A* in = tile.data() + cols[j].window.lo * kLanes;
+          const A* weight = cols[j].weights.data();
+          V sum0 = {}, sum1 = {};
+          for (int64_t v = 0; v < cols[j].window.n; ++v) {
+            V x0, x1;
+            std::memcpy(&x0, in + v * kLanes, sizeof(V));
+            std::memcpy(&x1, in + v * kLanes + kLanes / 2, sizeof(V));
+            sum0 += x0 * weight[v];
+            sum1 += x1 * weight[v];
+          }
+          for (int64_t l = 0; l < lanes; ++l)
+            across[(r0 + l) * g.ow + j] = l < kLanes / 2 ? sum0[l] : sum1[l - kLanes / 2];
+        }
+      }
+    });
+  }
   // The second pass where the output's rows are dense: each a weighted sum of rows of `across`,
   // summed a whole row at a time (the sums and their order the per-pixel pass's).
   static void sum_rows(const amber_kernel_args* a, const Geometry& g, const A* across, const AaTap<A>* rows) {
@@ -192,24 +231,7 @@ struct Antialiased {
     const AaTap<A>*rows = s->dim[1].data(), *cols = s->dim[2].data();
     CallScratch scratch(a);
     A* across = scratch.take_array<A>(size_t(g.n * g.c * g.h * g.ow));
-    const T* x = static_cast<const T*>(a->inputs[0].data);
-    {
-      ThreadLimit limit(std::max(1, a->num_threads));
-      parallel_for(g.n * g.c * g.h, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t n = r / (g.c * g.h), c = r / g.h % g.c, h = r % g.h;
-          const T* line = x + n * g.xs[0] + c * g.xs[1] + h * g.xs[3];
-          A* out = across + r * g.ow;
-          for (int64_t j = 0; j < g.ow; ++j) {
-            const T* in = line + cols[j].window.lo * g.xs[4];
-            const A* w = cols[j].weights.data();
-            A t = 0;
-            for (int64_t v = 0; v < cols[j].window.n; ++v) t += A(in[v * g.xs[4]]) * w[v];
-            out[j] = t;
-          }
-        }
-      });
-    }
+    sum_columns(a, g, cols, across);
     if constexpr (std::is_same_v<T, A>) {
       if (!g.channels_last && g.ys[4] == 1) {  // output rows dense along W
         sum_rows(a, g, across, rows);
