@@ -76,7 +76,7 @@ AMBER_HD inline topk_rank_t<C> topk_rank(C c, bool largest) {
     } else {
       if (c == C(0)) c = C(0);  // -0 == +0: a tie, ordered by index
       memcpy(&u, &c, sizeof u);
-      u = (u & sign) ? ~u : (u | sign);
+      u ^= (U(0) - (u >> (sizeof(U) * 8 - 1))) | sign;  // negative: every bit flipped, else the sign set
     }
   } else if constexpr (sizeof(C) == 8) {
     u = U(c) ^ sign;

@@ -861,10 +861,10 @@ TEST_CASE("eager adaptive_avg_pool2d takes None sizes as the input's own", "[eag
   AMBER_REQUIRE_ERROR(adaptive_avg_pool2d(x[0][0], {std::nullopt}), "3-D or 4-D input, got 1 values and shape [5, 7]");
 }
 
-// topk's order on the CPU, on lines long enough for each of its routes (a heap's partial sort
-// for small k, selection then sort, the radix sort of packed ranks for k from n / 8, and pairs
-// of 64-bit ranks for f64): values then index, NaN above every number, -0 tied with +0, against
-// a stable sort of the indices by that order written here.
+// topk's order on the CPU, on lines long enough for each of its routes (one pass keeping a heap
+// for small k, selection then sort, the radix sort of packed ranks for k from n / 8, and pairs of
+// 64-bit ranks for f64), dense and strided: values then index, NaN above every number, -0 tied
+// with +0, against a stable sort of the indices by that order written here.
 TEST_CASE("topk orders ties by index, NaN first when largest, on every route", "[eager]") {
   manual_seed(31);
   for (DType dtype : {DType::f32, DType::f64}) {
@@ -872,30 +872,31 @@ TEST_CASE("topk orders ties by index, NaN first when largest, on every route", "
     double* xp = xd.data_ptr<double>();
     xp[5] = xp[2999] = xp[3000 + 1500] = NAN;
     xp[3000] = -0.0;  // and zeros of both signs
-    const Tensor x = xd.to(dtype);
+    const Tensor dense = xd.to(dtype), strided = dense.t().contiguous().t();
     for (bool largest : {true, false})
-      for (int64_t k : {int64_t(20), int64_t(200), int64_t(400), int64_t(3000)}) {
-        INFO(dtype_name(dtype) << ", k " << k << ", largest " << largest);
-        const auto [v, i] = topk(x, k, 1, largest);
-        const Tensor vd = v.to(DType::f64);
-        for (int64_t line = 0; line < 2; ++line) {
-          const double* row = xp + line * 3000;
-          std::vector<int64_t> order(3000);
-          for (int64_t j = 0; j < 3000; ++j) order[size_t(j)] = j;
-          std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-            const bool an = std::isnan(row[a]), bn = std::isnan(row[b]);
-            if (an != bn) return largest ? an : bn;
-            return !an && (largest ? row[a] > row[b] : row[a] < row[b]);
-          });
-          bool same = true;
-          for (int64_t j = 0; j < k; ++j) {
-            const double got = vd.data_ptr<double>()[line * k + j], want = row[order[size_t(j)]];
-            same = same && i.data_ptr<int64_t>()[line * k + j] == order[size_t(j)] &&
-                   (got == want || (std::isnan(got) && std::isnan(want))) && std::signbit(got) == std::signbit(want);
+      for (int64_t k : {int64_t(20), int64_t(200), int64_t(400), int64_t(3000)})
+        for (const Tensor& x : {dense, strided}) {
+          INFO(dtype_name(dtype) << ", k " << k << ", largest " << largest << ", line stride " << x.stride(1));
+          const auto [v, i] = topk(x, k, 1, largest);
+          const Tensor vd = v.to(DType::f64);
+          for (int64_t line = 0; line < 2; ++line) {
+            const double* row = xp + line * 3000;
+            std::vector<int64_t> order(3000);
+            for (int64_t j = 0; j < 3000; ++j) order[size_t(j)] = j;
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+              const bool an = std::isnan(row[a]), bn = std::isnan(row[b]);
+              if (an != bn) return largest ? an : bn;
+              return !an && (largest ? row[a] > row[b] : row[a] < row[b]);
+            });
+            bool same = true;
+            for (int64_t j = 0; j < k; ++j) {
+              const double got = vd.data_ptr<double>()[line * k + j], want = row[order[size_t(j)]];
+              same = same && i.data_ptr<int64_t>()[line * k + j] == order[size_t(j)] &&
+                     (got == want || (std::isnan(got) && std::isnan(want))) && std::signbit(got) == std::signbit(want);
+            }
+            CHECK(same);
           }
-          CHECK(same);
         }
-      }
   }
 }
 

@@ -494,11 +494,12 @@ struct AnyAll {
 };
 
 // topk(self, k, dim, largest, sorted): per line, each element's key, its rank (scan.h's topk_rank,
-// complemented: ascending puts topk_before's first first) then its index, ordered as integers: a
-// heap's partial sort for k up to n / 64, else a selection of the first k then their sort (as ATen
-// picks). 32-bit ranks and indices pack into one 64-bit key; for k from n / 8 on a line of 1024
-// or more, those keys go through a stable radix sort of their ranks instead (a sampler's sort of
-// its logits: O(n)). The values are read back from self. Lines split over threads.
+// complemented: ascending puts topk_before's first first) then its index, ordered as integers: for
+// k up to n / 64 one pass keeping a heap of the first k (select), else a selection of the first k
+// then their sort (as ATen picks). 32-bit ranks and indices pack into one 64-bit key; for k from
+// n / 8 on a line of 1024 or more, those keys go through a stable radix sort of their ranks
+// instead (a sampler's sort of its logits: O(n)). The values are read back from self. Lines split
+// over threads.
 template <typename T>
 struct TopkKernel {
   using U = scan::topk_rank_t<T>;
@@ -509,12 +510,46 @@ struct TopkKernel {
     if constexpr (std::is_same_v<Key, uint64_t>) {
       if (k * 8 >= int64_t(keys.size()) && keys.size() >= 1024) return radix_sort(keys, scratch);
     }
-    if (k * 64 <= int64_t(keys.size())) {
-      std::partial_sort(first, kth, keys.end());
-    } else {
-      if (kth != keys.end()) std::nth_element(first, kth - 1, keys.end());
-      std::sort(first, kth);
-    }
+    if (kth != keys.end()) std::nth_element(first, kth - 1, keys.end());
+    std::sort(first, kth);
+  }
+  // The k first keys of the line's n elements, in order, into keys: a heap of the first so
+  // far, in one pass (std::partial_sort's selection, without a key for every element). A later
+  // element joins only if its rank is smaller (its index is larger than any in the heap), so a
+  // block of elements none of which compares past the heap's last value (t) is passed over
+  // unranked (a NaN compares past anything, and goes to its rank).
+  template <typename Key>
+  static void select(const T* x, int64_t xs, int64_t n, int64_t k, bool largest, std::vector<Key>& keys) {
+    keys.resize(size_t(k));
+    for (int64_t i = 0; i < k; ++i) make_key(keys[size_t(i)], U(~scan::topk_rank(x[i * xs], largest)), i);
+    std::make_heap(keys.begin(), keys.end());
+    T t = x[index_of(keys.front()) * xs];
+    auto offer = [&](int64_t i) {
+      Key key;
+      make_key(key, U(~scan::topk_rank(x[i * xs], largest)), i);
+      if (key < keys.front()) {
+        std::pop_heap(keys.begin(), keys.end());
+        keys.back() = key;
+        std::push_heap(keys.begin(), keys.end());
+        t = x[index_of(keys.front()) * xs];
+      }
+    };
+    constexpr int64_t kBlock = 16;
+    auto past = [&](const T* p, int64_t stride) {  // how many of a block's elements may join
+      int count = 0;
+      if (largest) {
+        for (int64_t l = 0; l < kBlock; ++l) count += !(p[l * stride] <= t);
+      } else {
+        for (int64_t l = 0; l < kBlock; ++l) count += !(p[l * stride] >= t);
+      }
+      return count;
+    };
+    int64_t i = k;
+    for (; i + kBlock <= n; i += kBlock)
+      if (xs == 1 ? past(x + i, 1) : past(x + i * xs, xs))
+        for (int64_t l = 0; l < kBlock; ++l) offer(i + l);
+    for (; i < n; ++i) offer(i);
+    std::sort_heap(keys.begin(), keys.end());
   }
   // Packed keys in index order sorted by their ranks (the high 32 bits), eight bits a pass, stably:
   // equal ranks keep index order, as the whole keys' sort would put them. A pass whose digit is
@@ -539,9 +574,13 @@ struct TopkKernel {
   template <typename Key>
   static void line(const T* x, int64_t xs, int64_t n, int64_t k, bool largest, std::vector<Key>& keys,
                    std::vector<Key>& scratch, T* v, int64_t vs, int64_t* ix, int64_t is) {
-    keys.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) make_key(keys[size_t(i)], U(~scan::topk_rank(x[i * xs], largest)), i);
-    order(keys, k, scratch);
+    if (k * 64 <= n) {
+      select(x, xs, n, k, largest, keys);
+    } else {
+      keys.resize(size_t(n));
+      for (int64_t i = 0; i < n; ++i) make_key(keys[size_t(i)], U(~scan::topk_rank(x[i * xs], largest)), i);
+      order(keys, k, scratch);
+    }
     for (int64_t i = 0; i < k; ++i) {
       const int64_t at = index_of(keys[size_t(i)]);
       v[i * vs] = x[at * xs];
