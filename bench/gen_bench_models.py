@@ -12,9 +12,10 @@ tests use (tests/gen_reference.py):
                       and PyTorch's output (read by bench_torch_case)
   CASE.io.safetensors the same tensors for Amber (bench_amber_case)
   MODEL.safetensors   the state_dict (bench/make_bench_archives builds Amber's archives from it)
-and cases.json listing the cases. --gpu adds the cases only the GPU benchmark runs: ResNet-18 at
-batch 64, a sort of 8 lines of 32000 (topk of each whole line: a sampler's) and a 1024 -> 224
-bicubic antialiased resize of a 3-channel image.
+and cases.json listing the cases: the models', then three single ops (a sort of 8 lines of 32000,
+topk of each whole line: a sampler's; a 1024 -> 224 bicubic antialiased resize of a 3-channel
+image; the top 50 of one line of 128256 logits). --gpu adds the case only the GPU benchmark runs:
+ResNet-18 at batch 64.
 """
 import json
 import os
@@ -108,12 +109,12 @@ def main():
     any_t = [(f"transformer_t{t}", "transformer", [torch.randn(1, t, 256, generator=g)]) for t in (16, 64, 128, 512)]
     cases += any_t
     if gpu:
-        cases += [
-            ("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)]),
-            ("topk_sort", "topk_sort", [torch.randn(8, 32000, generator=g)]),
-            ("resize_aa", "resize_aa", [torch.rand(1, 3, 1024, 1024, generator=g)]),
-            ("topk_vocab", "topk_vocab", [torch.randn(1, 128256, generator=g)]),
-        ]
+        cases += [("resnet18_b64", "resnet18", [torch.randn(64, 3, 224, 224, generator=g)])]
+    cases += [
+        ("topk_sort", "topk_sort", [torch.randn(8, 32000, generator=g)]),
+        ("resize_aa", "resize_aa", [torch.rand(1, 3, 1024, 1024, generator=g)]),
+        ("topk_vocab", "topk_vocab", [torch.randn(1, 128256, generator=g)]),
+    ]
     torch.set_num_threads(1)
     listed = []
     for case, name, inputs in cases:
