@@ -2,7 +2,8 @@
 // antialiased, _aa), upsample_nearest3d and upsample_trilinear3d: each output position's source
 // elements and weights come from kernels/resample.h (ATen's rules, shared with the CUDA kernels)
 // as tables built once, at setup (the kernels' state); channels-last outputs run with the channel
-// loop innermost. 4-D and 5-D inputs of any strides.
+// loop innermost, NCHW ones of bilinear and bicubic a row at a time. 4-D and 5-D inputs of any
+// strides.
 
 #include <algorithm>
 #include <cstring>
@@ -105,7 +106,8 @@ struct NearestKernel {
 template <typename T, bool Cubic>
 struct Interpolating {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // ATen's opmath type
-  using State = Taps<decltype(resample::tap_of<Cubic, A>(0, 1, 1, A(1), false))>;
+  using Tap = decltype(resample::tap_of<Cubic, A>(0, 1, 1, A(1), false));
+  using State = Taps<Tap>;
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     namespace ra = resample::resize_attrs;
     return State::setup(a, a->inputs[0].ndim == 5 ? ra::trilinear3d : ra::interp2d, state, workspace_bytes,
@@ -115,12 +117,77 @@ struct Interpolating {
                         });
   }
   static constexpr auto destroy = &State::destroy;
+  static constexpr int kTaps = Cubic ? 4 : 2;  // the input rows (and columns) an output pixel blends
+  static int64_t source(const Tap& t, int u) {
+    if constexpr (Cubic)
+      return t.i[u];
+    else
+      return u == 0 ? t.i0 : t.i1;
+  }
+  // Input row `line` (element stride sw) resampled along W: each output column's blend of it, as
+  // blend computes a row's.
+  static void resample_row(const T* line, int64_t sw, const Tap* cols, int64_t ow, A* out) {
+    for (int64_t j = 0; j < ow; ++j) {
+      const Tap& q = cols[j];
+      if constexpr (Cubic) {
+        A t = A(line[q.i[0] * sw]) * q.w[0];
+        for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
+        out[j] = t;
+      } else {
+        out[j] = q.l0 * A(line[q.i0 * sw]) + q.l1 * A(line[q.i1 * sw]);
+      }
+    }
+  }
+  // 4-D inputs to outputs whose rows are dense along W: each input row the output rows blend
+  // resampled along W once (into one of kTaps rows a task holds, the row's index mod kTaps), then
+  // each output row summed from them a whole row at a time; the terms and their order blend's.
+  static void by_rows(const amber_kernel_args* a, const Geometry& g, const Tap* rows, const Tap* cols) {
+    const T* x = static_cast<const T*>(a->inputs[0].data);
+    T* y = static_cast<T*>(a->outputs[0].data);
+    ThreadLimit limit(std::max(1, a->num_threads));
+    parallel_for(g.n * g.c * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
+      std::vector<A> held(size_t(kTaps * g.ow));
+      int64_t held_row[kTaps], plane = -1;
+      for (int64_t r = b; r < e; ++r) {
+        if (r / g.oh != plane) {
+          plane = r / g.oh;
+          std::fill_n(held_row, kTaps, int64_t(-1));
+        }
+        const int64_t n = plane / g.c, c = plane % g.c, i = r % g.oh;
+        const A* line[kTaps];
+        for (int u = 0; u < kTaps; ++u) {
+          const int64_t src = source(rows[i], u), slot = src % kTaps;
+          A* at = held.data() + slot * g.ow;
+          if (held_row[slot] != src) {
+            resample_row(x + n * g.xs[0] + c * g.xs[1] + src * g.xs[3], g.xs[4], cols, g.ow, at);
+            held_row[slot] = src;
+          }
+          line[u] = at;
+        }
+        const Tap& t = rows[i];
+        T* out = y + n * g.ys[0] + c * g.ys[1] + i * g.ys[3];
+        if constexpr (Cubic) {
+          for (int64_t j = 0; j < g.ow; ++j) {
+            A sum = line[0][j] * t.w[0];
+            for (int u = 1; u < 4; ++u) sum = sum + line[u][j] * t.w[u];
+            out[j] = T(sum);
+          }
+        } else {
+          for (int64_t j = 0; j < g.ow; ++j) out[j] = T(t.l0 * line[0][j] + t.l1 * line[1][j]);
+        }
+      }
+    });
+  }
   static int run(const amber_kernel_args* a) {
     const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
     if (resample::total(g) == 0) return 0;
     const State* s = setup_state<const State>(a, "upsample");
     if (!s) return 1;
     const auto *planes = s->dim[0].data(), *rows = s->dim[1].data(), *cols = s->dim[2].data();
+    if (a->inputs[0].ndim == 4 && !g.channels_last && g.ys[4] == 1) {
+      by_rows(a, g, rows, cols);
+      return 0;
+    }
     if constexpr (!Cubic) {
       if (a->inputs[0].ndim == 5) {
         for_each_pixel<T>(a, g, [&](const T* v, int64_t d, int64_t i, int64_t j) {
