@@ -50,6 +50,7 @@ struct ElementwiseIter {
   int64_t sizes[AMBER_MAX_DIMS];
   int64_t strides[N][AMBER_MAX_DIMS];  // bytes
   char* base[N];
+  int64_t item[N];  // element sizes
   int64_t numel = 1;
 
   // ops[0] is the output; itemsize[k] the element size of operand k. Inputs of lower rank
@@ -57,7 +58,7 @@ struct ElementwiseIter {
   ElementwiseIter(const std::array<const amber_tensor_view*, N>& ops, const std::array<int64_t, N>& itemsize) {
     const amber_tensor_view& out = *ops[0];
     const int nd = out.ndim;
-    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data);
+    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data), item[k] = itemsize[k];
     // Gather innermost-first, dropping size-1 dims.
     for (int d = nd - 1; d >= 0; --d) {
       const int64_t size = out.sizes[d];
@@ -137,8 +138,51 @@ struct ElementwiseIter {
     }
   }
 
+  // A unary walk whose input is unit-stride along a dim t other than the walk's innermost (a
+  // permuted tensor made contiguous) would read one element a cache line along dim 0: it goes in
+  // tiles of kTile x kTile over dims 0 and t instead, each tile's runs along dim 0 in turn, so the
+  // input lines a tile reads serve all its runs. False (nothing run) where that does not apply.
+  static constexpr int64_t kTile = 32;
+  bool run_tiled(InnerFn inner, const void* ctx, int num_threads, int64_t grain) const {
+    if (N != 2 || ndim < 2 || strides[1][0] == item[1] || sizes[0] < kTile) return false;
+    int t = 1;
+    while (t < ndim && strides[1][t] != item[1]) ++t;
+    if (t == ndim || sizes[t] < kTile) return false;
+    const int64_t across = (sizes[0] + kTile - 1) / kTile, down = (sizes[t] + kTile - 1) / kTile;
+    const int64_t tiles = numel / (sizes[0] * sizes[t]) * across * down;
+    auto run_tiles = [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w) {
+        int64_t rest = w / (across * down);
+        const int64_t i0 = w % across * kTile, t0 = w / across % down * kTile;
+        char* p[N];
+        for (int k = 0; k < N; ++k) p[k] = base[k] + i0 * strides[k][0] + t0 * strides[k][t];
+        for (int d = 1; d < ndim; ++d) {
+          if (d == t) continue;
+          for (int k = 0; k < N; ++k) p[k] += rest % sizes[d] * strides[k][d];
+          rest /= sizes[d];
+        }
+        const int64_t n = std::min(kTile, sizes[0] - i0), rows = std::min(kTile, sizes[t] - t0);
+        const int64_t inner_strides[N] = {strides[0][0], strides[1][0]};
+        for (int64_t r = 0; r < rows; ++r) {
+          char* q[N] = {p[0] + r * strides[0][t], p[1] + r * strides[1][t]};
+          inner(q, inner_strides, n, ctx);
+        }
+      }
+    };
+    if (num_threads <= 1 || numel <= grain) {
+      run_tiles(0, tiles);
+    } else {
+      ThreadLimit limit(num_threads);
+      parallel_for(tiles, std::max<int64_t>(1, grain / (kTile * kTile)), run_tiles);
+    }
+    return true;
+  }
+
   void run(InnerFn inner, const void* ctx, int num_threads, int64_t grain) const {
     if (numel == 0) return;
+    if constexpr (N == 2) {
+      if (run_tiled(inner, ctx, num_threads, grain)) return;
+    }
     if (num_threads <= 1 || numel <= grain) {
       run_range(0, numel, inner, ctx);
       return;
