@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstring>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -31,6 +32,18 @@ int64_t index_at(const amber_tensor_view& idx, int64_t k) {
                                           : static_cast<const int64_t*>(idx.data)[off];
 }
 
+// Whether v's elements but along dim lie dense (row-major, no gaps): a slice at one index of dim
+// is then one run of memory.
+bool dense_but(const amber_tensor_view& v, int dim) {
+  int64_t expect = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    if (d == dim || v.sizes[d] == 1) continue;
+    if (v.strides[d] != expect) return false;
+    expect *= v.sizes[d];
+  }
+  return true;
+}
+
 // embedding(weight, indices, padding_idx)
 template <typename T>
 struct EmbeddingKernel {
@@ -51,7 +64,10 @@ struct EmbeddingKernel {
       for (int64_t k = b; k < e; ++k) {
         const T* src = wp + index_at(idx, k) * w.strides[0];
         T* dst = yp + k * dim;
-        for (int64_t j = 0; j < dim; ++j) dst[j] = src[j * w.strides[1]];
+        if (w.strides[1] == 1)
+          std::copy_n(src, dim, dst);
+        else
+          for (int64_t j = 0; j < dim; ++j) dst[j] = src[j * w.strides[1]];
       }
     });
     return 0;
@@ -77,8 +93,27 @@ struct IndexSelectKernel {
       if (i < 0 || i >= size)
         return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
     }
-    for (int64_t k = 0; k < n; ++k)
-      copy_convert(narrow_view(y, int(dim), k, 1), narrow_view(x, int(dim), index_at(idx, k), 1), a->num_threads);
+    // Slices dense in both (dim 0 of contiguous tensors): each a memcpy; else each a strided copy,
+    // many small ones split over threads.
+    const int64_t slice = n ? numel(y) / n : 0;
+    const T* xp = static_cast<const T*>(x.data);
+    T* yp = static_cast<T*>(y.data);
+    if (dense_but(x, int(dim)) && dense_but(y, int(dim))) {
+      ThreadLimit limit(std::max(1, a->num_threads));
+      parallel_for(n, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, slice)), [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k)
+          std::memcpy(yp + k * y.strides[dim], xp + index_at(idx, k) * x.strides[dim], size_t(slice) * sizeof(T));
+      });
+    } else if (slice >= kGrainCheap || a->num_threads <= 1) {
+      for (int64_t k = 0; k < n; ++k)
+        copy_convert(narrow_view(y, int(dim), k, 1), narrow_view(x, int(dim), index_at(idx, k), 1), a->num_threads);
+    } else {
+      ThreadLimit limit(a->num_threads);
+      parallel_for(n, std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, slice)), [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k)
+          copy_convert(narrow_view(y, int(dim), k, 1), narrow_view(x, int(dim), index_at(idx, k), 1), 1);
+      });
+    }
     return 0;
   }
 };
@@ -92,23 +127,56 @@ struct GatherKernel {
     int64_t dim = attr_int(a, op_attrs::gather::dim);
     if (dim < 0) dim += std::max(x.ndim, 1);
     const int64_t n = numel(y), size = x.ndim ? x.sizes[dim] : 1;
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t i = index_at(idx, k);
-      if (i < 0 || i >= size)
-        return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
-    }
+    const T* xp = static_cast<const T*>(x.data);
+    T* yp = static_cast<T*>(y.data);
     ThreadLimit limit(std::max(1, a->num_threads));
-    parallel_for(n, 4096, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        int64_t rest = k, yo = 0, xo = 0;
+    if (x.ndim == 0 || y.ndim != x.ndim || idx.ndim != y.ndim) {  // a 0-D self, element by element
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = index_at(idx, k);
+        if (i < 0 || i >= size)
+          return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t rest = k, yo = 0;
         for (int d = y.ndim - 1; d >= 0; --d) {
-          const int64_t c = rest % y.sizes[d];
+          yo += rest % y.sizes[d] * y.strides[d];
           rest /= y.sizes[d];
-          yo += c * y.strides[d];
-          if (d != dim) xo += c * x.strides[d];
         }
-        if (x.ndim) xo += index_at(idx, k) * x.strides[dim];
-        static_cast<T*>(y.data)[yo] = static_cast<const T*>(x.data)[xo];
+        yp[yo] = xp[0];
+      }
+      return 0;
+    }
+    // A row (along the last dim) at a time: its first element's offsets in y, index and self
+    // (without the index's term) found once, the rest stepped to.
+    const int last = y.ndim - 1;
+    const int64_t len = y.sizes[last], rows = len ? n / len : 0, xs = dim == last ? 0 : x.strides[last];
+    const bool i32 = idx.dtype == int32_t(DType::i32);
+    auto row_start = [&](int64_t r, int64_t& yo, int64_t& io, int64_t& xo) {
+      yo = io = xo = 0;
+      for (int d = last - 1; d >= 0; --d) {
+        const int64_t c = r % y.sizes[d];
+        r /= y.sizes[d];
+        yo += c * y.strides[d];
+        io += c * idx.strides[d];
+        if (d != dim) xo += c * x.strides[d];
+      }
+    };
+    auto index = [&](int64_t at) {
+      return i32 ? int64_t(static_cast<const int32_t*>(idx.data)[at]) : static_cast<const int64_t*>(idx.data)[at];
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t yo, io, xo;
+      row_start(r, yo, io, xo);
+      for (int64_t j = 0; j < len; ++j)
+        if (const int64_t i = index(io + j * idx.strides[last]); i < 0 || i >= size)
+          return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+    }
+    parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, len)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t yo, io, xo;
+        row_start(r, yo, io, xo);
+        for (int64_t j = 0; j < len; ++j)
+          yp[yo + j * y.strides[last]] = xp[xo + j * xs + index(io + j * idx.strides[last]) * x.strides[dim]];
       }
     });
     return 0;
