@@ -822,6 +822,12 @@ case("adaptive_uneven", "adaptive_avg_pool2d", ADAPT, [In([1, 3, 13, 7])], attrs
 case("adaptive_upsample", "adaptive_avg_pool2d", ADAPT, [In([1, 2, 3, 2])], attrs={"output_size": [5, 7]})
 for op, fn in [("amax", torch_amax), ("amin", torch_amin)]:
     case(f"{op}_short_runs_nan", op, fn, [Fixed(with_nan([9, 5, 3], [4, 40]))], attrs={"dim": [-1]}, atol=0, rtol=0)
+    # Runs long enough for the CPU's vectors of running extrema, and their tails: a NaN in one
+    # row's vector part, another in a tail; 8-bit and 64-bit lanes.
+    case(f"{op}_long_runs_nan", op, fn, [Fixed(with_nan([4, 101], [130, 403]))], attrs={"dim": [-1]}, atol=0,
+         rtol=0)
+    case(f"{op}_long_runs_u8", op, fn, [In([3, 77], "u8", "uint")], attrs={"dim": [-1]}, atol=0, rtol=0)
+    case(f"{op}_long_runs_f64", op, fn, [In([3, 77], "f64")], attrs={"dim": [-1]}, atol=0, rtol=0)
 
 # ---- resampling: nearest and bilinear (ATen's ops, as F.interpolate calls them) ----
 def NEAREST(x, output_size, scales_h=None, scales_w=None):

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <type_traits>
@@ -98,17 +99,41 @@ struct SumRun {
     acc = pw::wrap_add(acc, row_sum<T, Acc>(reinterpret_cast<const T*>(p[0]), n));
   }
 };
-// Max (or min) of a contiguous run into *ctx; NaN propagates.
+// Max (or min) of a contiguous run into *ctx; NaN propagates. Four vectors of running extrema
+// (elementwise selects, where one running value would be a chain), then their lanes in order.
 template <typename T, bool Max>
 struct ExtremumRun {
+  typedef T V __attribute__((vector_size(16)));
+  static constexpr int64_t kLanes = 16 / sizeof(T);
+  template <typename U>
+  static U better(U x, U best) {
+    return Max ? (x > best ? x : best) : (x < best ? x : best);
+  }
   static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
     const T* x = reinterpret_cast<const T*>(p[0]);
     T& out = *static_cast<T*>(const_cast<void*>(ctx));
     T best = out;
     bool nan = false;
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t i = 0;
+    if (n >= 4 * kLanes) {
+      V acc[4], nans[4];  // nans: a NaN the lane met, else 0
+      for (int k = 0; k < 4; ++k) acc[k] = V{} + best, nans[k] = V{};
+      for (; i + 4 * kLanes <= n; i += 4 * kLanes)
+        for (int k = 0; k < 4; ++k) {
+          V v;
+          std::memcpy(&v, x + i + k * kLanes, sizeof v);
+          if constexpr (std::is_floating_point_v<T>) nans[k] = v != v ? v : nans[k];
+          acc[k] = better(v, acc[k]);
+        }
+      for (int k = 0; k < 4; ++k)
+        for (int64_t l = 0; l < kLanes; ++l) {
+          nan |= nans[k][l] != nans[k][l];
+          best = better(T(acc[k][l]), best);
+        }
+    }
+    for (; i < n; ++i) {
       if constexpr (std::is_floating_point_v<T>) nan |= x[i] != x[i];
-      best = Max ? (x[i] > best ? x[i] : best) : (x[i] < best ? x[i] : best);
+      best = better(x[i], best);
     }
     if constexpr (std::is_floating_point_v<T>)
       out = nan ? std::numeric_limits<T>::quiet_NaN() : best;
