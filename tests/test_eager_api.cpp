@@ -735,21 +735,52 @@ TEST_CASE("eager interpolate is F.interpolate over the upsample ops", "[eager]")
                       "needs a 3-D (N, C, L), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input");
 }
 
-TEST_CASE("antialiased resizes sum alike by rows (NCHW) and by pixels (channels-last)", "[eager]") {
-  // The CPU's second pass sums a whole output row at a time where rows are dense, a pixel at a
-  // time otherwise: the same sums in the same order, so the same bits.
+TEST_CASE("resizes sum alike by rows (NCHW) and by pixels (channels-last)", "[eager]") {
+  // The CPU's bilinear and bicubic (and the antialiased kernels' second pass) sum a whole output
+  // row at a time where rows are dense, a pixel at a time otherwise: the same sums in the same
+  // order, so the same bits.
   manual_seed(5);
   for (DType t : {DType::f32, DType::f64})
     for (const char* mode : {"bilinear", "bicubic"})
-      for (const DimVec& size : {DimVec{5, 9}, DimVec{23, 31}}) {
-        INFO(dtype_name(t) << " " << mode << " to " << size);
-        const Tensor x = randn({2, 3, 13, 17}).to(t);
-        const InterpolateOptions o{.size = size, .mode = mode, .antialias = true};
-        const Tensor rows = interpolate(x, o),
-                     pixels = interpolate(x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}), o);
-        REQUIRE(pixels.strides()[1] == 1);  // channels-last
-        CHECK(test::compare(rows, pixels, 0, 0).ok);
-      }
+      for (const DimVec& size : {DimVec{5, 9}, DimVec{23, 31}, DimVec{40, 35}})
+        for (bool antialias : {true, false}) {
+          INFO(dtype_name(t) << " " << mode << " to " << size << (antialias ? ", antialiased" : ""));
+          const Tensor x = randn({2, 3, 13, 17}).to(t);
+          const InterpolateOptions o{.size = size, .mode = mode, .antialias = antialias};
+          const Tensor rows = interpolate(x, o),
+                       pixels = interpolate(x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}), o);
+          REQUIRE(pixels.strides()[1] == 1);  // channels-last
+          CHECK(test::compare(rows, pixels, 0, 0).ok);
+        }
+}
+
+// A permuted tensor made contiguous (or cast) walks in tiles over its input's unit-stride dim and
+// its output's (loops.h's run_tiled): every element where it belongs, on sizes that leave partial
+// tiles, for each element width.
+TEST_CASE("contiguous and to() of permuted tensors put every element in place", "[eager]") {
+  manual_seed(9);
+  const Tensor base = randn({3, 45, 70});
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::i8}) {
+    const Tensor want_base = base.to(t).to(DType::f64);  // contiguous: base's strides
+    const double* w = want_base.data_ptr<double>();
+    for (const DimVec& order : {DimVec{0, 2, 1}, DimVec{2, 1, 0}, DimVec{1, 2, 0}, DimVec{2, 0, 1}}) {
+      INFO("permute " << order << " to " << dtype_name(t));
+      const Tensor view = base.permute(order);
+      const Tensor copy = view.contiguous().to(t), cast = view.to(t).contiguous();
+      REQUIRE((copy.is_contiguous() && cast.is_contiguous()));
+      const Tensor copied = copy.to(DType::f64), casted = cast.to(DType::f64);
+      const double *c = copied.data_ptr<double>(), *g = casted.data_ptr<double>();
+      bool same = true;
+      int64_t k = 0;
+      for (int64_t i = 0; i < view.size(0); ++i)
+        for (int64_t j = 0; j < view.size(1); ++j)
+          for (int64_t l = 0; l < view.size(2); ++l, ++k) {
+            const double want = w[i * view.stride(0) + j * view.stride(1) + l * view.stride(2)];
+            same = same && c[k] == want && g[k] == want;
+          }
+      CHECK(same);
+    }
+  }
 }
 
 TEST_CASE("eager interpolate: nearest-exact and 3-D input as F.interpolate", "[eager]") {
