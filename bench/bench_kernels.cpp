@@ -1,6 +1,7 @@
 // Kernel benchmarks for [cpu-ops]: eager per-op overhead, sgemm and ResNet-18's
 // convolutions in GFLOP/s next to this machine's fp32 peak, measured in the same run by an
-// FMA loop; max pooling, image resizing and topk in time. Prints numbers; asserts nothing.
+// FMA loop; max pooling, image resizing, topk and common eager ops in time. Prints numbers;
+// asserts nothing.
 // Usage: bench_kernels [threads] (default 2).
 
 #include <immintrin.h>
@@ -182,5 +183,40 @@ int main(int argc, char** argv) {
   const Tensor logits = randn({8, 32000});
   for (int64_t k : {int64_t(50), int64_t(32000)})
     std::printf("k = %-40lld %10.3f\n", (long long)k, time_median([&] { (void)topk(logits, k); }, 20) * 1e3);
+
+  // Common eager ops on mid-sized f32 tensors; bench/torch_ops.py times PyTorch's on the same
+  // shapes, in the same order.
+  std::printf("\n%-44s %10s\n", "eager ops (f32)", "ms");
+  const Tensor a = randn({64, 256, 256}), b = randn({64, 256, 256}), rows = randn({4096, 1024});
+  const Tensor wide = randn({8192, 512}), gamma = randn({512}), beta = randn({512}), lines = randn({64, 16384});
+  const Tensor table = randn({50000, 256}), picks = (rand({4096}) * 49999.0).to(DType::i64);
+  const Tensor across = (rand({4096, 64}) * 1023.0).to(DType::i64), square = randn({2048, 2048});
+  const Tensor maps = randn({32, 256, 28, 28}), planes = randn({8, 64, 112, 112}), mask = gt(a, 0.0);
+  const std::vector<Tensor> parts = {randn({1024, 1024}), randn({1024, 1024}), randn({1024, 1024}),
+                                     randn({1024, 1024})};
+  const struct {
+    const char* what;
+    std::function<void()> f;
+  } ops[] = {
+      {"add [64, 256, 256]", [&] { (void)add(a, b); }},
+      {"gelu [64, 256, 256]", [&] { (void)gelu(a); }},
+      {"gelu tanh [64, 256, 256]", [&] { (void)gelu(a, "tanh"); }},
+      {"where [64, 256, 256]", [&] { (void)where(mask, a, b); }},
+      {"softmax [8192, 512] last dim", [&] { (void)softmax(wide, -1); }},
+      {"layer_norm [8192, 512]", [&] { (void)layer_norm(wide, {512}, gamma, beta); }},
+      {"sum [4096, 1024] last dim", [&] { (void)sum(rows, {-1}); }},
+      {"sum [4096, 1024] first dim", [&] { (void)sum(rows, DimVec{0}); }},
+      {"mean [32, 256, 28, 28] over H, W", [&] { (void)mean(maps, {2, 3}); }},
+      {"amax [4096, 1024] last dim", [&] { (void)amax(rows, {-1}); }},
+      {"argmax [4096, 1024] last dim", [&] { (void)argmax(rows, -1); }},
+      {"cumsum [64, 16384] last dim", [&] { (void)cumsum(lines, 1); }},
+      {"index_select 4096 rows of [50000, 256]", [&] { (void)index_select(table, 0, picks); }},
+      {"embedding 4096 rows of [50000, 256]", [&] { (void)embedding(table, picks); }},
+      {"gather [4096, 64] of [4096, 1024]", [&] { (void)gather(rows, 1, across); }},
+      {"cat 4 x [1024, 1024] along dim 1", [&] { (void)cat(parts, 1); }},
+      {"[2048, 2048] transposed, contiguous", [&] { (void)square.transpose(0, 1).contiguous(); }},
+      {"max_pool2d 3x3 s2 p1 [8, 64, 112, 112]", [&] { (void)max_pool2d(planes, {3, 3}, {2, 2}, {1, 1}); }},
+  };
+  for (const auto& o : ops) std::printf("%-44s %10.3f\n", o.what, time_median(o.f, 20) * 1e3);
   return 0;
 }
