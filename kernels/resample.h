@@ -150,13 +150,33 @@ AMBER_HD inline auto tap_of(int64_t dst, int64_t in, int64_t out, A scale, bool 
     return linear_source<A>(dst, in, out, scale, align_corners);
 }
 
-// An output pixel from its row tap r and column tap q in plane p (element strides sh, sw), in
-// ATen's order: each row's columns blended, then the rows.
+// An output pixel in ATen's order, in two steps: blend_row blends one input row (element stride
+// sw) at column tap q; blend_rows blends the rows' results (t[u], row r.i0/r.i1 or r.i[u]) at row
+// tap r. blend does both for plane p (element strides sh, sw).
+template <typename A, typename T>
+AMBER_HD inline A blend_row(const T* line, const LinearTap<A>& q, int64_t sw) {
+  return q.l0 * A(line[q.i0 * sw]) + q.l1 * A(line[q.i1 * sw]);
+}
+template <typename A, typename T>
+AMBER_HD inline A blend_row(const T* line, const CubicTap<A>& q, int64_t sw) {
+  A t = A(line[q.i[0] * sw]) * q.w[0];
+  for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
+  return t;
+}
+template <typename A>
+AMBER_HD inline A blend_rows(const LinearTap<A>& r, const A* t) {
+  return r.l0 * t[0] + r.l1 * t[1];
+}
+template <typename A>
+AMBER_HD inline A blend_rows(const CubicTap<A>& r, const A* t) {
+  A out = t[0] * r.w[0];
+  for (int u = 1; u < 4; ++u) out = out + t[u] * r.w[u];
+  return out;
+}
 template <typename A, typename T>
 AMBER_HD inline A blend(const T* p, const LinearTap<A>& r, const LinearTap<A>& q, int64_t sh, int64_t sw) {
-  const A top = q.l0 * A(p[r.i0 * sh + q.i0 * sw]) + q.l1 * A(p[r.i0 * sh + q.i1 * sw]);
-  const A bottom = q.l0 * A(p[r.i1 * sh + q.i0 * sw]) + q.l1 * A(p[r.i1 * sh + q.i1 * sw]);
-  return r.l0 * top + r.l1 * bottom;
+  const A t[2] = {blend_row<A>(p + r.i0 * sh, q, sw), blend_row<A>(p + r.i1 * sh, q, sw)};
+  return blend_rows(r, t);
 }
 // An output element of volume p (element strides sd, sh, sw) from its plane tap e and row and
 // column taps r and q: each of the two planes' pixels blended, then the planes (ATen's trilinear).
@@ -167,14 +187,9 @@ AMBER_HD inline A blend3(const T* p, const LinearTap<A>& e, const LinearTap<A>& 
 }
 template <typename A, typename T>
 AMBER_HD inline A blend(const T* p, const CubicTap<A>& r, const CubicTap<A>& q, int64_t sh, int64_t sw) {
-  A out = 0;
-  for (int u = 0; u < 4; ++u) {
-    const T* line = p + r.i[u] * sh;
-    A t = A(line[q.i[0] * sw]) * q.w[0];
-    for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
-    out = u == 0 ? t * r.w[0] : out + t * r.w[u];
-  }
-  return out;
+  A t[4];
+  for (int u = 0; u < 4; ++u) t[u] = blend_row<A>(p + r.i[u] * sh, q, sw);
+  return blend_rows(r, t);
 }
 
 // ---- Antialiased resampling: upsample_bilinear2d_aa and upsample_bicubic2d_aa ----

@@ -546,12 +546,12 @@ struct TopkKernel {
   template <typename Key>
   static void select(const T* x, int64_t xs, int64_t n, int64_t k, bool largest, std::vector<Key>& keys) {
     keys.resize(size_t(k));
-    for (int64_t i = 0; i < k; ++i) make_key(keys[size_t(i)], U(~scan::topk_rank(x[i * xs], largest)), i);
+    for (int64_t i = 0; i < k; ++i) key_of(keys[size_t(i)], x, xs, i, largest);
     std::make_heap(keys.begin(), keys.end());
     T t = x[index_of(keys.front()) * xs];
     auto offer = [&](int64_t i) {
       Key key;
-      make_key(key, U(~scan::topk_rank(x[i * xs], largest)), i);
+      key_of(key, x, xs, i, largest);
       if (key < keys.front()) {
         std::pop_heap(keys.begin(), keys.end());
         keys.back() = key;
@@ -594,6 +594,11 @@ struct TopkKernel {
   // A key from its rank and index, and the index back: packed, or a (rank, index) pair.
   static void make_key(uint64_t& key, U rank, int64_t i) { key = uint64_t(rank) << 32 | uint64_t(i); }
   static void make_key(std::pair<U, int64_t>& key, U rank, int64_t i) { key = {rank, i}; }
+  // Element i's key (line x, element stride xs).
+  template <typename Key>
+  static void key_of(Key& key, const T* x, int64_t xs, int64_t i, bool largest) {
+    make_key(key, U(~scan::topk_rank(x[i * xs], largest)), i);
+  }
   static int64_t index_of(uint64_t key) { return int64_t(key & 0xffffffffu); }
   static int64_t index_of(const std::pair<U, int64_t>& key) { return key.second; }
   template <typename Key>
@@ -603,7 +608,7 @@ struct TopkKernel {
       select(x, xs, n, k, largest, keys);
     } else {
       keys.resize(size_t(n));
-      for (int64_t i = 0; i < n; ++i) make_key(keys[size_t(i)], U(~scan::topk_rank(x[i * xs], largest)), i);
+      for (int64_t i = 0; i < n; ++i) key_of(keys[size_t(i)], x, xs, i, largest);
       order(keys, k, scratch);
     }
     for (int64_t i = 0; i < k; ++i) {

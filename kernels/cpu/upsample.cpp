@@ -124,20 +124,6 @@ struct Interpolating {
     else
       return u == 0 ? t.i0 : t.i1;
   }
-  // Input row `line` (element stride sw) resampled along W: each output column's blend of it, as
-  // blend computes a row's.
-  static void resample_row(const T* line, int64_t sw, const Tap* cols, int64_t ow, A* out) {
-    for (int64_t j = 0; j < ow; ++j) {
-      const Tap& q = cols[j];
-      if constexpr (Cubic) {
-        A t = A(line[q.i[0] * sw]) * q.w[0];
-        for (int v = 1; v < 4; ++v) t += A(line[q.i[v] * sw]) * q.w[v];
-        out[j] = t;
-      } else {
-        out[j] = q.l0 * A(line[q.i0 * sw]) + q.l1 * A(line[q.i1 * sw]);
-      }
-    }
-  }
   // 4-D inputs to outputs whose rows are dense along W: each input row the output rows blend
   // resampled along W once (into one of kTaps rows a task holds, the row's index mod kTaps), then
   // each output row summed from them a whole row at a time; the terms and their order blend's.
@@ -159,21 +145,17 @@ struct Interpolating {
           const int64_t src = source(rows[i], u), slot = src % kTaps;
           A* at = held.data() + slot * g.ow;
           if (held_row[slot] != src) {
-            resample_row(x + n * g.xs[0] + c * g.xs[1] + src * g.xs[3], g.xs[4], cols, g.ow, at);
+            const T* in = x + n * g.xs[0] + c * g.xs[1] + src * g.xs[3];
+            for (int64_t j = 0; j < g.ow; ++j) at[j] = resample::blend_row<A>(in, cols[j], g.xs[4]);
             held_row[slot] = src;
           }
           line[u] = at;
         }
-        const Tap& t = rows[i];
         T* out = y + n * g.ys[0] + c * g.ys[1] + i * g.ys[3];
-        if constexpr (Cubic) {
-          for (int64_t j = 0; j < g.ow; ++j) {
-            A sum = line[0][j] * t.w[0];
-            for (int u = 1; u < 4; ++u) sum = sum + line[u][j] * t.w[u];
-            out[j] = T(sum);
-          }
-        } else {
-          for (int64_t j = 0; j < g.ow; ++j) out[j] = T(t.l0 * line[0][j] + t.l1 * line[1][j]);
+        for (int64_t j = 0; j < g.ow; ++j) {
+          A t[kTaps];
+          for (int u = 0; u < kTaps; ++u) t[u] = line[u][j];
+          out[j] = T(resample::blend_rows(rows[i], t));
         }
       }
     });
