@@ -32,6 +32,11 @@ int64_t index_at(const amber_tensor_view& idx, int64_t k) {
                                           : static_cast<const int64_t*>(idx.data)[off];
 }
 
+// The error for index i outside [0, size) along dim.
+int index_error(const amber_kernel_args* a, int64_t i, int64_t dim, int64_t size) {
+  return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+}
+
 // Whether v's elements but along dim lie dense (row-major, no gaps): a slice at one index of dim
 // is then one run of memory.
 bool dense_but(const amber_tensor_view& v, int dim) {
@@ -90,8 +95,7 @@ struct IndexSelectKernel {
     const int64_t n = numel(idx), size = x.sizes[dim];
     for (int64_t k = 0; k < n; ++k) {
       const int64_t i = index_at(idx, k);
-      if (i < 0 || i >= size)
-        return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+      if (i < 0 || i >= size) return index_error(a, i, dim, size);
     }
     // Slices dense in both (dim 0 of contiguous tensors): each a memcpy; else each a strided copy,
     // many small ones split over threads.
@@ -133,8 +137,7 @@ struct GatherKernel {
     if (x.ndim == 0 || y.ndim != x.ndim || idx.ndim != y.ndim) {  // a 0-D self, element by element
       for (int64_t k = 0; k < n; ++k) {
         const int64_t i = index_at(idx, k);
-        if (i < 0 || i >= size)
-          return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+        if (i < 0 || i >= size) return index_error(a, i, dim, size);
       }
       for (int64_t k = 0; k < n; ++k) {
         int64_t rest = k, yo = 0;
@@ -169,7 +172,7 @@ struct GatherKernel {
       row_start(r, yo, io, xo);
       for (int64_t j = 0; j < len; ++j)
         if (const int64_t i = index(io + j * idx.strides[last]); i < 0 || i >= size)
-          return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+          return index_error(a, i, dim, size);
     }
     parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, len)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
@@ -187,8 +190,7 @@ struct GatherKernel {
 int check_scatter_index(const amber_kernel_args* a, const amber_tensor_view& idx, int64_t dim, int64_t size) {
   for (int64_t k = 0, n = numel(idx); k < n; ++k) {
     const int64_t i = index_at(idx, k);
-    if (i < 0 || i >= size)
-      return fail(a, "index %" PRId64 " is out of range for dimension %" PRId64 " of size %" PRId64, i, dim, size);
+    if (i < 0 || i >= size) return index_error(a, i, dim, size);
   }
   return 0;
 }
