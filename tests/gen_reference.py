@@ -769,6 +769,21 @@ case("maxpool_cl_strided_rows", "max_pool2d", maxpool, [In([2, 5, 7, 9], layout=
      attrs={"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 1]}, atol=0, rtol=0)
 case("maxpool_cl_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 3, 4, 6], [0, 7, 20, 50]), layout=("cl",))],
      attrs={"kernel_size": [2]}, atol=0, rtol=0)
+# NCHW: each image's planes pooled as one-channel images (the windows inside a row a tap at a
+# time for strides 1, 2 and others; edge windows, padding and ceil_mode one by one), a layout
+# whose images do not step over whole planes (the window-by-window loop), rows strided along W.
+case("maxpool_planes_resnet", "max_pool2d", maxpool, [In([2, 3, 21, 37])],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_planes_s1", "max_pool2d", maxpool, [In([1, 4, 9, 40])],
+     attrs={"kernel_size": [3, 5], "stride": [1], "padding": [1, 2]}, atol=0, rtol=0)
+case("maxpool_planes_s3_ceil", "max_pool2d", maxpool, [In([2, 2, 10, 35])],
+     attrs={"kernel_size": [4], "stride": [3], "padding": [1], "ceil_mode": True}, atol=0, rtol=0)
+case("maxpool_planes_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 2, 4, 20], [3, 17, 44, 61, 119]))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_images_transposed", "max_pool2d", maxpool, [In([3, 4, 9, 10], layout=("t", 0, 1))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_planes_strided_w", "max_pool2d", maxpool, [In([2, 3, 11, 13], layout=("t", 2, 3))],
+     attrs={"kernel_size": [2, 3], "stride": [2, 1]}, atol=0, rtol=0)
 def maxpool_i(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     return F.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True)
 
@@ -1493,6 +1508,9 @@ case("quantized_linear_u8_bad_output_scale", "quantized_linear.u8", quantized_li
      attrs={"input_scale": 0.5, "output_scale": 0.0}, error="output_scale must be finite and positive")
 case("max_pool2d_u8_channels_last", "max_pool2d", max_pool_u8,
      [Fixed(torch.randint(0, 256, [2, 5, 9, 11], generator=gen).to(torch.uint8), layout=("cl",))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("max_pool2d_u8_planes", "max_pool2d", max_pool_u8,
+     [Fixed(torch.randint(0, 256, [2, 3, 9, 19], generator=gen).to(torch.uint8))],
      attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
 case("max_pool2d_u8_dilation_ceil", "max_pool2d", max_pool_u8,
      [u8_levels([3, 7, 10])], attrs={"kernel_size": [2, 3], "stride": [2], "dilation": [1, 2], "ceil_mode": True},

@@ -1,15 +1,15 @@
-// CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode; with or
-// without the maxima's indices; also of u8, the int8 layers' activations) and its inverse max_unpool2d,
-// avg_pool2d (ATen's divisor rules: count_include_pad, divisor_override) and
-// adaptive_avg_pool2d. Window bounds follow ATen exactly. Channels-last inputs run with
-// the channel loop innermost (contiguous, vectorised); other layouts pool one channel
-// plane at a time. Any strides are accepted.
+// CPU kernels for 2-D pooling: max_pool2d (NaN propagates, dilation, ceil_mode; with or without
+// the maxima's indices; also of u8, the int8 layers' activations), its inverse max_unpool2d,
+// avg_pool2d (ATen's divisor rules) and adaptive_avg_pool2d. Window bounds follow ATen exactly.
+// Channels-last inputs run with the channel loop innermost (vectorised); max_pool2d pools NCHW
+// planes in whole rows too; the rest pool one window at a time. Any strides are accepted.
 
 #include <algorithm>
 #include <array>
 #include <cinttypes>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "amber/core/parallel.h"
@@ -128,13 +128,15 @@ struct SumReduce {
   }
 };
 
-// max_pool2d without dilation on channels-last tensors, in two passes per output row: the
-// maximum over the window's input rows (whole rows of W x C values at once: long contiguous
-// loops whatever C is), then over each window's columns. LeNet's first pool ([64, 6, 30, 30],
-// C = 6) ran at about 1 ns per input value one window at a time with loops of 6. Each output
-// row is one IsaVariants call (the loops vectorised for the machine's widest ISA): measured
-// with 1 thread (bench_kernels) on ResNet-18's pool of 64 x 112 x 112, 470 us in f32 and 70 us
-// in u8, against 1142 and 1221 us when the loops were compiled for the baseline ISA alone.
+// max_pool2d without dilation on channels-last tensors or NCHW planes, in two passes per output
+// row: the maximum over the window's input rows (whole rows of W x C values at once: long
+// contiguous loops whatever C is), then over each window's columns. LeNet's first pool
+// ([64, 6, 30, 30], C = 6) ran at about 1 ns per input value one window at a time with loops of
+// 6. Each output row is one IsaVariants call (the loops vectorised for the machine's widest ISA):
+// measured with 1 thread (bench_kernels) on ResNet-18's pool of 64 x 112 x 112, 470 us in f32 and
+// 70 us in u8, against 1142 and 1221 us when the loops were compiled for the baseline ISA alone.
+// NCHW planes run as one-channel images, the windows inside a row a tap at a time over the
+// row: [8, 64, 112, 112] took 52.6 ms at 1 thread one window at a time, 4.7 ms so.
 template <typename T>
 struct MaxPoolRows {
   const T* x;
@@ -178,11 +180,41 @@ struct MaxPoolRow {
       }
     }
     T* yr = m.y + n * out.sn + oh * out.sh;
-    for (int64_t ow = 0; ow < out.w; ++ow) {
+    if (c == 1 && out.sw == 1) {  // a plane's row (NCHW): the windows inside it a tap at a time
+      const int64_t s1 = m.s[1], p1 = m.p[1], k1 = m.k[1], last = in.w + p1 - k1;  // last window's start
+      const int64_t lo = std::min(out.w, (p1 + s1 - 1) / s1), hi = std::clamp(last >= 0 ? last / s1 + 1 : 0, lo, out.w);
+      const T* first = rows + (lo * s1 - p1);  // the first inner window's start
+      if (s1 == 1)
+        inner_columns<1>(first, yr + lo, hi - lo, 1, k1);
+      else if (s1 == 2)
+        inner_columns<2>(first, yr + lo, hi - lo, 2, k1);
+      else
+        inner_columns<0>(first, yr + lo, hi - lo, s1, k1);
+      edge_columns(m, rows, yr, 0, lo);
+      edge_columns(m, rows, yr, hi, out.w);
+      return;
+    }
+    edge_columns(m, rows, yr, 0, out.w);
+  }
+
+  // n outputs of a plane's row whose windows lie inside it: y[i] the maximum of x[i * s + kw]
+  // over kw < k in that order, a loop over the row per tap (S: s where known at compile time).
+  template <int S>
+  static void inner_columns(const T* __restrict x, T* __restrict y, int64_t n, int64_t s, int64_t k) {
+    const int64_t step = S ? S : s;
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i * step];
+    for (int64_t kw = 1; kw < k; ++kw)
+      for (int64_t i = 0; i < n; ++i) y[i] = take_max(y[i], x[i * step + kw]);
+  }
+
+  // Output columns [b, e) of a row from the window rows' maxima (rows), window by window.
+  static void edge_columns(const MaxPoolRows<T>& m, const T* __restrict rows, T* yr, int64_t b, int64_t e) {
+    const int64_t c = m.in.c;
+    for (int64_t ow = b; ow < e; ++ow) {
       int64_t w0 = ow * m.s[1] - m.p[1];
-      const int64_t w1 = std::min(w0 + m.k[1], in.w);
+      const int64_t w1 = std::min(w0 + m.k[1], m.in.w);
       w0 = std::max<int64_t>(w0, 0);
-      T* __restrict yp = yr + ow * out.sw;
+      T* __restrict yp = yr + ow * m.out.sw;
       if (w0 >= w1) {  // no window column
         std::fill(yp, yp + c, lowest_value<T>());
         continue;
@@ -198,16 +230,11 @@ struct MaxPoolRow {
 };
 
 template <typename T>
-void max_pool_rows(const amber_kernel_args* a, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
-                   std::array<int64_t, 2> p) {
+void max_pool_rows(const amber_kernel_args* a, const Nchw& in, const Nchw& out, std::array<int64_t, 2> k,
+                   std::array<int64_t, 2> s, std::array<int64_t, 2> p) {
   static const InnerFn row = IsaVariants<MaxPoolRow<T>>::pick();
-  const MaxPoolRows<T> m{static_cast<const T*>(a->inputs[0].data),
-                         static_cast<T*>(a->outputs[0].data),
-                         Nchw(a->inputs[0]),
-                         Nchw(a->outputs[0]),
-                         k,
-                         s,
-                         p};
+  const MaxPoolRows<T> m{
+      static_cast<const T*>(a->inputs[0].data), static_cast<T*>(a->outputs[0].data), in, out, k, s, p};
   const int64_t span = m.in.w * m.in.c;
   ThreadLimit limit(std::max(1, a->num_threads));
   parallel_for(m.in.n * m.out.h, std::max<int64_t>(1, 16384 / std::max<int64_t>(span * k[0], 1)),
@@ -216,6 +243,15 @@ void max_pool_rows(const amber_kernel_args* a, std::array<int64_t, 2> k, std::ar
                  char* scratch[1] = {reinterpret_cast<char*>(rows.data())};
                  for (int64_t r = b; r < e; ++r) row(scratch, nullptr, r, &m);
                });
+}
+
+// v as N x C images of one channel each (C = 1), where its images' planes are evenly spaced
+// (NCHW and any layout whose N steps over C planes): the rows pass pools those planes.
+std::optional<Nchw> as_planes(const Nchw& v) {
+  if (v.n > 1 && v.sn != v.c * v.sc) return std::nullopt;
+  Nchw p = v;
+  p.n = v.n * v.c, p.sn = v.sc, p.c = 1, p.sc = 1;
+  return p;
 }
 
 std::array<int64_t, 2> ints2(const amber_kernel_args* a, int i, std::array<int64_t, 2> fallback) {
@@ -232,9 +268,15 @@ struct MaxPoolKernel {
     const auto k = ints2(a, at::kernel_size, {1, 1});
     const auto s = ints2(a, at::stride, k), p = ints2(a, at::padding, {0, 0}), d = ints2(a, at::dilation, {1, 1});
     const Nchw in(a->inputs[0]), out(a->outputs[0]);
-    if (d[0] == 1 && d[1] == 1 && in.sc == 1 && out.sc == 1 && in.c > 0 && in.w > 0 && out.h > 0 && out.w > 0) {
-      max_pool_rows<T>(a, k, s, p);
-      return 0;
+    if (d[0] == 1 && d[1] == 1 && in.c > 0 && in.w > 0 && out.h > 0 && out.w > 0) {
+      if (in.sc == 1 && out.sc == 1) {
+        max_pool_rows<T>(a, in, out, k, s, p);
+        return 0;
+      }
+      if (const auto in_planes = as_planes(in), out_planes = as_planes(out); in_planes && out_planes) {
+        max_pool_rows<T>(a, *in_planes, *out_planes, k, s, p);
+        return 0;
+      }
     }
     pool<T, T>(a, MaxReduce<T>{}, [&](int64_t oh, int64_t ow) {
       int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
