@@ -769,21 +769,6 @@ case("maxpool_cl_strided_rows", "max_pool2d", maxpool, [In([2, 5, 7, 9], layout=
      attrs={"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 1]}, atol=0, rtol=0)
 case("maxpool_cl_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 3, 4, 6], [0, 7, 20, 50]), layout=("cl",))],
      attrs={"kernel_size": [2]}, atol=0, rtol=0)
-# NCHW: each image's planes pooled as one-channel images (the windows inside a row a tap at a
-# time for strides 1, 2 and others; edge windows, padding and ceil_mode one by one), a layout
-# whose images do not step over whole planes (the window-by-window loop), rows strided along W.
-case("maxpool_planes_resnet", "max_pool2d", maxpool, [In([2, 3, 21, 37])],
-     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
-case("maxpool_planes_s1", "max_pool2d", maxpool, [In([1, 4, 9, 40])],
-     attrs={"kernel_size": [3, 5], "stride": [1], "padding": [1, 2]}, atol=0, rtol=0)
-case("maxpool_planes_s3_ceil", "max_pool2d", maxpool, [In([2, 2, 10, 35])],
-     attrs={"kernel_size": [4], "stride": [3], "padding": [1], "ceil_mode": True}, atol=0, rtol=0)
-case("maxpool_planes_nan", "max_pool2d", maxpool, [Fixed(with_nan([1, 2, 4, 20], [3, 17, 44, 61, 119]))],
-     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
-case("maxpool_images_transposed", "max_pool2d", maxpool, [In([3, 4, 9, 10], layout=("t", 0, 1))],
-     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
-case("maxpool_planes_strided_w", "max_pool2d", maxpool, [In([2, 3, 11, 13], layout=("t", 2, 3))],
-     attrs={"kernel_size": [2, 3], "stride": [2, 1]}, atol=0, rtol=0)
 def maxpool_i(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     return F.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True)
 
@@ -1509,9 +1494,6 @@ case("quantized_linear_u8_bad_output_scale", "quantized_linear.u8", quantized_li
 case("max_pool2d_u8_channels_last", "max_pool2d", max_pool_u8,
      [Fixed(torch.randint(0, 256, [2, 5, 9, 11], generator=gen).to(torch.uint8), layout=("cl",))],
      attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
-case("max_pool2d_u8_planes", "max_pool2d", max_pool_u8,
-     [Fixed(torch.randint(0, 256, [2, 3, 9, 19], generator=gen).to(torch.uint8))],
-     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
 case("max_pool2d_u8_dilation_ceil", "max_pool2d", max_pool_u8,
      [u8_levels([3, 7, 10])], attrs={"kernel_size": [2, 3], "stride": [2], "dilation": [1, 2], "ceil_mode": True},
      atol=0, rtol=0)
@@ -1773,6 +1755,50 @@ fused_case("fused_big", [In([3, 1001]), In([1001])], "mul(i0, i1); sin(t0); add(
 fused_case("fused_unknown_instruction", [In([4])], "frobnicate(i0)", error="frobnicate")
 fused_case("fused_input_out_of_range", [In([4]), In([4])], "add(i0, i2)", error="fused: instruction 0")
 fused_case("fused_result_before_it_exists", [In([4])], "add(i0, t1); neg(t0)", error="fused: instruction 0")
+
+# ---- appended last, so that every case above keeps its inputs (In draws from `gen` as the cases
+# run, after every definition: fixed values here come from a generator of their own) ----
+own = torch.Generator().manual_seed(2028)
+
+
+def nan_at(t, where):
+    t.view(-1)[where] = float("nan")
+    return t
+
+
+# NCHW: each image's planes pooled as one-channel images (the windows inside a row a tap at a
+# time for strides 1, 2 and others; edge windows, padding and ceil_mode one by one), a layout
+# whose images do not step over whole planes (the window-by-window loop), rows strided along W.
+case("maxpool_planes_resnet", "max_pool2d", maxpool, [In([2, 3, 21, 37])],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_planes_s1", "max_pool2d", maxpool, [In([1, 4, 9, 40])],
+     attrs={"kernel_size": [3, 5], "stride": [1], "padding": [1, 2]}, atol=0, rtol=0)
+case("maxpool_planes_s3_ceil", "max_pool2d", maxpool, [In([2, 2, 10, 35])],
+     attrs={"kernel_size": [4], "stride": [3], "padding": [1], "ceil_mode": True}, atol=0, rtol=0)
+case("maxpool_planes_nan", "max_pool2d", maxpool,
+     [Fixed(nan_at(torch.randn([1, 2, 4, 20], generator=own), [3, 17, 44, 61, 119]))], attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_images_transposed", "max_pool2d", maxpool, [In([3, 4, 9, 10], layout=("t", 0, 1))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_planes_strided_w", "max_pool2d", maxpool, [In([2, 3, 11, 13], layout=("t", 2, 3))],
+     attrs={"kernel_size": [2, 3], "stride": [2, 1]}, atol=0, rtol=0)
+case("max_pool2d_u8_planes", "max_pool2d", max_pool_u8,
+     [Fixed(torch.randint(0, 256, [2, 3, 9, 19], generator=own).to(torch.uint8))],
+     attrs={"kernel_size": [3], "stride": [2], "padding": [1]}, atol=0, rtol=0)
+# Runs of 16 or more: sixteen partial products (integers wrap, in any order the same).
+case("prod_i64_rows_wrap", "prod", torch_prod, [In([4, 45], "i64", "nzint")], attrs={"dim": [-1]})
+case("prod_f64_rows_50", "prod", torch_prod, [In([3, 50], "f64", "nonzero")], attrs={"dim": [1]}, atol=1e-12,
+     rtol=1e-12)
+
+
+def prod_specials():
+    """Rows of 40: a NaN; an inf; an inf and a zero (NaN); a zero, in different lanes."""
+    t = torch.rand([4, 40], generator=own) + 0.5
+    t[0, 17], t[1, 3], t[2, 20], t[2, 33], t[3, 9] = float("nan"), float("inf"), float("-inf"), 0.0, 0.0
+    return t
+
+
+case("prod_rows_nan_inf_zero", "prod", torch_prod, [Fixed(prod_specials())], attrs={"dim": [-1]}, atol=1e-6,
+     rtol=1e-5)
 
 
 def run_cases():
