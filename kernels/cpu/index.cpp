@@ -358,28 +358,61 @@ void pad_walk(const amber_kernel_args* a, const views::PadDims& p, views::PadMod
     return;
   }
   // A row of the last dim at a time: the leading dims' offsets (and whether the row has a
-  // source at all) once per row, then each element's source along it. pad_element's divisions
-  // per element cost 10 ns here (4 ms for a 128 x 56 x 56 channels-last pad).
+  // source at all) once per row, then the row as runs whose sources are consecutive, the same
+  // for every row (found once: a constant pad's three, a roll's two, a repeat's copies).
+  // pad_element's divisions per element cost 10 ns here (4 ms for a 128 x 56 x 56 channels-last
+  // pad); a source per element and divisions per row, a roll of [64, 256, 256] along its last
+  // dim 2.6 ms at 2 threads (PyTorch 0.37), 0.33-0.54 as runs.
   const int last = p.ndim - 1;
   const int64_t w = p.ysizes[last], ys = p.ystrides[last], xs = p.xstrides[last];
+  struct Run {
+    int64_t j, len, src;  // outputs [j, j + len) from sources src...; src < 0: value
+  };
+  std::vector<Run> runs;
+  for (int64_t j = 0; j < w; ++j) {
+    int64_t src = 0;
+    if (!views::pad_source(j, p.before[last], p.xsizes[last], mode, &src)) src = -1;
+    if (!runs.empty() && (runs.back().src < 0 ? src < 0 : runs.back().src + runs.back().len == src))
+      ++runs.back().len;
+    else
+      runs.push_back({j, 1, src});
+  }
   ThreadLimit limit(std::max(1, a->num_threads));
   parallel_for(n / w, std::max<int64_t>(1, 4096 / w), [&](int64_t b, int64_t e) {
+    // The leading dims' coordinates as an odometer, each dim's share of the offsets kept.
+    int64_t idx[AMBER_MAX_DIMS], yd[AMBER_MAX_DIMS], xd[AMBER_MAX_DIMS];
+    bool has[AMBER_MAX_DIMS];
+    auto at = [&](int d) {
+      int64_t src = 0;
+      has[d] = views::pad_source(idx[d], p.before[d], p.xsizes[d], mode, &src);
+      yd[d] = idx[d] * p.ystrides[d], xd[d] = src * p.xstrides[d];
+    };
+    int64_t rest = b;
+    for (int d = last - 1; d >= 0; --d) {
+      idx[d] = rest % p.ysizes[d];
+      rest /= p.ysizes[d];
+      at(d);
+    }
     for (int64_t r = b; r < e; ++r) {
-      int64_t k = r, yo = 0, xo = 0;
+      int64_t yo = 0, xo = 0;
       bool inside = true;
-      for (int d = last - 1; d >= 0; --d) {
-        const int64_t o = k % p.ysizes[d];
-        k /= p.ysizes[d];
-        yo += o * p.ystrides[d];
-        int64_t src = 0;
-        inside = inside && views::pad_source(o, p.before[d], p.xsizes[d], mode, &src);
-        xo += src * p.xstrides[d];
+      for (int d = 0; d < last; ++d) yo += yd[d], xo += xd[d], inside = inside && has[d];
+      for (int d = last - 1; d >= 0; --d) {  // the next row's coordinates
+        const bool carry = ++idx[d] == p.ysizes[d];
+        if (carry) idx[d] = 0;
+        at(d);
+        if (!carry) break;
       }
-      T* y = yp + yo;
-      const T* x = xp + xo;
-      for (int64_t j = 0; j < w; ++j) {
-        int64_t src = 0;
-        y[j * ys] = inside && views::pad_source(j, p.before[last], p.xsizes[last], mode, &src) ? x[src * xs] : value;
+      for (const Run& run : runs) {
+        T* y = yp + yo + run.j * ys;
+        if (!inside || run.src < 0) {
+          for (int64_t i = 0; i < run.len; ++i) y[i * ys] = value;
+        } else if (ys == 1 && xs == 1) {
+          std::copy_n(xp + xo + run.src, run.len, y);
+        } else {
+          const T* x = xp + xo + run.src * xs;
+          for (int64_t i = 0; i < run.len; ++i) y[i * ys] = x[i * xs];
+        }
       }
     }
   });
