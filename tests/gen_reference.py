@@ -1800,6 +1800,14 @@ def prod_specials():
 case("prod_rows_nan_inf_zero", "prod", torch_prod, [Fixed(prod_specials())], attrs={"dim": [-1]}, atol=1e-6,
      rtol=1e-5)
 
+# Scatters over more groups (coordinates but dim's alike) than one thread's share: groups run
+# side by side, each output's elements still in index order.
+case("scatter_add_many_groups", "scatter_add", SCATTER_ADD,
+     [In([700, 30]), In([700, 41], "i64", "idx30"), In([700, 41])], attrs={"dim": 1})
+case("scatter_reduce_mean_many_groups_dim0", "scatter_reduce", SCATTER_REDUCE,
+     [In([5, 200, 30], "f64"), In([7, 200, 30], "i64", "idx5"), In([7, 200, 30], "f64")],
+     attrs={"dim": 0, "reduce": "mean", "include_self": False}, atol=1e-12, rtol=1e-12)
+
 
 def run_cases():
     tensors, specs = {}, []

@@ -186,31 +186,75 @@ struct GatherKernel {
   }
 };
 
-// scatter's index checked against self's size along dim (the index's values in [0, size)).
+// scatter's index checked against self's size along dim (the index's values in [0, size)); a
+// contiguous index read straight through (index_at's divisions per element took most of
+// scatter_add's time).
 int check_scatter_index(const amber_kernel_args* a, const amber_tensor_view& idx, int64_t dim, int64_t size) {
-  for (int64_t k = 0, n = numel(idx); k < n; ++k) {
+  const int64_t n = numel(idx);
+  if (is_contiguous(idx)) {
+    const auto first_bad = [&](const auto* v) {
+      for (int64_t k = 0; k < n; ++k)
+        if (uint64_t(v[k]) >= uint64_t(size)) return index_error(a, int64_t(v[k]), dim, size);
+      return 0;
+    };
+    return idx.dtype == int32_t(DType::i32) ? first_bad(static_cast<const int32_t*>(idx.data))
+                                            : first_bad(static_cast<const int64_t*>(idx.data));
+  }
+  for (int64_t k = 0; k < n; ++k) {
     const int64_t i = index_at(idx, k);
     if (i < 0 || i >= size) return index_error(a, i, dim, size);
   }
   return 0;
 }
 
-// f(yo, so) for every element c of idx in order: yo the offset in y of c with c[dim] replaced by
-// idx[c], so c's offset in src (0 without one).
+// f(yo, so) for every element c of idx: yo the offset in y of c with c[dim] replaced by idx[c],
+// so c's offset in src (0 without one). Elements that differ in a coordinate other than dim's
+// reach different outputs, so groups of them (every coordinate but dim's and the last's alike)
+// run on threads side by side; within a group, each output's elements come in index order.
 template <typename F>
-void walk_scatter(const amber_tensor_view& idx, const amber_tensor_view& y, const amber_tensor_view* src, int64_t dim,
-                  F&& f) {
-  for (int64_t k = 0, n = numel(idx); k < n; ++k) {
-    int64_t rest = k, yo = 0, so = 0;
-    for (int d = idx.ndim - 1; d >= 0; --d) {
-      const int64_t c = rest % idx.sizes[d];
-      rest /= idx.sizes[d];
-      if (d != dim) yo += c * y.strides[d];
-      if (src) so += c * src->strides[d];
+void walk_scatter(const amber_kernel_args* a, const amber_tensor_view& idx, const amber_tensor_view& y,
+                  const amber_tensor_view* src, int64_t dim, F&& f) {
+  const int64_t n = numel(idx);
+  if (n == 0) return;
+  if (idx.ndim == 0 || y.ndim != idx.ndim) {  // a 0-D index or self: element by element
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t rest = k, yo = 0, so = 0;
+      for (int d = idx.ndim - 1; d >= 0; --d) {
+        const int64_t c = rest % idx.sizes[d];
+        rest /= idx.sizes[d];
+        if (d != dim) yo += c * y.strides[d];
+        if (src) so += c * src->strides[d];
+      }
+      if (y.ndim) yo += index_at(idx, k) * y.strides[dim];
+      f(yo, so);
     }
-    if (y.ndim) yo += index_at(idx, k) * y.strides[dim];
-    f(yo, so);
+    return;
   }
+  const int last = idx.ndim - 1;
+  const int64_t len = idx.sizes[last], along = dim == last ? 1 : idx.sizes[dim], group = len * along;
+  const int64_t ys = dim == last ? 0 : y.strides[last], is = idx.strides[last], ss = src ? src->strides[last] : 0;
+  const int64_t it = dim == last ? 0 : idx.strides[dim], st = src && dim != last ? src->strides[dim] : 0;
+  const bool i32 = idx.dtype == int32_t(DType::i32);
+  ThreadLimit limit(std::max(1, a->num_threads));
+  parallel_for(n / group, std::max<int64_t>(1, 16384 / group), [&](int64_t b, int64_t e) {
+    for (int64_t g = b; g < e; ++g) {
+      int64_t rest = g, yo = 0, io = 0, so = 0;
+      for (int d = last - 1; d >= 0; --d) {
+        if (d == dim) continue;
+        const int64_t c = rest % idx.sizes[d];
+        rest /= idx.sizes[d];
+        yo += c * y.strides[d], io += c * idx.strides[d];
+        if (src) so += c * src->strides[d];
+      }
+      for (int64_t t = 0; t < along; ++t, io += it, so += st)
+        for (int64_t j = 0; j < len; ++j) {
+          const int64_t at = io + j * is;
+          const int64_t i =
+              i32 ? int64_t(static_cast<const int32_t*>(idx.data)[at]) : static_cast<const int64_t*>(idx.data)[at];
+          f(yo + j * ys + i * y.strides[dim], so + j * ss);
+        }
+    }
+  });
 }
 
 // scatter(self, index, src, dim), scatter.value(self, index, dim, value) and
@@ -235,7 +279,7 @@ struct Scatter {
       if constexpr (M == ScatterMode::value) value = attr_scalar<T>(a, op_attrs::scatter_value::value);
       const amber_tensor_view* src = M == ScatterMode::value ? nullptr : &a->inputs[2];
       T* yp = static_cast<T*>(y.data);
-      walk_scatter(idx, y, src, dim, [&](int64_t yo, int64_t so) {
+      walk_scatter(a, idx, y, src, dim, [&](int64_t yo, int64_t so) {
         if constexpr (M == ScatterMode::value) {
           yp[yo] = value;
         } else {
@@ -276,9 +320,9 @@ struct ScatterReduceKernel {
     T* yp = static_cast<T*>(y.data);
     const T* sp = static_cast<const T*>(src.data);
     if (!with_self)
-      walk_scatter(idx, y, &src, dim, [&](int64_t yo, int64_t) { yp[yo] = scatter_fold::identity<T>(r); });
+      walk_scatter(a, idx, y, &src, dim, [&](int64_t yo, int64_t) { yp[yo] = scatter_fold::identity<T>(r); });
     if (r != scatter_fold::kMean) {
-      walk_scatter(idx, y, &src, dim,
+      walk_scatter(a, idx, y, &src, dim,
                    [&](int64_t yo, int64_t so) { yp[yo] = scatter_fold::combine(r, yp[yo], sp[so]); });
       return 0;
     }
@@ -286,7 +330,7 @@ struct ScatterReduceKernel {
     CallScratch scratch(a);
     int64_t* count = scratch.take_array<int64_t>(span);
     std::fill_n(count, span, 0);
-    walk_scatter(idx, y, &src, dim, [&](int64_t yo, int64_t so) {
+    walk_scatter(a, idx, y, &src, dim, [&](int64_t yo, int64_t so) {
       yp[yo] = scatter_fold::combine(r, yp[yo], sp[so]);
       ++count[yo];
     });
