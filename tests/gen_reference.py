@@ -1808,6 +1808,18 @@ case("scatter_reduce_mean_many_groups_dim0", "scatter_reduce", SCATTER_REDUCE,
      [In([5, 200, 30], "f64"), In([7, 200, 30], "i64", "idx5"), In([7, 200, 30], "f64")],
      attrs={"dim": 0, "reduce": "mean", "include_self": False}, atol=1e-12, rtol=1e-12)
 
+# Softmax along an outer dim of dense tensors: sixteen neighbouring rows side by side (a tile's
+# rows fewer at the end, dims longer than row_sum's sixteen partials, tiles over threads), NaN,
+# inf and a row of -inf (NaN, as PyTorch's), f64.
+SOFTMAX_OPS = [("softmax", lambda a, dim, dtype=None: torch.softmax(a, dim)),
+               ("log_softmax", lambda a, dim, dtype=None: torch.log_softmax(a, dim))]
+special_cols = torch.randn([2, 37, 21], generator=own) * 3
+special_cols[0, 5, 3], special_cols[1, 30, 20], special_cols[1, :, 7] = float("nan"), float("inf"), float("-inf")
+for op, fn in SOFTMAX_OPS:
+    case(f"{op}_outer_dim_tiles", op, fn, [In([4, 40, 300])], attrs={"dim": 1}, atol=1e-6, rtol=1e-5)
+    case(f"{op}_outer_dim_specials", op, fn, [Fixed(special_cols)], attrs={"dim": 1}, atol=1e-6, rtol=1e-5)
+    case(f"{op}_dim0_f64", op, fn, [In([19, 3, 11], "f64")], attrs={"dim": 0}, atol=1e-12, rtol=1e-12)
+
 
 def run_cases():
     tensors, specs = {}, []

@@ -1,6 +1,7 @@
 // CPU kernels for softmax and log_softmax along one dim. Each row along the dim is
-// processed by an AVX-512/AVX2/portable row function (max, exp with libmvec, sum, scale);
-// rows that are not contiguous in the input are gathered into a per-thread buffer first.
+// processed by an AVX-512/AVX2/portable row function (max, exp with libmvec, sum, scale); along
+// an outer dim of dense tensors, sixteen neighbouring rows side by side; other rows that are not
+// contiguous are gathered into a per-thread buffer first.
 
 #include <algorithm>
 #include <vector>
@@ -30,6 +31,49 @@ struct SoftmaxRow {
     } else {
       const T inv = T(1) / sum;
       for (int64_t i = 0; i < n; ++i) out[i] *= inv;
+    }
+  }
+};
+
+// Softmax along a dim that is not the innermost, kCols neighbouring rows at a time: p[0] and
+// p[1] the output and input at element 0 of the first row, s[0] the step along the dim (both
+// dense), s[1] the rows taken (at most kCols, contiguous in memory), n the dim's size. Each
+// row's terms as SoftmaxRow's (row_max's selects, row_sum's sixteen partials), the rows side by
+// side in vectors; gathering each row into a buffer cost 3.4 times PyTorch's ([64, 256, 256]
+// along dim 1).
+constexpr int64_t kCols = 16;
+template <typename T>
+struct SoftmaxCols {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void* ctx) {
+    T* out = reinterpret_cast<T*>(p[0]);
+    const T* in = reinterpret_cast<const T*>(p[1]);
+    const int64_t step = s[0], w = s[1];
+    const bool log = *static_cast<const bool*>(ctx);
+    T mx[kCols], part[16][kCols] = {};
+    for (int64_t c = 0; c < w; ++c) mx[c] = in[c];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < w; ++c) mx[c] = in[i * step + c] > mx[c] ? in[i * step + c] : mx[c];
+    for (int64_t i = 0; i < n; ++i) {
+      T* sum = part[i % 16];
+      for (int64_t c = 0; c < w; ++c) {
+        const T e = vexp(in[i * step + c] - mx[c]);
+        out[i * step + c] = e;
+        sum[c] += e;
+      }
+    }
+    for (int h = 8; h >= 1; h /= 2)
+      for (int j = 0; j < h; ++j)
+        for (int64_t c = 0; c < w; ++c) part[j][c] += part[j + h][c];
+    if (log) {
+      T shift[kCols];
+      for (int64_t c = 0; c < w; ++c) shift[c] = mx[c] + vlog(part[0][c]);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < w; ++c) out[i * step + c] = in[i * step + c] - shift[c];
+    } else {
+      T inv[kCols];
+      for (int64_t c = 0; c < w; ++c) inv[c] = T(1) / part[0][c];
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < w; ++c) out[i * step + c] *= inv[c];
     }
   }
 };
@@ -68,6 +112,21 @@ struct Softmax {
       const T* x = static_cast<const T*>(in.data);
       T* y = static_cast<T*>(out.data);
       ThreadLimit limit(std::max(1, a->num_threads));
+      int64_t inner = 1;
+      for (int d = dim + 1; d < nd; ++d) inner *= in.sizes[d];
+      if (inner > 1 && is_contiguous(in) && is_contiguous(out)) {  // [outer, n, inner]: tiles of rows
+        static const InnerFn cols_fn = IsaVariants<SoftmaxCols<T>>::pick();
+        const int64_t tiles = (inner + kCols - 1) / kCols;
+        parallel_for(rows / inner * tiles, std::max<int64_t>(1, 4096 / (n * kCols)), [&](int64_t b, int64_t e) {
+          for (int64_t t = b; t < e; ++t) {
+            const int64_t at = t / tiles * n * inner + t % tiles * kCols;
+            char* ptrs[2] = {reinterpret_cast<char*>(y + at), reinterpret_cast<char*>(const_cast<T*>(x + at))};
+            const int64_t s[2] = {inner, std::min(kCols, inner - t % tiles * kCols)};
+            cols_fn(ptrs, s, n, &log);
+          }
+        });
+        return 0;
+      }
       parallel_for(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t b, int64_t e) {
         std::vector<T> xin, xout;
         for (int64_t r = b; r < e; ++r) {
