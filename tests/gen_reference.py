@@ -1820,6 +1820,15 @@ for op, fn in SOFTMAX_OPS:
     case(f"{op}_outer_dim_specials", op, fn, [Fixed(special_cols)], attrs={"dim": 1}, atol=1e-6, rtol=1e-5)
     case(f"{op}_dim0_f64", op, fn, [In([19, 3, 11], "f64")], attrs={"dim": 0}, atol=1e-12, rtol=1e-12)
 
+# where over a dense output and condition, each operand dense or one value: a select of bits
+# per element width (8, 2 and 1 bytes here; 4 above).
+case("where_dense_f64", "where", WHERE, [In([3, 1001], "bool", "bool"), In([3, 1001], "f64"), In([3, 1001], "f64")])
+case("where_dense_bool", "where", WHERE,
+     [In([5, 77], "bool", "bool"), In([5, 77], "bool", "bool"), In([5, 77], "bool", "bool")])
+case("where_dense_i16_one_other", "where", WHERE, [In([4, 50], "bool", "bool"), In([4, 50], "i16", "int"),
+                                                   In([], "i16", "int")])
+case("where_dense_both_one_value", "where", WHERE, [In([6, 40], "bool", "bool"), In([]), In([])])
+
 
 def run_cases():
     tensors, specs = {}, []

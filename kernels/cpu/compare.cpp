@@ -2,6 +2,9 @@
 // output), the logical ops (and, or, xor, not; bool output), where (bool condition, two
 // operands of the result dtype) and masked_fill (where with a number).
 
+#include <cstdint>
+#include <type_traits>
+
 #include "amber/kernels/cpu/loops.h"
 #include "amber/kernels/cpu/registry.h"
 #include "amber/op_attrs.h"
@@ -125,22 +128,46 @@ struct LogicalNotKernel {
   }
 };
 
-// where(condition, self, other): keyed by the result dtype T.
+// where(condition, self, other): keyed by the result dtype T. With a dense output and condition
+// and each operand dense or one value (masked_fill's), the choice is a mask of the condition over
+// both operands' bits, which the loop vectorises; `c ? x : y` stayed a branch per element (half
+// mispredicted on a random mask: 8.8 ms for [64, 256, 256] at 2 threads, 0.75-1.1 so).
 template <typename T>
 struct WhereInner {
-  static void run(char* const* p, const int64_t* s, int64_t n, const void*) {
-    if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {
-      T* o = reinterpret_cast<T*>(p[0]);
-      const bool* c = reinterpret_cast<const bool*>(p[1]);
-      const T* x = reinterpret_cast<const T*>(p[2]);
-      const T* y = reinterpret_cast<const T*>(p[3]);
-      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const bool*>(p[1] + i * s[1])
-                                                     ? *reinterpret_cast<const T*>(p[2] + i * s[2])
-                                                     : *reinterpret_cast<const T*>(p[3] + i * s[3]);
+  using U = std::conditional_t<
+      sizeof(T) == 8, uint64_t,
+      std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+  static_assert(sizeof(U) == sizeof(T));
+  // XS, YS: the operands' steps in elements (0: one value, 1: dense).
+  template <int XS, int YS>
+  static void select(char* const* p, int64_t n) {
+    U* o = reinterpret_cast<U*>(p[0]);
+    const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);
+    const U* x = reinterpret_cast<const U*>(p[2]);
+    const U* y = reinterpret_cast<const U*>(p[3]);
+    for (int64_t i = 0; i < n; ++i) {
+      const U m = U(U(0) - U(c[i] != 0));
+      o[i] = U((x[i * XS] & m) | (y[i * YS] & U(~m)));
     }
+  }
+  static void run(char* const* p, const int64_t* s, int64_t n, const void*) {
+    const auto step = [](int64_t bytes) { return bytes == 0 ? 0 : bytes == int64_t(sizeof(T)) ? 1 : -1; };
+    const int xs = step(s[2]), ys = step(s[3]);
+    if (s[0] == sizeof(T) && s[1] == 1 && xs >= 0 && ys >= 0) {
+      if (xs && ys)
+        select<1, 1>(p, n);
+      else if (xs)
+        select<1, 0>(p, n);
+      else if (ys)
+        select<0, 1>(p, n);
+      else
+        select<0, 0>(p, n);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const bool*>(p[1] + i * s[1])
+                                                   ? *reinterpret_cast<const T*>(p[2] + i * s[2])
+                                                   : *reinterpret_cast<const T*>(p[3] + i * s[3]);
   }
 };
 template <typename T>
