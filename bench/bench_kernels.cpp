@@ -192,6 +192,10 @@ int main(int argc, char** argv) {
   const Tensor table = randn({50000, 256}), picks = (rand({4096}) * 49999.0).to(DType::i64);
   const Tensor across = (rand({4096, 64}) * 1023.0).to(DType::i64), square = randn({2048, 2048});
   const Tensor maps = randn({32, 256, 28, 28}), planes = randn({8, 64, 112, 112}), mask = gt(a, 0.0);
+  const Tensor feat = randn({32, 512, 7, 7}), rm = randn({64}), rv = rand({64}) + 0.5, gw = randn({64}),
+               gb = randn({64}), half = randn({8, 64, 56, 56}), gamma256 = randn({256}), small = randn({8, 64, 28, 28}),
+               tw = randn({64, 32, 4, 4}), rows64 = randn({4096, 64}), q = randn({64, 128, 64}),
+               k = randn({64, 64, 128});
   const std::vector<Tensor> parts = {randn({1024, 1024}), randn({1024, 1024}), randn({1024, 1024}),
                                      randn({1024, 1024})};
   const struct {
@@ -206,7 +210,10 @@ int main(int argc, char** argv) {
       {"layer_norm [8192, 512]", [&] { (void)layer_norm(wide, {512}, gamma, beta); }},
       {"sum [4096, 1024] last dim", [&] { (void)sum(rows, {-1}); }},
       {"sum [4096, 1024] first dim", [&] { (void)sum(rows, DimVec{0}); }},
-      {"mean [32, 256, 28, 28] over H, W", [&] { (void)mean(maps, {2, 3}); }},
+      {"mean [32, 256, 28, 28] over H, W",
+       [&] {
+         (void)mean(maps, {2, 3});
+       }},
       {"amax [4096, 1024] last dim", [&] { (void)amax(rows, {-1}); }},
       {"argmax [4096, 1024] last dim", [&] { (void)argmax(rows, -1); }},
       {"cumsum [64, 16384] last dim", [&] { (void)cumsum(lines, 1); }},
@@ -215,7 +222,48 @@ int main(int argc, char** argv) {
       {"gather [4096, 64] of [4096, 1024]", [&] { (void)gather(rows, 1, across); }},
       {"cat 4 x [1024, 1024] along dim 1", [&] { (void)cat(parts, 1); }},
       {"[2048, 2048] transposed, contiguous", [&] { (void)square.transpose(0, 1).contiguous(); }},
-      {"max_pool2d 3x3 s2 p1 [8, 64, 112, 112]", [&] { (void)max_pool2d(planes, {3, 3}, {2, 2}, {1, 1}); }},
+      {"max_pool2d 3x3 s2 p1 [8, 64, 112, 112]",
+       [&] {
+         (void)max_pool2d(planes, {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"avg_pool2d 3x3 s2 p1 [8, 64, 112, 112]",
+       [&] {
+         (void)avg_pool2d(planes, {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"avg_pool2d 2x2 [8, 64, 112, 112]",
+       [&] {
+         (void)avg_pool2d(planes, {2, 2});
+       }},
+      {"max_pool2d_with_indices 2x2 [8, 64, 112, 112]",
+       [&] {
+         (void)max_pool2d_with_indices(planes, {2, 2});
+       }},
+      {"adaptive_avg_pool2d 1 [32, 512, 7, 7]", [&] { (void)adaptive_avg_pool2d(feat, {1}); }},
+      {"batch_norm [8, 64, 112, 112]", [&] { (void)batch_norm(planes, rm, rv, gw, gb); }},
+      {"softmax [64, 256, 256] dim 1", [&] { (void)softmax(a, 1); }},
+      {"log_softmax [8192, 512] last dim", [&] { (void)log_softmax(wide, -1); }},
+      {"upsample_nearest2d x2 [8, 64, 56, 56]",
+       [&] {
+         (void)upsample_nearest2d(half, {112, 112});
+       }},
+      {"pad 1 [8, 64, 112, 112]",
+       [&] {
+         (void)pad(planes, {1, 1, 1, 1});
+       }},
+      {"flip last dim [64, 256, 256]", [&] { (void)flip(a, {-1}); }},
+      {"roll 7 last dim [64, 256, 256]", [&] { (void)roll(a, {7}, {-1}); }},
+      {"repeat [1, 4, 1] of [64, 256, 256]",
+       [&] {
+         (void)repeat(a, {1, 4, 1});
+       }},
+      {"tril [2048, 2048]", [&] { (void)tril(square); }},
+      {"to f16 [64, 256, 256]", [&] { (void)a.to(DType::f16); }},
+      {"mul by a row [64, 256, 256] x [256]", [&] { (void)mul(a, gamma256); }},
+      {"sigmoid [64, 256, 256]", [&] { (void)sigmoid(a); }},
+      {"prod [4096, 1024] last dim", [&] { (void)prod(rows, {-1}); }},
+      {"conv_transpose2d 64->32 k4 s2 [8, 64, 28, 28]", [&] { (void)conv_transpose2d(small, tw, {}, {2}, {1}); }},
+      {"scatter_add [4096, 64] into [4096, 1024]", [&] { (void)scatter_add(rows, 1, across, rows64); }},
+      {"bmm [64, 128, 64] x [64, 64, 128]", [&] { (void)bmm(q, k); }},
   };
   for (const auto& o : ops) std::printf("%-44s %10.3f\n", o.what, time_median(o.f, 20) * 1e3);
   return 0;

@@ -31,6 +31,10 @@ def main():
     table, picks = torch.randn(50000, 256), (torch.rand(4096) * 49999).long()
     across, square = (torch.rand(4096, 64) * 1023).long(), torch.randn(2048, 2048)
     maps, planes, mask = torch.randn(32, 256, 28, 28), torch.randn(8, 64, 112, 112), a > 0
+    feat, rm, rv = torch.randn(32, 512, 7, 7), torch.randn(64), torch.rand(64) + 0.5
+    gw, gb, half, gamma256 = torch.randn(64), torch.randn(64), torch.randn(8, 64, 56, 56), torch.randn(256)
+    small, tw = torch.randn(8, 64, 28, 28), torch.randn(64, 32, 4, 4)
+    rows64, q, k = torch.randn(4096, 64), torch.randn(64, 128, 64), torch.randn(64, 64, 128)
     parts = [torch.randn(1024, 1024) for _ in range(4)]
     ops = [
         ("add [64, 256, 256]", lambda: a + b),
@@ -51,6 +55,26 @@ def main():
         ("cat 4 x [1024, 1024] along dim 1", lambda: torch.cat(parts, 1)),
         ("[2048, 2048] transposed, contiguous", lambda: square.t().contiguous()),
         ("max_pool2d 3x3 s2 p1 [8, 64, 112, 112]", lambda: F.max_pool2d(planes, 3, 2, 1)),
+        ("avg_pool2d 3x3 s2 p1 [8, 64, 112, 112]", lambda: F.avg_pool2d(planes, 3, 2, 1)),
+        ("avg_pool2d 2x2 [8, 64, 112, 112]", lambda: F.avg_pool2d(planes, 2)),
+        ("max_pool2d_with_indices 2x2 [8, 64, 112, 112]", lambda: F.max_pool2d(planes, 2, return_indices=True)),
+        ("adaptive_avg_pool2d 1 [32, 512, 7, 7]", lambda: F.adaptive_avg_pool2d(feat, 1)),
+        ("batch_norm [8, 64, 112, 112]", lambda: F.batch_norm(planes, rm, rv, gw, gb)),
+        ("softmax [64, 256, 256] dim 1", lambda: torch.softmax(a, 1)),
+        ("log_softmax [8192, 512] last dim", lambda: torch.log_softmax(wide, -1)),
+        ("upsample_nearest2d x2 [8, 64, 56, 56]", lambda: F.interpolate(half, size=(112, 112))),
+        ("pad 1 [8, 64, 112, 112]", lambda: F.pad(planes, (1, 1, 1, 1))),
+        ("flip last dim [64, 256, 256]", lambda: a.flip(-1)),
+        ("roll 7 last dim [64, 256, 256]", lambda: a.roll(7, -1)),
+        ("repeat [1, 4, 1] of [64, 256, 256]", lambda: a.repeat(1, 4, 1)),
+        ("tril [2048, 2048]", lambda: square.tril()),
+        ("to f16 [64, 256, 256]", lambda: a.half()),
+        ("mul by a row [64, 256, 256] x [256]", lambda: a * gamma256),
+        ("sigmoid [64, 256, 256]", lambda: torch.sigmoid(a)),
+        ("prod [4096, 1024] last dim", lambda: rows.prod(-1)),
+        ("conv_transpose2d 64->32 k4 s2 [8, 64, 28, 28]", lambda: F.conv_transpose2d(small, tw, None, 2, 1)),
+        ("scatter_add [4096, 64] into [4096, 1024]", lambda: rows.scatter_add(1, across, rows64)),
+        ("bmm [64, 128, 64] x [64, 64, 128]", lambda: torch.bmm(q, k)),
     ]
     print(f"{'eager ops (f32), PyTorch ' + torch.__version__:44} {'ms':>10}")
     with torch.no_grad():
