@@ -183,13 +183,15 @@ struct MaxPoolRow {
     if (c == 1 && out.sw == 1) {  // a plane's row (NCHW): the windows inside it a tap at a time
       const int64_t s1 = m.s[1], p1 = m.p[1], k1 = m.k[1], last = in.w + p1 - k1;  // last window's start
       const int64_t lo = std::min(out.w, (p1 + s1 - 1) / s1), hi = std::clamp(last >= 0 ? last / s1 + 1 : 0, lo, out.w);
-      const T* first = rows + (lo * s1 - p1);  // the first inner window's start
-      if (s1 == 1)
-        inner_columns<1>(first, yr + lo, hi - lo, 1, k1);
-      else if (s1 == 2)
-        inner_columns<2>(first, yr + lo, hi - lo, 2, k1);
-      else
-        inner_columns<0>(first, yr + lo, hi - lo, s1, k1);
+      if (hi > lo) {
+        const T* first = rows + (lo * s1 - p1);  // the first inner window's start (inside the row)
+        if (s1 == 1)
+          inner_columns<1>(first, yr + lo, hi - lo, 1, k1);
+        else if (s1 == 2)
+          inner_columns<2>(first, yr + lo, hi - lo, 2, k1);
+        else
+          inner_columns<0>(first, yr + lo, hi - lo, s1, k1);
+      }
       edge_columns(m, rows, yr, 0, lo);
       edge_columns(m, rows, yr, hi, out.w);
       return;
