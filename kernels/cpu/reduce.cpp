@@ -175,7 +175,7 @@ Acc times(Acc a, Acc b) {
 }
 // The product of a contiguous run into *ctx in sum's order: sixteen partial products over
 // elements i + j (vectorised; one chain of dependent multiplies ran 12x slower than PyTorch's
-// float lanes), then halved as halve_sum does.
+// float lanes), then halved in halve_sum's tree.
 template <typename T, typename Acc>
 struct ProdRun {
   static void run(char* const* p, const int64_t*, int64_t n, const void* ctx) {
@@ -186,10 +186,8 @@ struct ProdRun {
     for (; i + 16 <= n; i += 16)
       for (int j = 0; j < 16; ++j) part[j] = times(part[j], Acc(x[i + j]));
     for (int j = 0; i < n; ++i, ++j) part[j] = times(part[j], Acc(x[i]));
-    for (int w = 8; w >= 1; w /= 2)
-      for (int j = 0; j < w; ++j) part[j] = times(part[j], part[j + w]);
     Acc& acc = *static_cast<Acc*>(const_cast<void*>(ctx));
-    acc = times(acc, part[0]);
+    acc = times(acc, halve<16>(part, times<Acc>));
   }
 };
 template <typename T>
@@ -306,9 +304,7 @@ struct SumRowsRun {
       add_rows<kRowCols>(part, x, rs, n, kRowCols);
     else
       add_rows<0>(part, x, rs, n, w);
-    for (int h = 8; h >= 1; h /= 2)
-      for (int j = 0; j < h; ++j)
-        for (int64_t c = 0; c < w; ++c) part[j][c] = pw::wrap_add(part[j][c], part[j + h][c]);
+    halve_sum_columns(part, w);
     for (int64_t c = 0; c < w; ++c) out[c] = part[0][c];
   }
   // W > 0: w is W (a fixed trip the compiler vectorises); 0: any w.

@@ -10,13 +10,24 @@
 
 namespace amber::cpu {
 
-// The sum of P partials (P a power of two) in a fixed tree: partial j gets j + P/2, then
-// j + P/4, ... (row_sum's order, and layer_norm's over its 32).
+// P partials (P a power of two) folded by op in a fixed tree: partial j takes j + P/2, then
+// j + P/4, ... (row_sum's order, and layer_norm's over its 32); returns part[0].
+template <int P, typename Acc, typename Op>
+inline Acc halve(Acc* part, Op op) {
+  for (int w = P / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) part[j] = op(part[j], part[j + w]);
+  return part[0];
+}
 template <int P, typename Acc>
 inline Acc halve_sum(Acc* part) {
-  for (int w = P / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) part[j] = pw::wrap_add(part[j], part[j + w]);
-  return part[0];
+  return halve<P>(part, [](Acc a, Acc b) { return pw::wrap_add(a, b); });
+}
+// halve_sum for each of columns [0, w) of P rows of partials (part[j][c]), into part[0].
+template <int P, int64_t W, typename Acc>
+inline void halve_sum_columns(Acc (&part)[P][W], int64_t w) {
+  for (int h = P / 2; h >= 1; h /= 2)
+    for (int j = 0; j < h; ++j)
+      for (int64_t c = 0; c < w; ++c) part[j][c] = pw::wrap_add(part[j][c], part[j + h][c]);
 }
 
 template <typename T, typename Acc = T>

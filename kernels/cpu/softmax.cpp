@@ -61,9 +61,7 @@ struct SoftmaxCols {
         sum[c] += e;
       }
     }
-    for (int h = 8; h >= 1; h /= 2)
-      for (int j = 0; j < h; ++j)
-        for (int64_t c = 0; c < w; ++c) part[j][c] += part[j + h][c];
+    halve_sum_columns(part, w);
     if (log) {
       T shift[kCols];
       for (int64_t c = 0; c < w; ++c) shift[c] = mx[c] + vlog(part[0][c]);
