@@ -1830,6 +1830,27 @@ case("where_dense_i16_one_other", "where", WHERE, [In([4, 50], "bool", "bool"), 
 case("where_dense_both_one_value", "where", WHERE, [In([6, 40], "bool", "bool"), In([]), In([])])
 
 
+# Contiguous f32 <-> f16 runs eight at a time (F16C), the rest one by one: every f16 bit pattern
+# widened; f32 values from below f16's subnormals to past its largest, exact ties between
+# neighbouring f16 values (to even), +-0, +-inf and NaN narrowed.
+def f32_to_f16_specials():
+    bits = torch.randint(0, 0x7bff, [600], generator=own, dtype=torch.int32)
+    lo = bits.to(torch.int16).view(torch.float16).float()
+    hi = (bits + 1).to(torch.int16).view(torch.float16).float()
+    sign = torch.where(torch.rand([600], generator=own) < 0.5, -1.0, 1.0)
+    wide = torch.exp(torch.rand([600], generator=own) * 40 - 25) * sign
+    fixed = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 65504.0, 65519.99, 65520.0,
+                          2.0 ** -24, 2.0 ** -25, 2.0 ** -25 * 1.0001, 2.0 ** -14, -2.0 ** -14 * 0.75])
+    return torch.cat([(lo + hi) / 2 * sign, wide, fixed])
+
+
+case("to_f32_f16_contiguous_runs", "to", torch_to, [Fixed(f32_to_f16_specials())], attrs={"dtype": "f16"},
+     atol=0, rtol=0)
+case("to_f16_f32_every_value", "to", torch_to,
+     [Fixed(torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.float16)[3:])],
+     attrs={"dtype": "f32"}, atol=0, rtol=0)
+
+
 def run_cases():
     tensors, specs = {}, []
     for c in CASES:

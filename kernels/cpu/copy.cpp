@@ -3,6 +3,8 @@
 
 #include "amber/kernels/cpu/copy.h"
 
+#include <immintrin.h>
+
 #include <bit>
 #include <type_traits>
 
@@ -46,10 +48,37 @@ struct CastInner {
   }
 };
 
+// f32 <-> f16 over contiguous runs eight elements at a time with F16C's vcvtps2ph / vcvtph2ps
+// (GCC 12 converts _Float16 an element at a time: a [64, 256, 256] cast to f16 took 1.5 ms
+// against PyTorch's 0.5). Rounding to nearest even, as cast_fast; strided runs as CastInner.
+template <typename S, typename D>
+struct HalfCastInner {
+  AMBER_TARGET_AVX2 static void run(char* const* p, const int64_t* s, int64_t n, const void* c) {
+    if (s[0] != sizeof(D) || s[1] != sizeof(S)) return CastInner<S, D>::run(p, s, n, c);
+    D* o = reinterpret_cast<D*>(p[0]);
+    const S* a = reinterpret_cast<const S*>(p[1]);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      if constexpr (std::is_same_v<D, Half>)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(a + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      else
+        _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i))));
+    }
+    for (; i < n; ++i) o[i] = cast_fast<D>(a[i]);
+  }
+};
+
 template <typename S, typename D>
 void run_cast(const amber_tensor_view& dst, const amber_tensor_view& src, int threads) {
   ElementwiseIter<2> it({&dst, &src}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
-  static const InnerFn inner = IsaVariants<CastInner<S, D>>::pick();
+  static const InnerFn inner = [] {
+    constexpr bool half_pair =
+        (std::is_same_v<S, float> && std::is_same_v<D, Half>) || (std::is_same_v<S, Half> && std::is_same_v<D, float>);
+    if constexpr (half_pair)
+      if (cpu_isa() != Isa::base) return InnerFn(&HalfCastInner<S, D>::run);
+    return IsaVariants<CastInner<S, D>>::pick();
+  }();
   it.run(inner, nullptr, threads, kGrainCheap);
 }
 
