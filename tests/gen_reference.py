@@ -1849,6 +1849,11 @@ case("to_f32_f16_contiguous_runs", "to", torch_to, [Fixed(f32_to_f16_specials())
 case("to_f16_f32_every_value", "to", torch_to,
      [Fixed(torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.float16)[3:])],
      attrs={"dtype": "f32"}, atol=0, rtol=0)
+# Flipped runs into a dense output (the source walked backwards with a stride of -1) copied as
+# one reversed loop per run: 1-, 2- and 8-byte elements, runs shorter and longer than a vector.
+case("flip_runs_u8", "flip", flip, [In([5, 67], "u8", "uint")], attrs={"dims": [-1]}, atol=0, rtol=0)
+case("flip_runs_f16", "flip", flip, [In([4, 45], "f16")], attrs={"dims": [1]}, atol=0, rtol=0)
+case("flip_runs_f64_all", "flip", flip, [In([3, 5, 7], "f64")], attrs={"dims": [0, 1, 2]}, atol=0, rtol=0)
 
 
 def run_cases():

