@@ -1854,6 +1854,13 @@ case("to_f16_f32_every_value", "to", torch_to,
 case("flip_runs_u8", "flip", flip, [In([5, 67], "u8", "uint")], attrs={"dims": [-1]}, atol=0, rtol=0)
 case("flip_runs_f16", "flip", flip, [In([4, 45], "f16")], attrs={"dims": [1]}, atol=0, rtol=0)
 case("flip_runs_f64_all", "flip", flip, [In([3, 5, 7], "f64")], attrs={"dims": [0, 1, 2]}, atol=0, rtol=0)
+# Transposing copies of 4-byte elements in 32 x 32 tiles, each eight by eight in registers: tiles
+# cut at the edges (sizes not multiples of 8 or 32), a batch of transposed planes, i32, NaN bits.
+case("clone_transposed_tiles", "clone", torch.clone, [In([37, 75], layout=("t", 0, 1))], atol=0, rtol=0)
+case("clone_transposed_planes_i32", "clone", torch.clone, [In([3, 40, 33], "i32", "int", ("t", 1, 2))], atol=0,
+     rtol=0)
+case("clone_transposed_nan", "clone", torch.clone,
+     [Fixed(nan_at(torch.randn([48, 40], generator=own), [0, 9, 333, 1919]), layout=("t", 0, 1))], atol=0, rtol=0)
 
 
 def run_cases():

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <cstring>
 #include <type_traits>
 
 #include "amber/core/dtype_cast.h"
@@ -109,11 +110,49 @@ struct CopyInner {
     }
   }
 };
+
+// A tile of a transposing copy of 4-byte words (a permuted tensor made contiguous) eight by
+// eight in AVX registers (unpack, shuffle, permute: bits moved as they are), the edges one by
+// one. Run by run, each run read a word from each of 32 lines (of [2048, 2048]: all in one
+// cache set); [2048, 2048] transposed 4.7-6.4 -> 2.1 ms, PyTorch 3.4-4.5.
+AMBER_TARGET_AVX2 void transpose_words(char* out, int64_t out_ld, const char* in, int64_t in_ld, int64_t cols,
+                                       int64_t rows) {
+  auto src = [&](int64_t c, int64_t r) { return reinterpret_cast<const float*>(in + c * in_ld) + r; };
+  auto dst = [&](int64_t r, int64_t c) { return reinterpret_cast<float*>(out + r * out_ld) + c; };
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    int64_t r = 0;
+    for (; r + 8 <= rows; r += 8) {
+      __m256 x[8], y[8];
+      for (int k = 0; k < 8; ++k) x[k] = _mm256_loadu_ps(src(c + k, r));
+      for (int k = 0; k < 8; k += 2) {  // y[k]: words 0, 1 (4, 5) of x[k], x[k + 1]; y[k + 1]: 2, 3 (6, 7)
+        y[k] = _mm256_unpacklo_ps(x[k], x[k + 1]);
+        y[k + 1] = _mm256_unpackhi_ps(x[k], x[k + 1]);
+      }
+      for (int k = 0; k < 8; k += 4) {  // x[k + j]: word j (j + 4) of rows k .. k + 3
+        x[k] = _mm256_shuffle_ps(y[k], y[k + 2], 0x44);
+        x[k + 1] = _mm256_shuffle_ps(y[k], y[k + 2], 0xee);
+        x[k + 2] = _mm256_shuffle_ps(y[k + 1], y[k + 3], 0x44);
+        x[k + 3] = _mm256_shuffle_ps(y[k + 1], y[k + 3], 0xee);
+      }
+      for (int k = 0; k < 4; ++k) {  // output row k from the low halves of x[k], x[k + 4], k + 4 the high
+        _mm256_storeu_ps(dst(r + k, c), _mm256_permute2f128_ps(x[k], x[k + 4], 0x20));
+        _mm256_storeu_ps(dst(r + k + 4, c), _mm256_permute2f128_ps(x[k], x[k + 4], 0x31));
+      }
+    }
+    for (; r < rows; ++r)
+      for (int k = 0; k < 8; ++k) std::memcpy(dst(r, c + k), src(c + k, r), 4);
+  }
+  for (; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst(r, c), src(c, r), 4);
+}
+
 template <typename W>
 int copy_words(const amber_kernel_args* a) {
   ElementwiseIter<2> it({&a->outputs[0], &a->inputs[0]}, {sizeof(W), sizeof(W)});
   static const InnerFn inner = IsaVariants<CopyInner<W>>::pick();
-  it.run(inner, nullptr, a->num_threads, kGrainCheap);
+  static const TileFn tile = sizeof(W) == 4 && cpu_isa() != Isa::base ? &transpose_words : nullptr;
+  it.run(inner, nullptr, a->num_threads, kGrainCheap, tile);
   return 0;
 }
 template <typename T>

@@ -16,6 +16,9 @@ namespace amber::cpu {
 
 // Runs over n elements: ptrs[k] is operand k's first element, strides[k] its byte stride.
 using InnerFn = void (*)(char* const* ptrs, const int64_t* strides, int64_t n, const void* ctx);
+// Copies one tile of a transpose whole (ElementwiseIter::run_tiled): element (c, r) of the
+// input, at in + c * in_ld + r * itemsize, to out + r * out_ld + c * itemsize; ld in bytes.
+using TileFn = void (*)(char* out, int64_t out_ld, const char* in, int64_t in_ld, int64_t cols, int64_t rows);
 
 // Compiles Inner::template run<...> for each ISA; pick() returns the best for this CPU.
 // Inner must provide `static void run(char* const*, const int64_t*, int64_t, const void*)`,
@@ -142,8 +145,9 @@ struct ElementwiseIter {
   // permuted tensor made contiguous) would read one element a cache line along dim 0: it goes in
   // tiles of kTile x kTile over dims 0 and t instead, each tile's runs along dim 0 in turn, so the
   // input lines a tile reads serve all its runs. False (nothing run) where that does not apply.
+  // `tile`, where given, copies a tile whole when the output is unit-stride along dim 0 too.
   static constexpr int64_t kTile = 32;
-  bool run_tiled(InnerFn inner, const void* ctx, int num_threads, int64_t grain) const {
+  bool run_tiled(InnerFn inner, const void* ctx, int num_threads, int64_t grain, TileFn tile) const {
     if (N != 2 || ndim < 2 || strides[1][0] == item[1] || sizes[0] < kTile) return false;
     int t = 1;
     while (t < ndim && strides[1][t] != item[1]) ++t;
@@ -162,6 +166,10 @@ struct ElementwiseIter {
           rest /= sizes[d];
         }
         const int64_t n = std::min(kTile, sizes[0] - i0), rows = std::min(kTile, sizes[t] - t0);
+        if (tile && strides[0][0] == item[0]) {
+          tile(p[0], strides[0][t], p[1], strides[1][0], n, rows);
+          continue;
+        }
         const int64_t inner_strides[N] = {strides[0][0], strides[1][0]};
         for (int64_t r = 0; r < rows; ++r) {
           char* q[N] = {p[0] + r * strides[0][t], p[1] + r * strides[1][t]};
@@ -178,10 +186,10 @@ struct ElementwiseIter {
     return true;
   }
 
-  void run(InnerFn inner, const void* ctx, int num_threads, int64_t grain) const {
+  void run(InnerFn inner, const void* ctx, int num_threads, int64_t grain, TileFn tile = nullptr) const {
     if (numel == 0) return;
     if constexpr (N == 2) {
-      if (run_tiled(inner, ctx, num_threads, grain)) return;
+      if (run_tiled(inner, ctx, num_threads, grain, tile)) return;
     }
     if (num_threads <= 1 || numel <= grain) {
       run_range(0, numel, inner, ctx);
