@@ -1861,6 +1861,23 @@ case("clone_transposed_planes_i32", "clone", torch.clone, [In([3, 40, 33], "i32"
      rtol=0)
 case("clone_transposed_nan", "clone", torch.clone,
      [Fixed(nan_at(torch.randn([48, 40], generator=own), [0, 9, 333, 1919]), layout=("t", 0, 1))], atol=0, rtol=0)
+# Loaded linear layers of at most 4 rows by at most 65536 weights: their products computed
+# directly (the weights transposed once at setup), beyond either bound on oneDNN; a bias, none,
+# transposed weights, NaN and inf in the rows.
+def linear_nan_inf_rows():
+    t = torch.randn([2, 24], generator=own)
+    t[0, 5], t[1, 11] = float("nan"), float("inf")
+    return t
+
+
+case("linear_direct_3_rows", "linear", LINEAR, [In([3, 37]), In([29, 37]), In([29])], **LIN_TOL)
+case("linear_direct_4_rows_no_bias", "linear", LINEAR, [In([2, 2, 50]), In([70, 50]), None], **LIN_TOL)
+case("linear_direct_at_bound", "linear", LINEAR, [In([2, 256]), In([256, 256]), In([256])], **LIN_TOL)
+case("linear_direct_past_bound", "linear", LINEAR, [In([1, 257]), In([256, 257]), In([256])], **LIN_TOL)
+case("linear_direct_5_rows", "linear", LINEAR, [In([5, 20]), In([9, 20]), In([9])], **LIN_TOL)
+case("linear_direct_transposed_weight", "linear", LINEAR,
+     [In([2, 33]), In([17, 33], layout=("t", 0, 1)), In([17])], **LIN_TOL)
+case("linear_direct_nan_inf", "linear", LINEAR, [Fixed(linear_nan_inf_rows()), In([10, 24]), In([10])], **LIN_TOL)
 
 
 def run_cases():
