@@ -110,11 +110,13 @@ struct Interpolating {
   using State = Taps<Tap>;
   static int setup(const amber_kernel_args* a, void** state, size_t* workspace_bytes) {
     namespace ra = resample::resize_attrs;
-    return State::setup(a, a->inputs[0].ndim == 5 ? ra::trilinear3d : ra::interp2d, state, workspace_bytes,
-                        [](int64_t i, int64_t in, int64_t out, double scale, bool corners) {
-                          const A step = resample::linear_scale<A>(in, out, corners, scale);
-                          return resample::tap_of<Cubic, A>(i, in, out, step, corners);
-                        });
+    const int failed = State::setup(a, a->inputs[0].ndim == 5 ? ra::trilinear3d : ra::interp2d, state, workspace_bytes,
+                                    [](int64_t i, int64_t in, int64_t out, double scale, bool corners) {
+                                      const A step = resample::linear_scale<A>(in, out, corners, scale);
+                                      return resample::tap_of<Cubic, A>(i, in, out, step, corners);
+                                    });
+    *workspace_bytes = held_bytes(a, resample::geometry(a->inputs[0], a->outputs[0]));
+    return failed;
   }
   static constexpr auto destroy = &State::destroy;
   static constexpr int kTaps = Cubic ? 4 : 2;  // the input rows (and columns) an output pixel blends
@@ -127,12 +129,23 @@ struct Interpolating {
   // 4-D inputs to outputs whose rows are dense along W: each input row the output rows blend
   // resampled along W once (into one of kTaps rows a task holds, the row's index mod kTaps), then
   // each output row summed from them a whole row at a time; the terms and their order blend's.
+  // The rows a task holds are its thread's slot of the workspace (held_bytes).
+  static bool by_rows_apply(const amber_kernel_args* a, const Geometry& g) {
+    return a->inputs[0].ndim == 4 && !g.channels_last && g.ys[4] == 1;
+  }
+  static size_t held_bytes(const amber_kernel_args* a, const Geometry& g) {
+    return by_rows_apply(a, g) ? size_t(std::max(1, a->num_threads) * kTaps * g.ow) * sizeof(A) : 0;
+  }
   static void by_rows(const amber_kernel_args* a, const Geometry& g, const Tap* rows, const Tap* cols) {
     const T* x = static_cast<const T*>(a->inputs[0].data);
     T* y = static_cast<T*>(a->outputs[0].data);
-    ThreadLimit limit(std::max(1, a->num_threads));
-    parallel_for(g.n * g.c * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
-      std::vector<A> held(size_t(kTaps * g.ow));
+    const int threads = std::max(1, a->num_threads);
+    ThreadLimit limit(threads);
+    CallScratch scratch(a);
+    A* slots = scratch.take_array<A>(size_t(threads * kTaps * g.ow));
+    const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow));
+    parallel_for_slots(g.n * g.c * g.oh, grain, [&](int thread_slot, int64_t b, int64_t e) {
+      A* held = slots + thread_slot * kTaps * g.ow;
       int64_t held_row[kTaps], plane = -1;
       for (int64_t r = b; r < e; ++r) {
         if (r / g.oh != plane) {
@@ -143,7 +156,7 @@ struct Interpolating {
         const A* line[kTaps];
         for (int u = 0; u < kTaps; ++u) {
           const int64_t src = source(rows[i], u), slot = src % kTaps;
-          A* at = held.data() + slot * g.ow;
+          A* at = held + slot * g.ow;
           if (held_row[slot] != src) {
             const T* in = x + n * g.xs[0] + c * g.xs[1] + src * g.xs[3];
             for (int64_t j = 0; j < g.ow; ++j) at[j] = resample::blend_row<A>(in, cols[j], g.xs[4]);
@@ -166,7 +179,7 @@ struct Interpolating {
     const State* s = setup_state<const State>(a, "upsample");
     if (!s) return 1;
     const auto *planes = s->dim[0].data(), *rows = s->dim[1].data(), *cols = s->dim[2].data();
-    if (a->inputs[0].ndim == 4 && !g.channels_last && g.ys[4] == 1) {
+    if (by_rows_apply(a, g)) {
       by_rows(a, g, rows, cols);
       return 0;
     }
@@ -213,7 +226,7 @@ struct Antialiased {
                                       return t;
                                     });
     const Geometry g = resample::geometry(a->inputs[0], a->outputs[0]);
-    *workspace_bytes = size_t(g.n * g.c * g.h * g.ow) * sizeof(A);
+    *workspace_bytes = across_bytes(g) + tiles_bytes(a, g);  // `across`, then sum_columns' tile per thread
     return failed;
   }
   static constexpr auto destroy = &State::destroy;
@@ -223,12 +236,20 @@ struct Antialiased {
   // one row's (the same terms in the same order: the result is the scalar loop's, bit for bit).
   typedef A V __attribute__((vector_size(16)));  // two of them: a tile's row
   static constexpr int64_t kLanes = 2 * int64_t(16 / sizeof(A));
-  static void sum_columns(const amber_kernel_args* a, const Geometry& g, const AaTap<A>* cols, A* across) {
+  static size_t across_bytes(const Geometry& g) { return size_t(g.n * g.c * g.h * g.ow) * sizeof(A); }
+  static size_t tiles_bytes(const amber_kernel_args* a, const Geometry& g) {
+    return size_t(std::max(1, a->num_threads) * g.w * kLanes) * sizeof(A);
+  }
+  static void sum_columns(const amber_kernel_args* a, const Geometry& g, const AaTap<A>* cols, A* across,
+                          CallScratch& scratch) {
     const T* x = static_cast<const T*>(a->inputs[0].data);
     const int64_t rows = g.n * g.c * g.h, blocks = (rows + kLanes - 1) / kLanes;
-    ThreadLimit limit(std::max(1, a->num_threads));
-    parallel_for(blocks, std::max<int64_t>(1, 512 / std::max<int64_t>(1, g.ow)), [&](int64_t b, int64_t e) {
-      std::vector<A> tile(size_t(g.w * kLanes));
+    const int threads = std::max(1, a->num_threads);
+    ThreadLimit limit(threads);
+    A* tiles = scratch.take_array<A>(tiles_bytes(a, g) / sizeof(A));
+    const int64_t grain = std::max<int64_t>(1, 512 / std::max<int64_t>(1, g.ow));
+    parallel_for_slots(blocks, grain, [&](int slot, int64_t b, int64_t e) {
+      A* tile = tiles + slot * g.w * kLanes;
       for (int64_t block = b; block < e; ++block) {
         const int64_t r0 = block * kLanes, lanes = std::min(kLanes, rows - r0);
         const T* line[kLanes];
@@ -237,9 +258,9 @@ struct Antialiased {
           line[l] = x + n * g.xs[0] + c * g.xs[1] + h * g.xs[3];
         }
         for (int64_t w = 0; w < g.w; ++w)
-          for (int64_t l = 0; l < kLanes; ++l) tile[size_t(w * kLanes + l)] = A(line[l][w * g.xs[4]]);
+          for (int64_t l = 0; l < kLanes; ++l) tile[w * kLanes + l] = A(line[l][w * g.xs[4]]);
         for (int64_t j = 0; j < g.ow; ++j) {
-          const A* in = tile.data() + cols[j].window.lo * kLanes;
+          const A* in = tile + cols[j].window.lo * kLanes;
           const A* weight = cols[j].weights.data();
           V sum0 = {}, sum1 = {};
           for (int64_t v = 0; v < cols[j].window.n; ++v) {
@@ -279,8 +300,8 @@ struct Antialiased {
     if (!s) return 1;
     const AaTap<A>*rows = s->dim[1].data(), *cols = s->dim[2].data();
     CallScratch scratch(a);
-    A* across = scratch.take_array<A>(size_t(g.n * g.c * g.h * g.ow));
-    sum_columns(a, g, cols, across);
+    A* across = scratch.take_array<A>(across_bytes(g) / sizeof(A));
+    sum_columns(a, g, cols, across, scratch);
     if constexpr (std::is_same_v<T, A>) {
       if (!g.channels_last && g.ys[4] == 1) {  // output rows dense along W
         sum_rows(a, g, across, rows);
