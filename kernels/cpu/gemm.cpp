@@ -120,6 +120,10 @@ Mat mat_of(const amber_tensor_view& v, int64_t offset = 0) {
           v.strides[r - 1]};
 }
 
+// The step between a linear bias's elements (a present bias of linear's shape rules): 0 when it
+// broadcasts, as a scalar or [1], over the output features.
+int64_t bias_stride(const amber_tensor_view& b) { return b.ndim == 0 || b.sizes[0] == 1 ? 0 : b.strides[0]; }
+
 // A batch of gemms. Small products spread over threads one gemm each; large ones use
 // every thread inside each gemm.
 template <typename F>
@@ -380,7 +384,7 @@ int linear_direct(const amber_kernel_args* a, const LinearState& st, const float
   float* y = static_cast<float*>(a->outputs[0].data);
   const amber_tensor_view& bias = a->inputs[st.bias_input];
   const float* bp = present(bias) ? static_cast<const float*>(bias.data) : nullptr;
-  const int64_t bs = bp && !(bias.ndim == 0 || bias.sizes[0] == 1) ? bias.strides[0] : 0;
+  const int64_t bs = bp ? bias_stride(bias) : 0;
   for (int64_t r = 0; r < st.rows; ++r)
     for (int64_t o = 0; o < st.out_f; ++o) y[r * st.out_f + o] = bp ? bp[o * bs] : 0.0f;
   static const InnerFn product = IsaVariants<DirectProduct>::pick();
@@ -409,7 +413,7 @@ int linear_ip(const amber_kernel_args* a, LinearState& st, const void* xin) {
   if (const size_t bytes = st.rows_bytes()) x = rows = scratch.take(bytes);
   const float* bp = present(bias) ? static_cast<const float*>(bias.data) : nullptr;
   std::vector<float> bbuf;
-  const int64_t bs = bp && !(bias.ndim == 0 || bias.sizes[0] == 1) ? bias.strides[0] : 0;
+  const int64_t bs = bp ? bias_stride(bias) : 0;
   if (bp && bs != 1 && out_f > 1) {  // broadcast or strided: a dense copy
     bbuf.resize(size_t(out_f));
     for (int64_t j = 0; j < out_f; ++j) bbuf[size_t(j)] = bp[j * bs];
@@ -595,7 +599,7 @@ int linear_kernel(const amber_kernel_args* a) {
   float beta = 0.0f;
   if (present(bias)) {  // C starts as the broadcast bias
     const float* bp = static_cast<const float*>(bias.data);
-    const int64_t bs = bias.ndim == 0 || bias.sizes[0] == 1 ? 0 : bias.strides[0];
+    const int64_t bs = bias_stride(bias);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < out_f; ++j) out[r * out_f + j] = bp[j * bs];
     beta = 1.0f;
