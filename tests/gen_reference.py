@@ -1879,6 +1879,16 @@ case("linear_direct_5_rows", "linear", LINEAR, [In([5, 20]), In([9, 20]), In([9]
 case("linear_direct_transposed_weight", "linear", LINEAR,
      [In([2, 33]), In([17, 33], layout=("t", 0, 1)), In([17])], **LIN_TOL)
 case("linear_direct_nan_inf", "linear", LINEAR, [Fixed(linear_nan_inf_rows()), In([10, 24]), In([10])], **LIN_TOL)
+# Same-type copies of 4-byte elements through copy_convert (cat, stack, index_select) take the
+# transposing tiles too: tiles cut at the edges, i32, NaN bits, index_select's transposed slices.
+case("cat_transposed_tiles", "cat", CAT, [In([37, 75], layout=("t", 0, 1)), In([5, 75])], atol=0, rtol=0)
+case("stack_transposed_i32", "stack", STACK, [In([40, 33], "i32", "int", ("t", 0, 1)), In([40, 33], "i32", "int")],
+     atol=0, rtol=0)
+case("cat_transposed_nan", "cat", CAT,
+     [Fixed(nan_at(torch.randn([48, 40], generator=own), [0, 9, 333, 1919]), layout=("t", 0, 1)), In([48, 3])],
+     attrs={"dim": 1}, atol=0, rtol=0)
+case("index_select_transposed_slices", "index_select", ISEL, [In([40, 6, 36], layout=("t", 0, 2)),
+     In([4], "i64", "idx6")], attrs={"dim": 1}, atol=0, rtol=0)
 
 
 def run_cases():

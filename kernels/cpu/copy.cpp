@@ -74,43 +74,6 @@ struct HalfCastInner {
   }
 };
 
-template <typename S, typename D>
-void run_cast(const amber_tensor_view& dst, const amber_tensor_view& src, int threads) {
-  ElementwiseIter<2> it({&dst, &src}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
-  static const InnerFn inner = [] {
-    constexpr bool half_pair =
-        (std::is_same_v<S, float> && std::is_same_v<D, Half>) || (std::is_same_v<S, Half> && std::is_same_v<D, float>);
-    if constexpr (half_pair)
-      if (cpu_isa() != Isa::base) return InnerFn(&HalfCastInner<S, D>::run);
-    return IsaVariants<CastInner<S, D>>::pick();
-  }();
-  it.run(inner, nullptr, threads, kGrainCheap);
-}
-
-// to(self, dtype): keyed by the source dtype S; the destination comes from the output.
-template <typename S>
-struct ToKernel {
-  static int run(const amber_kernel_args* a) {
-    copy_convert(a->outputs[0], a->inputs[0], a->num_threads);
-    return 0;
-  }
-};
-
-// A copy moves bytes: one instantiation per element width.
-template <typename W>
-struct CopyInner {
-  static void run(char* const* p, const int64_t* s, int64_t n, const void*) {
-    W* o = reinterpret_cast<W*>(p[0]);
-    const W* a = reinterpret_cast<const W*>(p[1]);
-    if (s[0] == sizeof(W) && s[1] == sizeof(W)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = a[i];
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<W*>(p[0] + i * s[0]) = *reinterpret_cast<const W*>(p[1] + i * s[1]);
-    }
-  }
-};
-
 // A tile of a transposing copy of 4-byte words (a permuted tensor made contiguous) eight by
 // eight in AVX registers (unpack, shuffle, permute: bits moved as they are), the edges one by
 // one. Run by run, each run read a word from each of 32 lines (of [2048, 2048]: all in one
@@ -146,6 +109,47 @@ AMBER_TARGET_AVX2 void transpose_words(char* out, int64_t out_ld, const char* in
   for (; c < cols; ++c)
     for (int64_t r = 0; r < rows; ++r) std::memcpy(dst(r, c), src(c, r), 4);
 }
+
+template <typename S, typename D>
+void run_cast(const amber_tensor_view& dst, const amber_tensor_view& src, int threads) {
+  ElementwiseIter<2> it({&dst, &src}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
+  static const InnerFn inner = [] {
+    constexpr bool half_pair =
+        (std::is_same_v<S, float> && std::is_same_v<D, Half>) || (std::is_same_v<S, Half> && std::is_same_v<D, float>);
+    if constexpr (half_pair)
+      if (cpu_isa() != Isa::base) return InnerFn(&HalfCastInner<S, D>::run);
+    return IsaVariants<CastInner<S, D>>::pick();
+  }();
+  // A same-type copy of 4-byte words moves bits as clone does: its transposes go tile by tile too
+  // (cat, stack and index_select of permuted tensors).
+  static const TileFn tile =
+      std::is_same_v<S, D> && sizeof(S) == 4 && cpu_isa() != Isa::base ? &transpose_words : nullptr;
+  it.run(inner, nullptr, threads, kGrainCheap, tile);
+}
+
+// to(self, dtype): keyed by the source dtype S; the destination comes from the output.
+template <typename S>
+struct ToKernel {
+  static int run(const amber_kernel_args* a) {
+    copy_convert(a->outputs[0], a->inputs[0], a->num_threads);
+    return 0;
+  }
+};
+
+// A copy moves bytes: one instantiation per element width.
+template <typename W>
+struct CopyInner {
+  static void run(char* const* p, const int64_t* s, int64_t n, const void*) {
+    W* o = reinterpret_cast<W*>(p[0]);
+    const W* a = reinterpret_cast<const W*>(p[1]);
+    if (s[0] == sizeof(W) && s[1] == sizeof(W)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = a[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<W*>(p[0] + i * s[0]) = *reinterpret_cast<const W*>(p[1] + i * s[1]);
+    }
+  }
+};
 
 template <typename W>
 int copy_words(const amber_kernel_args* a) {
