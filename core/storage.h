@@ -19,7 +19,8 @@ class StorageImpl final : public RefCounted {
  public:
   using Deleter = std::function<void(void*)>;
   // How the memory is released when the last reference goes.
-  enum class Owner : uint8_t { cpu_heap, backend, deleter, borrowed };
+  // cpu_mapped: a short-lived CPU block of Storage::allocate's mapped sizes (cpu_free_long_lived).
+  enum class Owner : uint8_t { cpu_heap, cpu_mapped, backend, deleter, borrowed };
   StorageImpl(void* data, size_t nbytes, Device device, Owner owner, bool read_only, uint32_t alloc_flags = 0);
   ~StorageImpl();
   Deleter deleter;                         // used when owner is Owner::deleter
@@ -89,11 +90,11 @@ class AllocationLimit {
 
 // Raw 64-byte aligned host memory (the CPU backend's allocator); nullptr on failure.
 void* cpu_allocate(size_t nbytes);
-// For buffers that live long (weights reordered once for a loaded model, call arenas),
-// returned faulted in: from 256 KiB up mapped and populated at once (MADV_POPULATE_WRITE), on
-// transparent huge pages from 2 MiB up where the kernel allows. Page faults one by one
-// dominated loading a ResNet-18 on this project's (virtualised) machines. Freed with
-// cpu_free_long_lived, given the same size.
+// For buffers that live long (weights reordered once for a loaded model, call arenas) and
+// short-lived ones of 32 MiB and more (Storage::allocate), returned faulted in: from 256 KiB
+// up mapped and populated at once (MADV_POPULATE_WRITE), on transparent huge pages from 2 MiB
+// up where the kernel allows. Page faults one by one dominated loading a ResNet-18 on this
+// project's (virtualised) machines. Freed with cpu_free_long_lived, given the same size.
 void* cpu_allocate_long_lived(size_t nbytes);
 void cpu_free_long_lived(void* p, size_t nbytes);
 void cpu_free(void* p);

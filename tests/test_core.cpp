@@ -1,6 +1,6 @@
 // Tests of core/ and the dispatcher against PyTorch where PyTorch defines the answer (type
-// promotion, printing, seeded random numbers) and of Amber's own contracts: storage
-// sharing and views, ownership of external memory, read-only storage, element access,
+// promotion, printing, seeded random numbers) and of Amber's own contracts: storage sharing
+// and views, ownership of external memory, large blocks, read-only storage, element access,
 // the dispatcher hook (outermost ops only, source lines), threads and error messages.
 
 #include <atomic>
@@ -153,6 +153,26 @@ TEST_CASE("from_blob: borrowed memory, owned memory with a deleter, bounds", "[c
   AMBER_REQUIRE_ERROR(
       Tensor::make(Storage::wrap(small, sizeof small, Device::cpu(), nullptr, false), {2, 3}, {3, 1}, 0, DType::f32),
       "outside its storage of 4 elements");
+}
+
+TEST_CASE("short-lived CPU blocks from 32 MiB up: mapped, aligned, whole, released at their size", "[core][storage]") {
+  for (const size_t bytes : {(size_t(32) << 20) - 64, size_t(32) << 20, (size_t(32) << 20) + 13}) {
+    Storage s = Storage::allocate(bytes, Device::cpu());
+    REQUIRE(s.data());
+    CHECK(reinterpret_cast<uintptr_t>(s.data()) % kCpuAlignment == 0);
+    char* p = static_cast<char*>(s.data());
+    p[0] = 1;
+    p[bytes - 1] = 2;
+    CHECK(p[0] + p[bytes - 1] == 3);
+  }
+  // An eager op's 32 MiB output (cat of two [2048, 2048] blocks), its values at both ends.
+  Tensor a = full({2048, 2048}, 1.5), b = arange(0, 2048 * 2048, 1, {DType::f32}).reshape({2048, 2048});
+  Tensor c = cat({a, b}, 0);
+  REQUIRE(c.sizes() == DimVec{4096, 2048});
+  CHECK(c.at<float>({0, 0}) == 1.5f);
+  CHECK(c.at<float>({2047, 2047}) == 1.5f);
+  CHECK(c.at<float>({2048, 0}) == 0.0f);
+  CHECK(c.at<float>({4095, 2047}) == float(2048 * 2048 - 1));
 }
 
 TEST_CASE("read-only storage refuses writes but reads and clones", "[core][storage]") {
