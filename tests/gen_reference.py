@@ -1889,6 +1889,23 @@ case("cat_transposed_nan", "cat", CAT,
      attrs={"dim": 1}, atol=0, rtol=0)
 case("index_select_transposed_slices", "index_select", ISEL, [In([40, 6, 36], layout=("t", 0, 2)),
      In([4], "i64", "idx6")], attrs={"dim": 1}, atol=0, rtol=0)
+# gather checks each row's indices as it copies the row, in parallel: dense rows along the last
+# dim (i32, and rows enough for several tasks), and the error naming the first bad index of the
+# lowest bad row when later rows are bad too; a negative i32 index.
+def gather_two_bad_rows():
+    t = torch.randint(0, 70, [300, 64], generator=own)
+    t[250, 0], t[100, 5], t[100, 9] = 3000, 2000, 2500
+    return t
+
+
+case("gather_last_dense_i32", "gather", GATHER, [In([37, 50]), In([37, 9], "i32", "idx50")], attrs={"dim": 1},
+     atol=0, rtol=0)
+case("gather_last_dense_rows", "gather", GATHER, [In([300, 70]), In([300, 64], "i64", "idx70")], attrs={"dim": -1},
+     atol=0, rtol=0)
+case("gather_first_bad_row", "gather", GATHER, [In([300, 70]), Fixed(gather_two_bad_rows())], attrs={"dim": 1},
+     error="index 2000 is out of range for dimension 1 of size 70")
+case("gather_negative_i32", "gather", GATHER, [In([5, 9]), Fixed(torch.tensor([[0, -1, 3]], dtype=torch.int32))],
+     attrs={"dim": 1}, error="index -1 is out of range")
 
 
 def run_cases():

@@ -4,6 +4,7 @@
 // promotes without casting first). Out-of-range indices are errors naming the index.
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstring>
 #include <vector>
@@ -167,21 +168,42 @@ struct GatherKernel {
     auto index = [&](int64_t at) {
       return i32 ? int64_t(static_cast<const int32_t*>(idx.data)[at]) : static_cast<const int64_t*>(idx.data)[at];
     };
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t yo, io, xo;
-      row_start(r, yo, io, xo);
-      for (int64_t j = 0; j < len; ++j)
-        if (const int64_t i = index(io + j * idx.strides[last]); i < 0 || i >= size)
-          return index_error(a, i, dim, size);
-    }
+    // Each row's indices are checked before the row is copied, in the same parallel pass (checked
+    // serially first, a strided loop with a branch, they took 15% of [4096, 64] of [4096, 1024]);
+    // a task stops at its first bad row, and the error names the first bad index of the lowest.
+    const int64_t is = idx.strides[last];
+    std::atomic<int64_t> bad_row{rows};
+    const int64_t ys = y.strides[last], xd = x.strides[dim];
+    // One row: false, copying nothing, when an index is outside [0, size) (compared unsigned).
+    auto copy_row = [&](const auto* iv, T* yr, const T* xr) {
+      uint64_t over = 0;
+      for (int64_t j = 0; j < len; ++j) over |= uint64_t(uint64_t(iv[j * is]) >= uint64_t(size));
+      if (over) return false;
+      if (ys == 1 && is == 1 && xs == 0)  // gathering along the last dim, dense rows
+        for (int64_t j = 0; j < len; ++j) yr[j] = xr[iv[j] * xd];
+      else
+        for (int64_t j = 0; j < len; ++j) yr[j * ys] = xr[j * xs + iv[j * is] * xd];
+      return true;
+    };
     parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, len)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         int64_t yo, io, xo;
         row_start(r, yo, io, xo);
-        for (int64_t j = 0; j < len; ++j)
-          yp[yo + j * y.strides[last]] = xp[xo + j * xs + index(io + j * idx.strides[last]) * x.strides[dim]];
+        if (!(i32 ? copy_row(static_cast<const int32_t*>(idx.data) + io, yp + yo, xp + xo)
+                  : copy_row(static_cast<const int64_t*>(idx.data) + io, yp + yo, xp + xo))) {
+          int64_t seen = bad_row.load();
+          while (r < seen && !bad_row.compare_exchange_weak(seen, r)) {
+          }
+          return;
+        }
       }
     });
+    if (const int64_t r = bad_row.load(); r < rows) {
+      int64_t yo, io, xo;
+      row_start(r, yo, io, xo);
+      for (int64_t j = 0;; ++j)
+        if (const int64_t i = index(io + j * is); i < 0 || i >= size) return index_error(a, i, dim, size);
+    }
     return 0;
   }
 };
