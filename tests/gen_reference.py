@@ -1906,6 +1906,21 @@ case("gather_first_bad_row", "gather", GATHER, [In([300, 70]), Fixed(gather_two_
      error="index 2000 is out of range for dimension 1 of size 70")
 case("gather_negative_i32", "gather", GATHER, [In([5, 9]), Fixed(torch.tensor([[0, -1, 3]], dtype=torch.int32))],
      attrs={"dim": 1}, error="index -1 is out of range")
+# max_pool2d_with_indices a row at a time, one kernel column across the row's outputs with selects
+# (vectorised for dense outputs with column stride 1 or 2): padding at stride 1 (each kernel
+# column's first output), stride 2 on rows of odd width, dilated columns, ties and NaN in rows
+# long enough for vectors.
+case("maxpool_indices_pad_stride1", "max_pool2d_with_indices", maxpool_i, [In([2, 3, 7, 9])],
+     attrs={"kernel_size": [3], "stride": [1], "padding": [1]}, atol=0, rtol=0)
+case("maxpool_indices_stride2_odd_rows", "max_pool2d_with_indices", maxpool_i, [In([2, 4, 13, 41])],
+     attrs={"kernel_size": [2]}, atol=0, rtol=0)
+case("maxpool_indices_dilated_cols", "max_pool2d_with_indices", maxpool_i, [In([1, 3, 9, 37])],
+     attrs={"kernel_size": [3], "stride": [2, 1], "padding": [1], "dilation": [1, 2]}, atol=0, rtol=0)
+case("maxpool_indices_ties_rows", "max_pool2d_with_indices", maxpool_i, [In([1, 2, 8, 36], kind="halves")],
+     attrs={"kernel_size": [3], "stride": [1]}, atol=0, rtol=0)
+case("maxpool_indices_nan_rows", "max_pool2d_with_indices", maxpool_i,
+     [Fixed(nan_at(torch.randn([1, 2, 6, 34], generator=own), [3, 40, 41, 100, 257, 300]))],
+     attrs={"kernel_size": [2]}, atol=0, rtol=0)
 
 
 def run_cases():
