@@ -110,6 +110,10 @@ AMBER_TARGET_AVX2 void transpose_words(char* out, int64_t out_ld, const char* in
     for (int64_t r = 0; r < rows; ++r) std::memcpy(dst(r, c), src(c, r), 4);
 }
 
+// The tile copier for a same-type copy of `bytes`-wide elements: transpose_words for 4 bytes
+// (AVX; none on the base ISA), else none (the runs go one by one).
+TileFn word_tiles(size_t bytes) { return bytes == 4 && cpu_isa() != Isa::base ? &transpose_words : nullptr; }
+
 template <typename S, typename D>
 void run_cast(const amber_tensor_view& dst, const amber_tensor_view& src, int threads) {
   ElementwiseIter<2> it({&dst, &src}, {int64_t(sizeof(D)), int64_t(sizeof(S))});
@@ -122,8 +126,7 @@ void run_cast(const amber_tensor_view& dst, const amber_tensor_view& src, int th
   }();
   // A same-type copy of 4-byte words moves bits as clone does: its transposes go tile by tile too
   // (cat, stack and index_select of permuted tensors).
-  static const TileFn tile =
-      std::is_same_v<S, D> && sizeof(S) == 4 && cpu_isa() != Isa::base ? &transpose_words : nullptr;
+  static const TileFn tile = std::is_same_v<S, D> ? word_tiles(sizeof(S)) : nullptr;
   it.run(inner, nullptr, threads, kGrainCheap, tile);
 }
 
@@ -155,7 +158,7 @@ template <typename W>
 int copy_words(const amber_kernel_args* a) {
   ElementwiseIter<2> it({&a->outputs[0], &a->inputs[0]}, {sizeof(W), sizeof(W)});
   static const InnerFn inner = IsaVariants<CopyInner<W>>::pick();
-  static const TileFn tile = sizeof(W) == 4 && cpu_isa() != Isa::base ? &transpose_words : nullptr;
+  static const TileFn tile = word_tiles(sizeof(W));
   it.run(inner, nullptr, a->num_threads, kGrainCheap, tile);
   return 0;
 }
