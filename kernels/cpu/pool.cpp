@@ -146,10 +146,15 @@ struct MaxPoolRows {
   std::array<int64_t, 2> k, s, p;
 };
 
-// ATen's rule: the larger wins and NaN propagates (v != v: false for integers).
+// ATen's rule: v replaces the running maximum acc when larger or NaN (v != v: false for
+// integers), so NaN propagates. As `|`, not `||`: both sides always evaluated, no branch.
+template <typename T>
+inline bool beats(T v, T acc) {
+  return (v > acc) | (v != v);
+}
 template <typename T>
 inline T take_max(T acc, T v) {
-  return (v > acc || v != v) ? v : acc;
+  return beats(v, acc) ? v : acc;
 }
 
 // Output row n (n = image * out.h + oh) of MaxPoolRows<T> (ctx); p[0] a scratch row of W x C.
@@ -294,7 +299,7 @@ struct MaxPoolKernel {
 
 // One window element for each of n output columns of a max_pool2d_with_indices row: p[0] the
 // elements (stride s[0]), p[1] the row's maxima so far (s[1]), p[2] their indices (s[2]); ctx
-// {at0, step}: column ow's element has index at0 + ow * step. ATen's rule as selects, not
+// {at0, step}: column ow's element has index at0 + ow * step. ATen's rule (beats) as selects, not
 // branches (random data mispredicted them), which GCC vectorises; XS, where not 0, fixes s[0]
 // and the outputs dense.
 template <int XS, typename T>
@@ -307,7 +312,7 @@ struct MaxTake {
     const int64_t xs = XS ? XS : s[0], ys = XS ? 1 : s[1], is = XS ? 1 : s[2];
     for (int64_t ow = 0; ow < n; ++ow) {
       const T v = x[ow * xs], best = y[ow * ys];
-      const bool take = (v > best) | (v != v);
+      const bool take = beats(v, best);
       const int64_t m = -int64_t(take);  // all ones where taken
       y[ow * ys] = take ? v : best;
       yi[ow * is] = (yi[ow * is] & ~m) | ((at0 + ow * step) & m);
